@@ -1,0 +1,59 @@
+// common.h: the number type, the error macro and checked allocation shared by every file.
+#ifndef COMMON_H
+#define COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+// `real` is the type of parameters, activations and gradients. The normal build uses float;
+// the gradient-check build compiles with -DREAL=double so finite differences are exact to ~1e-6.
+#ifndef REAL
+#define REAL float
+#endif
+typedef REAL real;
+
+// CHECK(cond, fmt, ...): if cond is false, print "file:line: error: <sentence>" to stderr and
+// exit(1). The sentence should name the flag or file at fault and say what to do about it.
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "%s:%d: error: ", __FILE__, __LINE__);          \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fputc('\n', stderr);                                            \
+            exit(1);                                                        \
+        }                                                                   \
+    } while (0)
+
+// Allocation that never returns NULL: on failure it reports the size and the call site.
+#define xmalloc(n) xmalloc_at((n), __FILE__, __LINE__)
+#define xcalloc(n, size) xcalloc_at((n), (size), __FILE__, __LINE__)
+static inline void *xmalloc_at(size_t n, const char *file, int line) {
+    void *p = malloc(n ? n : 1);
+    if (!p) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu bytes\n", file, line, n); exit(1); }
+    return p;
+}
+static inline void *xcalloc_at(size_t n, size_t size, const char *file, int line) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu x %zu bytes\n", file, line, n, size); exit(1); }
+    return p;
+}
+
+// A small deterministic RNG (splitmix64 seeding an xorshift64*). Explicit state, no globals,
+// so a checkpoint can store it and a resumed run draws the same numbers.
+typedef struct { uint64_t s; } Rng;
+static inline void rng_seed(Rng *r, uint64_t seed) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    r->s = (z ^ (z >> 31)) | 1ull;
+}
+static inline uint64_t rng_u64(Rng *r) {
+    r->s ^= r->s >> 12; r->s ^= r->s << 25; r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1Dull;
+}
+// uniform in [0, 1) with 53 random bits
+static inline double rng_uniform(Rng *r) { return (double)(rng_u64(r) >> 11) * (1.0 / 9007199254740992.0); }
+
+#endif
