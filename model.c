@@ -1,0 +1,717 @@
+// model.c: the GPT-2 layers as forward/backward pairs, the model, and AdamW.
+// Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its outputs.
+#include "model.h"
+
+#include <string.h>
+#include <tgmath.h>   // exp, sqrt, tanh follow the type of `real` (expf in the float build)
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int thread_id(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+// ----------------------------------------------------------------------------------------------
+// batches
+
+void batch_alloc(Batch *b, int B, int T) {
+    size_t n = (size_t)B * T;
+    b->B = B; b->T = T;
+    b->tokens = xcalloc(n, sizeof(int));
+    b->targets = xcalloc(n, sizeof(int));
+    b->weights = xcalloc(n, sizeof(float));
+    b->pos = xcalloc(n, sizeof(int));
+    b->doc = xcalloc(n, sizeof(int));
+    batch_default_positions(b);
+}
+
+void batch_free(Batch *b) {
+    free(b->tokens); free(b->targets); free(b->weights); free(b->pos); free(b->doc);
+    memset(b, 0, sizeof *b);
+}
+
+void batch_default_positions(Batch *b) {
+    for (int i = 0; i < b->B; i++)
+        for (int t = 0; t < b->T; t++) {
+            size_t k = (size_t)i * b->T + t;
+            b->pos[k] = t; b->doc[k] = 0; b->weights[k] = 1.0f;
+        }
+}
+
+// ----------------------------------------------------------------------------------------------
+// encoder: out (N,C) = wte[inp[n]]; wte is (Vp,C). The input positional hook is applied after.
+
+void encoder_forward(real *out, const int *inp, const real *wte, int N, int C) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) memcpy(out + (size_t)n * C, wte + (size_t)inp[n] * C, sizeof(real) * C);
+}
+
+// dwte[inp[n]] += dout[n]; serial so that repeated tokens never race
+void encoder_backward(real *dwte, const real *dout, const int *inp, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        real *row = dwte + (size_t)inp[n] * C;
+        const real *d = dout + (size_t)n * C;
+        for (int c = 0; c < C; c++) row[c] += d[c];
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// layernorm: out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N,) kept for backward
+
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *weight,
+                       const real *bias, int N, int C) {
+    const real eps = (real)1e-5;
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *x = inp + (size_t)n * C;
+        real m = 0;
+        for (int c = 0; c < C; c++) m += x[c];
+        m /= C;
+        real v = 0;
+        for (int c = 0; c < C; c++) { real d = x[c] - m; v += d * d; }
+        v /= C;
+        real s = 1 / sqrt(v + eps);
+        real *o = out + (size_t)n * C;
+        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+        mean[n] = m; rstd[n] = s;
+    }
+}
+
+// dinp (N,C) +=, dweight (C) +=, dbias (C) +=; dout (N,C)
+void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                        const real *weight, const real *mean, const real *rstd, int N, int C) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+        real m = mean[n], s = rstd[n];
+        // dnorm = dout * weight; dinp = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+        real dnorm_mean = 0, dnorm_norm_mean = 0;
+        for (int c = 0; c < C; c++) {
+            real norm = (x[c] - m) * s, dnorm = weight[c] * d[c];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C; dnorm_norm_mean /= C;
+        real *di = dinp + (size_t)n * C;
+        for (int c = 0; c < C; c++) {
+            real norm = (x[c] - m) * s, dnorm = weight[c] * d[c];
+            di[c] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
+        }
+    }
+    // parameter gradients: each thread owns a range of channels, summing rows in order
+    #pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+        real dw = 0, db = 0;
+        for (int n = 0; n < N; n++) {
+            real dv = dout[(size_t)n * C + c];
+            dw += dv * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+            db += dv;
+        }
+        dweight[c] += dw; dbias[c] += db;
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC); bias may be NULL.
+// Four rows at a time so each weight row is read once per four tokens.
+
+void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC) {
+    int N4 = N / 4 * 4;
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N4; n += 4) {
+        const real *x0 = inp + (size_t)n * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+        for (int o = 0; o < OC; o++) {
+            const real *w = weight + (size_t)o * C;
+            real s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            #pragma omp simd reduction(+:s0, s1, s2, s3)
+            for (int c = 0; c < C; c++) {
+                s0 += x0[c] * w[c]; s1 += x1[c] * w[c]; s2 += x2[c] * w[c]; s3 += x3[c] * w[c];
+            }
+            real b = bias ? bias[o] : 0;
+            out[(size_t)n * OC + o] = s0 + b;
+            out[(size_t)(n + 1) * OC + o] = s1 + b;
+            out[(size_t)(n + 2) * OC + o] = s2 + b;
+            out[(size_t)(n + 3) * OC + o] = s3 + b;
+        }
+    }
+    for (int n = N4; n < N; n++) {     // the remainder rows, same arithmetic
+        const real *x = inp + (size_t)n * C;
+        for (int o = 0; o < OC; o++) {
+            const real *w = weight + (size_t)o * C;
+            real s = 0;
+            #pragma omp simd reduction(+:s)
+            for (int c = 0; c < C; c++) s += x[c] * w[c];
+            out[(size_t)n * OC + o] = s + (bias ? bias[o] : 0);
+        }
+    }
+}
+
+// dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += sum_n dout.
+// dinp: threads split the rows; dweight: threads split the output channels, so no two threads
+// ever write the same gradient and the summation order is fixed (bit-reproducible).
+void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *d = dout + (size_t)n * OC;
+        real *di = dinp + (size_t)n * C;
+        for (int o = 0; o < OC; o++) {
+            const real *w = weight + (size_t)o * C;
+            real dv = d[o];
+            #pragma omp simd
+            for (int c = 0; c < C; c++) di[c] += dv * w[c];
+        }
+    }
+    #pragma omp parallel for schedule(static)
+    for (int o = 0; o < OC; o++) {
+        real *dw = dweight + (size_t)o * C;
+        real db = 0;
+        for (int n = 0; n < N; n++) {
+            real dv = dout[(size_t)n * OC + o];
+            const real *x = inp + (size_t)n * C;
+            db += dv;
+            #pragma omp simd
+            for (int c = 0; c < C; c++) dw[c] += dv * x[c];
+        }
+        if (dbias) dbias[o] += db;
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+
+#define GELU_SCALE 0.7978845608028654   // sqrt(2/pi)
+
+void gelu_forward(real *out, const real *inp, int n) {
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        real x = inp[i];
+        out[i] = (real)0.5 * x * (1 + tanh((real)GELU_SCALE * (x + (real)0.044715 * x * x * x)));
+    }
+}
+
+void gelu_backward(real *dinp, const real *inp, const real *dout, int n) {
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        real x = inp[i];
+        real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
+        real th = tanh(u), sech2 = 1 - th * th;
+        real grad = (real)0.5 * (1 + th) + (real)0.5 * x * sech2 * (real)GELU_SCALE * (1 + (real)3 * (real)0.044715 * x * x);
+        dinp[i] += grad * dout[i];
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// hook 2 over a qkv buffer (N,3C): q at [0,C), k at [C,2C), each NH heads of hs
+
+void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
+    const PosScheme *s = ap->scheme;
+    if (!(s->hooks & PE_HOOK_QK)) return;
+    int hs = C / NH;
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < NH; h++) {
+            real *q = qkv + (size_t)n * 3 * C + h * hs, *k = q + C;
+            if (dir > 0) { s->qk_forward(ap->tables, q, ap->pos[n]); s->qk_forward(ap->tables, k, ap->pos[n]); }
+            else { s->qk_backward(ap->tables, q, ap->pos[n]); s->qk_backward(ap->tables, k, ap->pos[n]); }
+        }
+}
+
+// ----------------------------------------------------------------------------------------------
+// causal attention with positions as data.
+// Query i of row b may attend key j when j <= i and doc[b,j] == doc[b,i].
+// score(i,j) = q_i . k_j / sqrt(hs) + bias_h(pos_i, pos_j)   (hook 3, if the scheme has one)
+
+void attention_forward(real *out, real *att, const real *qkv, const AttnPos *ap, int B, int T, int C, int NH) {
+    int hs = C / NH, C3 = 3 * C;
+    real scale = 1 / sqrt((real)hs);
+    const PosScheme *s = ap->scheme;
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
+            for (int i = 0; i < T; i++) {
+                const real *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
+                real *a = att + (((size_t)b * NH + h) * T + i) * T;     // (T,) row of probabilities
+                for (int j = 0; j <= i; j++) {
+                    const real *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
+                    real dot = 0;
+                    for (int c = 0; c < hs; c++) dot += q[c] * k[c];
+                    a[j] = dot * scale;
+                }
+                if (s->bias_forward) s->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, i + 1, a);
+                real mx = -INFINITY;
+                for (int j = 0; j <= i; j++) if (doc_b[j] == doc_b[i] && a[j] > mx) mx = a[j];
+                real sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    real e = doc_b[j] == doc_b[i] ? exp(a[j] - mx) : 0;   // key i itself is always allowed
+                    a[j] = e; sum += e;
+                }
+                real inv = 1 / sum;
+                for (int j = 0; j <= i; j++) a[j] *= inv;
+                for (int j = i + 1; j < T; j++) a[j] = 0;
+                real *o = out + ((size_t)b * T + i) * C + h * hs;
+                for (int c = 0; c < hs; c++) o[c] = 0;
+                for (int j = 0; j <= i; j++) {
+                    if (a[j] == 0) continue;
+                    const real *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+                    for (int c = 0; c < hs; c++) o[c] += a[j] * v[c];
+                }
+            }
+        }
+}
+
+// dqkv (B,T,3C) +=; dout (B,T,C); att (B,NH,T,T). Each (b,h) pair owns its slices of dq, dk, dv.
+// Per row:  datt_j = dout_i . v_j,  dv_j += att_j dout_i,
+//           dscore_j = att_j (datt_j - sum_k att_k datt_k)   (softmax backward; bias gets dscore)
+//           dq_i += scale sum_j dscore_j k_j,  dk_j += scale dscore_j q_i
+void attention_backward(real *dqkv, real *datt_row, const real *dout, const real *qkv, const real *att,
+                        const AttnPos *ap, int B, int T, int C, int NH) {
+    int hs = C / NH, C3 = 3 * C;
+    real scale = 1 / sqrt((real)hs);
+    const PosScheme *s = ap->scheme;
+    // A learned bias gets gradient from every (b,h): keep its accumulation on one thread.
+    int parallel = !(s->bias_backward && ap->pe_dparams);
+    #pragma omp parallel for collapse(2) schedule(static) if (parallel)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const int *pos_b = ap->pos + (size_t)b * T;
+            real *ds = datt_row + (size_t)thread_id() * T;      // (T,) scratch of this thread
+            for (int i = 0; i < T; i++) {
+                const real *a = att + (((size_t)b * NH + h) * T + i) * T;
+                const real *d = dout + ((size_t)b * T + i) * C + h * hs;
+                const real *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
+                real *dq = dqkv + ((size_t)b * T + i) * C3 + h * hs;
+                real dot_sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    ds[j] = 0;
+                    if (a[j] == 0) continue;
+                    const real *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+                    real *dv = dqkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+                    real datt = 0;
+                    for (int c = 0; c < hs; c++) { datt += d[c] * v[c]; dv[c] += a[j] * d[c]; }
+                    ds[j] = datt;
+                    dot_sum += a[j] * datt;
+                }
+                for (int j = 0; j <= i; j++) ds[j] = a[j] * (ds[j] - dot_sum);
+                if (s->bias_backward && ap->pe_dparams)
+                    s->bias_backward(ap->tables, ap->pe_dparams, h, pos_b[i], pos_b, i + 1, ds);
+                for (int j = 0; j <= i; j++) {
+                    if (ds[j] == 0) continue;
+                    const real *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
+                    real *dk = dqkv + ((size_t)b * T + j) * C3 + C + h * hs;
+                    real g = ds[j] * scale;
+                    for (int c = 0; c < hs; c++) { dq[c] += g * k[c]; dk[c] += g * q[c]; }
+                }
+            }
+        }
+}
+
+// ----------------------------------------------------------------------------------------------
+// softmax + cross-entropy over the V real classes of each (Vp,) logits row
+
+static void crossentropy_forward(real *probs, real *losses, const real *logits, const int *targets,
+                                 int N, int V, int Vp) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *l = logits + (size_t)n * Vp;
+        real *p = probs + (size_t)n * Vp;
+        real mx = -INFINITY;
+        for (int v = 0; v < V; v++) if (l[v] > mx) mx = l[v];
+        real sum = 0;
+        for (int v = 0; v < V; v++) { p[v] = exp(l[v] - mx); sum += p[v]; }
+        real inv = 1 / sum;
+        for (int v = 0; v < V; v++) p[v] *= inv;
+        for (int v = V; v < Vp; v++) p[v] = 0;
+        // -log softmax computed from the logits, not from a rounded probability
+        if (targets) losses[n] = -(l[targets[n]] - mx - log(sum));
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// the model
+
+static uint64_t hash_name(const char *s, uint64_t seed) {
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ull; }
+    return h;
+}
+
+static double normal(Rng *r) {
+    double u1 = rng_uniform(r), u2 = rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+int gpt_config_check(GPTConfig *c, char *msg, size_t cap) {
+    if (c->vocab_size < 2 || c->vocab_size > (1 << 24)) { snprintf(msg, cap, "vocab size %d is out of range (2..16777216)", c->vocab_size); return 0; }
+    c->padded_vocab = (c->vocab_size + 63) / 64 * 64;
+    if (c->n_layer < 1 || c->n_layer > PE_MAX_LAYERS) { snprintf(msg, cap, "--layers must be in 1..%d (got %d)", PE_MAX_LAYERS, c->n_layer); return 0; }
+    if (c->n_head < 1) { snprintf(msg, cap, "--heads must be >= 1 (got %d)", c->n_head); return 0; }
+    if (c->n_embd < 1 || c->n_embd % c->n_head) { snprintf(msg, cap, "--dim %d must be a positive multiple of --heads %d", c->n_embd, c->n_head); return 0; }
+    if (c->max_seq_len < 1) { snprintf(msg, cap, "the context length must be >= 1 (got %d)", c->max_seq_len); return 0; }
+    if (c->pe.n_layer != c->n_layer) { snprintf(msg, cap, "the positional schedule has %d layers but the model %d", c->pe.n_layer, c->n_layer); return 0; }
+    PosDims d = { c->n_layer, c->n_head, c->n_embd, c->n_embd / c->n_head, c->max_seq_len };
+    return posenc_validate(&c->pe, &d, msg, cap);
+}
+
+static PosDims dims_of(const GPTConfig *c) {
+    PosDims d = { c->n_layer, c->n_head, c->n_embd, c->n_embd / c->n_head, c->max_seq_len };
+    return d;
+}
+
+// Registers a tensor; returns its offset. Tensors are laid out in registration order.
+static size_t add_tensor(GPT *m, int cap, const char *name, int rows, int cols, int transpose,
+                         int decay, int init, double std) {
+    CHECK(m->n_tensors < cap, "internal: too many tensors");
+    TensorInfo *t = &m->tensors[m->n_tensors++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->offset = m->num_params; t->rows = rows; t->cols = cols; t->export_rows = rows;
+    t->transpose = transpose; t->decay = decay; t->init = init; t->std = std;
+    m->num_params += (size_t)rows * cols;
+    return t->offset;
+}
+
+// The layout: llm.c's order (each kind of tensor for all layers together), then the positional
+// schemes' parameters. ParamTensors pointers and the TensorInfo list are both derived from it.
+static void layout(GPT *m, size_t off[32]) {
+    const GPTConfig *c = &m->cfg;
+    int L = c->n_layer, C = c->n_embd, Vp = c->padded_vocab;
+    int cap = 16 * L + 2 * PE_MAX_LAYERS + 8;
+    m->tensors = xcalloc(cap, sizeof(TensorInfo));
+    m->n_tensors = 0; m->num_params = 0;
+    char name[96];
+    double std = 0.02, proj_std = 0.02 / sqrt(2.0 * L);   // GPT-2: scale residual projections
+    off[0] = add_tensor(m, cap, "transformer.wte.weight", Vp, C, 0, 1, 2, std);
+    m->tensors[0].export_rows = c->vocab_size;
+    static const struct { const char *fmt; int rows, cols, transpose, decay, init, proj; } kinds[12] = {
+        { "transformer.h.%d.ln_1.weight", 1, 1, 0, 0, 1, 0 },
+        { "transformer.h.%d.ln_1.bias", 1, 1, 0, 0, 0, 0 },
+        { "transformer.h.%d.attn.c_attn.weight", 3, 1, 1, 1, 2, 0 },
+        { "transformer.h.%d.attn.c_attn.bias", 1, 3, 0, 0, 0, 0 },
+        { "transformer.h.%d.attn.c_proj.weight", 1, 1, 1, 1, 2, 1 },
+        { "transformer.h.%d.attn.c_proj.bias", 1, 1, 0, 0, 0, 0 },
+        { "transformer.h.%d.ln_2.weight", 1, 1, 0, 0, 1, 0 },
+        { "transformer.h.%d.ln_2.bias", 1, 1, 0, 0, 0, 0 },
+        { "transformer.h.%d.mlp.c_fc.weight", 4, 1, 1, 1, 2, 0 },
+        { "transformer.h.%d.mlp.c_fc.bias", 1, 4, 0, 0, 0, 0 },
+        { "transformer.h.%d.mlp.c_proj.weight", 1, 4, 1, 1, 2, 1 },
+        { "transformer.h.%d.mlp.c_proj.bias", 1, 1, 0, 0, 0, 0 },
+    };
+    // kinds[k].rows/cols are multiples of C; a vector (bias, LN) has rows = 1 and cols = mult*C
+    for (int k = 0; k < 12; k++)
+        for (int l = 0; l < L; l++) {
+            int is_vec = !kinds[k].transpose;
+            int rows = is_vec ? 1 : kinds[k].rows * C, cols = is_vec ? kinds[k].cols * C : kinds[k].cols * C;
+            snprintf(name, sizeof name, kinds[k].fmt, l);
+            size_t o = add_tensor(m, cap, name, rows, cols, kinds[k].transpose, kinds[k].decay,
+                                  kinds[k].init, kinds[k].proj ? proj_std : std);
+            if (l == 0) off[1 + k] = o;
+        }
+    off[13] = add_tensor(m, cap, "transformer.ln_f.weight", 1, C, 0, 0, 1, 0);
+    off[14] = add_tensor(m, cap, "transformer.ln_f.bias", 1, C, 0, 0, 0, 0);
+}
+
+// Positional parameters: the input scheme's block, then per layer (shared schemes: one block).
+// Offsets are SIZE_MAX where a hook has no parameters.
+static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]) {
+    const GPTConfig *c = &m->cfg;
+    PosDims d = dims_of(c);
+    int cap = 16 * c->n_layer + 2 * PE_MAX_LAYERS + 8, rows, cols;
+    char name[96];
+    const PosScheme *in = posenc_scheme(c->pe.input);
+    *input_off = SIZE_MAX;
+    if (in->n_params && in->n_params(&d)) {
+        in->param_shape(&d, &rows, &cols);
+        snprintf(name, sizeof name, "%s", in->export_name ? in->export_name : "pe.input.weight");
+        *input_off = add_tensor(m, cap, name, rows, cols, 0, 1, 2, in->init_std);
+    }
+    for (int l = 0; l < c->n_layer; l++) {
+        const PosScheme *s = posenc_scheme(c->pe.layer[l]);
+        layer_off[l] = SIZE_MAX;
+        if (!s->n_params || !s->n_params(&d)) continue;
+        if (s->shared) {
+            for (int k = 0; k < l; k++)
+                if (c->pe.layer[k] == c->pe.layer[l]) { layer_off[l] = layer_off[k]; break; }
+            if (layer_off[l] != SIZE_MAX) continue;
+            snprintf(name, sizeof name, "pe.%s.weight", s->name);
+        } else {
+            snprintf(name, sizeof name, "pe.h.%d.%s.weight", l, s->name);
+        }
+        s->param_shape(&d, &rows, &cols);
+        layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, 2, s->init_std);
+    }
+}
+
+static void point_tensors(ParamTensors *p, real *base, const size_t off[32], size_t input_off,
+                          const size_t layer_off[PE_MAX_LAYERS], int L) {
+    real **ptr[15] = { &p->wte, &p->ln1w, &p->ln1b, &p->qkvw, &p->qkvb, &p->attprojw, &p->attprojb,
+                       &p->ln2w, &p->ln2b, &p->fcw, &p->fcb, &p->fcprojw, &p->fcprojb, &p->lnfw, &p->lnfb };
+    for (int k = 0; k < 15; k++) *ptr[k] = base + off[k];
+    p->pe_input = input_off == SIZE_MAX ? NULL : base + input_off;
+    for (int l = 0; l < L; l++) p->pe_layer[l] = layer_off[l] == SIZE_MAX ? NULL : base + layer_off[l];
+}
+
+void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    char msg[512];
+    CHECK(gpt_config_check(&m->cfg, msg, sizeof msg), "%s", msg);
+    size_t off[32];
+    size_t pe_input_off, pe_layer_off[PE_MAX_LAYERS];
+    layout(m, off);
+    layout_pe(m, &pe_input_off, pe_layer_off);
+    m->params = xcalloc(m->num_params, sizeof(real));
+    m->grads = xcalloc(m->num_params, sizeof(real));
+    point_tensors(&m->p, m->params, off, pe_input_off, pe_layer_off, cfg->n_layer);
+    point_tensors(&m->g, m->grads, off, pe_input_off, pe_layer_off, cfg->n_layer);
+    // Initialise each tensor from its own stream, seeded by (seed, name): adding a positional
+    // table does not change the initial value of any other tensor, so schemes start equal.
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        real *p = m->params + t->offset;
+        size_t n = (size_t)t->export_rows * t->cols;   // padded vocab rows stay zero
+        Rng r;
+        rng_seed(&r, hash_name(t->name, seed));
+        for (size_t k = 0; k < n; k++) p[k] = t->init == 1 ? 1 : t->init == 2 ? (real)(t->std * normal(&r)) : 0;
+    }
+    PosDims d = dims_of(cfg);
+    posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos > cfg->max_seq_len ? max_pos : cfg->max_seq_len);
+}
+
+static void free_acts(GPT *m) {
+    real **a = (real **)&m->a;
+    for (size_t i = 0; i < sizeof(Activations) / sizeof(real *); i++) free(a[i]);
+    real **g = (real **)&m->ga;
+    for (size_t i = 0; i < sizeof(GradActivations) / sizeof(real *); i++) free(g[i]);
+    memset(&m->a, 0, sizeof m->a); memset(&m->ga, 0, sizeof m->ga);
+}
+
+void gpt_free(GPT *m) {
+    free(m->params); free(m->grads); free(m->m); free(m->v); free(m->tensors);
+    free_acts(m);
+    posenc_tables_free(&m->pt);
+    memset(m, 0, sizeof *m);
+}
+
+static void alloc_acts(GPT *m, int B, int T) {
+    if (m->act_B == B && m->act_T == T) return;
+    free_acts(m);
+    size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
+    size_t N = (size_t)B * T;
+    Activations *a = &m->a;
+    a->encoded = xmalloc(sizeof(real) * N * C);
+    a->ln1 = xmalloc(sizeof(real) * L * N * C);
+    a->ln1_mean = xmalloc(sizeof(real) * L * N);
+    a->ln1_rstd = xmalloc(sizeof(real) * L * N);
+    a->qkv = xmalloc(sizeof(real) * L * N * 3 * C);
+    a->atty = xmalloc(sizeof(real) * L * N * C);
+    a->att = xmalloc(sizeof(real) * L * B * NH * T * T);
+    a->residual2 = xmalloc(sizeof(real) * L * N * C);
+    a->ln2 = xmalloc(sizeof(real) * L * N * C);
+    a->ln2_mean = xmalloc(sizeof(real) * L * N);
+    a->ln2_rstd = xmalloc(sizeof(real) * L * N);
+    a->fch = xmalloc(sizeof(real) * L * N * 4 * C);
+    a->fch_gelu = xmalloc(sizeof(real) * L * N * 4 * C);
+    a->residual3 = xmalloc(sizeof(real) * L * N * C);
+    a->lnf = xmalloc(sizeof(real) * N * C);
+    a->lnf_mean = xmalloc(sizeof(real) * N);
+    a->lnf_rstd = xmalloc(sizeof(real) * N);
+    a->logits = xmalloc(sizeof(real) * N * Vp);
+    a->probs = xmalloc(sizeof(real) * N * Vp);
+    a->losses = xmalloc(sizeof(real) * N);
+    a->scratch = xmalloc(sizeof(real) * N * C);
+    GradActivations *g = &m->ga;
+    g->dresidual = xmalloc(sizeof(real) * N * C);
+    g->dln = xmalloc(sizeof(real) * N * C);
+    g->dqkv = xmalloc(sizeof(real) * N * 3 * C);
+    g->datty = xmalloc(sizeof(real) * N * C);
+    g->dfch = xmalloc(sizeof(real) * N * 4 * C);
+    g->dfch_gelu = xmalloc(sizeof(real) * N * 4 * C);
+    g->datt_row = xmalloc(sizeof(real) * (size_t)max_threads() * T);
+    m->act_B = B; m->act_T = T;
+}
+
+static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
+    AttnPos ap = { b->pos, b->doc, posenc_scheme(m->cfg.pe.layer[l]), &m->pt, m->p.pe_layer[l],
+                   grads ? m->g.pe_layer[l] : NULL };
+    return ap;
+}
+
+static void residual_add(real *out, const real *a, const real *b, size_t n) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+double gpt_forward(GPT *m, const Batch *b) {
+    const GPTConfig *c = &m->cfg;
+    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = c->padded_vocab;
+    size_t N = (size_t)B * T;
+    for (size_t n = 0; n < N; n++) {
+        CHECK(b->tokens[n] >= 0 && b->tokens[n] < V, "token id %d at batch index %zu is outside the "
+              "vocabulary (0..%d); the data does not match this model's vocabulary", b->tokens[n], n, V - 1);
+        CHECK(!b->targets || (b->targets[n] >= 0 && b->targets[n] < V), "target id %d at batch index "
+              "%zu is outside the vocabulary (0..%d)", b->targets ? b->targets[n] : 0, n, V - 1);
+    }
+    alloc_acts(m, B, T);
+    m->batch = b;
+    Activations *a = &m->a;
+    const ParamTensors *p = &m->p;
+
+    encoder_forward(a->encoded, b->tokens, p->wte, N, C);
+    const PosScheme *in = posenc_scheme(c->pe.input);
+    if (in->input_forward) in->input_forward(&m->pt, p->pe_input, a->encoded, b->pos, N);   // hook 1
+
+    const real *residual = a->encoded;
+    for (int l = 0; l < L; l++) {
+        real *ln1 = a->ln1 + l * N * C, *ln1_mean = a->ln1_mean + l * N, *ln1_rstd = a->ln1_rstd + l * N;
+        real *qkv = a->qkv + l * N * 3 * C, *atty = a->atty + l * N * C;
+        real *att = a->att + (size_t)l * B * NH * T * T;
+        real *residual2 = a->residual2 + l * N * C, *ln2 = a->ln2 + l * N * C;
+        real *ln2_mean = a->ln2_mean + l * N, *ln2_rstd = a->ln2_rstd + l * N;
+        real *fch = a->fch + l * N * 4 * C, *fch_gelu = a->fch_gelu + l * N * 4 * C;
+        real *residual3 = a->residual3 + l * N * C;
+        AttnPos ap = attn_pos(m, b, l, 0);
+
+        layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
+        matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C);
+        qk_hook(qkv, &ap, N, C, NH, +1);                                                   // hook 2
+        attention_forward(atty, att, qkv, &ap, B, T, C, NH);                               // hook 3 inside
+        matmul_forward(a->scratch, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C);
+        residual_add(residual2, residual, a->scratch, N * C);
+        layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
+        matmul_forward(fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C);
+        gelu_forward(fch_gelu, fch, N * 4 * C);
+        matmul_forward(a->scratch, fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C);
+        residual_add(residual3, residual2, a->scratch, N * C);
+        residual = residual3;
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, N, C);
+    matmul_forward(a->logits, a->lnf, p->wte, NULL, N, C, Vp);     // LM head tied to wte
+    crossentropy_forward(a->probs, a->losses, a->logits, b->targets, N, V, Vp);
+
+    double sum = 0, wsum = 0;
+    if (b->targets)
+        for (size_t n = 0; n < N; n++) { sum += (double)b->weights[n] * a->losses[n]; wsum += b->weights[n]; }
+    m->weight_sum = wsum;
+    m->loss = wsum > 0 ? sum / wsum : 0;
+    return m->loss;
+}
+
+void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); }
+
+void gpt_backward(GPT *m, double grad_scale) {
+    const Batch *b = m->batch;
+    CHECK(b && b->targets, "internal: gpt_backward needs a forward pass with targets first");
+    const GPTConfig *c = &m->cfg;
+    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = c->padded_vocab;
+    size_t N = (size_t)B * T;
+    Activations *a = &m->a;
+    GradActivations *g = &m->ga;
+    const ParamTensors *p = &m->p;
+    ParamTensors *dp = &m->g;
+
+    // dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)); written over probs
+    real *dlogits = a->probs;
+    #pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        real *d = dlogits + n * Vp;
+        real s = (real)(b->weights[n] * grad_scale);
+        for (int v = 0; v < V; v++) d[v] *= s;
+        d[b->targets[n]] -= s;
+    }
+    const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
+    memset(g->dln, 0, sizeof(real) * N * C);
+    matmul_backward(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp);
+    memset(g->dresidual, 0, sizeof(real) * N * C);
+    layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;
+        real *ln1 = a->ln1 + l * N * C, *ln1_mean = a->ln1_mean + l * N, *ln1_rstd = a->ln1_rstd + l * N;
+        real *qkv = a->qkv + l * N * 3 * C, *atty = a->atty + l * N * C;
+        real *att = a->att + (size_t)l * B * NH * T * T;
+        real *residual2 = a->residual2 + l * N * C, *ln2 = a->ln2 + l * N * C;
+        real *ln2_mean = a->ln2_mean + l * N, *ln2_rstd = a->ln2_rstd + l * N;
+        real *fch = a->fch + l * N * 4 * C, *fch_gelu = a->fch_gelu + l * N * 4 * C;
+        AttnPos ap = attn_pos(m, b, l, 1);
+
+        // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms
+        memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
+        matmul_backward(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, g->dresidual,
+                        fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C);
+        memset(g->dfch, 0, sizeof(real) * N * 4 * C);
+        gelu_backward(g->dfch, fch, g->dfch_gelu, N * 4 * C);
+        memset(g->dln, 0, sizeof(real) * N * C);
+        matmul_backward(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, ln2,
+                        p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C);
+        layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, residual2, p->ln2w + l * C,
+                           ln2_mean, ln2_rstd, N, C);
+        // residual2 = residual + attproj(attention(qkv(ln1(residual))))
+        memset(g->datty, 0, sizeof(real) * N * C);
+        matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, g->dresidual, atty,
+                        p->attprojw + (size_t)l * C * C, N, C, C);
+        memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
+        attention_backward(g->dqkv, g->datt_row, g->datty, qkv, att, &ap, B, T, C, NH);
+        qk_hook(g->dqkv, &ap, N, C, NH, -1);          // gradient w.r.t. the unrotated q and k
+        memset(g->dln, 0, sizeof(real) * N * C);
+        matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, ln1,
+                        p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C);
+        layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
+                           ln1_mean, ln1_rstd, N, C);
+    }
+    const PosScheme *in = posenc_scheme(c->pe.input);
+    if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, g->dresidual, b->pos, N);
+    encoder_backward(dp->wte, g->dresidual, b->tokens, N, C);
+}
+
+// ----------------------------------------------------------------------------------------------
+// optimiser
+
+double gpt_clip_grad(GPT *m, double max_norm) {
+    double ss = 0;
+    for (size_t i = 0; i < m->num_params; i++) ss += (double)m->grads[i] * m->grads[i];
+    double norm = sqrt(ss);
+    if (max_norm > 0 && norm > max_norm) {
+        real s = (real)(max_norm / norm);
+        for (size_t i = 0; i < m->num_params; i++) m->grads[i] *= s;
+    }
+    return norm;
+}
+
+void gpt_adamw(GPT *m, const AdamWConfig *o, int t) {
+    if (!m->m) { m->m = xcalloc(m->num_params, sizeof(real)); m->v = xcalloc(m->num_params, sizeof(real)); }
+    double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
+    for (int k = 0; k < m->n_tensors; k++) {
+        const TensorInfo *ti = &m->tensors[k];
+        size_t begin = ti->offset, end = begin + (size_t)ti->rows * ti->cols;
+        real wd = ti->decay ? (real)o->weight_decay : 0;
+        real lr = (real)o->lr, b1 = (real)o->beta1, b2 = (real)o->beta2, eps = (real)o->eps;
+        real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2);
+        #pragma omp parallel for schedule(static)
+        for (size_t i = begin; i < end; i++) {
+            real g = m->grads[i];
+            real mi = b1 * m->m[i] + (1 - b1) * g;
+            real vi = b2 * m->v[i] + (1 - b2) * g * g;
+            m->m[i] = mi; m->v[i] = vi;
+            m->params[i] -= lr * ((mi * ibc1) / (sqrt(vi * ibc2) + eps) + wd * m->params[i]);
+        }
+    }
+}
+
+const TensorInfo *gpt_find_tensor(const GPT *m, const char *name) {
+    for (int i = 0; i < m->n_tensors; i++) if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    return NULL;
+}

@@ -1,0 +1,183 @@
+// model.h: a GPT-2 decoder whose positional encoding is a plug (posenc.h).
+//
+// Shape legend, used in every comment:
+//   B batch, T time, C channels, NH heads, hs = C/NH head size, L layers,
+//   V vocab, Vp vocab padded to a multiple of 64, N = B*T tokens.
+// Weights are stored (out, in): a linear layer is out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC).
+// Backward functions ACCUMULATE into their gradient outputs (+=); the caller zeroes them
+// (gpt_zero_grad) before a step. This is what makes gradient accumulation free.
+#ifndef MODEL_H
+#define MODEL_H
+
+#include "common.h"
+#include "posenc.h"
+
+typedef struct {
+    int vocab_size;     // V, e.g. 256 for bytes or 50257 for GPT-2 tokens
+    int padded_vocab;   // Vp >= V, a multiple of 64 (extra rows stay zero and are never predicted)
+    int n_layer;        // L
+    int n_head;         // NH
+    int n_embd;         // C
+    int max_seq_len;    // the model's context: the learned table size, the longest training T
+    PosConfig pe;       // input scheme, per-layer schedule and scheme settings
+} GPTConfig;
+
+// One batch as data. Positions and documents are per token, never loop indices (DESIGN.md):
+// query i may attend key j of the same row when j <= i, doc[j] == doc[i]. Padding has doc -1,
+// so real tokens never see it; its loss weight must be 0.
+typedef struct {
+    int B, T;
+    int *tokens;        // (B,T) input ids in [0, V)
+    int *targets;       // (B,T) next-token ids in [0, V)
+    float *weights;     // (B,T) loss weight: 1 counts the token, 0 excludes it (prompt, padding)
+    int *pos;           // (B,T) position ids
+    int *doc;           // (B,T) document ids
+} Batch;
+
+void batch_alloc(Batch *b, int B, int T);
+void batch_free(Batch *b);
+// Fills pos = t and doc = 0 and weights = 1 for every row (a plain contiguous batch).
+void batch_default_positions(Batch *b);
+
+// Parameter tensors; all point into one contiguous buffer (gradients and AdamW moments share it).
+typedef struct {
+    real *wte;                      // (Vp, C) token embedding, tied with the LM head
+    real *ln1w, *ln1b;              // (L, C)
+    real *qkvw;                     // (L, 3C, C)
+    real *qkvb;                     // (L, 3C)
+    real *attprojw;                 // (L, C, C)
+    real *attprojb;                 // (L, C)
+    real *ln2w, *ln2b;              // (L, C)
+    real *fcw;                      // (L, 4C, C)
+    real *fcb;                      // (L, 4C)
+    real *fcprojw;                  // (L, C, 4C)
+    real *fcprojb;                  // (L, C)
+    real *lnfw, *lnfb;              // (C)
+    real *pe_input;                 // the input scheme's parameters, or NULL
+    real *pe_layer[PE_MAX_LAYERS];  // each layer's scheme parameters, or NULL (shared: one block)
+} ParamTensors;
+
+// One named tensor of the parameter buffer, for init, weight decay, export and tests.
+typedef struct {
+    char name[96];       // HF GPT-2 name, e.g. transformer.h.3.attn.c_attn.weight
+    size_t offset;       // into the parameter buffer, in reals
+    int rows, cols;      // internal layout (out, in); a vector has rows = 1
+    int export_rows;     // rows written on export (wte: V of Vp)
+    int transpose;       // 1: export as Conv1D (in, out)
+    int decay;           // 1: AdamW weight decay applies (matrices and embedding tables)
+    int init;            // 0 zeros, 1 ones, 2 normal(0, std)
+    double std;
+} TensorInfo;
+
+typedef struct {
+    real *encoded;     // (B,T,C) token + input position embedding
+    real *ln1;         // (L,B,T,C)
+    real *ln1_mean;    // (L,B,T)
+    real *ln1_rstd;    // (L,B,T)
+    real *qkv;         // (L,B,T,3C) after the q/k hook (rotated q and k)
+    real *atty;        // (L,B,T,C) attention output before the projection
+    real *att;         // (L,B,NH,T,T) attention probabilities (0 where masked)
+    real *residual2;   // (L,B,T,C)
+    real *ln2;         // (L,B,T,C)
+    real *ln2_mean;    // (L,B,T)
+    real *ln2_rstd;    // (L,B,T)
+    real *fch;         // (L,B,T,4C)
+    real *fch_gelu;    // (L,B,T,4C)
+    real *residual3;   // (L,B,T,C)
+    real *lnf;         // (B,T,C)
+    real *lnf_mean;    // (B,T)
+    real *lnf_rstd;    // (B,T)
+    real *logits;      // (B,T,Vp)
+    real *probs;       // (B,T,Vp), turned into dlogits in place by backward
+    real *losses;      // (B,T) per-token cross-entropy
+    real *scratch;     // (B,T,C) projection outputs before the residual add
+} Activations;
+
+typedef struct {
+    real *dresidual;   // (B,T,C) gradient flowing down the residual stream
+    real *dln;         // (B,T,C)
+    real *dqkv;        // (B,T,3C)
+    real *datty;       // (B,T,C)
+    real *dfch;        // (B,T,4C) gradient of the MLP's hidden layer before GELU
+    real *dfch_gelu;   // (B,T,4C) gradient after GELU
+    real *datt_row;    // (threads, T) per-thread row scratch for attention backward
+} GradActivations;
+
+typedef struct {
+    GPTConfig cfg;
+    PosTables pt;                  // tables for positions 0 .. max_pos-1
+    size_t num_params;
+    real *params, *grads;          // (num_params,)
+    real *m, *v;                   // AdamW moments (num_params,), allocated on the first update
+    ParamTensors p, g;             // named views into params and grads
+    TensorInfo *tensors; int n_tensors;
+    // activations, allocated for the largest B*T seen so far
+    int act_B, act_T;
+    Activations a;
+    GradActivations ga;
+    const Batch *batch;            // the batch of the last forward
+    double loss;                   // weighted mean loss of the last forward
+    double weight_sum;             // sum of loss weights of the last forward
+} GPT;
+
+// Builds a model (parameters initialised from seed; each tensor draws from its own stream, so
+// the initial value of a shared tensor does not depend on the positional scheme). max_pos: the
+// largest position id the model will see (tables are built for it); 0 means max_seq_len.
+void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos);
+void gpt_free(GPT *m);
+// Fills cfg->padded_vocab, checks every field; returns 0 with a message if something is wrong.
+int gpt_config_check(GPTConfig *cfg, char *msg, size_t cap);
+
+// Forward over a batch: fills activations; returns the weighted mean cross-entropy over tokens
+// (sum w*loss / sum w; 0 when every weight is 0). targets may be NULL (inference: logits only).
+double gpt_forward(GPT *m, const Batch *b);
+void gpt_zero_grad(GPT *m);
+// Backward of the last forward, accumulating into m->grads. Each token's loss is scaled by
+// weight * grad_scale; grad_scale = 1 / (sum of weights over every micro-batch of the step)
+// gives the gradient of the mean over the whole accumulated batch.
+void gpt_backward(GPT *m, double grad_scale);
+
+typedef struct {
+    double lr, beta1, beta2, eps, weight_decay;
+} AdamWConfig;
+// One AdamW step (decoupled weight decay on tensors with decay=1); t is the 1-based step.
+void gpt_adamw(GPT *m, const AdamWConfig *o, int t);
+// Global L2 norm of the gradient; if max_norm > 0 and the norm exceeds it, scales the gradient
+// down to max_norm. Returns the norm before clipping.
+double gpt_clip_grad(GPT *m, double max_norm);
+
+const TensorInfo *gpt_find_tensor(const GPT *m, const char *name);
+
+// Layers, exposed for the per-layer gradient checks.
+void encoder_forward(real *out, const int *inp, const real *wte, int N, int C);
+void encoder_backward(real *dwte, const real *dout, const int *inp, int N, int C);
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *weight,
+                       const real *bias, int N, int C);
+void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                        const real *weight, const real *mean, const real *rstd, int N, int C);
+void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
+void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC);
+void gelu_forward(real *out, const real *inp, int n);
+void gelu_backward(real *dinp, const real *inp, const real *dout, int n);
+
+// What attention needs to know about positions: the batch's ids and the layer's scheme.
+typedef struct {
+    const int *pos;            // (B,T)
+    const int *doc;            // (B,T)
+    const PosScheme *scheme;   // the layer's scheme (its bias hook is used here)
+    const PosTables *tables;
+    const real *pe_params;     // the layer's scheme parameters or NULL
+    real *pe_dparams;          // their gradient or NULL
+} AttnPos;
+
+// out (B,T,C), att (B,NH,T,T) probabilities; qkv (B,T,3C) holds q, k, v (q and k already hooked).
+void attention_forward(real *out, real *att, const real *qkv, const AttnPos *ap, int B, int T, int C, int NH);
+// dqkv (B,T,3C) += ; dout (B,T,C); datt_row: (threads, T) scratch
+void attention_backward(real *dqkv, real *datt_row, const real *dout, const real *qkv, const real *att,
+                        const AttnPos *ap, int B, int T, int C, int NH);
+// hook 2 over a whole qkv buffer (B,T,3C): rotate q and k of every head (dir +1), or the
+// gradient by the transpose (dir -1). Does nothing for schemes without a q/k hook.
+void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir);
+
+#endif

@@ -1,0 +1,239 @@
+// tests/test_grad.c: finite-difference gradient checks, built with -DREAL=double.
+// Every layer's backward, then the whole model under every scheme in posenc's table and a mixed
+// schedule. Central differences with h = 1e-5 are exact to ~1e-10 relative in double, so the
+// tolerance (1e-6 relative to the tensor's largest gradient) leaves no room for a wrong term.
+#include <string.h>
+
+#include "../model.h"
+#include "testutil.h"
+
+#define H 1e-5
+#define TOL 1e-6
+
+static Rng rng;
+static double uni(void) { return 2 * rng_uniform(&rng) - 1; }
+static void fill(real *x, size_t n, double scale) { for (size_t i = 0; i < n; i++) x[i] = (real)(scale * uni()); }
+
+// Compares an analytic gradient with central differences of f over the entries of x.
+// f must return sum(R * out) for the fixed random R used to seed the backward pass.
+typedef double (*LossFn)(void *ctx);
+static void check_grad(const char *what, real *x, const real *analytic, size_t n, LossFn f, void *ctx) {
+    double max_err = 0, max_g = 0;
+    for (size_t i = 0; i < n; i++) {
+        real old = x[i];
+        x[i] = old + H; double lp = f(ctx);
+        x[i] = old - H; double lm = f(ctx);
+        x[i] = old;
+        double num = (lp - lm) / (2 * H);
+        double err = fabs(num - analytic[i]);
+        if (err > max_err) max_err = err;
+        if (fabs(num) > max_g) max_g = fabs(num);
+    }
+    EXPECT(max_err <= TOL * (max_g + 1e-8), "%s: max |analytic - numeric| = %.3g, max |grad| = %.3g", what, max_err, max_g);
+    EXPECT(max_g > 0, "%s: the gradient is identically zero, so this check tests nothing", what);
+}
+
+static double dot(const real *a, const real *b, size_t n) { double s = 0; for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i]; return s; }
+
+// ---- layernorm --------------------------------------------------------------------------------
+typedef struct { int N, C; real *inp, *w, *b, *out, *mean, *rstd, *R; } LnCtx;
+static double ln_loss(void *p) {
+    LnCtx *c = p;
+    layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
+    return dot(c->out, c->R, (size_t)c->N * c->C);
+}
+static void test_layernorm(void) {
+    LnCtx c = { .N = 5, .C = 7 };
+    size_t n = (size_t)c.N * c.C;
+    c.inp = xmalloc(n * sizeof(real)); c.out = xmalloc(n * sizeof(real)); c.R = xmalloc(n * sizeof(real));
+    c.w = xmalloc(c.C * sizeof(real)); c.b = xmalloc(c.C * sizeof(real));
+    c.mean = xmalloc(c.N * sizeof(real)); c.rstd = xmalloc(c.N * sizeof(real));
+    fill(c.inp, n, 2); fill(c.w, c.C, 1); fill(c.b, c.C, 1); fill(c.R, n, 1);
+    real *di = xcalloc(n, sizeof(real)), *dw = xcalloc(c.C, sizeof(real)), *db = xcalloc(c.C, sizeof(real));
+    ln_loss(&c);
+    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    check_grad("layernorm dinp", c.inp, di, n, ln_loss, &c);
+    check_grad("layernorm dweight", c.w, dw, c.C, ln_loss, &c);
+    check_grad("layernorm dbias", c.b, db, c.C, ln_loss, &c);
+    // accumulate, never overwrite: a second backward doubles the gradient
+    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    real *di1 = xcalloc(n, sizeof(real)), *dw1 = xcalloc(c.C, sizeof(real)), *db1 = xcalloc(c.C, sizeof(real));
+    layernorm_backward(di1, dw1, db1, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    EXPECT(fabs(di[3] - 2 * di1[3]) < 1e-12 && fabs(dw[2] - 2 * dw1[2]) < 1e-12, "layernorm_backward must accumulate (+=)");
+    free(c.inp); free(c.out); free(c.R); free(c.w); free(c.b); free(c.mean); free(c.rstd);
+    free(di); free(dw); free(db); free(di1); free(dw1); free(db1);
+}
+
+// ---- matmul (odd sizes exercise the remainder rows) -------------------------------------------
+typedef struct { int N, C, OC; real *inp, *w, *b, *out, *R; } MmCtx;
+static double mm_loss(void *p) {
+    MmCtx *c = p;
+    matmul_forward(c->out, c->inp, c->w, c->b, c->N, c->C, c->OC);
+    return dot(c->out, c->R, (size_t)c->N * c->OC);
+}
+static void test_matmul(void) {
+    MmCtx c = { .N = 7, .C = 5, .OC = 6 };
+    size_t ni = (size_t)c.N * c.C, nw = (size_t)c.OC * c.C, no = (size_t)c.N * c.OC;
+    c.inp = xmalloc(ni * sizeof(real)); c.w = xmalloc(nw * sizeof(real)); c.b = xmalloc(c.OC * sizeof(real));
+    c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
+    fill(c.inp, ni, 1); fill(c.w, nw, 1); fill(c.b, c.OC, 1); fill(c.R, no, 1);
+    real *di = xcalloc(ni, sizeof(real)), *dw = xcalloc(nw, sizeof(real)), *db = xcalloc(c.OC, sizeof(real));
+    mm_loss(&c);
+    // the plain definition, element by element
+    double max_err = 0;
+    for (int n = 0; n < c.N; n++)
+        for (int o = 0; o < c.OC; o++) {
+            double s = c.b[o];
+            for (int k = 0; k < c.C; k++) s += (double)c.inp[n * c.C + k] * c.w[o * c.C + k];
+            max_err = fmax(max_err, fabs(s - c.out[n * c.OC + o]));
+        }
+    EXPECT(max_err < 1e-12, "matmul_forward differs from the definition by %.3g", max_err);
+    matmul_backward(di, dw, db, c.R, c.inp, c.w, c.N, c.C, c.OC);
+    check_grad("matmul dinp", c.inp, di, ni, mm_loss, &c);
+    check_grad("matmul dweight", c.w, dw, nw, mm_loss, &c);
+    check_grad("matmul dbias", c.b, db, c.OC, mm_loss, &c);
+    free(c.inp); free(c.w); free(c.b); free(c.out); free(c.R); free(di); free(dw); free(db);
+}
+
+// ---- gelu -------------------------------------------------------------------------------------
+typedef struct { int n; real *inp, *out, *R; } GeluCtx;
+static double gelu_loss(void *p) { GeluCtx *c = p; gelu_forward(c->out, c->inp, c->n); return dot(c->out, c->R, c->n); }
+static void test_gelu(void) {
+    GeluCtx c = { .n = 33 };
+    c.inp = xmalloc(c.n * sizeof(real)); c.out = xmalloc(c.n * sizeof(real)); c.R = xmalloc(c.n * sizeof(real));
+    fill(c.inp, c.n, 4); fill(c.R, c.n, 1);
+    real *di = xcalloc(c.n, sizeof(real));
+    gelu_loss(&c);
+    EXPECT_NEAR(c.out[0], 0.5 * c.inp[0] * (1 + tanh(sqrt(2 / M_PI) * (c.inp[0] + 0.044715 * pow(c.inp[0], 3)))), 1e-14, 0, "gelu(x0)");
+    gelu_backward(di, c.inp, c.R, c.n);
+    check_grad("gelu dinp", c.inp, di, c.n, gelu_loss, &c);
+    free(c.inp); free(c.out); free(c.R); free(di);
+}
+
+// ---- encoder ----------------------------------------------------------------------------------
+typedef struct { int N, C; int *tok; real *wte, *out, *R; } EncCtx;
+static double enc_loss(void *p) { EncCtx *c = p; encoder_forward(c->out, c->tok, c->wte, c->N, c->C); return dot(c->out, c->R, (size_t)c->N * c->C); }
+static void test_encoder(void) {
+    int tok[6] = { 3, 1, 3, 0, 2, 3 };   // repeated ids must accumulate
+    EncCtx c = { .N = 6, .C = 4, .tok = tok };
+    c.wte = xmalloc(5 * 4 * sizeof(real)); c.out = xmalloc(24 * sizeof(real)); c.R = xmalloc(24 * sizeof(real));
+    fill(c.wte, 20, 1); fill(c.R, 24, 1);
+    real *dw = xcalloc(20, sizeof(real));
+    enc_loss(&c);
+    encoder_backward(dw, c.R, tok, 6, 4);
+    check_grad("encoder dwte", c.wte, dw, 20, enc_loss, &c);
+    EXPECT(dw[16] == 0 && dw[19] == 0, "encoder: the row of an unused token must get zero gradient");
+    free(c.wte); free(c.out); free(c.R); free(dw);
+}
+
+// ---- attention with each scheme's q/k and score hooks ---------------------------------------
+typedef struct { int B, T, C, NH; real *qkv_raw, *qkv, *out, *att, *R; AttnPos ap; } AttCtx;
+static double att_loss(void *p) {
+    AttCtx *c = p;
+    size_t n = (size_t)c->B * c->T * 3 * c->C;
+    memcpy(c->qkv, c->qkv_raw, n * sizeof(real));
+    qk_hook(c->qkv, &c->ap, c->B * c->T, c->C, c->NH, +1);
+    attention_forward(c->out, c->att, c->qkv, &c->ap, c->B, c->T, c->C, c->NH);
+    return dot(c->out, c->R, (size_t)c->B * c->T * c->C);
+}
+static void test_attention(int scheme, int interleaved, double fraction) {
+    AttCtx c = { .B = 2, .T = 6, .C = 12, .NH = 3 };
+    int N = c.B * c.T;
+    size_t nq = (size_t)N * 3 * c.C, no = (size_t)N * c.C;
+    int pos[12] = { 0, 1, 2, 3, 4, 5,  0, 1, 2, 0, 1, 2 };    // row 1: two packed documents
+    int doc[12] = { 0, 0, 0, 0, 0, 0,  4, 4, 4, 5, 5, 5 };
+    PosConfig pc; posenc_defaults(&pc, 1);
+    pc.input = PE_NOPE; pc.layer[0] = scheme; pc.rope_interleaved = interleaved; pc.rope_fraction = fraction;
+    PosDims d = { 1, c.NH, c.C, c.C / c.NH, 16 };
+    PosTables t; posenc_tables_build(&t, &pc, &d, 16);
+    c.ap = (AttnPos){ pos, doc, posenc_scheme(scheme), &t, NULL, NULL };
+    c.qkv_raw = xmalloc(nq * sizeof(real)); c.qkv = xmalloc(nq * sizeof(real));
+    c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
+    c.att = xmalloc((size_t)c.B * c.NH * c.T * c.T * sizeof(real));
+    fill(c.qkv_raw, nq, 1.5); fill(c.R, no, 1);
+    att_loss(&c);
+    // masking: row 1's second document never sees the first
+    for (int h = 0; h < c.NH; h++)
+        for (int i = 3; i < 6; i++)
+            for (int j = 0; j < 3; j++)
+                EXPECT(c.att[(((size_t)1 * c.NH + h) * c.T + i) * c.T + j] == 0, "attention crosses a document boundary");
+    real *dqkv = xcalloc(nq, sizeof(real)), *row = xmalloc(64 * c.T * sizeof(real));
+    attention_backward(dqkv, row, c.R, c.qkv, c.att, &c.ap, c.B, c.T, c.C, c.NH);
+    qk_hook(dqkv, &c.ap, N, c.C, c.NH, -1);
+    char what[96];
+    snprintf(what, sizeof what, "attention dqkv [%s%s, fraction %g]", posenc_scheme(scheme)->name,
+             interleaved ? " interleaved" : "", fraction);
+    check_grad(what, c.qkv_raw, dqkv, nq, att_loss, &c);
+    posenc_tables_free(&t);
+    free(c.qkv_raw); free(c.qkv); free(c.out); free(c.R); free(c.att); free(dqkv); free(row);
+}
+
+// ---- whole model ------------------------------------------------------------------------------
+typedef struct { GPT *m; Batch *b; } ModelCtx;
+static double model_loss(void *p) { ModelCtx *c = p; return gpt_forward(c->m, c->b); }
+
+static void model_case(const char *label, const char *pe, const char *pe_layers, const char *input_pe,
+                       int interleaved, double fraction, int n_head) {
+    GPTConfig cfg = { .vocab_size = 19, .n_layer = 3, .n_head = n_head, .n_embd = 4 * n_head, .max_seq_len = 9 };
+    posenc_defaults(&cfg.pe, cfg.n_layer);
+    char msg[256];
+    EXPECT(posenc_schedule(&cfg.pe, cfg.n_layer, pe, pe_layers, input_pe, msg, sizeof msg), "%s: %s", label, msg);
+    cfg.pe.rope_interleaved = interleaved; cfg.pe.rope_fraction = fraction;
+    GPT m; gpt_build(&m, &cfg, 1234, 0);
+    // move every parameter off its initial value so LayerNorm gains, biases etc. are generic
+    for (size_t i = 0; i < m.num_params; i++) m.params[i] += (real)(0.1 * uni());
+    for (size_t i = (size_t)cfg.vocab_size * cfg.n_embd; i < (size_t)cfg.padded_vocab * cfg.n_embd; i++) m.p.wte[i] = 0;
+    Batch b; batch_alloc(&b, 2, 6);
+    for (int i = 0; i < 12; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 19); b.targets[i] = (int)(rng_u64(&rng) % 19); }
+    b.weights[0] = 0; b.weights[7] = 0;                        // excluded tokens (a prompt)
+    for (int t = 3; t < 6; t++) { b.doc[6 + t] = 1; b.pos[6 + t] = t - 3; }   // row 1: packed docs
+    ModelCtx c = { &m, &b };
+    gpt_forward(&m, &b);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.weight_sum);
+    // one check per named tensor (excluding wte's padding rows, which are never used)
+    for (int k = 0; k < m.n_tensors; k++) {
+        const TensorInfo *t = &m.tensors[k];
+        char what[192];
+        snprintf(what, sizeof what, "%s: %s", label, t->name);
+        check_grad(what, m.params + t->offset, m.grads + t->offset, (size_t)t->export_rows * t->cols, model_loss, &c);
+    }
+    // a learned table: rows of unused positions (6, 7, 8) get exactly zero, used rows non-zero
+    const TensorInfo *wpe = gpt_find_tensor(&m, "transformer.wpe.weight");
+    if (wpe) {
+        int C = cfg.n_embd, zero_unused = 1, nonzero_used = 1;
+        for (int p = 0; p < cfg.max_seq_len; p++) {
+            double s = 0;
+            for (int j = 0; j < C; j++) s += fabs(m.grads[wpe->offset + (size_t)p * C + j]);
+            if (p >= 6 && s != 0) zero_unused = 0;
+            if (p < 6 && s == 0) nonzero_used = 0;
+        }
+        EXPECT(zero_unused, "%s: unused rows of the learned table must get exactly zero gradient", label);
+        EXPECT(nonzero_used, "%s: every used row of the learned table must get a gradient", label);
+    }
+    batch_free(&b);
+    gpt_free(&m);
+}
+
+int main(void) {
+    rng_seed(&rng, 42);
+    test_layernorm();
+    test_matmul();
+    test_gelu();
+    test_encoder();
+    for (int s = 0; s < posenc_count(); s++) {
+        if (posenc_scheme(s)->hooks & PE_HOOK_INPUT) continue;     // input schemes: model cases
+        test_attention(s, 0, 1.0);
+        if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0); test_attention(s, 0, 0.5); test_attention(s, 1, 0.5); }
+    }
+    // every scheme in the table, through --pe
+    for (int s = 0; s < posenc_count(); s++) {
+        const char *name = posenc_scheme(s)->name;
+        model_case(name, name, NULL, NULL, 0, 1.0, 2);
+    }
+    model_case("rope interleaved, fraction 0.5", "rope", NULL, NULL, 1, 0.5, 2);
+    model_case("alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3);
+    model_case("mixed: learned input + rope,alibi,nope", NULL, "rope,alibi,nope", "learned", 0, 1.0, 2);
+    model_case("mixed: sinusoidal input + alibi,rope,rope", NULL, "alibi,rope,rope", "sinusoidal", 1, 1.0, 2);
+    return test_summary("test_grad");
+}
