@@ -231,7 +231,8 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
 
 // ----------------------------------------------------------------------------------------------
 // causal attention with positions as data.
-// Query i of row b may attend key j when j <= i and doc[b,j] == doc[b,i].
+// Query i of row b may attend key j when j <= i and doc[b,j] == doc[b,i] (j <= T-1 instead of
+// j <= i when ap->bidirectional is set).
 // score(i,j) = q_i . k_j / sqrt(hs) + bias_h(pos_i, pos_j)   (hook 3, if the scheme has one)
 
 void attention_forward(real *out, real *att, const real *qkv, const AttnPos *ap, int B, int T, int C, int NH) {
@@ -243,28 +244,29 @@ void attention_forward(real *out, real *att, const real *qkv, const AttnPos *ap,
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
             for (int i = 0; i < T; i++) {
+                int last = ap->bidirectional ? T - 1 : i;                   // the last key allowed
                 const real *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
                 real *a = att + (((size_t)b * NH + h) * T + i) * T;     // (T,) row of probabilities
-                for (int j = 0; j <= i; j++) {
+                for (int j = 0; j <= last; j++) {
                     const real *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
                     real dot = 0;
                     for (int c = 0; c < hs; c++) dot += q[c] * k[c];
                     a[j] = dot * scale;
                 }
-                if (s->bias_forward) s->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, i + 1, a);
+                if (s->bias_forward) s->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, last + 1, a);
                 real mx = -INFINITY;
-                for (int j = 0; j <= i; j++) if (doc_b[j] == doc_b[i] && a[j] > mx) mx = a[j];
+                for (int j = 0; j <= last; j++) if (doc_b[j] == doc_b[i] && a[j] > mx) mx = a[j];
                 real sum = 0;
-                for (int j = 0; j <= i; j++) {
+                for (int j = 0; j <= last; j++) {
                     real e = doc_b[j] == doc_b[i] ? exp(a[j] - mx) : 0;   // key i itself is always allowed
                     a[j] = e; sum += e;
                 }
                 real inv = 1 / sum;
-                for (int j = 0; j <= i; j++) a[j] *= inv;
-                for (int j = i + 1; j < T; j++) a[j] = 0;
+                for (int j = 0; j <= last; j++) a[j] *= inv;
+                for (int j = last + 1; j < T; j++) a[j] = 0;
                 real *o = out + ((size_t)b * T + i) * C + h * hs;
                 for (int c = 0; c < hs; c++) o[c] = 0;
-                for (int j = 0; j <= i; j++) {
+                for (int j = 0; j <= last; j++) {
                     if (a[j] == 0) continue;
                     const real *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
                     for (int c = 0; c < hs; c++) o[c] += a[j] * v[c];
@@ -290,12 +292,13 @@ void attention_backward(real *dqkv, real *datt_row, const real *dout, const real
             const int *pos_b = ap->pos + (size_t)b * T;
             real *ds = datt_row + (size_t)thread_id() * T;      // (T,) scratch of this thread
             for (int i = 0; i < T; i++) {
+                int last = ap->bidirectional ? T - 1 : i;
                 const real *a = att + (((size_t)b * NH + h) * T + i) * T;
                 const real *d = dout + ((size_t)b * T + i) * C + h * hs;
                 const real *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
                 real *dq = dqkv + ((size_t)b * T + i) * C3 + h * hs;
                 real dot_sum = 0;
-                for (int j = 0; j <= i; j++) {
+                for (int j = 0; j <= last; j++) {
                     ds[j] = 0;
                     if (a[j] == 0) continue;
                     const real *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
@@ -305,10 +308,10 @@ void attention_backward(real *dqkv, real *datt_row, const real *dout, const real
                     ds[j] = datt;
                     dot_sum += a[j] * datt;
                 }
-                for (int j = 0; j <= i; j++) ds[j] = a[j] * (ds[j] - dot_sum);
+                for (int j = 0; j <= last; j++) ds[j] = a[j] * (ds[j] - dot_sum);
                 if (s->bias_backward && ap->pe_dparams)
-                    s->bias_backward(ap->tables, ap->pe_dparams, h, pos_b[i], pos_b, i + 1, ds);
-                for (int j = 0; j <= i; j++) {
+                    s->bias_backward(ap->tables, ap->pe_dparams, h, pos_b[i], pos_b, last + 1, ds);
+                for (int j = 0; j <= last; j++) {
                     if (ds[j] == 0) continue;
                     const real *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
                     real *dk = dqkv + ((size_t)b * T + j) * C3 + C + h * hs;
@@ -506,8 +509,11 @@ void gpt_free(GPT *m) {
     memset(m, 0, sizeof *m);
 }
 
+// Activations are sized for (act_B, act_T) and reused by any batch that fits in both.
 static void alloc_acts(GPT *m, int B, int T) {
-    if (m->act_B == B && m->act_T == T) return;
+    if (B <= m->act_B && T <= m->act_T) return;
+    if (B < m->act_B) B = m->act_B;
+    if (T < m->act_T) T = m->act_T;
     free_acts(m);
     size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
     size_t N = (size_t)B * T;
@@ -545,8 +551,8 @@ static void alloc_acts(GPT *m, int B, int T) {
 }
 
 static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
-    AttnPos ap = { b->pos, b->doc, posenc_scheme(m->cfg.pe.layer[l]), &m->pt, m->p.pe_layer[l],
-                   grads ? m->g.pe_layer[l] : NULL };
+    AttnPos ap = { .pos = b->pos, .doc = b->doc, .scheme = posenc_scheme(m->cfg.pe.layer[l]), .tables = &m->pt,
+                   .pe_params = m->p.pe_layer[l], .pe_dparams = grads ? m->g.pe_layer[l] : NULL };
     return ap;
 }
 

@@ -169,6 +169,7 @@ typedef struct {
     const PosTables *tables;
     const real *pe_params;     // the layer's scheme parameters or NULL
     real *pe_dparams;          // their gradient or NULL
+    int bidirectional;         // 1: no causal limit (keys j > i allowed; tests of equivariance)
 } AttnPos;
 
 // out (B,T,C), att (B,NH,T,T) probabilities; qkv (B,T,3C) holds q, k, v (q and k already hooked).

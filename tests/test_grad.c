@@ -146,7 +146,7 @@ static void test_attention(int scheme, int interleaved, double fraction) {
     pc.input = PE_NOPE; pc.layer[0] = scheme; pc.rope_interleaved = interleaved; pc.rope_fraction = fraction;
     PosDims d = { 1, c.NH, c.C, c.C / c.NH, 16 };
     PosTables t; posenc_tables_build(&t, &pc, &d, 16);
-    c.ap = (AttnPos){ pos, doc, posenc_scheme(scheme), &t, NULL, NULL };
+    c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = posenc_scheme(scheme), .tables = &t };
     c.qkv_raw = xmalloc(nq * sizeof(real)); c.qkv = xmalloc(nq * sizeof(real));
     c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
     c.att = xmalloc((size_t)c.B * c.NH * c.T * c.T * sizeof(real));

@@ -1,0 +1,298 @@
+// checkpoint.c: checkpoint files, safetensors export, and the dump of one training step.
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safetensors.h"
+
+static const char MAGIC[8] = { 'G', 'P', 'T', 'P', 'E', 'C', 'K', '1' };
+enum { CKPT_VERSION = 1 };
+
+// ---- writing ----------------------------------------------------------------------------------
+
+typedef struct { FILE *f; const char *path; } Out;
+
+static void out_write(Out *o, const void *p, size_t size) {
+    if (size && fwrite(p, 1, size, o->f) != size) {
+        int e = errno;
+        fclose(o->f); remove(o->path);
+        CHECK(0, "could not write checkpoint '%s': %s (is the disk full?)", o->path, strerror(e));
+    }
+}
+
+static void out_reals(Out *o, const real *x, size_t n) {
+    float buf[4096];
+    for (size_t i = 0; i < n; i += 4096) {
+        size_t k = n - i < 4096 ? n - i : 4096;
+        for (size_t j = 0; j < k; j++) buf[j] = (float)x[i + j];
+        out_write(o, buf, k * sizeof(float));
+    }
+}
+
+static char *config_text(const GPT *m, const char *train_kv, size_t *len) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    CHECK(f, "out of memory");
+    const GPTConfig *c = &m->cfg;
+    fprintf(f, "vocab_size=%d\nn_layer=%d\nn_head=%d\nn_embd=%d\nmax_seq_len=%d\n",
+            c->vocab_size, c->n_layer, c->n_head, c->n_embd, c->max_seq_len);
+    posenc_write_kv(&c->pe, f);
+    if (train_kv) fputs(train_kv, f);
+    fclose(f);
+    *len = size;
+    return buf;
+}
+
+void ckpt_save(const char *path, const GPT *m, const char *train_kv, const TrainState *st) {
+    char tmp[4096];
+    CHECK(strlen(path) + 5 < sizeof tmp, "checkpoint path '%s' is too long", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    Out o = { fopen(tmp, "wb"), tmp };
+    CHECK(o.f, "cannot create '%s' for the checkpoint: %s (does the folder exist?)", tmp, strerror(errno));
+    size_t klen;
+    char *text = config_text(m, train_kv, &klen);
+    uint32_t version = CKPT_VERSION, flags = st && st->has_opt && m->m ? 1 : 0, k = (uint32_t)klen;
+    uint64_t P = m->num_params;
+    out_write(&o, MAGIC, 8);
+    out_write(&o, &version, 4);
+    out_write(&o, &flags, 4);
+    out_write(&o, &k, 4);
+    out_write(&o, text, klen);
+    out_write(&o, &P, 8);
+    out_reals(&o, m->params, P);
+    if (flags & 1) {
+        out_reals(&o, m->m, P);
+        out_reals(&o, m->v, P);
+        int64_t step = st->step;
+        out_write(&o, &step, 8);
+        out_write(&o, &st->rng, 8);
+        out_write(&o, &st->data_pos, 8);
+    }
+    free(text);
+    int bad = fflush(o.f) != 0 || fsync(fileno(o.f)) != 0;
+    bad |= fclose(o.f) != 0;
+    if (bad) { remove(tmp); CHECK(0, "could not finish writing checkpoint '%s': %s", tmp, strerror(errno)); }
+    if (rename(tmp, path) != 0) { int e = errno; remove(tmp); CHECK(0, "could not rename '%s' to '%s': %s", tmp, path, strerror(e)); }
+}
+
+// ---- reading ----------------------------------------------------------------------------------
+
+typedef struct { FILE *f; const char *path; } In;
+
+static void in_read(In *in, void *p, size_t size, const char *what) {
+    CHECK(fread(p, 1, size, in->f) == size, "checkpoint '%s' is truncated (reading %s); it may be "
+          "from an interrupted copy: use another checkpoint", in->path, what);
+}
+
+static void in_reals(In *in, real *x, size_t n, const char *what) {
+    float buf[4096];
+    for (size_t i = 0; i < n; i += 4096) {
+        size_t k = n - i < 4096 ? n - i : 4096;
+        in_read(in, buf, k * sizeof(float), what);
+        for (size_t j = 0; j < k; j++) x[i + j] = buf[j];
+    }
+}
+
+static int parse_int_value(const char *v, int *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < -2147483647L || x > 2147483647L) return 0;
+    *out = (int)x;
+    return 1;
+}
+
+// Parses the config lines into cfg; the train.* lines are copied to *train_kv.
+static void parse_config(const char *path, char *text, GPTConfig *cfg, char **train_kv) {
+    memset(cfg, 0, sizeof *cfg);
+    posenc_defaults(&cfg->pe, 1);
+    cfg->pe.input = PE_NOPE;
+    size_t tlen = 0, tcap = strlen(text) + 1;
+    char *train = xcalloc(tcap, 1);
+    int have = 0;
+    char msg[512];
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *eq = strchr(line, '=');
+        CHECK(eq, "checkpoint '%s': config line '%s' is not key=value (a damaged or foreign file)", path, line);
+        *eq = 0;
+        const char *key = line, *val = eq + 1;
+        int *field = strcmp(key, "vocab_size") == 0 ? &cfg->vocab_size : strcmp(key, "n_layer") == 0 ? &cfg->n_layer
+                   : strcmp(key, "n_head") == 0 ? &cfg->n_head : strcmp(key, "n_embd") == 0 ? &cfg->n_embd
+                   : strcmp(key, "max_seq_len") == 0 ? &cfg->max_seq_len : NULL;
+        if (field) {
+            CHECK(parse_int_value(val, field), "checkpoint '%s': %s=%s is not an integer", path, key, val);
+            have++;
+        } else if (strncmp(key, "train.", 6) == 0) {
+            tlen += snprintf(train + tlen, tcap - tlen, "%s=%s\n", key, val);
+        } else {
+            int r = posenc_set(&cfg->pe, key, val, msg, sizeof msg);
+            CHECK(r != 0, "checkpoint '%s': unknown config key '%s' (written by a newer version?)", path, key);
+            CHECK(r > 0, "checkpoint '%s': %s", path, msg);
+        }
+    }
+    CHECK(have == 5, "checkpoint '%s' lacks part of the model config (vocab_size, n_layer, n_head, "
+          "n_embd, max_seq_len)", path);
+    CHECK(cfg->pe.n_layer == cfg->n_layer, "checkpoint '%s': layer_pe names %d layers but n_layer is %d",
+          path, cfg->pe.n_layer, cfg->n_layer);
+    CHECK(gpt_config_check(cfg, msg, sizeof msg), "checkpoint '%s' holds an invalid config: %s", path, msg);
+    if (train_kv) *train_kv = train; else free(train);
+}
+
+void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st) {
+    In in = { fopen(path, "rb"), path };
+    CHECK(in.f, "cannot open checkpoint '%s': %s", path, strerror(errno));
+    struct stat sb;
+    CHECK(fstat(fileno(in.f), &sb) == 0, "cannot stat '%s'", path);
+    char magic[8];
+    CHECK(fread(magic, 1, 8, in.f) == 8 && memcmp(magic, MAGIC, 8) == 0,
+          "'%s' is not a checkpoint of this program (bad magic); pass a file written by --save", path);
+    uint32_t version, flags, klen;
+    in_read(&in, &version, 4, "the version");
+    CHECK(version == CKPT_VERSION, "checkpoint '%s' has version %u; this program reads version %d",
+          path, version, CKPT_VERSION);
+    in_read(&in, &flags, 4, "the flags");
+    in_read(&in, &klen, 4, "the config length");
+    CHECK(klen < (1u << 20) && (off_t)klen < sb.st_size, "checkpoint '%s': config length %u is impossible (damaged file)", path, klen);
+    char *text = xmalloc(klen + 1);
+    in_read(&in, text, klen, "the config");
+    text[klen] = 0;
+    GPTConfig cfg;
+    parse_config(path, text, &cfg, train_kv);
+    free(text);
+    uint64_t P;
+    in_read(&in, &P, 8, "the parameter count");
+    gpt_build(m, &cfg, 0, max_pos);
+    CHECK(P == m->num_params, "checkpoint '%s' holds %llu parameters but its config needs %zu (damaged file)",
+          path, (unsigned long long)P, m->num_params);
+    uint64_t expect = 8 + 12 + (uint64_t)klen + 8 + 4 * P + ((flags & 1) ? 8 * P + 24 : 0);
+    CHECK((uint64_t)sb.st_size == expect, "checkpoint '%s' is %lld bytes but should be %llu: it is %s",
+          path, (long long)sb.st_size, (unsigned long long)expect,
+          (uint64_t)sb.st_size < expect ? "truncated" : "followed by extra bytes");
+    in_reals(&in, m->params, P, "the parameters");
+    if (st) memset(st, 0, sizeof *st);
+    if (flags & 1) {
+        if (st) {
+            m->m = xmalloc(sizeof(real) * P);
+            m->v = xmalloc(sizeof(real) * P);
+            in_reals(&in, m->m, P, "the AdamW moments");
+            in_reals(&in, m->v, P, "the AdamW moments");
+            int64_t step;
+            in_read(&in, &step, 8, "the step");
+            in_read(&in, &st->rng, 8, "the RNG state");
+            in_read(&in, &st->data_pos, 8, "the data position");
+            st->step = step;
+            st->has_opt = 1;
+        }
+    }
+    fclose(in.f);
+}
+
+// ---- export -----------------------------------------------------------------------------------
+
+void model_config_json(const GPT *m, char *buf, size_t cap) {
+    const GPTConfig *c = &m->cfg;
+    size_t k = snprintf(buf, cap, "{\"vocab_size\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_embd\":%d,\"max_seq_len\":%d,",
+                        c->vocab_size, c->n_layer, c->n_head, c->n_embd, c->max_seq_len);
+    k += posenc_json(&c->pe, buf + k, k < cap ? cap - k : 0);
+    if (k + 2 < cap) { buf[k] = '}'; buf[k + 1] = 0; }
+}
+
+// Adds every parameter tensor (values from `base`: params or grads) under prefix+name.
+static void add_model_tensors(StWriter *w, const GPT *m, const real *base, const char *prefix) {
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        int rows = t->export_rows, cols = t->cols;
+        size_t n = (size_t)rows * cols;
+        float *buf = xmalloc(sizeof(float) * n);
+        const real *x = base + t->offset;
+        int64_t shape[2];
+        int ndim;
+        if (t->transpose) {            // Conv1D: (in, out) = transpose of our (out, in)
+            for (int r = 0; r < rows; r++)
+                for (int c = 0; c < cols; c++) buf[(size_t)c * rows + r] = (float)x[(size_t)r * cols + c];
+            shape[0] = cols; shape[1] = rows; ndim = 2;
+        } else {
+            for (size_t k = 0; k < n; k++) buf[k] = (float)x[k];
+            if (rows == 1) { shape[0] = cols; ndim = 1; } else { shape[0] = rows; shape[1] = cols; ndim = 2; }
+        }
+        char name[160];
+        snprintf(name, sizeof name, "%s%s", prefix, t->name);
+        st_add_f32(w, name, buf, ndim, shape);
+        free(buf);
+    }
+}
+
+static void set_metadata(StWriter *w, const GPT *m) {
+    char cfg[8192], esc[16384], meta[16500];
+    model_config_json(m, cfg, sizeof cfg);
+    st_json_escape(esc, sizeof esc, cfg);
+    snprintf(meta, sizeof meta, "{\"format\":\"pt\",\"config\":\"%s\"}", esc);
+    st_set_metadata(w, meta);
+}
+
+// config.json for transformers' GPT2LMHeadModel (only meaningful for learned input + nope layers)
+static void write_hf_config(const char *export_path, const GPT *m) {
+    char dir[4096], path[4200], tmp[4300];
+    snprintf(dir, sizeof dir, "%s", export_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[1] = 0; else dir[0] = 0;
+    snprintf(path, sizeof path, "%sconfig.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    const GPTConfig *c = &m->cfg;
+    FILE *f = fopen(tmp, "w");
+    CHECK(f, "cannot create '%s': %s", tmp, strerror(errno));
+    fprintf(f, "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+               "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"
+               "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_inner\": %d,\n  \"activation_function\": \"gelu_new\",\n"
+               "  \"layer_norm_epsilon\": 1e-05,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
+               "  \"attn_pdrop\": 0.0,\n  \"initializer_range\": 0.02,\n  \"tie_word_embeddings\": true,\n"
+               "  \"scale_attn_weights\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
+            c->vocab_size, c->max_seq_len, c->max_seq_len, c->n_embd, c->n_layer, c->n_head, 4 * c->n_embd);
+    CHECK(fclose(f) == 0, "could not write '%s'", tmp);
+    CHECK(rename(tmp, path) == 0, "could not rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    fprintf(stderr, "wrote %s (transformers GPT2LMHeadModel config)\n", path);
+}
+
+void export_safetensors(const char *path, const GPT *m) {
+    StWriter w;
+    st_writer_init(&w);
+    add_model_tensors(&w, m, m->params, "");
+    set_metadata(&w, m);
+    st_write(&w, path);
+    st_writer_free(&w);
+    int all_nope = 1;
+    for (int l = 0; l < m->cfg.n_layer; l++) all_nope &= m->cfg.pe.layer[l] == PE_NOPE;
+    if (all_nope && m->cfg.pe.input == posenc_find("learned")) write_hf_config(path, m);
+}
+
+void dump_step(const char *path, GPT *m, const Batch *b) {
+    double loss = gpt_forward(m, b);
+    int B = b->B, T = b->T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
+    size_t N = (size_t)B * T;
+    float *logits = xmalloc(sizeof(float) * N * V);   // copied before backward reuses the buffers
+    for (size_t n = 0; n < N; n++)
+        for (int v = 0; v < V; v++) logits[n * V + v] = (float)m->a.logits[n * Vp + v];
+    CHECK(m->weight_sum > 0, "--dump-step: the batch has no token with loss weight 1");
+    gpt_zero_grad(m);
+    gpt_backward(m, 1.0 / m->weight_sum);
+    StWriter w;
+    st_writer_init(&w);
+    int32_t *ids = xmalloc(sizeof(int32_t) * N);
+    int64_t shape2[2] = { B, T }, shape3[3] = { B, T, V };
+    for (size_t n = 0; n < N; n++) ids[n] = b->tokens[n];
+    st_add_i32(&w, "tokens", ids, 2, shape2);
+    for (size_t n = 0; n < N; n++) ids[n] = b->targets[n];
+    st_add_i32(&w, "targets", ids, 2, shape2);
+    st_add_f32(&w, "logits", logits, 3, shape3);
+    float l = (float)loss;
+    st_add_f32(&w, "loss", &l, 0, NULL);
+    add_model_tensors(&w, m, m->grads, "grad.");
+    set_metadata(&w, m);
+    st_write(&w, path);
+    st_writer_free(&w);
+    free(ids); free(logits);
+}

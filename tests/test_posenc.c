@@ -1,0 +1,238 @@
+// tests/test_posenc.c: the facts of shared/REFERENCE.md, checked against posenc.c's tables and
+// hooks. The expected numbers come from the papers and public code, not from this project.
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../model.h"
+#include "testutil.h"
+
+static Rng rng;
+static double uni(void) { return 2 * rng_uniform(&rng) - 1; }
+
+static PosTables tables_for(const char *input, const char *layer, int C, int NH, int max_pos,
+                            int interleaved, double fraction) {
+    PosConfig c; posenc_defaults(&c, 1);
+    c.input = strcmp(input, "none") ? posenc_find(input) : PE_NOPE;
+    c.layer[0] = posenc_find(layer);
+    c.rope_interleaved = interleaved; c.rope_fraction = fraction;
+    PosDims d = { 1, NH, C, C / NH, max_pos };
+    PosTables t; posenc_tables_build(&t, &c, &d, max_pos);
+    return t;
+}
+
+// Sinusoid, d = 6, positions 0..3 (Vaswani et al.; the table in REFERENCE.md, 4 decimals)
+static void test_sinusoid_table(void) {
+    static const double want[4][6] = {
+        { 0.0000, 1.0000, 0.0000, 1.0000, 0.0000, 1.0000 },
+        { 0.8415, 0.5403, 0.0464, 0.9989, 0.0022, 1.0000 },
+        { 0.9093, -0.4161, 0.0927, 0.9957, 0.0043, 1.0000 },
+        { 0.1411, -0.9900, 0.1388, 0.9903, 0.0065, 1.0000 },
+    };
+    PosTables t = tables_for("sinusoidal", "nope", 6, 1, 4, 0, 1);
+    // through the input hook, as the model uses it: x = 0 + PE[pos]
+    real x[24] = { 0 };
+    int pos[4] = { 0, 1, 2, 3 };
+    posenc_scheme(posenc_find("sinusoidal"))->input_forward(&t, NULL, x, pos, 4);
+    for (int p = 0; p < 4; p++)
+        for (int i = 0; i < 6; i++) EXPECT_NEAR(x[p * 6 + i], want[p][i], 5e-5, 0, "sinusoid d=6 entry");
+    posenc_tables_free(&t);
+}
+
+// Shift property: PE(pos+k) = M_k PE(pos), M_k block-diagonal 2x2 rotations, one per frequency.
+static void test_sinusoid_shift(void) {
+    int C = 16, P = 200;
+    PosTables t = tables_for("sinusoidal", "nope", C, 1, P, 0, 1);
+    int ks[3] = { 1, 10, 37 }, bad = 0;
+    for (int ki = 0; ki < 3; ki++) {
+        int k = ks[ki];
+        for (int pos = 0; pos + k < P; pos += 13)
+            for (int i = 0; i < C / 2; i++) {
+                double w = k / pow(10000.0, 2.0 * i / C);     // M_k's angle for pair i
+                double s = t.sinusoid[pos * C + 2 * i], c = t.sinusoid[pos * C + 2 * i + 1];
+                double s2 = cos(w) * s + sin(w) * c, c2 = -sin(w) * s + cos(w) * c;
+                if (fabs(s2 - t.sinusoid[(pos + k) * C + 2 * i]) > 1e-9 || fabs(c2 - t.sinusoid[(pos + k) * C + 2 * i + 1]) > 1e-9) bad++;
+            }
+    }
+    EXPECT(bad == 0, "sinusoid shift matrix M_k fails at %d entries", bad);
+    posenc_tables_free(&t);
+}
+
+static double dot(const real *a, const real *b, int n) { double s = 0; for (int i = 0; i < n; i++) s += a[i] * b[i]; return s; }
+
+// RoPE: <R(m)q, R(n)k> depends only on n - m, for both pairings and partial rotation.
+static void test_rope_relative(int interleaved, double fraction) {
+    int hs = 16;
+    PosTables t = tables_for("none", "rope", hs, 1, 2000, interleaved, fraction);
+    const PosScheme *s = posenc_scheme(posenc_find("rope"));
+    real q[16], k[16];
+    for (int i = 0; i < hs; i++) { q[i] = (real)uni(); k[i] = (real)uni(); }
+    int ms[4] = { 3, 10, 101, 1500 };
+    double ref = 0;
+    for (int i = 0; i < 4; i++) {
+        real qr[16], kr[16];
+        memcpy(qr, q, sizeof q); memcpy(kr, k, sizeof k);
+        s->qk_forward(&t, qr, ms[i]); s->qk_forward(&t, kr, ms[i] + 2);
+        double d = dot(qr, kr, hs);
+        if (i == 0) ref = d;
+        EXPECT_NEAR(d, ref, 1e-10, 0, "rope: score at offset 2 must not depend on the absolute position");
+        // rotation keeps norms, and backward (the transpose) undoes forward
+        EXPECT_NEAR(dot(qr, qr, hs), dot(q, q, hs), 1e-10, 0, "rope rotation keeps the norm");
+        s->qk_backward(&t, qr, ms[i]);
+        EXPECT_NEAR(qr[5], q[5], 1e-12, 0, "rope backward is the inverse rotation");
+    }
+    // partial RoPE: channels d_rot .. hs-1 pass unchanged
+    int rot = posenc_rope_width(&t.cfg, hs);
+    real x[16];
+    memcpy(x, q, sizeof q);
+    s->qk_forward(&t, x, 77);
+    int same = 1;
+    for (int i = rot; i < hs; i++) same &= x[i] == q[i];
+    EXPECT(same, "partial rope must leave channels >= d_rot = %d unchanged", rot);
+    posenc_tables_free(&t);
+}
+
+// Split-half and interleaved pairings are equal up to a permutation of the rotated channels:
+// interleaved channel 2i <-> split channel i, 2i+1 <-> i + d/2.
+static void test_rope_pairings(double fraction) {
+    int hs = 16;
+    PosTables ts = tables_for("none", "rope", hs, 1, 64, 0, fraction), ti = tables_for("none", "rope", hs, 1, 64, 1, fraction);
+    const PosScheme *s = posenc_scheme(posenc_find("rope"));
+    int rot = ts.rope_rot, perm[16];
+    for (int i = 0; i < hs; i++) perm[i] = i;
+    for (int i = 0; i < rot / 2; i++) { perm[2 * i] = i; perm[2 * i + 1] = i + rot / 2; }
+    real x[16], xs[16];
+    for (int i = 0; i < hs; i++) x[i] = (real)uni();
+    for (int i = 0; i < hs; i++) xs[perm[i]] = x[i];
+    s->qk_forward(&ti, x, 29);
+    s->qk_forward(&ts, xs, 29);
+    double err = 0;
+    for (int i = 0; i < hs; i++) err = fmax(err, fabs(xs[perm[i]] - x[i]));
+    EXPECT(err < 1e-12, "split and interleaved rope differ by more than a permutation (%.3g)", err);
+    posenc_tables_free(&ts); posenc_tables_free(&ti);
+}
+
+// Scores are not monotone in distance: q = k = (1, 0) in one pair gives cos(n - m).
+static void test_rope_not_monotone(void) {
+    PosConfig c; posenc_defaults(&c, 1);
+    c.layer[0] = posenc_find("rope");
+    PosDims d = { 1, 1, 2, 2, 16 };
+    PosTables t; posenc_tables_build(&t, &c, &d, 16);
+    const PosScheme *s = posenc_scheme(posenc_find("rope"));
+    double score[8];
+    for (int dist = 0; dist < 8; dist++) {
+        real q[2] = { 1, 0 }, k[2] = { 1, 0 };
+        s->qk_forward(&t, q, 0); s->qk_forward(&t, k, dist);
+        score[dist] = dot(q, k, 2);
+        EXPECT_NEAR(score[dist], cos(dist), 1e-12, 0, "rope score for q = k = (1,0) is cos(n - m)");
+    }
+    EXPECT(score[6] > score[3], "rope scores rise again between distance 3 and 6");
+    posenc_tables_free(&t);
+}
+
+// ALiBi slopes, log2 of each, for 4, 6, 8 and 12 heads (REFERENCE.md)
+static void test_alibi_slopes(void) {
+    static const double want4[] = { -2, -4, -6, -8 }, want6[] = { -2, -4, -6, -8, -1, -3 },
+        want8[] = { -1, -2, -3, -4, -5, -6, -7, -8 },
+        want12[] = { -1, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5 };
+    const double *want[4] = { want4, want6, want8, want12 };
+    int n[4] = { 4, 6, 8, 12 };
+    for (int c = 0; c < 4; c++) {
+        double s[12];
+        posenc_alibi_slopes(n[c], s);
+        for (int h = 0; h < n[c]; h++) EXPECT_NEAR(log2(s[h]), want[c][h], 1e-12, 0, "alibi slope (log2)");
+    }
+    // and through the score hook: score(i, j) += -m_h (i - j)
+    PosTables t = tables_for("none", "alibi", 8, 4, 16, 0, 1);
+    real out[3] = { 0, 0, 0 };
+    int kpos[3] = { 2, 5, 9 };
+    posenc_scheme(posenc_find("alibi"))->bias_forward(&t, NULL, 1, 9, kpos, 3, out);
+    EXPECT_NEAR(out[0], -pow(2, -4) * 7, 1e-12, 0, "alibi bias head 1, distance 7");
+    EXPECT_NEAR(out[2], 0, 1e-12, 0, "alibi bias at distance 0");
+    posenc_tables_free(&t);
+}
+
+// NoPE without a mask is permutation-equivariant: Attn(PX) = P Attn(X). With rope, or with the
+// causal mask, it is not (so the check can fail).
+static double equivariance_error(const char *scheme, int bidirectional) {
+    int T = 5, C = 8, NH = 2;
+    int perm[5] = { 2, 0, 4, 1, 3 }, pos[5] = { 0, 1, 2, 3, 4 }, doc[5] = { 0 };
+    PosTables t = tables_for("none", scheme, C, NH, 8, 0, 1);
+    AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(posenc_find(scheme)), .tables = &t, .bidirectional = bidirectional };
+    real qkv[5 * 24], pqkv[5 * 24], out[40], pout[40], att[2 * 25];
+    for (int i = 0; i < 5 * 24; i++) qkv[i] = (real)uni();
+    for (int i = 0; i < T; i++) memcpy(pqkv + i * 24, qkv + perm[i] * 24, sizeof(real) * 24);
+    qk_hook(qkv, &ap, T, C, NH, +1);
+    qk_hook(pqkv, &ap, T, C, NH, +1);
+    attention_forward(out, att, qkv, &ap, 1, T, C, NH);
+    attention_forward(pout, att, pqkv, &ap, 1, T, C, NH);
+    double err = 0;
+    for (int i = 0; i < T; i++)
+        for (int c = 0; c < C; c++) err = fmax(err, fabs(pout[i * C + c] - out[perm[i] * C + c]));
+    posenc_tables_free(&t);
+    return err;
+}
+
+static void test_nope_equivariance(void) {
+    EXPECT(equivariance_error("nope", 1) < 1e-12, "nope without a mask must be permutation-equivariant");
+    EXPECT(equivariance_error("rope", 1) > 1e-6, "rope without a mask must not be permutation-equivariant");
+    EXPECT(equivariance_error("nope", 0) > 1e-6, "the causal mask must break permutation equivariance");
+}
+
+// A learned table refuses a position at or past its size: a clear error, never a wrap.
+static void test_learned_range(void) {
+    int fds[2];
+    EXPECT(pipe(fds) == 0, "pipe");
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        PosTables t = tables_for("learned", "nope", 4, 1, 8, 0, 1);
+        real table[32] = { 0 }, x[4] = { 0 };
+        int pos = 8;
+        posenc_scheme(posenc_find("learned"))->input_forward(&t, table, x, &pos, 1);
+        _exit(0);
+    }
+    close(fds[1]);
+    char buf[1024] = { 0 };
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof buf - 1 && (n = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)n;
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 1, "learned table at position 8 of 8 must exit 1");
+    EXPECT(strstr(buf, "position 8") && strstr(buf, "learned"), "the message must name the position and the table: %s", buf);
+}
+
+// The schedule: names, presets of --pe, and refusals
+static void test_schedule(void) {
+    PosConfig c; posenc_defaults(&c, 4);
+    char msg[256];
+    EXPECT(posenc_schedule(&c, 4, "rope", NULL, NULL, msg, sizeof msg) && c.input == PE_NOPE && c.layer[3] == posenc_find("rope"), "--pe rope");
+    EXPECT(posenc_schedule(&c, 4, "sinusoidal", NULL, NULL, msg, sizeof msg) && c.input == posenc_find("sinusoidal") && c.layer[0] == PE_NOPE, "--pe sinusoidal");
+    EXPECT(posenc_schedule(&c, 4, NULL, "rope,rope,rope,nope", "learned", msg, sizeof msg) && c.layer[3] == PE_NOPE && c.input == posenc_find("learned"), "--pe-layers with --input-pe");
+    EXPECT(!posenc_schedule(&c, 4, NULL, "rope,rope,nope", NULL, msg, sizeof msg) && strstr(msg, "3 layers"), "too few names: %s", msg);
+    EXPECT(!posenc_schedule(&c, 4, "bogus", NULL, NULL, msg, sizeof msg) && strstr(msg, "bogus"), "unknown scheme: %s", msg);
+    EXPECT(!posenc_schedule(&c, 4, NULL, "rope,learned,rope,rope", NULL, msg, sizeof msg), "learned is not a layer scheme");
+    EXPECT(!posenc_schedule(&c, 4, "rope", "rope,rope,rope,rope", NULL, msg, sizeof msg), "--pe and --pe-layers are exclusive");
+    posenc_schedule(&c, 4, "rope", NULL, NULL, msg, sizeof msg);
+    c.rope_fraction = 0.3;   // int(16 * 0.3) = 4 is even: fine; int(10 * 0.3) = 3 is odd: refused
+    PosDims d16 = { 4, 2, 32, 16, 64 }, d10 = { 4, 2, 20, 10, 64 };
+    EXPECT(posenc_validate(&c, &d16, msg, sizeof msg), "rope fraction 0.3 of 16 = 4 channels is valid");
+    EXPECT(!posenc_validate(&c, &d10, msg, sizeof msg) && strstr(msg, "even"), "odd rotated width refused: %s", msg);
+}
+
+int main(void) {
+    rng_seed(&rng, 7);
+    test_sinusoid_table();
+    test_sinusoid_shift();
+    for (int il = 0; il < 2; il++) { test_rope_relative(il, 1.0); test_rope_relative(il, 0.5); }
+    test_rope_pairings(1.0);
+    test_rope_pairings(0.25);
+    test_rope_not_monotone();
+    test_alibi_slopes();
+    test_nope_equivariance();
+    test_learned_range();
+    test_schedule();
+    return test_summary("test_posenc");
+}

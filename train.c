@@ -1,0 +1,498 @@
+// train.c: the command line, the training loop, evaluation, checkpoints, sampling and export.
+//
+//   ./train                          train the default tiny model on the embedded corpus
+//   ./train --data FILE --pe rope    train on a file with RoPE in every layer
+//   ./train --help                   every flag
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "checkpoint.h"
+#include "dataset/data.h"
+#include "model.h"
+
+// ----------------------------------------------------------------------------------------------
+// options: one table drives parsing, --help, checkpoint storage and conflict checks
+
+typedef struct {
+    const char *data, *val_data, *tokenizer, *save, *load, *resume, *export_path, *dump, *log, *prompt;
+    const char *pe, *pe_layers, *input_pe;
+    int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
+    int threads, sample, top_k, save_every, log_every;
+    double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
+    long long seed;
+} Options;
+
+typedef enum { F_INT, F_DBL, F_STR, F_LL } FlagType;
+enum { K_RUN = 0, K_MODEL = 1, K_TRAIN = 2 };   // run-only, architecture, stored for --resume
+
+typedef struct {
+    const char *name;
+    FlagType type;
+    size_t off;
+    double min, max;
+    int kind;
+    const char *arg, *help;
+} Flag;
+
+#define O(f) offsetof(Options, f)
+static const Flag FLAGS[] = {
+    { "data", F_STR, O(data), 0, 0, K_TRAIN, "FILE", "training data: an llm.c token shard, or any file read as bytes (default: the embedded corpus)" },
+    { "val-data", F_STR, O(val_data), 0, 0, K_TRAIN, "FILE", "validation data (default: the last --val-frac of --data)" },
+    { "val-frac", F_DBL, O(val_frac), 0, 0.5, K_TRAIN, "F", "fraction of the data held out for validation (0.1)" },
+    { "tokenizer", F_STR, O(tokenizer), 0, 0, K_RUN, "FILE", "llm.c tokenizer file to print samples of token data" },
+    { "steps", F_INT, O(steps), 0, 1e9, K_TRAIN, "N", "optimiser steps (default 300)" },
+    { "batch", F_INT, O(batch), 1, 1e6, K_TRAIN, "B", "sequences per micro-batch (16)" },
+    { "seq", F_INT, O(seq), 1, 1e7, K_TRAIN, "T", "tokens per sequence (64)" },
+    { "accum", F_INT, O(accum), 1, 1e6, K_TRAIN, "N", "micro-batches per optimiser step, gradients accumulated (1)" },
+    { "context", F_INT, O(context), 1, 1e7, K_MODEL, "N", "the model's context length, the learned table size (default --seq)" },
+    { "layers", F_INT, O(layers), 1, 64, K_MODEL, "L", "transformer blocks (4)" },
+    { "heads", F_INT, O(heads), 1, 4096, K_MODEL, "H", "attention heads (4)" },
+    { "dim", F_INT, O(dim), 1, 65536, K_MODEL, "C", "channels, a multiple of --heads (128)" },
+    { "pe", F_STR, O(pe), 0, 0, K_MODEL, "NAME", "scheme of every layer, or an input scheme with nope layers (learned)" },
+    { "pe-layers", F_STR, O(pe_layers), 0, 0, K_MODEL, "a,b,...", "one layer scheme per layer, e.g. rope,rope,rope,nope" },
+    { "input-pe", F_STR, O(input_pe), 0, 0, K_MODEL, "S", "input scheme: none, learned or sinusoidal" },
+    { "lr", F_DBL, O(lr), 0, 10, K_TRAIN, "X", "peak learning rate (1e-3)" },
+    { "min-lr-frac", F_DBL, O(min_lr_frac), 0, 1, K_TRAIN, "F", "cosine decay ends at lr*F (0.1)" },
+    { "warmup", F_INT, O(warmup), 0, 1e9, K_TRAIN, "N", "linear warm-up steps (default steps/10)" },
+    { "wd", F_DBL, O(wd), 0, 10, K_TRAIN, "X", "AdamW weight decay on matrices and embedding tables (0.1)" },
+    { "clip", F_DBL, O(clip), 0, 1e9, K_TRAIN, "X", "clip the global gradient norm to X, 0 = off (1.0)" },
+    { "beta1", F_DBL, O(beta1), 0, 0.999999, K_TRAIN, "X", "AdamW beta1 (0.9)" },
+    { "beta2", F_DBL, O(beta2), 0, 0.999999, K_TRAIN, "X", "AdamW beta2 (0.95)" },
+    { "eps", F_DBL, O(eps), 1e-30, 1, K_TRAIN, "X", "AdamW epsilon (1e-8)" },
+    { "seed", F_LL, O(seed), 0, 9.2e18, K_TRAIN, "N", "seed of the initial weights and of sampling (1337)" },
+    { "val-every", F_INT, O(val_every), 0, 1e9, K_TRAIN, "N", "validation loss every N steps, 0 = only at the end (100)" },
+    { "val-batches", F_INT, O(val_batches), 1, 1e6, K_TRAIN, "N", "micro-batches per validation (8)" },
+    { "threads", F_INT, O(threads), 1, 1024, K_RUN, "N", "OpenMP threads (default: all cores)" },
+    { "log", F_STR, O(log), 0, 0, K_RUN, "FILE", "CSV log: step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s" },
+    { "log-every", F_INT, O(log_every), 1, 1e9, K_RUN, "N", "progress line every N steps (10)" },
+    { "save", F_STR, O(save), 0, 0, K_RUN, "FILE", "write a checkpoint at the end (and every --save-every steps)" },
+    { "save-every", F_INT, O(save_every), 0, 1e9, K_RUN, "N", "also checkpoint every N steps (0 = only at the end)" },
+    { "load", F_STR, O(load), 0, 0, K_RUN, "FILE", "start from a checkpoint's weights (fresh optimiser)" },
+    { "resume", F_STR, O(resume), 0, 0, K_RUN, "FILE", "continue a run exactly: weights, optimiser, step, data position" },
+    { "sample", F_INT, O(sample), 0, 1e7, K_RUN, "N", "generate N tokens after training (or from --load)" },
+    { "prompt", F_STR, O(prompt), 0, 0, K_RUN, "TEXT", "text to continue when sampling" },
+    { "temperature", F_DBL, O(temperature), 0, 100, K_RUN, "X", "sampling temperature, 0 = greedy (1.0)" },
+    { "top-k", F_INT, O(top_k), 0, 1e9, K_RUN, "K", "sample among the K most likely tokens, 0 = all (0)" },
+    { "export", F_STR, O(export_path), 0, 0, K_RUN, "FILE", "write the model as safetensors with HF GPT-2 names, then exit" },
+    { "dump-step", F_STR, O(dump), 0, 0, K_RUN, "FILE", "write one forward/backward on the first batch as safetensors, then exit" },
+};
+#undef O
+enum { N_FLAGS = (int)(sizeof(FLAGS) / sizeof(FLAGS[0])) };
+
+static void defaults(Options *o) {
+    memset(o, 0, sizeof *o);
+    o->steps = 300; o->batch = 16; o->seq = 64; o->accum = 1; o->layers = 4; o->heads = 4; o->dim = 128;
+    o->warmup = -1; o->lr = 1e-3; o->min_lr_frac = 0.1; o->wd = 0.1; o->clip = 1.0; o->beta1 = 0.9;
+    o->beta2 = 0.95; o->eps = 1e-8; o->seed = 1337; o->val_every = 100; o->val_batches = 8;
+    o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: ./train [flags]\n"
+               "Trains a GPT-2 style model whose positional encoding is a plug; see README.md.\n\nFlags:\n");
+    for (int i = 0; i < N_FLAGS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s %s", FLAGS[i].name, FLAGS[i].arg);
+        fprintf(f, "  %-22s %s\n", left, FLAGS[i].help);
+    }
+    fprintf(f, "  %-22s %s\n\n", "--help", "this text");
+    posenc_help(f);
+}
+
+static const Flag *find_flag(const char *name) {
+    for (int i = 0; i < N_FLAGS; i++) if (strcmp(FLAGS[i].name, name) == 0) return &FLAGS[i];
+    return NULL;
+}
+
+// Strict parsing: the whole value must be a number in [min, max]; never clamped.
+static void set_flag(Options *o, const Flag *f, const char *v, const char *source) {
+    char *end;
+    void *p = (char *)o + f->off;
+    errno = 0;
+    if (f->type == F_STR) {
+        CHECK(*v, "%s --%s needs a non-empty value", source, f->name);
+        *(const char **)p = v;
+    } else if (f->type == F_DBL) {
+        double x = strtod(v, &end);
+        CHECK(*v && !*end && !errno && isfinite(x), "%s --%s: '%s' is not a number", source, f->name, v);
+        CHECK(x >= f->min && x <= f->max, "%s --%s %s is out of range [%g, %g]", source, f->name, v, f->min, f->max);
+        *(double *)p = x;
+    } else {
+        long long x = strtoll(v, &end, 10);
+        CHECK(*v && !*end && !errno, "%s --%s: '%s' is not an integer", source, f->name, v);
+        CHECK(x >= f->min && (double)x <= f->max, "%s --%s %s is out of range [%.0f, %.0f]", source, f->name, v, f->min, f->max);
+        if (f->type == F_INT) *(int *)p = (int)x; else *(long long *)p = x;
+    }
+}
+
+typedef struct {
+    Options o;
+    int set[N_FLAGS];                      // given on the command line
+    const char *pe_key[16], *pe_val[16];   // scheme settings (--rope-base ...) for posenc
+    int n_pe;
+} Args;
+
+static void parse_args(Args *a, int argc, char **argv) {
+    defaults(&a->o);
+    memset(a->set, 0, sizeof a->set);
+    a->n_pe = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) { usage(stdout); exit(0); }
+        CHECK(strncmp(s, "--", 2) == 0, "unexpected argument '%s'; flags start with -- (see --help)", s);
+        const char *name = s + 2;
+        CHECK(i + 1 < argc, "--%s needs a value (see --help)", name);
+        const char *v = argv[++i];
+        const Flag *f = find_flag(name);
+        if (f) { set_flag(&a->o, f, v, "flag"); a->set[f - FLAGS] = 1; continue; }
+        // scheme settings belong to posenc: --rope-base -> rope_base
+        char key[64];
+        CHECK(strlen(name) < sizeof key, "unknown flag --%s (see --help)", name);
+        for (int k = 0; name[k - 1 + 1]; k++) key[k] = name[k] == '-' ? '_' : name[k], key[k + 1] = 0;
+        PosConfig probe; posenc_defaults(&probe, 1);
+        char msg[256];
+        int r = posenc_set(&probe, key, v, msg, sizeof msg);
+        CHECK(r != 0, "unknown flag --%s (see --help)", name);
+        CHECK(r > 0, "%s", msg);
+        CHECK(a->n_pe < 16, "too many scheme settings");
+        a->pe_key[a->n_pe] = strdup(key); a->pe_val[a->n_pe++] = v;
+    }
+}
+
+// The train.* lines stored in a checkpoint: every K_TRAIN flag's value.
+static char *train_kv(const Options *o) {
+    char *buf = NULL; size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    for (int i = 0; i < N_FLAGS; i++) {
+        const Flag *fl = &FLAGS[i];
+        if (fl->kind != K_TRAIN) continue;
+        const void *p = (const char *)o + fl->off;
+        if (fl->type == F_STR) { if (*(const char *const *)p) fprintf(f, "train.%s=%s\n", fl->name, *(const char *const *)p); }
+        else if (fl->type == F_DBL) fprintf(f, "train.%s=%.17g\n", fl->name, *(const double *)p);
+        else if (fl->type == F_INT) fprintf(f, "train.%s=%d\n", fl->name, *(const int *)p);
+        else fprintf(f, "train.%s=%lld\n", fl->name, *(const long long *)p);
+    }
+    fclose(f);
+    return buf;
+}
+
+// On --resume: stored training settings apply unless the command line gives the flag.
+static void apply_stored(Args *a, char *kv, const char *path) {
+    for (char *line = strtok(kv, "\n"); line; line = strtok(NULL, "\n")) {
+        char *eq = strchr(line, '=');
+        if (!eq || strncmp(line, "train.", 6) != 0) continue;
+        *eq = 0;
+        const Flag *f = find_flag(line + 6);
+        CHECK(f, "checkpoint '%s' stores an unknown training setting '%s'", path, line + 6);
+        if (a->set[f - FLAGS]) continue;
+        set_flag(&a->o, f, f->type == F_STR ? strdup(eq + 1) : eq + 1, path);
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// data
+
+typedef struct {
+    const TokenData *d;
+    uint64_t pos;        // index of the next token to read
+} Loader;
+
+// Row r of the batch reads tokens[pos + r*T .. pos + r*T + T] (inputs and shifted targets).
+static void loader_next(Loader *l, Batch *b) {
+    size_t need = (size_t)b->B * b->T + 1;
+    if (l->pos + need > l->d->n) l->pos = 0;
+    for (int r = 0; r < b->B; r++)
+        for (int t = 0; t < b->T; t++) {
+            size_t k = (size_t)r * b->T + t, src = l->pos + k;
+            b->tokens[k] = l->d->tokens[src];
+            b->targets[k] = l->d->tokens[src + 1];
+        }
+    batch_default_positions(b);
+    l->pos += (size_t)b->B * b->T;
+}
+
+static void check_tokens(const TokenData *d, int vocab, const char *name) {
+    for (size_t i = 0; i < d->n; i++)
+        CHECK(d->tokens[i] >= 0 && d->tokens[i] < vocab, "%s: token id %d at index %zu is outside the "
+              "model's vocabulary (0..%d); use data made with the model's tokenizer", name, d->tokens[i], i, vocab - 1);
+}
+
+// ----------------------------------------------------------------------------------------------
+// helpers
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static void fmt_time(double s, char *buf, size_t cap) {
+    if (s < 60) snprintf(buf, cap, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, cap, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+// linear warm-up to lr, then cosine decay to lr * min_lr_frac at the last step
+static double lr_at(const Options *o, int step) {
+    int warm = o->warmup;
+    if (step < warm) return o->lr * (step + 1) / warm;
+    double progress = o->steps > warm ? (double)(step - warm) / (o->steps - warm) : 1.0;
+    double floor_lr = o->lr * o->min_lr_frac;
+    return floor_lr + 0.5 * (o->lr - floor_lr) * (1 + cos(M_PI * progress));
+}
+
+static double evaluate(GPT *m, const TokenData *val, const Options *o, Batch *b) {
+    Loader l = { val, 0 };
+    double sum = 0, wsum = 0;
+    for (int i = 0; i < o->val_batches; i++) {
+        loader_next(&l, b);
+        gpt_forward(m, b);
+        sum += m->loss * m->weight_sum; wsum += m->weight_sum;
+    }
+    return wsum > 0 ? sum / wsum : 0;
+}
+
+static void print_piece(const Tokenizer *tok, int id) {
+    if (id >= 0 && id < tok->n) fwrite(tok->piece[id], 1, tok->piece_len[id], stdout);
+    fflush(stdout);
+}
+
+// Picks the next token from logits (V,): greedy at temperature 0, else softmax(logits/temp) over
+// the top_k most likely (all when 0). An explicit RNG keeps sampling reproducible.
+static int sample_token(const real *logits, int V, double temp, int top_k, Rng *rng) {
+    int best = 0;
+    for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+    if (temp == 0) return best;
+    double *p = xmalloc(sizeof(double) * V);
+    double kth = -INFINITY;
+    if (top_k > 0 && top_k < V) {        // the k-th largest logit is the admission threshold
+        double *s = xmalloc(sizeof(double) * V);
+        for (int v = 0; v < V; v++) s[v] = logits[v];
+        for (int i = 0; i < top_k; i++) {
+            int arg = i;
+            for (int v = i + 1; v < V; v++) if (s[v] > s[arg]) arg = v;
+            double t = s[i]; s[i] = s[arg]; s[arg] = t;
+        }
+        kth = s[top_k - 1];
+        free(s);
+    }
+    double sum = 0;
+    for (int v = 0; v < V; v++) { p[v] = logits[v] >= kth ? exp((logits[v] - logits[best]) / temp) : 0; sum += p[v]; }
+    double u = rng_uniform(rng) * sum, acc = 0;
+    int pick = best;
+    for (int v = 0; v < V; v++) { acc += p[v]; if (p[v] > 0 && u < acc) { pick = v; break; } }
+    free(p);
+    return pick;
+}
+
+static void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng) {
+    int T = m->cfg.max_seq_len, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
+    int cap = (int)strlen(o->prompt ? o->prompt : "") + 1;
+    int *ctx = xmalloc(sizeof(int) * (size_t)(cap + o->sample + 1));
+    int n = o->prompt ? tokenizer_encode(tok, o->prompt, ctx, cap) : 0;
+    if (n == 0) ctx[n++] = tok->eot >= 0 ? tok->eot : '\n';   // start from end-of-text or a newline
+    for (int i = 0; i < n; i++) CHECK(ctx[i] < V, "--prompt: token %d is outside the model's vocabulary", ctx[i]);
+    printf("---- sample (%d tokens, temperature %g, top-k %d) ----\n", o->sample, o->temperature, o->top_k);
+    if (o->prompt) fputs(o->prompt, stdout);
+    Batch b;
+    batch_alloc(&b, 1, T);
+    for (int i = 0; i < o->sample; i++) {
+        int start = n > T ? n - T : 0, len = n - start;   // the last T tokens (a sliding window)
+        b.T = len;
+        memcpy(b.tokens, ctx + start, sizeof(int) * len);
+        int *targets = b.targets;
+        b.targets = NULL;
+        batch_default_positions(&b);
+        gpt_forward(m, &b);
+        b.targets = targets;
+        int next = sample_token(m->a.logits + (size_t)(len - 1) * Vp, V, o->temperature, o->top_k, rng);
+        ctx[n++] = next;
+        print_piece(tok, next);
+    }
+    printf("\n---- end of sample ----\n");
+    b.T = T;
+    batch_free(&b);
+    free(ctx);
+}
+
+// ----------------------------------------------------------------------------------------------
+
+int main(int argc, char **argv) {
+    Args a;
+    parse_args(&a, argc, argv);
+    Options *o = &a.o;
+    CHECK(!(o->load && o->resume), "give either --load or --resume, not both");
+#ifdef _OPENMP
+    if (o->threads) omp_set_num_threads(o->threads);
+#endif
+
+    // ---- the model: from a checkpoint or from the flags
+    GPT model;
+    TrainState st = { 0 };
+    const char *ckpt = o->resume ? o->resume : o->load;
+    char msg[512];
+    if (ckpt) {
+        char *stored = NULL;
+        ckpt_load(ckpt, &model, 0, &stored, o->resume ? &st : NULL);
+        if (o->resume) {
+            CHECK(st.has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
+                  "use --load to fine-tune from it", ckpt);
+            apply_stored(&a, stored, ckpt);
+        }
+        free(stored);
+        for (int i = 0; i < N_FLAGS; i++)
+            CHECK(!(a.set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0,
+                  "--%s cannot change the architecture of the model in '%s'; drop the flag", FLAGS[i].name, ckpt);
+        CHECK(a.n_pe == 0, "--%s cannot change the scheme settings of the model in '%s'; drop the flag", a.pe_key[0], ckpt);
+        CHECK(!a.set[8] || o->context == model.cfg.max_seq_len, "--context %d differs from the context %d of "
+              "the model in '%s'", o->context, model.cfg.max_seq_len, ckpt);
+    } else {
+        GPTConfig cfg = { .vocab_size = 256, .n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
+                          .max_seq_len = o->context ? o->context : o->seq };
+        posenc_defaults(&cfg.pe, cfg.n_layer);
+        CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, o->pe, o->pe_layers, o->input_pe, msg, sizeof msg), "%s", msg);
+        for (int i = 0; i < a.n_pe; i++) {
+            int r = posenc_set(&cfg.pe, a.pe_key[i], a.pe_val[i], msg, sizeof msg);
+            CHECK(r > 0, "%s", msg);
+        }
+        // the vocabulary comes from the data: read it first
+        if (o->data) { TokenData probe; data_load(o->data, &probe); cfg.vocab_size = probe.vocab_size; data_free(&probe); }
+        CHECK(gpt_config_check(&cfg, msg, sizeof msg), "%s", msg);
+        gpt_build(&model, &cfg, (uint64_t)o->seed, 0);
+    }
+    if (o->warmup < 0) o->warmup = o->steps / 10;
+    const GPTConfig *cfg = &model.cfg;
+
+    Tokenizer tok;
+    if (o->tokenizer) tokenizer_load(o->tokenizer, &tok); else tokenizer_bytes(&tok);
+    Rng rng;
+    rng_seed(&rng, (uint64_t)o->seed);
+    if (o->resume) rng.s = st.rng;
+
+    if (o->export_path) {
+        export_safetensors(o->export_path, &model);
+        fprintf(stderr, "exported %zu parameters to %s\n", model.num_params, o->export_path);
+        return 0;
+    }
+
+    int train_steps = o->steps - (int)st.step;
+    int need_data = o->dump || train_steps > 0;
+    TokenData all = { 0 }, train = { 0 }, val = { 0 }, valfile = { 0 };
+    if (need_data) {
+        if (o->data) data_load(o->data, &all); else data_default_corpus(&all);
+        const char *name = o->data ? o->data : "the embedded corpus";
+        check_tokens(&all, cfg->vocab_size, name);
+        if (o->val_data) {
+            data_load(o->val_data, &valfile);
+            check_tokens(&valfile, cfg->vocab_size, o->val_data);
+            train = all; val = valfile;
+        } else {
+            data_split(&all, o->val_frac, &train, &val);
+        }
+        size_t need = (size_t)o->batch * o->seq + 1;
+        CHECK(train.n >= need, "%s has %zu training tokens, fewer than --batch %d x --seq %d + 1 = %zu; "
+              "use more data or a smaller batch", name, train.n, o->batch, o->seq, need);
+        CHECK(o->seq <= cfg->max_seq_len, "--seq %d is longer than the model's context %d; raise --context",
+              o->seq, cfg->max_seq_len);
+        if (val.n < need) val.n = 0;   // too little held out to validate: skip validation
+    }
+    Batch *mb = xcalloc(o->accum, sizeof(Batch));
+    if (need_data) for (int k = 0; k < o->accum; k++) batch_alloc(&mb[k], o->batch, o->seq);
+    Loader loader = { &train, o->resume ? st.data_pos : 0 };
+
+    if (o->dump) {
+        loader.pos = 0;
+        loader_next(&loader, &mb[0]);
+        dump_step(o->dump, &model, &mb[0]);
+        fprintf(stderr, "dumped one step (B=%d, T=%d, loss %.6f) to %s\n", o->batch, o->seq, model.loss, o->dump);
+        return 0;
+    }
+
+    // ---- training
+    char layers[PE_MAX_LAYERS * 24];
+    posenc_layer_list(&cfg->pe, layers, sizeof layers);
+    if (train_steps > 0) {
+        printf("model: %d layers, %d heads, dim %d, context %d, vocab %d | %zu parameters\n",
+               cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->max_seq_len, cfg->vocab_size, model.num_params);
+        printf("positions: input %s, layers %s\n", cfg->pe.input == PE_NOPE ? "none" : posenc_scheme(cfg->pe.input)->name, layers);
+        printf("data: %s, %zu train / %zu val tokens | batch %d x %d x accum %d | %d steps%s\n",
+               o->data ? o->data : "embedded corpus", train.n, val.n, o->batch, o->seq, o->accum, o->steps,
+               o->resume ? " (resumed)" : "");
+#ifdef _OPENMP
+        printf("threads: %d\n", omp_get_max_threads());
+#endif
+    }
+    FILE *log = NULL;
+    if (o->log && train_steps > 0) {
+        log = fopen(o->log, o->resume ? "a" : "w");
+        CHECK(log, "cannot open the log '%s': %s", o->log, strerror(errno));
+        if (!o->resume) fprintf(log, "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
+    }
+    char *kv = train_kv(o);
+    AdamWConfig adam = { o->lr, o->beta1, o->beta2, o->eps, o->wd };
+    double t0 = now(), tokens_done = 0;
+    for (int step = (int)st.step; step < o->steps; step++) {
+        double ts = now();
+        for (int k = 0; k < o->accum; k++) loader_next(&loader, &mb[k]);
+        double wtotal = 0;      // the step's loss is the mean over every weighted token
+        for (int k = 0; k < o->accum; k++)
+            for (size_t n = 0; n < (size_t)o->batch * o->seq; n++) wtotal += mb[k].weights[n];
+        gpt_zero_grad(&model);
+        double loss = 0;
+        for (int k = 0; k < o->accum; k++) {
+            gpt_forward(&model, &mb[k]);
+            loss += model.loss * model.weight_sum / (wtotal > 0 ? wtotal : 1);
+            if (wtotal > 0) gpt_backward(&model, 1.0 / wtotal);
+        }
+        double norm = gpt_clip_grad(&model, o->clip);
+        adam.lr = lr_at(o, step);
+        gpt_adamw(&model, &adam, step + 1);
+        double dt = now() - ts;
+        tokens_done += (double)o->accum * o->batch * o->seq;
+        int last = step + 1 == o->steps;
+        double val_loss = NAN;
+        if (val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))
+            val_loss = evaluate(&model, &val, o, &mb[0]);
+        double elapsed = now() - t0, tps = tokens_done / elapsed;
+        if ((step + 1) % o->log_every == 0 || last || step == (int)st.step || !isnan(val_loss)) {
+            char eta[32];
+            fmt_time(elapsed / (step + 1 - (int)st.step) * (o->steps - step - 1), eta, sizeof eta);
+            printf("step %5d/%d | loss %.4f", step + 1, o->steps, loss);
+            if (!isnan(val_loss)) printf(" | val %.4f", val_loss);
+            printf(" | lr %.2e | norm %6.3f | %7.0f tok/s | %4.0f ms | ETA %s\n", adam.lr, norm, tps, dt * 1e3, eta);
+            fflush(stdout);
+        }
+        if (log) {
+            fprintf(log, "%d,%.6f,", step + 1, loss);
+            if (!isnan(val_loss)) fprintf(log, "%.6f", val_loss);
+            fprintf(log, ",%.6e,%.6f,%.1f,%.3f\n", adam.lr, norm, tps, elapsed);
+            fflush(log);
+        }
+        if (o->save && (last || (o->save_every && (step + 1) % o->save_every == 0))) {
+            TrainState s = { 1, step + 1, rng.s, loader.pos };
+            ckpt_save(o->save, &model, kv, &s);
+        }
+    }
+    if (log) fclose(log);
+    if (train_steps > 0 && o->save) printf("saved %s\n", o->save);
+    if (o->save && train_steps <= 0 && !o->sample) {
+        TrainState s = { 1, st.step, rng.s, loader.pos };
+        ckpt_save(o->save, &model, kv, &s);
+    }
+
+    if (o->sample) generate(&model, &tok, o, &rng);
+
+    free(kv);
+    if (need_data) for (int k = 0; k < o->accum; k++) batch_free(&mb[k]);
+    free(mb);
+    data_free(&all);
+    if (o->val_data) data_free(&valfile);
+    tokenizer_free(&tok);
+    gpt_free(&model);
+    return 0;
+}
