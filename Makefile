@@ -61,7 +61,7 @@ run: train
 
 asan:
 	$(MAKE) clean
-	$(MAKE) test CFLAGS="-std=gnu11 -O1 -g -fopenmp $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" ASAN_OPTIONS=detect_leaks=0
+	$(MAKE) test CFLAGS="-std=gnu11 -O1 -g -fopenmp $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 	$(MAKE) clean
 
 fixtures: train tests/st_compare

@@ -156,7 +156,8 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
           path, version, CKPT_VERSION);
     in_read(&in, &flags, 4, "the flags");
     in_read(&in, &klen, 4, "the config length");
-    CHECK(klen < (1u << 20) && (off_t)klen < sb.st_size, "checkpoint '%s': config length %u is impossible (damaged file)", path, klen);
+    CHECK(klen < (1u << 20) && (off_t)klen < sb.st_size, "checkpoint '%s': its config length %u does not fit in the file: it is truncated "
+          "or damaged; use another checkpoint", path, klen);
     char *text = xmalloc(klen + 1);
     in_read(&in, text, klen, "the config");
     text[klen] = 0;

@@ -70,7 +70,7 @@ static const Flag FLAGS[] = {
     { "threads", F_INT, O(threads), 1, 1024, K_RUN, "N", "OpenMP threads (default: all cores)" },
     { "log", F_STR, O(log), 0, 0, K_RUN, "FILE", "CSV log: step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s" },
     { "log-every", F_INT, O(log_every), 1, 1e9, K_RUN, "N", "progress line every N steps (10)" },
-    { "save", F_STR, O(save), 0, 0, K_RUN, "FILE", "write a checkpoint at the end (and every --save-every steps)" },
+    { "save", F_STR, O(save), 0, 0, K_RUN, "FILE", "write a checkpoint at the end (and every --save-every steps); {step} in FILE becomes the step" },
     { "save-every", F_INT, O(save_every), 0, 1e9, K_RUN, "N", "also checkpoint every N steps (0 = only at the end)" },
     { "load", F_STR, O(load), 0, 0, K_RUN, "FILE", "start from a checkpoint's weights (fresh optimiser)" },
     { "resume", F_STR, O(resume), 0, 0, K_RUN, "FILE", "continue a run exactly: weights, optimiser, step, data position" },
@@ -133,7 +133,8 @@ static void set_flag(Options *o, const Flag *f, const char *v, const char *sourc
 typedef struct {
     Options o;
     int set[N_FLAGS];                      // given on the command line
-    const char *pe_key[16], *pe_val[16];   // scheme settings (--rope-base ...) for posenc
+    char pe_key[16][64];                   // scheme settings (--rope-base -> rope_base) for posenc
+    const char *pe_val[16];
     int n_pe;
 } Args;
 
@@ -153,14 +154,17 @@ static void parse_args(Args *a, int argc, char **argv) {
         // scheme settings belong to posenc: --rope-base -> rope_base
         char key[64];
         CHECK(strlen(name) < sizeof key, "unknown flag --%s (see --help)", name);
-        for (int k = 0; name[k - 1 + 1]; k++) key[k] = name[k] == '-' ? '_' : name[k], key[k + 1] = 0;
+        size_t k = 0;
+        for (; name[k]; k++) key[k] = name[k] == '-' ? '_' : name[k];
+        key[k] = 0;
         PosConfig probe; posenc_defaults(&probe, 1);
         char msg[256];
         int r = posenc_set(&probe, key, v, msg, sizeof msg);
         CHECK(r != 0, "unknown flag --%s (see --help)", name);
         CHECK(r > 0, "%s", msg);
         CHECK(a->n_pe < 16, "too many scheme settings");
-        a->pe_key[a->n_pe] = strdup(key); a->pe_val[a->n_pe++] = v;
+        memcpy(a->pe_key[a->n_pe], key, sizeof key);
+        a->pe_val[a->n_pe++] = v;
     }
 }
 
@@ -182,6 +186,7 @@ static char *train_kv(const Options *o) {
 }
 
 // On --resume: stored training settings apply unless the command line gives the flag.
+// String values point into kv, which must outlive the options.
 static void apply_stored(Args *a, char *kv, const char *path) {
     for (char *line = strtok(kv, "\n"); line; line = strtok(NULL, "\n")) {
         char *eq = strchr(line, '=');
@@ -190,7 +195,7 @@ static void apply_stored(Args *a, char *kv, const char *path) {
         const Flag *f = find_flag(line + 6);
         CHECK(f, "checkpoint '%s' stores an unknown training setting '%s'", path, line + 6);
         if (a->set[f - FLAGS]) continue;
-        set_flag(&a->o, f, f->type == F_STR ? strdup(eq + 1) : eq + 1, path);
+        set_flag(&a->o, f, eq + 1, path);
     }
 }
 
@@ -244,6 +249,13 @@ static double lr_at(const Options *o, int step) {
     double progress = o->steps > warm ? (double)(step - warm) / (o->steps - warm) : 1.0;
     double floor_lr = o->lr * o->min_lr_frac;
     return floor_lr + 0.5 * (o->lr - floor_lr) * (1 + cos(M_PI * progress));
+}
+
+// --save path with "{step}" replaced by the step number (keeps one checkpoint per save)
+static void save_path(const char *pattern, int step, char *out, size_t cap) {
+    const char *at = strstr(pattern, "{step}");
+    if (!at) { snprintf(out, cap, "%s", pattern); return; }
+    snprintf(out, cap, "%.*s%d%s", (int)(at - pattern), pattern, step, at + 6);
 }
 
 static double evaluate(GPT *m, const TokenData *val, const Options *o, Batch *b) {
@@ -336,15 +348,14 @@ int main(int argc, char **argv) {
     TrainState st = { 0 };
     const char *ckpt = o->resume ? o->resume : o->load;
     char msg[512];
+    char *stored = NULL;      // the checkpoint's train.* lines; --resume's options point into it
     if (ckpt) {
-        char *stored = NULL;
         ckpt_load(ckpt, &model, 0, &stored, o->resume ? &st : NULL);
         if (o->resume) {
             CHECK(st.has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
                   "use --load to fine-tune from it", ckpt);
             apply_stored(&a, stored, ckpt);
         }
-        free(stored);
         for (int i = 0; i < N_FLAGS; i++)
             CHECK(!(a.set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0,
                   "--%s cannot change the architecture of the model in '%s'; drop the flag", FLAGS[i].name, ckpt);
@@ -377,6 +388,9 @@ int main(int argc, char **argv) {
     if (o->export_path) {
         export_safetensors(o->export_path, &model);
         fprintf(stderr, "exported %zu parameters to %s\n", model.num_params, o->export_path);
+        tokenizer_free(&tok);
+        gpt_free(&model);
+        free(stored);
         return 0;
     }
 
@@ -410,7 +424,7 @@ int main(int argc, char **argv) {
         loader_next(&loader, &mb[0]);
         dump_step(o->dump, &model, &mb[0]);
         fprintf(stderr, "dumped one step (B=%d, T=%d, loss %.6f) to %s\n", o->batch, o->seq, model.loss, o->dump);
-        return 0;
+        train_steps = 0;     // nothing else to do: fall through to the clean-up
     }
 
     // ---- training
@@ -429,14 +443,15 @@ int main(int argc, char **argv) {
     }
     FILE *log = NULL;
     if (o->log && train_steps > 0) {
+        // a resumed run appends to its log; a new log starts with the header
         log = fopen(o->log, o->resume ? "a" : "w");
         CHECK(log, "cannot open the log '%s': %s", o->log, strerror(errno));
-        if (!o->resume) fprintf(log, "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
+        if (ftell(log) == 0) fprintf(log, "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
     }
     char *kv = train_kv(o);
     AdamWConfig adam = { o->lr, o->beta1, o->beta2, o->eps, o->wd };
     double t0 = now(), tokens_done = 0;
-    for (int step = (int)st.step; step < o->steps; step++) {
+    for (int step = (int)st.step; !o->dump && step < o->steps; step++) {
         double ts = now();
         for (int k = 0; k < o->accum; k++) loader_next(&loader, &mb[k]);
         double wtotal = 0;      // the step's loss is the mean over every weighted token
@@ -468,24 +483,26 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
         if (log) {
-            fprintf(log, "%d,%.6f,", step + 1, loss);
-            if (!isnan(val_loss)) fprintf(log, "%.6f", val_loss);
+            fprintf(log, "%d,%.9g,", step + 1, loss);     // 9 digits: enough to compare runs
+            if (!isnan(val_loss)) fprintf(log, "%.9g", val_loss);
             fprintf(log, ",%.6e,%.6f,%.1f,%.3f\n", adam.lr, norm, tps, elapsed);
             fflush(log);
         }
         if (o->save && (last || (o->save_every && (step + 1) % o->save_every == 0))) {
             TrainState s = { 1, step + 1, rng.s, loader.pos };
-            ckpt_save(o->save, &model, kv, &s);
+            char path[4096];
+            save_path(o->save, step + 1, path, sizeof path);
+            ckpt_save(path, &model, kv, &s);
         }
     }
     if (log) fclose(log);
-    if (train_steps > 0 && o->save) printf("saved %s\n", o->save);
-    if (o->save && train_steps <= 0 && !o->sample) {
-        TrainState s = { 1, st.step, rng.s, loader.pos };
-        ckpt_save(o->save, &model, kv, &s);
+    if (train_steps > 0 && o->save) {
+        char path[4096];
+        save_path(o->save, o->steps, path, sizeof path);
+        printf("saved %s\n", path);
     }
 
-    if (o->sample) generate(&model, &tok, o, &rng);
+    if (o->sample && !o->dump) generate(&model, &tok, o, &rng);
 
     free(kv);
     if (need_data) for (int k = 0; k < o->accum; k++) batch_free(&mb[k]);
@@ -494,5 +511,6 @@ int main(int argc, char **argv) {
     if (o->val_data) data_free(&valfile);
     tokenizer_free(&tok);
     gpt_free(&model);
+    free(stored);
     return 0;
 }

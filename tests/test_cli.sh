@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# tests/test_cli.sh: bad input gets a clear message naming the problem, a non-zero exit, and
+# clobbers no file. Each case runs ./train with --save/--export pointing at an existing file and
+# checks that the file is unchanged afterwards.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+small="--layers 1 --heads 2 --dim 16 --seq 8 --batch 2 --val-every 0 --log-every 1000"
+
+# expect_fail "what" "needle in stderr" ./train args...
+expect_fail() {
+  local what=$1 needle=$2; shift 2
+  echo "precious" > "$tmp/keep"
+  local before; before=$(md5sum < "$tmp/keep")
+  "$@" > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  if [ $rc = 0 ]; then fail=$((fail + 1)); echo "FAIL: $what: exit status 0"; return; fi
+  if ! grep -qi -- "$needle" "$tmp/err"; then
+    fail=$((fail + 1)); echo "FAIL: $what: stderr lacks '$needle':"; sed 's/^/    /' "$tmp/err"; return
+  fi
+  if [ "$(md5sum < "$tmp/keep")" != "$before" ] || ls "$tmp"/keep.tmp* > /dev/null 2>&1; then
+    fail=$((fail + 1)); echo "FAIL: $what: clobbered the output file"; return
+  fi
+  pass=$((pass + 1))
+}
+
+# ---- flags
+expect_fail "unknown flag" "unknown flag --bogus" ./train --bogus 3 --save "$tmp/keep"
+expect_fail "flag without a value" "needs a value" ./train --steps
+expect_fail "stray argument" "unexpected argument" ./train data.txt
+expect_fail "non-numeric --steps" "'10x' is not an integer" ./train --steps 10x --save "$tmp/keep"
+expect_fail "negative --steps" "out of range" ./train --steps -1 --save "$tmp/keep"
+expect_fail "zero --batch" "--batch 0 is out of range" ./train --batch 0 --save "$tmp/keep"
+expect_fail "non-numeric --lr" "'abc' is not a number" ./train --lr abc --save "$tmp/keep"
+expect_fail "--lr nan" "not a number" ./train --lr nan --save "$tmp/keep"
+expect_fail "--dim not a multiple of --heads" "multiple of --heads" ./train --dim 30 --heads 4 --save "$tmp/keep"
+expect_fail "--seq longer than --context" "raise --context" ./train $small --context 4 --save "$tmp/keep"
+expect_fail "--load and --resume" "not both" ./train --load a --resume b
+
+# ---- schemes
+expect_fail "unknown scheme" "unknown scheme 'bogus'" ./train --pe bogus --save "$tmp/keep"
+expect_fail "unknown layer scheme" "'spiral' is not a layer scheme" ./train --layers 2 --pe-layers rope,spiral --save "$tmp/keep"
+expect_fail "input scheme as a layer" "not a layer scheme" ./train --layers 2 --pe-layers rope,learned --save "$tmp/keep"
+expect_fail "wrong number of layer names" "names 2 layers but the model has --layers 3" ./train --layers 3 --pe-layers rope,rope --save "$tmp/keep"
+expect_fail "--pe and --pe-layers" "not both" ./train --pe rope --pe-layers rope,rope,rope,rope --save "$tmp/keep"
+expect_fail "bad --input-pe" "not an input scheme" ./train --input-pe rope --save "$tmp/keep"
+expect_fail "rope with an odd rotated width" "must be even" ./train --pe rope --dim 24 --heads 4 --rope-fraction 0.5 --save "$tmp/keep"
+expect_fail "--rope-fraction above 1" "--rope-fraction must be in (0, 1]" ./train --pe rope --rope-fraction 1.5 --save "$tmp/keep"
+expect_fail "bad --rope-pairing" "split or interleaved" ./train --pe rope --rope-pairing diagonal --save "$tmp/keep"
+expect_fail "--rope-base 1" "--rope-base must be a number > 1" ./train --pe rope --rope-base 1 --save "$tmp/keep"
+
+# ---- data
+: > "$tmp/empty.txt"
+expect_fail "empty data file" "empty" ./train --data "$tmp/empty.txt" --save "$tmp/keep"
+expect_fail "missing data file" "$tmp/nothere.txt" ./train --data "$tmp/nothere.txt" --save "$tmp/keep"
+head -c 100 /dev/urandom > "$tmp/tiny.txt"
+expect_fail "data shorter than one batch" "fewer than --batch" ./train --data "$tmp/tiny.txt" --batch 4 --seq 64 --save "$tmp/keep"
+# an llm.c shard whose tokens exceed a byte model's vocabulary of 256
+"${PYTHON:-/usr/bin/python3}" - "$tmp" << 'PY'
+import struct, sys
+d = sys.argv[1]
+def shard(path, toks, ntok=None):
+    h = [0] * 256; h[0] = 20240520; h[1] = 1; h[2] = len(toks) if ntok is None else ntok
+    open(path, "wb").write(struct.pack("<256i", *h) + struct.pack("<%dH" % len(toks), *toks))
+shard(d + "/big.bin", [i % 1000 for i in range(400)])
+shard(d + "/trunc.bin", [1] * 100, ntok=200)
+shard(d + "/oov.bin", [60000] * 50)
+PY
+./train $small --steps 2 --save "$tmp/bytes.ckpt" > /dev/null || { echo "FAIL: could not train a small model"; fail=$((fail + 1)); }
+expect_fail "token id >= vocab" "outside the model's vocabulary" ./train --load "$tmp/bytes.ckpt" --data "$tmp/big.bin" --batch 2 --seq 8 --dump-step "$tmp/keep"
+expect_fail "truncated shard" "truncated" ./train --data "$tmp/trunc.bin" --save "$tmp/keep"
+expect_fail "shard token >= 50257" "60000" ./train --data "$tmp/oov.bin" --save "$tmp/keep"
+
+# ---- checkpoints
+size=$(stat -c %s "$tmp/bytes.ckpt")
+head -c $((size - 10)) "$tmp/bytes.ckpt" > "$tmp/trunc.ckpt"
+expect_fail "truncated checkpoint" "truncated" ./train --load "$tmp/trunc.ckpt" --export "$tmp/keep"
+head -c 30 "$tmp/bytes.ckpt" > "$tmp/short.ckpt"
+expect_fail "checkpoint cut inside the config" "truncated" ./train --load "$tmp/short.ckpt" --export "$tmp/keep"
+cp "$tmp/bytes.ckpt" "$tmp/long.ckpt"; echo junk >> "$tmp/long.ckpt"
+expect_fail "checkpoint with trailing bytes" "extra bytes" ./train --load "$tmp/long.ckpt" --export "$tmp/keep"
+echo "this is not a checkpoint at all" > "$tmp/foreign.ckpt"
+expect_fail "foreign checkpoint" "not a checkpoint" ./train --load "$tmp/foreign.ckpt" --export "$tmp/keep"
+expect_fail "missing checkpoint" "cannot open checkpoint" ./train --load "$tmp/none.ckpt" --export "$tmp/keep"
+expect_fail "--layers with --load" "cannot change the architecture" ./train --load "$tmp/bytes.ckpt" --layers 3 --export "$tmp/keep"
+expect_fail "--rope-base with --load" "cannot change the scheme settings" ./train --load "$tmp/bytes.ckpt" --rope-base 500 --export "$tmp/keep"
+./train $small --steps 2 --save "$tmp/w.ckpt" > /dev/null
+./train --load "$tmp/w.ckpt" --export "$tmp/w.safetensors" 2> /dev/null
+expect_fail "safetensors as a checkpoint" "not a checkpoint" ./train --resume "$tmp/w.safetensors" --save "$tmp/keep"
+
+# ---- the good paths print what a user needs
+if ./train --help > "$tmp/help" && grep -q -- "--rope-pairing" "$tmp/help" && grep -q -- "--dump-step" "$tmp/help"; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --help"; fi
+for f in data steps batch seq layers heads dim lr seed threads save load resume pe pe-layers input-pe \
+         rope-base rope-fraction rope-pairing sample prompt export dump-step; do
+  grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
+done
+
+echo "test_cli: $pass passed, $fail failed"
+[ $fail = 0 ]
