@@ -57,7 +57,7 @@ test: all
 	@echo "make test: all test programs passed"
 
 run: train
-	./train --steps 300 --log run.csv --save run.ckpt --sample 400 --prompt "Once upon a time"
+	./train --steps 1000 --log run.csv --save run.ckpt --sample 400 --prompt "Once upon a time" --temperature 0.8 --top-k 20 --log-every 50
 
 asan:
 	$(MAKE) clean

@@ -360,7 +360,7 @@ int main(int argc, char **argv) {
             CHECK(!(a.set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0,
                   "--%s cannot change the architecture of the model in '%s'; drop the flag", FLAGS[i].name, ckpt);
         CHECK(a.n_pe == 0, "--%s cannot change the scheme settings of the model in '%s'; drop the flag", a.pe_key[0], ckpt);
-        CHECK(!a.set[8] || o->context == model.cfg.max_seq_len, "--context %d differs from the context %d of "
+        CHECK(!a.set[find_flag("context") - FLAGS] || o->context == model.cfg.max_seq_len, "--context %d differs from the context %d of "
               "the model in '%s'", o->context, model.cfg.max_seq_len, ckpt);
     } else {
         GPTConfig cfg = { .vocab_size = 256, .n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
@@ -376,6 +376,8 @@ int main(int argc, char **argv) {
         CHECK(gpt_config_check(&cfg, msg, sizeof msg), "%s", msg);
         gpt_build(&model, &cfg, (uint64_t)o->seed, 0);
     }
+    // --load gives weights to sample, export or dump; it trains only when --steps is given
+    if (o->load && !a.set[find_flag("steps") - FLAGS]) o->steps = 0;
     if (o->warmup < 0) o->warmup = o->steps / 10;
     const GPTConfig *cfg = &model.cfg;
 
