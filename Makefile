@@ -54,6 +54,7 @@ test: all
 	./tests/test_cli.sh
 	./tests/test_resume.sh
 	./tests/test_torch.sh
+	./tests/test_rules.sh
 	@echo "make test: all test programs passed"
 
 run: train

@@ -73,7 +73,8 @@ void ckpt_save(const char *path, const GPT *m, const char *train_kv, const Train
         out_write(&o, &st->data_pos, 8);
     }
     free(text);
-    int bad = fflush(o.f) != 0 || fsync(fileno(o.f)) != 0;
+    // fsync fails with EINVAL on files that cannot be synced (pipes, some special files): not an error
+    int bad = fflush(o.f) != 0 || (fsync(fileno(o.f)) != 0 && errno != EINVAL);
     bad |= fclose(o.f) != 0;
     if (bad) { remove(tmp); CHECK(0, "could not finish writing checkpoint '%s': %s", tmp, strerror(errno)); }
     if (rename(tmp, path) != 0) { int e = errno; remove(tmp); CHECK(0, "could not rename '%s' to '%s': %s", tmp, path, strerror(e)); }
@@ -265,9 +266,14 @@ void export_safetensors(const char *path, const GPT *m) {
     set_metadata(&w, m);
     st_write(&w, path);
     st_writer_free(&w);
-    int all_nope = 1;
-    for (int l = 0; l < m->cfg.n_layer; l++) all_nope &= m->cfg.pe.layer[l] == PE_NOPE;
-    if (all_nope && m->cfg.pe.input == posenc_find("learned")) write_hf_config(path, m);
+    if (posenc_is_gpt2(&m->cfg.pe)) { write_hf_config(path, m); return; }
+    // a config.json left by an earlier plain-GPT-2 export would describe the wrong model
+    char cfg_path[4200];
+    snprintf(cfg_path, sizeof cfg_path, "%s", path);
+    char *slash = strrchr(cfg_path, '/');
+    snprintf(slash ? slash + 1 : cfg_path, sizeof cfg_path - (slash ? (size_t)(slash + 1 - cfg_path) : 0), "config.json");
+    if (access(cfg_path, F_OK) == 0)
+        fprintf(stderr, "note: %s is from another export: this model (not plain GPT-2) has no transformers config\n", cfg_path);
 }
 
 void dump_step(const char *path, GPT *m, const Batch *b) {

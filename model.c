@@ -224,7 +224,7 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
     for (int n = 0; n < N; n++)
         for (int h = 0; h < NH; h++) {
             real *q = qkv + (size_t)n * 3 * C + h * hs, *k = q + C;
-            if (dir > 0) { s->qk_forward(ap->tables, q, ap->pos[n]); s->qk_forward(ap->tables, k, ap->pos[n]); }
+            if (dir == QK_FORWARD) { s->qk_forward(ap->tables, q, ap->pos[n]); s->qk_forward(ap->tables, k, ap->pos[n]); }
             else { s->qk_backward(ap->tables, q, ap->pos[n]); s->qk_backward(ap->tables, k, ap->pos[n]); }
         }
 }
@@ -290,7 +290,8 @@ void attention_backward(real *dqkv, real *datt_row, const real *dout, const real
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T;
-            real *ds = datt_row + (size_t)thread_id() * T;      // (T,) scratch of this thread
+            // ds (T,): first datt_j = dL/d att_j, then, in place, dscore_j = dL/d score_j
+            real *ds = datt_row + (size_t)thread_id() * T;
             for (int i = 0; i < T; i++) {
                 int last = ap->bidirectional ? T - 1 : i;
                 const real *a = att + (((size_t)b * NH + h) * T + i) * T;
@@ -387,44 +388,65 @@ static size_t add_tensor(GPT *m, int cap, const char *name, int rows, int cols, 
     return t->offset;
 }
 
-// The layout: llm.c's order (each kind of tensor for all layers together), then the positional
-// schemes' parameters. ParamTensors pointers and the TensorInfo list are both derived from it.
-static void layout(GPT *m, size_t off[32]) {
+// The parameter layout: llm.c's order (wte, then each kind of per-layer tensor for all layers
+// together, then the final LayerNorm), followed by the positional schemes' parameters.
+// One row of this table per kind of tensor; both ParamTensors and the TensorInfo list come from it.
+typedef struct {
+    const char *name;      // HF GPT-2 name; %d is the layer for per-layer kinds
+    size_t field;          // offsetof(ParamTensors, ...) of the pointer to the first instance
+    int per_layer;         // 1: one instance per layer, stored contiguously (L, rows, cols)
+    int rows_c, cols_c;    // shape in multiples of C: (rows_c*C, cols_c*C); rows_c = 0 means a vector (cols_c*C)
+    int decay;             // AdamW weight decay applies
+    int init;              // InitKind
+    int residual_proj;     // GPT-2 scales the init of projections into the residual by 1/sqrt(2L)
+} TensorKind;
+
+#define PT(f) offsetof(ParamTensors, f)
+static const TensorKind KINDS[] = {
+    // wte's rows are the padded vocabulary, not a multiple of C: special-cased in layout()
+    { "transformer.wte.weight", PT(wte), 0, 0, 1, 1, INIT_NORMAL, 0 },
+    { "transformer.h.%d.ln_1.weight", PT(ln1w), 1, 0, 1, 0, INIT_ONE, 0 },
+    { "transformer.h.%d.ln_1.bias", PT(ln1b), 1, 0, 1, 0, INIT_ZERO, 0 },
+    { "transformer.h.%d.attn.c_attn.weight", PT(qkvw), 1, 3, 1, 1, INIT_NORMAL, 0 },
+    { "transformer.h.%d.attn.c_attn.bias", PT(qkvb), 1, 0, 3, 0, INIT_ZERO, 0 },
+    { "transformer.h.%d.attn.c_proj.weight", PT(attprojw), 1, 1, 1, 1, INIT_NORMAL, 1 },
+    { "transformer.h.%d.attn.c_proj.bias", PT(attprojb), 1, 0, 1, 0, INIT_ZERO, 0 },
+    { "transformer.h.%d.ln_2.weight", PT(ln2w), 1, 0, 1, 0, INIT_ONE, 0 },
+    { "transformer.h.%d.ln_2.bias", PT(ln2b), 1, 0, 1, 0, INIT_ZERO, 0 },
+    { "transformer.h.%d.mlp.c_fc.weight", PT(fcw), 1, 4, 1, 1, INIT_NORMAL, 0 },
+    { "transformer.h.%d.mlp.c_fc.bias", PT(fcb), 1, 0, 4, 0, INIT_ZERO, 0 },
+    { "transformer.h.%d.mlp.c_proj.weight", PT(fcprojw), 1, 1, 4, 1, INIT_NORMAL, 1 },
+    { "transformer.h.%d.mlp.c_proj.bias", PT(fcprojb), 1, 0, 1, 0, INIT_ZERO, 0 },
+    { "transformer.ln_f.weight", PT(lnfw), 0, 0, 1, 0, INIT_ONE, 0 },
+    { "transformer.ln_f.bias", PT(lnfb), 0, 0, 1, 0, INIT_ZERO, 0 },
+};
+#undef PT
+enum { N_KINDS = (int)(sizeof(KINDS) / sizeof(KINDS[0])) };
+
+// Registers every model tensor; off[k] receives the offset of kind k's first instance.
+static void layout(GPT *m, size_t off[N_KINDS]) {
     const GPTConfig *c = &m->cfg;
-    int L = c->n_layer, C = c->n_embd, Vp = c->padded_vocab;
-    int cap = 16 * L + 2 * PE_MAX_LAYERS + 8;
+    int L = c->n_layer, C = c->n_embd;
+    int cap = N_KINDS * L + 2 * PE_MAX_LAYERS + 8;
     m->tensors = xcalloc(cap, sizeof(TensorInfo));
     m->n_tensors = 0; m->num_params = 0;
     char name[96];
-    double std = 0.02, proj_std = 0.02 / sqrt(2.0 * L);   // GPT-2: scale residual projections
-    off[0] = add_tensor(m, cap, "transformer.wte.weight", Vp, C, 0, 1, 2, std);
-    m->tensors[0].export_rows = c->vocab_size;
-    static const struct { const char *fmt; int rows, cols, transpose, decay, init, proj; } kinds[12] = {
-        { "transformer.h.%d.ln_1.weight", 1, 1, 0, 0, 1, 0 },
-        { "transformer.h.%d.ln_1.bias", 1, 1, 0, 0, 0, 0 },
-        { "transformer.h.%d.attn.c_attn.weight", 3, 1, 1, 1, 2, 0 },
-        { "transformer.h.%d.attn.c_attn.bias", 1, 3, 0, 0, 0, 0 },
-        { "transformer.h.%d.attn.c_proj.weight", 1, 1, 1, 1, 2, 1 },
-        { "transformer.h.%d.attn.c_proj.bias", 1, 1, 0, 0, 0, 0 },
-        { "transformer.h.%d.ln_2.weight", 1, 1, 0, 0, 1, 0 },
-        { "transformer.h.%d.ln_2.bias", 1, 1, 0, 0, 0, 0 },
-        { "transformer.h.%d.mlp.c_fc.weight", 4, 1, 1, 1, 2, 0 },
-        { "transformer.h.%d.mlp.c_fc.bias", 1, 4, 0, 0, 0, 0 },
-        { "transformer.h.%d.mlp.c_proj.weight", 1, 4, 1, 1, 2, 1 },
-        { "transformer.h.%d.mlp.c_proj.bias", 1, 1, 0, 0, 0, 0 },
-    };
-    // kinds[k].rows/cols are multiples of C; a vector (bias, LN) has rows = 1 and cols = mult*C
-    for (int k = 0; k < 12; k++)
-        for (int l = 0; l < L; l++) {
-            int is_vec = !kinds[k].transpose;
-            int rows = is_vec ? 1 : kinds[k].rows * C, cols = is_vec ? kinds[k].cols * C : kinds[k].cols * C;
-            snprintf(name, sizeof name, kinds[k].fmt, l);
-            size_t o = add_tensor(m, cap, name, rows, cols, kinds[k].transpose, kinds[k].decay,
-                                  kinds[k].init, kinds[k].proj ? proj_std : std);
-            if (l == 0) off[1 + k] = o;
+    double std = 0.02, proj_std = 0.02 / sqrt(2.0 * L);
+    for (int k = 0; k < N_KINDS; k++) {
+        const TensorKind *kd = &KINDS[k];
+        int is_matrix = kd->rows_c > 0;
+        int rows = k == 0 ? c->padded_vocab : is_matrix ? kd->rows_c * C : 1;
+        int cols = kd->cols_c * C;
+        // linear weights export as Conv1D (in, out); wte is an embedding table, not a Conv1D
+        int transpose = is_matrix && k != 0;
+        for (int l = 0; l < (kd->per_layer ? L : 1); l++) {
+            snprintf(name, sizeof name, kd->name, l);
+            size_t o = add_tensor(m, cap, name, rows, cols, transpose, kd->decay, kd->init,
+                                  kd->residual_proj ? proj_std : std);
+            if (l == 0) off[k] = o;
         }
-    off[13] = add_tensor(m, cap, "transformer.ln_f.weight", 1, C, 0, 0, 1, 0);
-    off[14] = add_tensor(m, cap, "transformer.ln_f.bias", 1, C, 0, 0, 0, 0);
+    }
+    m->tensors[0].export_rows = c->vocab_size;   // wte: the padding rows are not exported
 }
 
 // Positional parameters: the input scheme's block, then per layer (shared schemes: one block).
@@ -432,14 +454,14 @@ static void layout(GPT *m, size_t off[32]) {
 static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]) {
     const GPTConfig *c = &m->cfg;
     PosDims d = dims_of(c);
-    int cap = 16 * c->n_layer + 2 * PE_MAX_LAYERS + 8, rows, cols;
+    int cap = N_KINDS * c->n_layer + 2 * PE_MAX_LAYERS + 8, rows, cols;
     char name[96];
     const PosScheme *in = posenc_scheme(c->pe.input);
     *input_off = SIZE_MAX;
     if (in->n_params && in->n_params(&d)) {
         in->param_shape(&d, &rows, &cols);
         snprintf(name, sizeof name, "%s", in->export_name ? in->export_name : "pe.input.weight");
-        *input_off = add_tensor(m, cap, name, rows, cols, 0, 1, 2, in->init_std);
+        *input_off = add_tensor(m, cap, name, rows, cols, 0, 1, INIT_NORMAL, in->init_std);
     }
     for (int l = 0; l < c->n_layer; l++) {
         const PosScheme *s = posenc_scheme(c->pe.layer[l]);
@@ -454,15 +476,13 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
             snprintf(name, sizeof name, "pe.h.%d.%s.weight", l, s->name);
         }
         s->param_shape(&d, &rows, &cols);
-        layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, 2, s->init_std);
+        layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, INIT_NORMAL, s->init_std);
     }
 }
 
-static void point_tensors(ParamTensors *p, real *base, const size_t off[32], size_t input_off,
+static void point_tensors(ParamTensors *p, real *base, const size_t off[N_KINDS], size_t input_off,
                           const size_t layer_off[PE_MAX_LAYERS], int L) {
-    real **ptr[15] = { &p->wte, &p->ln1w, &p->ln1b, &p->qkvw, &p->qkvb, &p->attprojw, &p->attprojb,
-                       &p->ln2w, &p->ln2b, &p->fcw, &p->fcb, &p->fcprojw, &p->fcprojb, &p->lnfw, &p->lnfb };
-    for (int k = 0; k < 15; k++) *ptr[k] = base + off[k];
+    for (int k = 0; k < N_KINDS; k++) *(real **)((char *)p + KINDS[k].field) = base + off[k];
     p->pe_input = input_off == SIZE_MAX ? NULL : base + input_off;
     for (int l = 0; l < L; l++) p->pe_layer[l] = layer_off[l] == SIZE_MAX ? NULL : base + layer_off[l];
 }
@@ -472,7 +492,7 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
     m->cfg = *cfg;
     char msg[512];
     CHECK(gpt_config_check(&m->cfg, msg, sizeof msg), "%s", msg);
-    size_t off[32];
+    size_t off[N_KINDS];
     size_t pe_input_off, pe_layer_off[PE_MAX_LAYERS];
     layout(m, off);
     layout_pe(m, &pe_input_off, pe_layer_off);
@@ -488,7 +508,7 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
         size_t n = (size_t)t->export_rows * t->cols;   // padded vocab rows stay zero
         Rng r;
         rng_seed(&r, hash_name(t->name, seed));
-        for (size_t k = 0; k < n; k++) p[k] = t->init == 1 ? 1 : t->init == 2 ? (real)(t->std * normal(&r)) : 0;
+        for (size_t k = 0; k < n; k++) p[k] = t->init == INIT_ONE ? 1 : t->init == INIT_NORMAL ? (real)(t->std * normal(&r)) : 0;
     }
     PosDims d = dims_of(cfg);
     posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos > cfg->max_seq_len ? max_pos : cfg->max_seq_len);
@@ -511,7 +531,7 @@ void gpt_free(GPT *m) {
 
 // Activations are sized for (act_B, act_T) and reused by any batch that fits in both.
 static void alloc_acts(GPT *m, int B, int T) {
-    if (B <= m->act_B && T <= m->act_T) return;
+    if (B <= m->act_B && T <= m->act_T && max_threads() <= m->act_threads) return;
     if (B < m->act_B) B = m->act_B;
     if (T < m->act_T) T = m->act_T;
     free_acts(m);
@@ -547,7 +567,30 @@ static void alloc_acts(GPT *m, int B, int T) {
     g->dfch = xmalloc(sizeof(real) * N * 4 * C);
     g->dfch_gelu = xmalloc(sizeof(real) * N * 4 * C);
     g->datt_row = xmalloc(sizeof(real) * (size_t)max_threads() * T);
-    m->act_B = B; m->act_T = T;
+    m->act_B = B; m->act_T = T; m->act_threads = max_threads();
+}
+
+// The slices of layer l's activations (each buffer holds L layers back to back).
+typedef struct {
+    real *ln1, *ln1_mean, *ln1_rstd;   // (N,C), (N), (N)
+    real *qkv;                         // (N,3C)
+    real *atty;                        // (N,C)
+    real *att;                         // (B,NH,T,T)
+    real *residual2;                   // (N,C)
+    real *ln2, *ln2_mean, *ln2_rstd;   // (N,C), (N), (N)
+    real *fch, *fch_gelu;              // (N,4C)
+    real *residual3;                   // (N,C)
+} LayerActs;
+
+static LayerActs layer_acts(const Activations *a, int l, int B, int T, int C, int NH) {
+    size_t N = (size_t)B * T;
+    LayerActs la = {
+        a->ln1 + l * N * C, a->ln1_mean + l * N, a->ln1_rstd + l * N,
+        a->qkv + l * N * 3 * C, a->atty + l * N * C, a->att + (size_t)l * B * NH * T * T,
+        a->residual2 + l * N * C, a->ln2 + l * N * C, a->ln2_mean + l * N, a->ln2_rstd + l * N,
+        a->fch + l * N * 4 * C, a->fch_gelu + l * N * 4 * C, a->residual3 + l * N * C,
+    };
+    return la;
 }
 
 static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
@@ -582,22 +625,18 @@ double gpt_forward(GPT *m, const Batch *b) {
 
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
-        real *ln1 = a->ln1 + l * N * C, *ln1_mean = a->ln1_mean + l * N, *ln1_rstd = a->ln1_rstd + l * N;
-        real *qkv = a->qkv + l * N * 3 * C, *atty = a->atty + l * N * C;
-        real *att = a->att + (size_t)l * B * NH * T * T;
-        real *residual2 = a->residual2 + l * N * C, *ln2 = a->ln2 + l * N * C;
-        real *ln2_mean = a->ln2_mean + l * N, *ln2_rstd = a->ln2_rstd + l * N;
-        real *fch = a->fch + l * N * 4 * C, *fch_gelu = a->fch_gelu + l * N * 4 * C;
-        real *residual3 = a->residual3 + l * N * C;
+        LayerActs la = layer_acts(a, l, B, T, C, NH);
+        real *ln1 = la.ln1, *qkv = la.qkv, *atty = la.atty, *att = la.att, *residual2 = la.residual2;
+        real *ln2 = la.ln2, *fch = la.fch, *fch_gelu = la.fch_gelu, *residual3 = la.residual3;
         AttnPos ap = attn_pos(m, b, l, 0);
 
-        layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
+        layernorm_forward(ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
         matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C);
-        qk_hook(qkv, &ap, N, C, NH, +1);                                                   // hook 2
+        qk_hook(qkv, &ap, N, C, NH, QK_FORWARD);                                           // hook 2
         attention_forward(atty, att, qkv, &ap, B, T, C, NH);                               // hook 3 inside
         matmul_forward(a->scratch, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C);
         residual_add(residual2, residual, a->scratch, N * C);
-        layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
+        layernorm_forward(ln2, la.ln2_mean, la.ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
         matmul_forward(fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C);
         gelu_forward(fch_gelu, fch, N * 4 * C);
         matmul_forward(a->scratch, fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C);
@@ -629,7 +668,8 @@ void gpt_backward(GPT *m, double grad_scale) {
     const ParamTensors *p = &m->p;
     ParamTensors *dp = &m->g;
 
-    // dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)); written over probs
+    // dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)), written over probs: after a
+    // backward the probabilities are gone (dump_step copies the logits before it calls backward)
     real *dlogits = a->probs;
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
@@ -646,37 +686,33 @@ void gpt_backward(GPT *m, double grad_scale) {
 
     for (int l = L - 1; l >= 0; l--) {
         const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;
-        real *ln1 = a->ln1 + l * N * C, *ln1_mean = a->ln1_mean + l * N, *ln1_rstd = a->ln1_rstd + l * N;
-        real *qkv = a->qkv + l * N * 3 * C, *atty = a->atty + l * N * C;
-        real *att = a->att + (size_t)l * B * NH * T * T;
-        real *residual2 = a->residual2 + l * N * C, *ln2 = a->ln2 + l * N * C;
-        real *ln2_mean = a->ln2_mean + l * N, *ln2_rstd = a->ln2_rstd + l * N;
-        real *fch = a->fch + l * N * 4 * C, *fch_gelu = a->fch_gelu + l * N * 4 * C;
+        LayerActs la = layer_acts(a, l, B, T, C, NH);
         AttnPos ap = attn_pos(m, b, l, 1);
 
-        // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms
+        // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms.
+        // g->dln is scratch for the gradient at a LayerNorm's output (ln_f's above, ln2's, then ln1's).
         memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
         matmul_backward(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, g->dresidual,
-                        fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C);
+                        la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C);
         memset(g->dfch, 0, sizeof(real) * N * 4 * C);
-        gelu_backward(g->dfch, fch, g->dfch_gelu, N * 4 * C);
+        gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
         memset(g->dln, 0, sizeof(real) * N * C);
-        matmul_backward(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, ln2,
+        matmul_backward(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
                         p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C);
-        layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, residual2, p->ln2w + l * C,
-                           ln2_mean, ln2_rstd, N, C);
+        layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
+                           la.ln2_mean, la.ln2_rstd, N, C);
         // residual2 = residual + attproj(attention(qkv(ln1(residual))))
         memset(g->datty, 0, sizeof(real) * N * C);
-        matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, g->dresidual, atty,
+        matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, g->dresidual, la.atty,
                         p->attprojw + (size_t)l * C * C, N, C, C);
         memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
-        attention_backward(g->dqkv, g->datt_row, g->datty, qkv, att, &ap, B, T, C, NH);
-        qk_hook(g->dqkv, &ap, N, C, NH, -1);          // gradient w.r.t. the unrotated q and k
+        attention_backward(g->dqkv, g->datt_row, g->datty, la.qkv, la.att, &ap, B, T, C, NH);
+        qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD);  // gradient w.r.t. the unrotated q and k
         memset(g->dln, 0, sizeof(real) * N * C);
-        matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, ln1,
+        matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
                         p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C);
         layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
-                           ln1_mean, ln1_rstd, N, C);
+                           la.ln1_mean, la.ln1_rstd, N, C);
     }
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, g->dresidual, b->pos, N);

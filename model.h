@@ -57,6 +57,8 @@ typedef struct {
     real *pe_layer[PE_MAX_LAYERS];  // each layer's scheme parameters, or NULL (shared: one block)
 } ParamTensors;
 
+typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL } InitKind;
+
 // One named tensor of the parameter buffer, for init, weight decay, export and tests.
 typedef struct {
     char name[96];       // HF GPT-2 name, e.g. transformer.h.3.attn.c_attn.weight
@@ -65,7 +67,7 @@ typedef struct {
     int export_rows;     // rows written on export (wte: V of Vp)
     int transpose;       // 1: export as Conv1D (in, out)
     int decay;           // 1: AdamW weight decay applies (matrices and embedding tables)
-    int init;            // 0 zeros, 1 ones, 2 normal(0, std)
+    int init;            // InitKind: zeros, ones, or normal(0, std)
     double std;
 } TensorInfo;
 
@@ -112,7 +114,7 @@ typedef struct {
     ParamTensors p, g;             // named views into params and grads
     TensorInfo *tensors; int n_tensors;
     // activations, allocated for the largest B*T seen so far
-    int act_B, act_T;
+    int act_B, act_T, act_threads;   // act_threads: rows of the per-thread scratch
     Activations a;
     GradActivations ga;
     const Batch *batch;            // the batch of the last forward
@@ -177,8 +179,9 @@ void attention_forward(real *out, real *att, const real *qkv, const AttnPos *ap,
 // dqkv (B,T,3C) += ; dout (B,T,C); datt_row: (threads, T) scratch
 void attention_backward(real *dqkv, real *datt_row, const real *dout, const real *qkv, const real *att,
                         const AttnPos *ap, int B, int T, int C, int NH);
-// hook 2 over a whole qkv buffer (B,T,3C): rotate q and k of every head (dir +1), or the
-// gradient by the transpose (dir -1). Does nothing for schemes without a q/k hook.
+// hook 2 over a whole qkv buffer (B,T,3C): rotate q and k of every head (QK_FORWARD), or their
+// gradient by the transpose (QK_BACKWARD). Does nothing for schemes without a q/k hook.
+enum { QK_FORWARD = 1, QK_BACKWARD = -1 };
 void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir);
 
 #endif

@@ -48,6 +48,17 @@ static const char *sinusoidal_check(const PosConfig *c, const PosDims *d, char *
     return NULL;
 }
 
+static void sinusoidal_build(PosTables *t) {
+    int C = t->d.n_embd;
+    t->sinusoid = xmalloc(sizeof(real) * (size_t)t->max_pos * C);
+    for (int p = 0; p < t->max_pos; p++)
+        for (int i = 0; 2 * i < C; i++) {
+            double a = p / pow(10000.0, 2.0 * i / C);
+            t->sinusoid[(size_t)p * C + 2 * i] = (real)sin(a);
+            if (2 * i + 1 < C) t->sinusoid[(size_t)p * C + 2 * i + 1] = (real)cos(a);
+        }
+}
+
 static void table_pos_check(const PosTables *t, int pos) {
     CHECK(pos >= 0 && pos < t->max_pos,
           "position %d is outside the precomputed position tables (0..%d); this is a bug in the "
@@ -97,11 +108,34 @@ static inline void rope_apply(const PosTables *t, real *x, int pos, real sign) {
         *b = a0 * s + b0 * c;
     }
 }
+// cos/sin tables (max_pos, d_rot/2): angles pos*theta_i computed in double, then cast (in float,
+// positions near 1e6 would lose distinct angles)
+static void rope_build(PosTables *t) {
+    int rot = posenc_rope_width(&t->cfg, t->d.head_size), half = rot / 2;
+    t->rope_rot = rot;
+    double *freq = xmalloc(sizeof(double) * half);
+    posenc_rope_freqs(&t->cfg, rot, freq);
+    t->rope_cos = xmalloc(sizeof(real) * (size_t)t->max_pos * half);
+    t->rope_sin = xmalloc(sizeof(real) * (size_t)t->max_pos * half);
+    for (int p = 0; p < t->max_pos; p++)
+        for (int i = 0; i < half; i++) {
+            double a = (double)p * freq[i];
+            t->rope_cos[(size_t)p * half + i] = (real)cos(a);
+            t->rope_sin[(size_t)p * half + i] = (real)sin(a);
+        }
+    free(freq);
+}
+
 static void rope_qk_forward(const PosTables *t, real *x, int pos) { rope_apply(t, x, pos, 1); }
 static void rope_qk_backward(const PosTables *t, real *dx, int pos) { rope_apply(t, dx, pos, -1); }
 
 // ----------------------------------------------------------------------------------------------
 // ALiBi (Press et al. 2021): score(i, j) += -m_h * (pos_i - pos_j)
+
+static void alibi_build(PosTables *t) {
+    t->alibi_slope = xmalloc(sizeof(double) * t->d.n_head);
+    posenc_alibi_slopes(t->d.n_head, t->alibi_slope);
+}
 
 static void alibi_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
     (void)p;
@@ -122,17 +156,32 @@ static const PosScheme SCHEMES[] = {
       .input_forward = learned_input_forward, .input_backward = learned_input_backward },
     { .name = "sinusoidal", .summary = "fixed sin/cos table added to the token embeddings "
                                        "(Vaswani et al. 2017)",
-      .hooks = PE_HOOK_INPUT, .check = sinusoidal_check,
+      .hooks = PE_HOOK_INPUT, .check = sinusoidal_check, .build = sinusoidal_build,
       .input_forward = sinusoidal_input_forward },
     { .name = "rope", .summary = "rotate q and k by position in every layer (Su et al. 2021); "
                                  "--rope-base, --rope-fraction, --rope-pairing",
-      .hooks = PE_HOOK_QK, .check = rope_check,
+      .hooks = PE_HOOK_QK, .check = rope_check, .build = rope_build,
       .qk_forward = rope_qk_forward, .qk_backward = rope_qk_backward },
     { .name = "alibi", .summary = "linear distance penalty -m_h*(i-j) on the scores, fixed "
                                   "per-head slopes (Press et al. 2021)",
-      .hooks = PE_HOOK_BIAS, .bias_forward = alibi_bias_forward },
+      .hooks = PE_HOOK_BIAS, .build = alibi_build, .bias_forward = alibi_bias_forward },
 };
 enum { N_SCHEMES = (int)(sizeof(SCHEMES) / sizeof(SCHEMES[0])) };
+_Static_assert(N_SCHEMES <= 64, "posenc_tables_build tracks at most 64 schemes");
+
+// Scheme settings a user may give on the command line (--rope-base X -> posenc_set("rope_base", X)).
+static const char *const FLAGS[] = { "rope-base", "rope-fraction", "rope-pairing" };
+
+int posenc_is_flag(const char *flag) {
+    for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++) if (strcmp(FLAGS[i], flag) == 0) return 1;
+    return 0;
+}
+
+int posenc_is_gpt2(const PosConfig *c) {
+    if (c->input != posenc_find("learned")) return 0;
+    for (int l = 0; l < c->n_layer; l++) if (c->layer[l] != PE_NOPE) return 0;
+    return 1;
+}
 
 int posenc_count(void) { return N_SCHEMES; }
 const PosScheme *posenc_scheme(int id) {
@@ -246,44 +295,18 @@ void posenc_alibi_slopes(int n, double *out) {
     for (int k = 0; k < n - m; k++) out[m + k] = pow(2.0, -8.0 * (2 * k + 1) / (2 * m));
 }
 
-static int uses_layer_scheme(const PosConfig *c, const char *name) {
-    int id = posenc_find(name);
-    for (int l = 0; l < c->n_layer; l++) if (c->layer[l] == id) return 1;
-    return 0;
-}
-
 void posenc_tables_build(PosTables *t, const PosConfig *c, const PosDims *d, int max_pos) {
     memset(t, 0, sizeof *t);
     t->d = *d;
     t->cfg = *c;
     t->max_pos = max_pos;
-    if (uses_layer_scheme(c, "rope")) {
-        int rot = posenc_rope_width(c, d->head_size), half = rot / 2;
-        t->rope_rot = rot;
-        double *freq = xmalloc(sizeof(double) * half);
-        posenc_rope_freqs(c, rot, freq);
-        t->rope_cos = xmalloc(sizeof(real) * (size_t)max_pos * half);
-        t->rope_sin = xmalloc(sizeof(real) * (size_t)max_pos * half);
-        for (int p = 0; p < max_pos; p++)
-            for (int i = 0; i < half; i++) {
-                double a = (double)p * freq[i];   // angle in double; float loses positions ~1e6
-                t->rope_cos[(size_t)p * half + i] = (real)cos(a);
-                t->rope_sin[(size_t)p * half + i] = (real)sin(a);
-            }
-        free(freq);
+    // each scheme in use builds its tables once, however many layers use it
+    int built[64] = { 0 };
+    for (int l = -1; l < c->n_layer; l++) {
+        int id = l < 0 ? c->input : c->layer[l];
+        if (!built[id] && SCHEMES[id].build) SCHEMES[id].build(t);
+        built[id] = 1;
     }
-    if (c->input == posenc_find("sinusoidal")) {
-        int C = d->n_embd;
-        t->sinusoid = xmalloc(sizeof(real) * (size_t)max_pos * C);
-        for (int p = 0; p < max_pos; p++)
-            for (int i = 0; 2 * i < C; i++) {
-                double a = p / pow(10000.0, 2.0 * i / C);
-                t->sinusoid[(size_t)p * C + 2 * i] = (real)sin(a);
-                if (2 * i + 1 < C) t->sinusoid[(size_t)p * C + 2 * i + 1] = (real)cos(a);
-            }
-    }
-    t->alibi_slope = xmalloc(sizeof(double) * d->n_head);
-    posenc_alibi_slopes(d->n_head, t->alibi_slope);
 }
 
 void posenc_tables_free(PosTables *t) {

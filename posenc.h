@@ -55,6 +55,8 @@ typedef struct PosScheme {
     void (*param_shape)(const PosDims *d, int *rows, int *cols);
     const char *export_name;    // HF name of an input table (NULL: "pe.<name>.weight")
     double init_std;            // parameters start as N(0, init_std^2)
+    // Fills the scheme's part of PosTables (its cos/sin tables, slopes, ...); NULL if it needs none.
+    void (*build)(PosTables *t);
     // Returns NULL if the scheme can run with this config, else a sentence saying what to change.
     const char *(*check)(const PosConfig *c, const PosDims *d, char *msg, size_t cap);
 
@@ -107,6 +109,11 @@ int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size
 size_t posenc_json(const PosConfig *c, char *buf, size_t cap);
 // "nope,rope,..." for the layers
 void posenc_layer_list(const PosConfig *c, char *buf, size_t cap);
+// 1 if --FLAG is a scheme setting (e.g. "rope-base"); train.c passes it to posenc_set with
+// '-' replaced by '_'.
+int posenc_is_flag(const char *flag);
+// 1 for plain GPT-2 positions: learned input, every layer nope (transformers can load it).
+int posenc_is_gpt2(const PosConfig *c);
 // Prints the schemes and the scheme flags (--rope-base ...) for --help.
 void posenc_help(FILE *f);
 

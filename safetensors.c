@@ -191,7 +191,7 @@ static void put_utf8(Buf *b, unsigned cp) {
 static char *parse_string(Parser *p, int want) {
     expect_char(p, '"');
     Buf b = {0};
-    if (want) buf_reserve(&b, 16);
+    if (want) buf_put(&b, "", 0);      // a terminated buffer even for an empty string
     for (;;) {
         if (p->i >= p->n) parse_fail(p, "unterminated string");
         unsigned char c = (unsigned char)p->s[p->i++];

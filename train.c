@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -147,21 +148,19 @@ static void parse_args(Args *a, int argc, char **argv) {
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) { usage(stdout); exit(0); }
         CHECK(strncmp(s, "--", 2) == 0, "unexpected argument '%s'; flags start with -- (see --help)", s);
         const char *name = s + 2;
+        const Flag *f = find_flag(name);
+        CHECK(f || posenc_is_flag(name), "unknown flag --%s (see --help)", name);
         CHECK(i + 1 < argc, "--%s needs a value (see --help)", name);
         const char *v = argv[++i];
-        const Flag *f = find_flag(name);
         if (f) { set_flag(&a->o, f, v, "flag"); a->set[f - FLAGS] = 1; continue; }
         // scheme settings belong to posenc: --rope-base -> rope_base
         char key[64];
-        CHECK(strlen(name) < sizeof key, "unknown flag --%s (see --help)", name);
         size_t k = 0;
         for (; name[k]; k++) key[k] = name[k] == '-' ? '_' : name[k];
         key[k] = 0;
         PosConfig probe; posenc_defaults(&probe, 1);
         char msg[256];
-        int r = posenc_set(&probe, key, v, msg, sizeof msg);
-        CHECK(r != 0, "unknown flag --%s (see --help)", name);
-        CHECK(r > 0, "%s", msg);
+        CHECK(posenc_set(&probe, key, v, msg, sizeof msg) > 0, "%s", msg);
         CHECK(a->n_pe < 16, "too many scheme settings");
         memcpy(a->pe_key[a->n_pe], key, sizeof key);
         a->pe_val[a->n_pe++] = v;
@@ -242,11 +241,11 @@ static void fmt_time(double s, char *buf, size_t cap) {
     else snprintf(buf, cap, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
 }
 
-// linear warm-up to lr, then cosine decay to lr * min_lr_frac at the last step
+// linear warm-up to lr, then cosine decay to lr * min_lr_frac at the last step (step = steps-1)
 static double lr_at(const Options *o, int step) {
     int warm = o->warmup;
     if (step < warm) return o->lr * (step + 1) / warm;
-    double progress = o->steps > warm ? (double)(step - warm) / (o->steps - warm) : 1.0;
+    double progress = o->steps - 1 > warm ? (double)(step - warm) / (o->steps - 1 - warm) : 1.0;
     double floor_lr = o->lr * o->min_lr_frac;
     return floor_lr + 0.5 * (o->lr - floor_lr) * (1 + cos(M_PI * progress));
 }
@@ -334,55 +333,81 @@ static void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng) {
 
 // ----------------------------------------------------------------------------------------------
 
+// The model: from a checkpoint (--load/--resume; architecture flags refused) or from the flags.
+// vocab: the vocabulary of a new model (from --tokenizer or the data).
+static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int vocab) {
+    Options *o = &a->o;
+    const char *ckpt = o->resume ? o->resume : o->load;
+    char msg[512];
+    if (ckpt) {
+        ckpt_load(ckpt, model, 0, stored, o->resume ? st : NULL);
+        if (o->resume) {
+            CHECK(st->has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
+                  "use --load to fine-tune from it", ckpt);
+            apply_stored(a, *stored, ckpt);
+        }
+        for (int i = 0; i < N_FLAGS; i++)
+            CHECK(!(a->set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0,
+                  "--%s cannot change the architecture of the model in '%s'; drop the flag", FLAGS[i].name, ckpt);
+        CHECK(a->n_pe == 0, "--%s cannot change the scheme settings of the model in '%s'; drop the flag", a->pe_key[0], ckpt);
+        CHECK(!a->set[find_flag("context") - FLAGS] || o->context == model->cfg.max_seq_len,
+              "--context %d differs from the context %d of the model in '%s'", o->context, model->cfg.max_seq_len, ckpt);
+        return;
+    }
+    GPTConfig cfg = { .vocab_size = vocab, .n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
+                      .max_seq_len = o->context ? o->context : o->seq };
+    posenc_defaults(&cfg.pe, cfg.n_layer);
+    CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, o->pe, o->pe_layers, o->input_pe, msg, sizeof msg), "%s", msg);
+    for (int i = 0; i < a->n_pe; i++) CHECK(posenc_set(&cfg.pe, a->pe_key[i], a->pe_val[i], msg, sizeof msg) > 0, "%s", msg);
+    CHECK(gpt_config_check(&cfg, msg, sizeof msg), "%s", msg);
+    gpt_build(model, &cfg, (uint64_t)o->seed, 0);
+}
+
+// Refuses a --save whose folder does not exist now, rather than after hours of training.
+static void check_save_path(const char *pattern) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", pattern);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    CHECK(access(dir, W_OK | X_OK) == 0, "--save %s: cannot write into the folder '%s': %s", pattern, dir, strerror(errno));
+}
+
 int main(int argc, char **argv) {
     Args a;
     parse_args(&a, argc, argv);
     Options *o = &a.o;
     CHECK(!(o->load && o->resume), "give either --load or --resume, not both");
+    CHECK(!(o->export_path || o->dump) || o->load || o->resume,
+          "--export and --dump-step need the model from --load CKPT (or --resume CKPT)");
 #ifdef _OPENMP
     if (o->threads) omp_set_num_threads(o->threads);
 #endif
+    if (o->save) check_save_path(o->save);
+    Tokenizer tok;
+    if (o->tokenizer) tokenizer_load(o->tokenizer, &tok); else tokenizer_bytes(&tok);
 
-    // ---- the model: from a checkpoint or from the flags
+    // data first: a new model takes its vocabulary from the tokenizer, else from the data
+    TokenData all = { 0 }, train = { 0 }, val = { 0 }, valfile = { 0 };
+    const char *data_name = o->data ? o->data : "the embedded corpus";
+    int have_data = o->data || (!o->load && !o->resume);   // --resume may name its data below
+    if (have_data) { if (o->data) data_load(o->data, &all); else data_default_corpus(&all); }
+
     GPT model;
     TrainState st = { 0 };
-    const char *ckpt = o->resume ? o->resume : o->load;
-    char msg[512];
     char *stored = NULL;      // the checkpoint's train.* lines; --resume's options point into it
-    if (ckpt) {
-        ckpt_load(ckpt, &model, 0, &stored, o->resume ? &st : NULL);
-        if (o->resume) {
-            CHECK(st.has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
-                  "use --load to fine-tune from it", ckpt);
-            apply_stored(&a, stored, ckpt);
-        }
-        for (int i = 0; i < N_FLAGS; i++)
-            CHECK(!(a.set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0,
-                  "--%s cannot change the architecture of the model in '%s'; drop the flag", FLAGS[i].name, ckpt);
-        CHECK(a.n_pe == 0, "--%s cannot change the scheme settings of the model in '%s'; drop the flag", a.pe_key[0], ckpt);
-        CHECK(!a.set[find_flag("context") - FLAGS] || o->context == model.cfg.max_seq_len, "--context %d differs from the context %d of "
-              "the model in '%s'", o->context, model.cfg.max_seq_len, ckpt);
-    } else {
-        GPTConfig cfg = { .vocab_size = 256, .n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
-                          .max_seq_len = o->context ? o->context : o->seq };
-        posenc_defaults(&cfg.pe, cfg.n_layer);
-        CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, o->pe, o->pe_layers, o->input_pe, msg, sizeof msg), "%s", msg);
-        for (int i = 0; i < a.n_pe; i++) {
-            int r = posenc_set(&cfg.pe, a.pe_key[i], a.pe_val[i], msg, sizeof msg);
-            CHECK(r > 0, "%s", msg);
-        }
-        // the vocabulary comes from the data: read it first
-        if (o->data) { TokenData probe; data_load(o->data, &probe); cfg.vocab_size = probe.vocab_size; data_free(&probe); }
-        CHECK(gpt_config_check(&cfg, msg, sizeof msg), "%s", msg);
-        gpt_build(&model, &cfg, (uint64_t)o->seed, 0);
-    }
+    build_model(&a, &model, &st, &stored, o->tokenizer ? tok.n : have_data ? all.vocab_size : 256);
+    const GPTConfig *cfg = &model.cfg;
+    CHECK(!o->tokenizer || tok.n == cfg->vocab_size, "--tokenizer %s has %d tokens but the model's vocabulary "
+          "is %d; use the tokenizer the data was made with", o->tokenizer, tok.n, cfg->vocab_size);
     // --load gives weights to sample, export or dump; it trains only when --steps is given
     if (o->load && !a.set[find_flag("steps") - FLAGS]) o->steps = 0;
     if (o->warmup < 0) o->warmup = o->steps / 10;
-    const GPTConfig *cfg = &model.cfg;
-
-    Tokenizer tok;
-    if (o->tokenizer) tokenizer_load(o->tokenizer, &tok); else tokenizer_bytes(&tok);
+    CHECK(!o->resume || o->dump || o->sample || o->steps > st.step, "--resume: '%s' has already done %lld steps "
+          "and --steps is %d; give a larger --steps to train further", o->resume, (long long)st.step, o->steps);
+    CHECK(!o->sample || o->tokenizer || cfg->vocab_size == 256, "--sample: the model's vocabulary is %d tokens, "
+          "not bytes; pass --tokenizer FILE to encode the prompt and print the sample", cfg->vocab_size);
     Rng rng;
     rng_seed(&rng, (uint64_t)o->seed);
     if (o->resume) rng.s = st.rng;
@@ -390,19 +415,18 @@ int main(int argc, char **argv) {
     if (o->export_path) {
         export_safetensors(o->export_path, &model);
         fprintf(stderr, "exported %zu parameters to %s\n", model.num_params, o->export_path);
-        tokenizer_free(&tok);
-        gpt_free(&model);
-        free(stored);
+        data_free(&all); tokenizer_free(&tok); gpt_free(&model); free(stored);
         return 0;
     }
 
-    int train_steps = o->steps - (int)st.step;
+    int train_steps = o->dump ? 0 : o->steps - (int)st.step;
     int need_data = o->dump || train_steps > 0;
-    TokenData all = { 0 }, train = { 0 }, val = { 0 }, valfile = { 0 };
-    if (need_data) {
+    if (need_data && !have_data) {            // --resume without --data: the stored data path
         if (o->data) data_load(o->data, &all); else data_default_corpus(&all);
-        const char *name = o->data ? o->data : "the embedded corpus";
-        check_tokens(&all, cfg->vocab_size, name);
+        data_name = o->data ? o->data : "the embedded corpus";
+    }
+    if (need_data) {
+        check_tokens(&all, cfg->vocab_size, data_name);
         if (o->val_data) {
             data_load(o->val_data, &valfile);
             check_tokens(&valfile, cfg->vocab_size, o->val_data);
@@ -412,10 +436,14 @@ int main(int argc, char **argv) {
         }
         size_t need = (size_t)o->batch * o->seq + 1;
         CHECK(train.n >= need, "%s has %zu training tokens, fewer than --batch %d x --seq %d + 1 = %zu; "
-              "use more data or a smaller batch", name, train.n, o->batch, o->seq, need);
+              "use more data or a smaller batch", data_name, train.n, o->batch, o->seq, need);
         CHECK(o->seq <= cfg->max_seq_len, "--seq %d is longer than the model's context %d; raise --context",
               o->seq, cfg->max_seq_len);
-        if (val.n < need) val.n = 0;   // too little held out to validate: skip validation
+        if (train_steps > 0 && val.n < need) {
+            if (val.n || o->val_data)
+                fprintf(stderr, "warning: %zu validation tokens are fewer than one batch (%zu); no validation loss\n", val.n, need);
+            val.n = 0;
+        }
     }
     Batch *mb = xcalloc(o->accum, sizeof(Batch));
     if (need_data) for (int k = 0; k < o->accum; k++) batch_alloc(&mb[k], o->batch, o->seq);
@@ -426,7 +454,6 @@ int main(int argc, char **argv) {
         loader_next(&loader, &mb[0]);
         dump_step(o->dump, &model, &mb[0]);
         fprintf(stderr, "dumped one step (B=%d, T=%d, loss %.6f) to %s\n", o->batch, o->seq, model.loss, o->dump);
-        train_steps = 0;     // nothing else to do: fall through to the clean-up
     }
 
     // ---- training
@@ -437,8 +464,7 @@ int main(int argc, char **argv) {
                cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->max_seq_len, cfg->vocab_size, model.num_params);
         printf("positions: input %s, layers %s\n", cfg->pe.input == PE_NOPE ? "none" : posenc_scheme(cfg->pe.input)->name, layers);
         printf("data: %s, %zu train / %zu val tokens | batch %d x %d x accum %d | %d steps%s\n",
-               o->data ? o->data : "embedded corpus", train.n, val.n, o->batch, o->seq, o->accum, o->steps,
-               o->resume ? " (resumed)" : "");
+               data_name, train.n, val.n, o->batch, o->seq, o->accum, o->steps, o->resume ? " (resumed)" : "");
 #ifdef _OPENMP
         printf("threads: %d\n", omp_get_max_threads());
 #endif
@@ -453,7 +479,7 @@ int main(int argc, char **argv) {
     char *kv = train_kv(o);
     AdamWConfig adam = { o->lr, o->beta1, o->beta2, o->eps, o->wd };
     double t0 = now(), tokens_done = 0;
-    for (int step = (int)st.step; !o->dump && step < o->steps; step++) {
+    for (int step = (int)st.step; train_steps > 0 && step < o->steps; step++) {
         double ts = now();
         for (int k = 0; k < o->accum; k++) loader_next(&loader, &mb[k]);
         double wtotal = 0;      // the step's loss is the mean over every weighted token
@@ -466,7 +492,10 @@ int main(int argc, char **argv) {
             loss += model.loss * model.weight_sum / (wtotal > 0 ? wtotal : 1);
             if (wtotal > 0) gpt_backward(&model, 1.0 / wtotal);
         }
+        // stop before a diverged step reaches the weights or a checkpoint
+        CHECK(isfinite(loss), "the training loss is %g at step %d: training diverged; lower --lr or keep --clip", loss, step + 1);
         double norm = gpt_clip_grad(&model, o->clip);
+        CHECK(isfinite(norm), "the gradient norm is %g at step %d: training diverged; lower --lr", norm, step + 1);
         adam.lr = lr_at(o, step);
         gpt_adamw(&model, &adam, step + 1);
         double dt = now() - ts;
@@ -485,8 +514,8 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
         if (log) {
-            fprintf(log, "%d,%.9g,", step + 1, loss);     // 9 digits: enough to compare runs
-            if (!isnan(val_loss)) fprintf(log, "%.9g", val_loss);
+            fprintf(log, "%d,%.17g,", step + 1, loss);     // 17 digits: the exact double
+            if (!isnan(val_loss)) fprintf(log, "%.17g", val_loss);
             fprintf(log, ",%.6e,%.6f,%.1f,%.3f\n", adam.lr, norm, tps, elapsed);
             fflush(log);
         }
@@ -495,14 +524,10 @@ int main(int argc, char **argv) {
             char path[4096];
             save_path(o->save, step + 1, path, sizeof path);
             ckpt_save(path, &model, kv, &s);
+            if (last) printf("saved %s\n", path);
         }
     }
     if (log) fclose(log);
-    if (train_steps > 0 && o->save) {
-        char path[4096];
-        save_path(o->save, o->steps, path, sizeof path);
-        printf("saved %s\n", path);
-    }
 
     if (o->sample && !o->dump) generate(&model, &tok, o, &rng);
 

@@ -27,6 +27,9 @@ expect_fail() {
 
 # ---- flags
 expect_fail "unknown flag" "unknown flag --bogus" ./train --bogus 3 --save "$tmp/keep"
+expect_fail "unknown flag without a value" "unknown flag --bogus" ./train --bogus
+expect_fail "internal key as a flag" "unknown flag --layer-pe" ./train --layer-pe rope,rope --save "$tmp/keep"
+expect_fail "underscore spelling" "unknown flag --rope_base" ./train --rope_base 500 --save "$tmp/keep"
 expect_fail "flag without a value" "needs a value" ./train --steps
 expect_fail "stray argument" "unexpected argument" ./train data.txt
 expect_fail "non-numeric --steps" "'10x' is not an integer" ./train --steps 10x --save "$tmp/keep"
@@ -37,6 +40,8 @@ expect_fail "--lr nan" "not a number" ./train --lr nan --save "$tmp/keep"
 expect_fail "--dim not a multiple of --heads" "multiple of --heads" ./train --dim 30 --heads 4 --save "$tmp/keep"
 expect_fail "--seq longer than --context" "raise --context" ./train $small --context 4 --save "$tmp/keep"
 expect_fail "--load and --resume" "not both" ./train --load a --resume b
+expect_fail "--export without a model" "need the model from --load" ./train --export "$tmp/keep"
+expect_fail "--save into a missing folder" "cannot write into the folder" ./train $small --steps 1 --save "$tmp/nodir/x.ckpt"
 
 # ---- schemes
 expect_fail "unknown scheme" "unknown scheme 'bogus'" ./train --pe bogus --save "$tmp/keep"
@@ -88,6 +93,32 @@ expect_fail "--rope-base with --load" "cannot change the scheme settings" ./trai
 ./train $small --steps 2 --save "$tmp/w.ckpt" > /dev/null
 ./train --load "$tmp/w.ckpt" --export "$tmp/w.safetensors" 2> /dev/null
 expect_fail "safetensors as a checkpoint" "not a checkpoint" ./train --resume "$tmp/w.safetensors" --save "$tmp/keep"
+
+# ---- a failure after training (the checkpoint cannot be written) keeps the old file intact
+mkdir -p "$tmp/late" && echo "precious" > "$tmp/late/keep" && mkdir "$tmp/late/keep.tmp"
+before=$(md5sum < "$tmp/late/keep")
+if ./train $small --steps 3 --save "$tmp/late/keep" > /dev/null 2> "$tmp/err"; then
+  fail=$((fail + 1)); echo "FAIL: a checkpoint that cannot be written must exit non-zero"
+elif ! grep -q "cannot create" "$tmp/err" || [ "$(md5sum < "$tmp/late/keep")" != "$before" ]; then
+  fail=$((fail + 1)); echo "FAIL: failed checkpoint write: message or old file"; cat "$tmp/err"
+else pass=$((pass + 1)); fi
+
+# ---- resume and token models
+./train $small --steps 4 --save "$tmp/r.ckpt" > /dev/null
+expect_fail "--resume with nothing left to do" "already done 4 steps" ./train --resume "$tmp/r.ckpt" --steps 4 --save "$tmp/keep"
+./train $small --data "$tmp/big.bin" --steps 1 --save "$tmp/tok.ckpt" > /dev/null
+expect_fail "sampling a token model without a tokenizer" "pass --tokenizer" ./train --load "$tmp/tok.ckpt" --sample 5
+
+# ---- sampling from a checkpoint: greedy is deterministic, top-k 1 is greedy, a seed repeats
+./train --load "$tmp/r.ckpt" --sample 40 --prompt "The cat" --temperature 0 > "$tmp/g1" 2>&1
+./train --load "$tmp/r.ckpt" --sample 40 --prompt "The cat" --temperature 0 > "$tmp/g2" 2>&1
+./train --load "$tmp/r.ckpt" --sample 40 --prompt "The cat" --temperature 0.7 --top-k 1 > "$tmp/k1" 2>&1
+./train --load "$tmp/r.ckpt" --sample 40 --prompt "The cat" --temperature 1 --seed 5 > "$tmp/s1" 2>&1
+./train --load "$tmp/r.ckpt" --sample 40 --prompt "The cat" --temperature 1 --seed 5 > "$tmp/s2" 2>&1
+./train --load "$tmp/r.ckpt" --sample 40 --prompt "The cat" --temperature 1 --seed 6 > "$tmp/s3" 2>&1
+if grep -q "^The cat" "$tmp/g1" && cmp -s "$tmp/g1" "$tmp/g2" && [ "$(sed 1d "$tmp/g1")" = "$(sed 1d "$tmp/k1")" ] &&
+   cmp -s "$tmp/s1" "$tmp/s2" && ! cmp -s "$tmp/s1" "$tmp/s3"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: sampling from --load"; cat "$tmp/g1" "$tmp/k1" "$tmp/s1" "$tmp/s3"; fi
 
 # ---- the good paths print what a user needs
 if ./train --help > "$tmp/help" && grep -q -- "--rope-pairing" "$tmp/help" && grep -q -- "--dump-step" "$tmp/help"; then

@@ -132,7 +132,7 @@ static double att_loss(void *p) {
     AttCtx *c = p;
     size_t n = (size_t)c->B * c->T * 3 * c->C;
     memcpy(c->qkv, c->qkv_raw, n * sizeof(real));
-    qk_hook(c->qkv, &c->ap, c->B * c->T, c->C, c->NH, +1);
+    qk_hook(c->qkv, &c->ap, c->B * c->T, c->C, c->NH, QK_FORWARD);
     attention_forward(c->out, c->att, c->qkv, &c->ap, c->B, c->T, c->C, c->NH);
     return dot(c->out, c->R, (size_t)c->B * c->T * c->C);
 }
@@ -159,7 +159,7 @@ static void test_attention(int scheme, int interleaved, double fraction) {
                 EXPECT(c.att[(((size_t)1 * c.NH + h) * c.T + i) * c.T + j] == 0, "attention crosses a document boundary");
     real *dqkv = xcalloc(nq, sizeof(real)), *row = xmalloc(64 * c.T * sizeof(real));
     attention_backward(dqkv, row, c.R, c.qkv, c.att, &c.ap, c.B, c.T, c.C, c.NH);
-    qk_hook(dqkv, &c.ap, N, c.C, c.NH, -1);
+    qk_hook(dqkv, &c.ap, N, c.C, c.NH, QK_BACKWARD);
     char what[96];
     snprintf(what, sizeof what, "attention dqkv [%s%s, fraction %g]", posenc_scheme(scheme)->name,
              interleaved ? " interleaved" : "", fraction);

@@ -79,7 +79,9 @@ static void test_rope_relative(int interleaved, double fraction) {
         // rotation keeps norms, and backward (the transpose) undoes forward
         EXPECT_NEAR(dot(qr, qr, hs), dot(q, q, hs), 1e-10, 0, "rope rotation keeps the norm");
         s->qk_backward(&t, qr, ms[i]);
-        EXPECT_NEAR(qr[5], q[5], 1e-12, 0, "rope backward is the inverse rotation");
+        double back = 0;
+        for (int c = 0; c < hs; c++) back = fmax(back, fabs(qr[c] - q[c]));
+        EXPECT(back < 1e-12, "rope backward must be the inverse rotation (error %.3g)", back);
     }
     // partial RoPE: channels d_rot .. hs-1 pass unchanged
     int rot = posenc_rope_width(&t.cfg, hs);
@@ -110,6 +112,24 @@ static void test_rope_pairings(double fraction) {
     for (int i = 0; i < hs; i++) err = fmax(err, fabs(xs[perm[i]] - x[i]));
     EXPECT(err < 1e-12, "split and interleaved rope differ by more than a permutation (%.3g)", err);
     posenc_tables_free(&ts); posenc_tables_free(&ti);
+}
+
+// Partial RoPE computes its frequencies over d_rot, not head_size: with hs = 16 and fraction 0.5,
+// pair i of the 8 rotated channels turns by theta_i = base^(-2i/8) per position.
+static void test_rope_partial_freqs(int interleaved) {
+    int hs = 16;
+    PosTables t = tables_for("none", "rope", hs, 1, 8, interleaved, 0.5);
+    EXPECT(t.rope_rot == 8, "d_rot = int(16 * 0.5) = 8 (got %d)", t.rope_rot);
+    const PosScheme *s = posenc_scheme(posenc_find("rope"));
+    for (int i = 0; i < 4; i++) {
+        real x[16] = { 0 };
+        int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + 4;
+        x[a] = 1;                                // unit vector in the first member of pair i
+        s->qk_forward(&t, x, 1);
+        double angle = atan2(x[b], x[a]);        // the rotation of pair i at position 1
+        EXPECT_NEAR(angle, pow(10000.0, -2.0 * i / 8), 1e-12, 0, "partial rope: theta_i over d_rot");
+    }
+    posenc_tables_free(&t);
 }
 
 // Scores are not monotone in distance: q = k = (1, 0) in one pair gives cos(n - m).
@@ -162,8 +182,8 @@ static double equivariance_error(const char *scheme, int bidirectional) {
     real qkv[5 * 24], pqkv[5 * 24], out[40], pout[40], att[2 * 25];
     for (int i = 0; i < 5 * 24; i++) qkv[i] = (real)uni();
     for (int i = 0; i < T; i++) memcpy(pqkv + i * 24, qkv + perm[i] * 24, sizeof(real) * 24);
-    qk_hook(qkv, &ap, T, C, NH, +1);
-    qk_hook(pqkv, &ap, T, C, NH, +1);
+    qk_hook(qkv, &ap, T, C, NH, QK_FORWARD);
+    qk_hook(pqkv, &ap, T, C, NH, QK_FORWARD);
     attention_forward(out, att, qkv, &ap, 1, T, C, NH);
     attention_forward(pout, att, pqkv, &ap, 1, T, C, NH);
     double err = 0;
@@ -230,6 +250,8 @@ int main(void) {
     test_rope_pairings(1.0);
     test_rope_pairings(0.25);
     test_rope_not_monotone();
+    test_rope_partial_freqs(0);
+    test_rope_partial_freqs(1);
     test_alibi_slopes();
     test_nope_equivariance();
     test_learned_range();

@@ -3,7 +3,7 @@
 #  - two runs with the same seed and thread count log identical losses;
 #  - a run resumed from its step-15 checkpoint logs the same losses for steps 16..30 as the
 #    uninterrupted run (weights, AdamW moments, step, data position and RNG all restored);
-#  - --resume of a weights-only or foreign file is refused.
+#  - sampling after the resumed run equals sampling after the uninterrupted one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -16,16 +16,20 @@ common="--layers 2 --heads 2 --dim 32 --seq 32 --batch 4 --accum 2 --steps 30 --
 ./train $common --log "$tmp/full.csv" --save "$tmp/ck{step}" --save-every 15 > /dev/null
 check $? "the full run"
 [ -f "$tmp/ck15" ] && [ -f "$tmp/ck30" ]; check $? "--save with {step} keeps ck15 and ck30"
-./train $common --log "$tmp/again.csv" > /dev/null
+./train $common --log "$tmp/again.csv" --sample 60 > "$tmp/again.out"
 diff <(losses "$tmp/full.csv") <(losses "$tmp/again.csv") > /dev/null
 check $? "two runs with the same seed and threads must log identical losses"
-./train --resume "$tmp/ck15" --threads 2 --log "$tmp/resumed.csv" > "$tmp/resumed.out"
+./train --resume "$tmp/ck15" --threads 2 --log "$tmp/resumed.csv" --sample 60 > "$tmp/resumed.out"
 check $? "resume from step 15"
 grep -q "step    16/30" "$tmp/resumed.out"; check $? "the resumed run starts at step 16"
 diff <(losses "$tmp/full.csv" | sed -n '17,31p') <(losses "$tmp/resumed.csv" | tail -n +2) > "$tmp/diff"
 check $? "resumed losses (steps 16..30) must equal the uninterrupted run's: $(head -4 "$tmp/diff")"
 [ "$(wc -l < "$tmp/resumed.csv")" = 16 ]; check $? "the resumed log has the 15 remaining steps"
 
+
+diff <(sed -n '/^---- sample/,$p' "$tmp/again.out") <(sed -n '/^---- sample/,$p' "$tmp/resumed.out") > /dev/null
+check $? "a sample after the resumed run must equal the uninterrupted run's"
+grep -q "^---- end of sample" "$tmp/resumed.out"; check $? "the resumed run samples"
 
 echo "test_resume: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -227,6 +227,14 @@ static void test_foreign_file(void) {
     EXPECT(f.metadata_json && f.metadata_json[0] == '{' && strstr(f.metadata_json, "\"x\": false}]}"),
            "foreign file: metadata raw text wrong: %s", f.metadata_json ? f.metadata_json : "(null)");
     st_file_free(&f);
+
+    // an empty tensor name is legal JSON: it must come back as "", not as uninitialised memory
+    path_in_dir(path, sizeof path, "emptyname.safetensors");
+    write_raw(path, "{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", &fv, 4);
+    st_read(path, &f);
+    EXPECT(f.n == 1 && f.t[0].name && f.t[0].name[0] == 0, "empty tensor name not read as \"\"");
+    EXPECT(st_find(&f, "") != NULL, "st_find of the empty name");
+    st_file_free(&f);
 }
 
 static void test_rejections(void) {
