@@ -57,8 +57,11 @@ test: all
 	./tests/test_rules.sh
 	@echo "make test: all test programs passed"
 
+# the loss curve needs gnuplot (apt-get install gnuplot-nox); without it run.csv is still written
 run: train
 	./train --steps 1000 --log run.csv --save run.ckpt --sample 400 --prompt "Once upon a time" --temperature 0.8 --top-k 20 --log-every 50
+	@if command -v gnuplot > /dev/null; then gnuplot -e "csv='run.csv'; out='run.png'" plot/loss.gp && echo "loss curve: run.png (data: run.csv)"; \
+	 else echo "loss log: run.csv (apt-get install gnuplot-nox to get the plot run.png)"; fi
 
 asan:
 	$(MAKE) clean

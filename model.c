@@ -359,6 +359,11 @@ static double normal(Rng *r) {
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
+static PosDims dims_of(const GPTConfig *c) {
+    PosDims d = { c->n_layer, c->n_head, c->n_embd, c->n_embd / c->n_head, c->max_seq_len };
+    return d;
+}
+
 int gpt_config_check(GPTConfig *c, char *msg, size_t cap) {
     if (c->vocab_size < 2 || c->vocab_size > (1 << 24)) { snprintf(msg, cap, "vocab size %d is out of range (2..16777216)", c->vocab_size); return 0; }
     c->padded_vocab = (c->vocab_size + 63) / 64 * 64;
@@ -367,13 +372,8 @@ int gpt_config_check(GPTConfig *c, char *msg, size_t cap) {
     if (c->n_embd < 1 || c->n_embd % c->n_head) { snprintf(msg, cap, "--dim %d must be a positive multiple of --heads %d", c->n_embd, c->n_head); return 0; }
     if (c->max_seq_len < 1) { snprintf(msg, cap, "the context length must be >= 1 (got %d)", c->max_seq_len); return 0; }
     if (c->pe.n_layer != c->n_layer) { snprintf(msg, cap, "the positional schedule has %d layers but the model %d", c->pe.n_layer, c->n_layer); return 0; }
-    PosDims d = { c->n_layer, c->n_head, c->n_embd, c->n_embd / c->n_head, c->max_seq_len };
+    PosDims d = dims_of(c);
     return posenc_validate(&c->pe, &d, msg, cap);
-}
-
-static PosDims dims_of(const GPTConfig *c) {
-    PosDims d = { c->n_layer, c->n_head, c->n_embd, c->n_embd / c->n_head, c->max_seq_len };
-    return d;
 }
 
 // Registers a tensor; returns its offset. Tensors are laid out in registration order.
