@@ -224,8 +224,8 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
     for (int n = 0; n < N; n++)
         for (int h = 0; h < NH; h++) {
             real *q = qkv + (size_t)n * 3 * C + h * hs, *k = q + C;
-            if (dir == QK_FORWARD) { s->qk_forward(ap->tables, q, ap->pos[n]); s->qk_forward(ap->tables, k, ap->pos[n]); }
-            else { s->qk_backward(ap->tables, q, ap->pos[n]); s->qk_backward(ap->tables, k, ap->pos[n]); }
+            if (dir == QK_FORWARD) { s->qk_forward(ap->tables, q, ap->pos[n], 0); s->qk_forward(ap->tables, k, ap->pos[n], 1); }
+            else { s->qk_backward(ap->tables, q, ap->pos[n], 0); s->qk_backward(ap->tables, k, ap->pos[n], 1); }
         }
 }
 
@@ -311,7 +311,7 @@ void attention_backward(real *dqkv, real *datt_row, const real *dout, const real
                 }
                 for (int j = 0; j <= last; j++) ds[j] = a[j] * (ds[j] - dot_sum);
                 if (s->bias_backward && ap->pe_dparams)
-                    s->bias_backward(ap->tables, ap->pe_dparams, h, pos_b[i], pos_b, last + 1, ds);
+                    s->bias_backward(ap->tables, ap->pe_params, ap->pe_dparams, h, pos_b[i], pos_b, last + 1, ds);
                 for (int j = 0; j <= last; j++) {
                     if (ds[j] == 0) continue;
                     const real *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
@@ -371,6 +371,7 @@ int gpt_config_check(GPTConfig *c, char *msg, size_t cap) {
     if (c->n_head < 1) { snprintf(msg, cap, "--heads must be >= 1 (got %d)", c->n_head); return 0; }
     if (c->n_embd < 1 || c->n_embd % c->n_head) { snprintf(msg, cap, "--dim %d must be a positive multiple of --heads %d", c->n_embd, c->n_head); return 0; }
     if (c->max_seq_len < 1) { snprintf(msg, cap, "the context length must be >= 1 (got %d)", c->max_seq_len); return 0; }
+    if (c->pe.rope_original_context == 0) c->pe.rope_original_context = c->max_seq_len;   // L0 default
     if (c->pe.n_layer != c->n_layer) { snprintf(msg, cap, "the positional schedule has %d layers but the model %d", c->pe.n_layer, c->n_layer); return 0; }
     PosDims d = dims_of(c);
     return posenc_validate(&c->pe, &d, msg, cap);
@@ -383,7 +384,7 @@ static size_t add_tensor(GPT *m, int cap, const char *name, int rows, int cols, 
     TensorInfo *t = &m->tensors[m->n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->offset = m->num_params; t->rows = rows; t->cols = cols; t->export_rows = rows;
-    t->transpose = transpose; t->decay = decay; t->init = init; t->std = std;
+    t->transpose = transpose; t->decay = decay; t->init = init; t->std = std; t->scheme = -1;
     m->num_params += (size_t)rows * cols;
     return t->offset;
 }
@@ -458,15 +459,16 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
     char name[96];
     const PosScheme *in = posenc_scheme(c->pe.input);
     *input_off = SIZE_MAX;
-    if (in->n_params && in->n_params(&d)) {
-        in->param_shape(&d, &rows, &cols);
+    if (in->param_shape) {
+        in->param_shape(&c->pe, &d, &rows, &cols);
         snprintf(name, sizeof name, "%s", in->export_name ? in->export_name : "pe.input.weight");
-        *input_off = add_tensor(m, cap, name, rows, cols, 0, 1, INIT_NORMAL, in->init_std);
+        *input_off = add_tensor(m, cap, name, rows, cols, 0, 1, in->init ? INIT_SCHEME : INIT_NORMAL, in->init_std);
+        m->tensors[m->n_tensors - 1].scheme = c->pe.input;
     }
     for (int l = 0; l < c->n_layer; l++) {
         const PosScheme *s = posenc_scheme(c->pe.layer[l]);
         layer_off[l] = SIZE_MAX;
-        if (!s->n_params || !s->n_params(&d)) continue;
+        if (!s->param_shape) continue;
         if (s->shared) {
             for (int k = 0; k < l; k++)
                 if (c->pe.layer[k] == c->pe.layer[l]) { layer_off[l] = layer_off[k]; break; }
@@ -475,8 +477,9 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
         } else {
             snprintf(name, sizeof name, "pe.h.%d.%s.weight", l, s->name);
         }
-        s->param_shape(&d, &rows, &cols);
-        layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, INIT_NORMAL, s->init_std);
+        s->param_shape(&c->pe, &d, &rows, &cols);
+        layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, s->init ? INIT_SCHEME : INIT_NORMAL, s->init_std);
+        m->tensors[m->n_tensors - 1].scheme = c->pe.layer[l];
     }
 }
 
@@ -508,6 +511,7 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
         size_t n = (size_t)t->export_rows * t->cols;   // padded vocab rows stay zero
         Rng r;
         rng_seed(&r, hash_name(t->name, seed));
+        if (t->init == INIT_SCHEME) { PosDims d = dims_of(cfg); posenc_scheme(t->scheme)->init(&m->cfg.pe, &d, p, &r); continue; }
         for (size_t k = 0; k < n; k++) p[k] = t->init == INIT_ONE ? 1 : t->init == INIT_NORMAL ? (real)(t->std * normal(&r)) : 0;
     }
     PosDims d = dims_of(cfg);

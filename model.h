@@ -57,7 +57,7 @@ typedef struct {
     real *pe_layer[PE_MAX_LAYERS];  // each layer's scheme parameters, or NULL (shared: one block)
 } ParamTensors;
 
-typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL } InitKind;
+typedef enum { INIT_ZERO, INIT_ONE, INIT_NORMAL, INIT_SCHEME } InitKind;
 
 // One named tensor of the parameter buffer, for init, weight decay, export and tests.
 typedef struct {
@@ -67,8 +67,9 @@ typedef struct {
     int export_rows;     // rows written on export (wte: V of Vp)
     int transpose;       // 1: export as Conv1D (in, out)
     int decay;           // 1: AdamW weight decay applies (matrices and embedding tables)
-    int init;            // InitKind: zeros, ones, or normal(0, std)
+    int init;            // InitKind: zeros, ones, normal(0, std), or the scheme's own init
     double std;
+    int scheme;          // the positional scheme owning the tensor, or -1
 } TensorInfo;
 
 typedef struct {

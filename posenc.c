@@ -2,14 +2,17 @@
 // the gradient and property tests loop over this table.
 #include "posenc.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 // ----------------------------------------------------------------------------------------------
 // learned absolute (GPT-2): a (max_seq_len, C) parameter table added at the input
 
-static size_t learned_n_params(const PosDims *d) { return (size_t)d->max_seq_len * d->n_embd; }
-static void learned_shape(const PosDims *d, int *rows, int *cols) { *rows = d->max_seq_len; *cols = d->n_embd; }
+static void learned_shape(const PosConfig *c, const PosDims *d, int *rows, int *cols) {
+    (void)c; *rows = d->max_seq_len; *cols = d->n_embd;
+}
 
 static void check_pos_in_table(const PosTables *t, int pos) {
     // A learned table has no row for a position at or past max_seq_len: refuse, never wrap.
@@ -77,7 +80,7 @@ static void sinusoidal_input_forward(const PosTables *t, const real *p, real *x,
 }
 
 // ----------------------------------------------------------------------------------------------
-// RoPE (Su et al. 2021). Pair i of the first d_rot channels rotates by angle pos*theta_i.
+// The RoPE family (rope, p-rope, xpos). Pair i of the first d_rot channels turns by pos*theta_i:
 //   split-half  [c c s s]: pair i = (i, i + d_rot/2)      (HF Llama, GPT-NeoX)
 //   interleaved [c s c s]: pair i = (2i, 2i + 1)          (paper, GPT-J, llama2.c)
 // Channels d_rot .. hs-1 pass unchanged (partial RoPE). Backward = rotation by -angle.
@@ -90,44 +93,97 @@ static const char *rope_check(const PosConfig *c, const PosDims *d, char *msg, s
                  d->head_size, c->rope_fraction, rot);
         return msg;
     }
+    if (c->rope_scaling == ROPE_SCALING_DYNAMIC && rot <= 2) {
+        snprintf(msg, cap, "--rope-scaling dynamic needs more than 2 rotated channels (its exponent is d/(d-2))");
+        return msg;
+    }
     return NULL;
 }
 
-static inline void rope_apply(const PosTables *t, real *x, int pos, real sign) {
+// x (hs) of one head: pair i -> scale_i * R(pos*theta_i * sign) pair i. scale is NULL (all 1) except
+// for xpos. Forward is sign +1; backward is sign -1 with the same scale (S and R commute per pair,
+// so (S R)^T = S R^T).
+static inline void rope_apply(const PosTables *t, const RopeTable *rt, real *x, int pos, real sign, const real *scale) {
     table_pos_check(t, pos);
-    int half = t->rope_rot / 2;
-    const real *cs = t->rope_cos + (size_t)pos * half;
-    const real *sn = t->rope_sin + (size_t)pos * half;
+    int half = rt->rot / 2;
+    const real *cs = rt->cos + (size_t)pos * half, *sn = rt->sin + (size_t)pos * half;
     int stride = t->cfg.rope_interleaved ? 1 : half;   // distance between the two members of a pair
     int step = t->cfg.rope_interleaved ? 2 : 1;        // distance between consecutive pairs
     for (int i = 0; i < half; i++) {
         real *a = x + i * step, *b = a + stride;
-        real c = cs[i], s = sign * sn[i];
+        real c = cs[i], s = sign * sn[i], f = scale ? scale[(size_t)pos * half + i] : 1;
         real a0 = *a, b0 = *b;
-        *a = a0 * c - b0 * s;
-        *b = a0 * s + b0 * c;
+        *a = f * (a0 * c - b0 * s);
+        *b = f * (a0 * s + b0 * c);
     }
 }
-// cos/sin tables (max_pos, d_rot/2): angles pos*theta_i computed in double, then cast (in float,
-// positions near 1e6 would lose distinct angles)
-static void rope_build(PosTables *t) {
+
+// kept: pairs that rotate (the highest frequencies), -1 for all; xpos: also the per-pair scales.
+static void rope_table_build(PosTables *t, RopeTable *rt, int kept, int xpos) {
     int rot = posenc_rope_width(&t->cfg, t->d.head_size), half = rot / 2;
-    t->rope_rot = rot;
-    double *freq = xmalloc(sizeof(double) * half);
-    posenc_rope_freqs(&t->cfg, rot, freq);
-    t->rope_cos = xmalloc(sizeof(real) * (size_t)t->max_pos * half);
-    t->rope_sin = xmalloc(sizeof(real) * (size_t)t->max_pos * half);
+    size_t n = (size_t)t->max_pos * half;
+    double *freq = xmalloc(sizeof(double) * half), factor;
+    posenc_rope_freqs(&t->cfg, rot, t->d.max_seq_len, freq, &factor);
+    for (int i = kept < 0 ? half : kept; i < half; i++) freq[i] = 0;   // p-rope: lowest ones stop
+    rt->rot = rot;
+    rt->cos = xmalloc(sizeof(real) * n);
+    rt->sin = xmalloc(sizeof(real) * n);
     for (int p = 0; p < t->max_pos; p++)
         for (int i = 0; i < half; i++) {
-            double a = (double)p * freq[i];
-            t->rope_cos[(size_t)p * half + i] = (real)cos(a);
-            t->rope_sin[(size_t)p * half + i] = (real)sin(a);
+            double a = (double)p * freq[i];     // angle in double; float loses positions ~1e6
+            rt->cos[(size_t)p * half + i] = (real)(factor * cos(a));
+            rt->sin[(size_t)p * half + i] = (real)(factor * sin(a));
         }
+    if (xpos) {
+        // zeta_i = (2i + 0.4 d)/(1.4 d); q scales by zeta^(p/gamma), k by zeta^(-p/gamma)
+        rt->q_scale = xmalloc(sizeof(real) * n);
+        rt->k_scale = xmalloc(sizeof(real) * n);
+        double gamma = t->cfg.xpos_scale_base, zeta0 = 0.4 / 1.4;
+        double big = pow(zeta0, -(double)(t->max_pos - 1) / gamma);
+        CHECK(big < (sizeof(real) == 4 ? 1e37 : 1e300), "xpos: the key scale zeta^(-p/gamma) reaches %.3g at "
+              "position %d and overflows %s; raise --xpos-scale-base or shorten the context",
+              big, t->max_pos - 1, sizeof(real) == 4 ? "float" : "double");
+        for (int p = 0; p < t->max_pos; p++)
+            for (int i = 0; i < half; i++) {
+                double zeta = (2.0 * i + 0.4 * rot) / (1.4 * rot);
+                rt->q_scale[(size_t)p * half + i] = (real)pow(zeta, p / gamma);
+                rt->k_scale[(size_t)p * half + i] = (real)pow(zeta, -p / gamma);
+            }
+    }
     free(freq);
 }
 
-static void rope_qk_forward(const PosTables *t, real *x, int pos) { rope_apply(t, x, pos, 1); }
-static void rope_qk_backward(const PosTables *t, real *dx, int pos) { rope_apply(t, dx, pos, -1); }
+static void rope_build(PosTables *t) { rope_table_build(t, &t->rope, -1, 0); }
+static void rope_qk_forward(const PosTables *t, real *x, int pos, int is_key) { (void)is_key; rope_apply(t, &t->rope, x, pos, 1, NULL); }
+static void rope_qk_backward(const PosTables *t, real *dx, int pos, int is_key) { (void)is_key; rope_apply(t, &t->rope, dx, pos, -1, NULL); }
+
+// p-rope (Barbero et al. 2024): only the floor(p * d_rot/2) highest frequencies rotate
+static int prope_kept(const PosConfig *c, int rot) { return (int)floor(c->p_rope_fraction * (rot / 2) + 1e-9); }
+static const char *prope_check(const PosConfig *c, const PosDims *d, char *msg, size_t cap) {
+    if (rope_check(c, d, msg, cap)) return msg;
+    int rot = posenc_rope_width(c, d->head_size);
+    if (prope_kept(c, rot) < 1) {
+        snprintf(msg, cap, "p-rope keeps floor(--p-rope-fraction %g x %d pairs) = 0 frequencies; raise "
+                 "--p-rope-fraction (or use nope)", c->p_rope_fraction, rot / 2);
+        return msg;
+    }
+    return NULL;
+}
+static void prope_build(PosTables *t) {
+    rope_table_build(t, &t->prope, prope_kept(&t->cfg, posenc_rope_width(&t->cfg, t->d.head_size)), 0);
+}
+static void prope_qk_forward(const PosTables *t, real *x, int pos, int is_key) { (void)is_key; rope_apply(t, &t->prope, x, pos, 1, NULL); }
+static void prope_qk_backward(const PosTables *t, real *dx, int pos, int is_key) { (void)is_key; rope_apply(t, &t->prope, dx, pos, -1, NULL); }
+
+// xpos (Sun et al. 2022): rope whose pairs also scale, queries by zeta^(m/gamma), keys by
+// zeta^(-n/gamma), so the score carries zeta^((m-n)/gamma): a decay with distance.
+static void xpos_build(PosTables *t) { rope_table_build(t, &t->xpos, -1, 1); }
+static void xpos_qk_forward(const PosTables *t, real *x, int pos, int is_key) {
+    rope_apply(t, &t->xpos, x, pos, 1, is_key ? t->xpos.k_scale : t->xpos.q_scale);
+}
+static void xpos_qk_backward(const PosTables *t, real *dx, int pos, int is_key) {
+    rope_apply(t, &t->xpos, dx, pos, -1, is_key ? t->xpos.k_scale : t->xpos.q_scale);
+}
 
 // ----------------------------------------------------------------------------------------------
 // ALiBi (Press et al. 2021): score(i, j) += -m_h * (pos_i - pos_j)
@@ -144,6 +200,134 @@ static void alibi_bias_forward(const PosTables *t, const real *p, int h, int qpo
 }
 
 // ----------------------------------------------------------------------------------------------
+// T5 relative bias (Raffel et al. 2020), decoder bucketing: one (num_buckets, NH) table shared by
+// every t5 layer; score(i, j) += table[bucket(i - j), h].
+
+static const char *t5_check(const PosConfig *c, const PosDims *d, char *msg, size_t cap) {
+    (void)d;
+    if (c->t5_num_buckets < 2 || c->t5_max_distance <= c->t5_num_buckets / 2) {
+        snprintf(msg, cap, "t5 needs --t5-num-buckets >= 2 and --t5-max-distance > num_buckets/2 (got %d, %d)",
+                 c->t5_num_buckets, c->t5_max_distance);
+        return msg;
+    }
+    return NULL;
+}
+static void t5_shape(const PosConfig *c, const PosDims *d, int *rows, int *cols) { *rows = c->t5_num_buckets; *cols = d->n_head; }
+static void t5_build(PosTables *t) {
+    t->t5_bucket = xmalloc(sizeof(int) * t->max_pos);
+    for (int n = 0; n < t->max_pos; n++) t->t5_bucket[n] = posenc_t5_bucket(n, t->cfg.t5_num_buckets, t->cfg.t5_max_distance);
+}
+static void t5_bias_forward(const PosTables *t, const real *table, int h, int qpos, const int *kpos, int n, real *out) {
+    int NH = t->d.n_head;
+    for (int j = 0; j < n; j++) {
+        int dist = qpos - kpos[j];
+        table_pos_check(t, dist < 0 ? 0 : dist);
+        out[j] += table[(size_t)t->t5_bucket[dist < 0 ? 0 : dist] * NH + h];
+    }
+}
+static void t5_bias_backward(const PosTables *t, const real *table, real *dtable, int h, int qpos, const int *kpos, int n, const real *dout) {
+    (void)table;
+    int NH = t->d.n_head;
+    for (int j = 0; j < n; j++) {
+        int dist = qpos - kpos[j];
+        dtable[(size_t)t->t5_bucket[dist < 0 ? 0 : dist] * NH + h] += dout[j];
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// KERPLE, log variant (Chi et al. 2022): score(i, j) += -r1_h log(1 + r2_h (i - j)), r1, r2 > 0.
+// Per layer, (2, NH): row 0 r1, row 1 r2; used as max(r, 0.01) like the paper's clamp.
+
+#define KERPLE_EPS 0.01
+static void kerple_shape(const PosConfig *c, const PosDims *d, int *rows, int *cols) { (void)c; *rows = 2; *cols = d->n_head; }
+static void kerple_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng) {   // the paper's code: U(0,2), U(0,1)
+    (void)c;
+    for (int h = 0; h < d->n_head; h++) p[h] = (real)(2 * rng_uniform(rng));
+    for (int h = 0; h < d->n_head; h++) p[d->n_head + h] = (real)rng_uniform(rng);
+}
+static void kerple_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
+    int NH = t->d.n_head;
+    real r1 = p[h] > KERPLE_EPS ? p[h] : KERPLE_EPS, r2 = p[NH + h] > KERPLE_EPS ? p[NH + h] : KERPLE_EPS;
+    for (int j = 0; j < n; j++) out[j] -= r1 * log(1 + r2 * (real)(qpos - kpos[j]));
+}
+// d/dr1 = -log(1 + r2 d), d/dr2 = -r1 d / (1 + r2 d); zero where the clamp is active
+static void kerple_bias_backward(const PosTables *t, const real *p, real *dp, int h, int qpos, const int *kpos, int n, const real *dout) {
+    int NH = t->d.n_head;
+    real r1 = p[h] > KERPLE_EPS ? p[h] : KERPLE_EPS, r2 = p[NH + h] > KERPLE_EPS ? p[NH + h] : KERPLE_EPS;
+    real g1 = 0, g2 = 0;
+    for (int j = 0; j < n; j++) {
+        real d = (real)(qpos - kpos[j]);
+        g1 -= dout[j] * log(1 + r2 * d);
+        g2 -= dout[j] * r1 * d / (1 + r2 * d);
+    }
+    if (p[h] > KERPLE_EPS) dp[h] += g1;
+    if (p[NH + h] > KERPLE_EPS) dp[NH + h] += g2;
+}
+
+// ----------------------------------------------------------------------------------------------
+// FIRE (Li et al. 2023): score(i, j) += f(psi(i - j) / psi(max(L, i)))_h, psi(x) = log(|c| x + 1),
+// f an MLP 1 -> W -> NH with ReLU, per layer; c and the threshold L are learned too.
+// Parameters (flat): [w1 (W), b1 (W), w2 (NH, W), b2 (NH), c, L].
+
+enum { FIRE_W = 32 };
+#define FIRE_EPS 1e-6
+static void fire_shape(const PosConfig *c, const PosDims *d, int *rows, int *cols) {
+    (void)c; *rows = 1; *cols = 2 * FIRE_W + d->n_head * FIRE_W + d->n_head + 2;
+}
+static void fire_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng) {
+    (void)c;
+    int NH = d->n_head;
+    real *w1 = p, *b1 = w1 + FIRE_W, *w2 = b1 + FIRE_W, *b2 = w2 + NH * FIRE_W, *cl = b2 + NH;
+    for (int w = 0; w < FIRE_W; w++) { w1[w] = (real)(2 * rng_uniform(rng) - 1); b1[w] = (real)(0.2 * rng_uniform(rng) - 0.1); }
+    for (int k = 0; k < NH * FIRE_W; k++) w2[k] = (real)(0.2 * (2 * rng_uniform(rng) - 1) / sqrt((double)FIRE_W));
+    for (int h = 0; h < NH; h++) b2[h] = 0;
+    cl[0] = (real)0.1;                       // c
+    cl[1] = (real)d->max_seq_len;            // L: the training context
+}
+static void fire_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
+    int NH = t->d.n_head;
+    const real *w1 = p, *b1 = w1 + FIRE_W, *w2 = b1 + FIRE_W + h * FIRE_W, *b2 = b1 + FIRE_W + NH * FIRE_W;
+    real c = fabs(b2[NH]), L = b2[NH + 1];
+    real denom = log(c * (L > qpos ? L : (real)qpos) + 1) + (real)FIRE_EPS;
+    for (int j = 0; j < n; j++) {
+        real u = log(c * (real)(qpos - kpos[j]) + 1) / denom, acc = b2[h];
+        for (int w = 0; w < FIRE_W; w++) {
+            real hid = w1[w] * u + b1[w];
+            if (hid > 0) acc += w2[w] * hid;
+        }
+        out[j] += acc;
+    }
+}
+static void fire_bias_backward(const PosTables *t, const real *p, real *dp, int h, int qpos, const int *kpos, int n, const real *dout) {
+    int NH = t->d.n_head;
+    const real *w1 = p, *b1 = w1 + FIRE_W, *w2 = b1 + FIRE_W + h * FIRE_W, *b2 = b1 + FIRE_W + NH * FIRE_W;
+    real *dw1 = dp, *db1 = dw1 + FIRE_W, *dw2 = db1 + FIRE_W + h * FIRE_W, *db2 = db1 + FIRE_W + NH * FIRE_W;
+    real craw = b2[NH], c = fabs(craw), sc = craw >= 0 ? 1 : -1, L = b2[NH + 1];
+    real M = L > qpos ? L : (real)qpos;                 // max(L, i)
+    real denom = log(c * M + 1) + (real)FIRE_EPS;
+    real ddenom_dc = sc * M / (c * M + 1), ddenom_dL = L > qpos ? c / (c * L + 1) : 0;
+    real dc = 0, dL = 0;
+    for (int j = 0; j < n; j++) {
+        real g = dout[j];
+        if (g == 0) continue;
+        real d = (real)(qpos - kpos[j]), A = log(c * d + 1), u = A / denom, du = 0;
+        db2[h] += g;
+        for (int w = 0; w < FIRE_W; w++) {
+            real hid = w1[w] * u + b1[w];
+            if (hid <= 0) continue;
+            dw2[w] += g * hid;
+            real dh = g * w2[w];
+            dw1[w] += dh * u; db1[w] += dh; du += dh * w1[w];
+        }
+        // u = A(c) / denom(c, L)
+        dc += du * (sc * d / (c * d + 1) / denom - A / (denom * denom) * ddenom_dc);
+        dL += du * (-A / (denom * denom) * ddenom_dL);
+    }
+    db2[NH] += dc;
+    db2[NH + 1] += dL;
+}
+
+// ----------------------------------------------------------------------------------------------
 // the table
 
 static const PosScheme SCHEMES[] = {
@@ -151,7 +335,7 @@ static const PosScheme SCHEMES[] = {
                                  "(Kazemnejad et al. 2023)" },
     { .name = "learned", .summary = "learned absolute table (max_context, C) added to the token "
                                     "embeddings (GPT-2)",
-      .hooks = PE_HOOK_INPUT, .n_params = learned_n_params, .param_shape = learned_shape,
+      .hooks = PE_HOOK_INPUT, .param_shape = learned_shape,
       .export_name = "transformer.wpe.weight", .init_std = 0.01,
       .input_forward = learned_input_forward, .input_backward = learned_input_backward },
     { .name = "sinusoidal", .summary = "fixed sin/cos table added to the token embeddings "
@@ -159,21 +343,59 @@ static const PosScheme SCHEMES[] = {
       .hooks = PE_HOOK_INPUT, .check = sinusoidal_check, .build = sinusoidal_build,
       .input_forward = sinusoidal_input_forward },
     { .name = "rope", .summary = "rotate q and k by position in every layer (Su et al. 2021); "
-                                 "--rope-base, --rope-fraction, --rope-pairing",
+                                 "--rope-base, --rope-fraction, --rope-pairing, --rope-scaling",
       .hooks = PE_HOOK_QK, .check = rope_check, .build = rope_build,
       .qk_forward = rope_qk_forward, .qk_backward = rope_qk_backward },
     { .name = "alibi", .summary = "linear distance penalty -m_h*(i-j) on the scores, fixed "
                                   "per-head slopes (Press et al. 2021)",
       .hooks = PE_HOOK_BIAS, .build = alibi_build, .bias_forward = alibi_bias_forward },
+    { .name = "t5", .summary = "learned bias per (log-bucketed distance, head), one table shared by "
+                               "all t5 layers (Raffel et al. 2020); --t5-num-buckets, --t5-max-distance",
+      .hooks = PE_HOOK_BIAS, .shared = 1, .param_shape = t5_shape, .init_std = 0.02,
+      .check = t5_check, .build = t5_build,
+      .bias_forward = t5_bias_forward, .bias_backward = t5_bias_backward },
+    { .name = "kerple", .summary = "learned per-head bias -r1*log(1 + r2*(i-j)), r1, r2 > 0, per "
+                                   "layer (Chi et al. 2022, log variant)",
+      .hooks = PE_HOOK_BIAS, .param_shape = kerple_shape, .init = kerple_init,
+      .bias_forward = kerple_bias_forward, .bias_backward = kerple_bias_backward },
+    { .name = "fire", .summary = "learned bias f(psi(i-j)/psi(max(L,i))), psi(x) = log(c*x+1), f a "
+                                 "per-layer MLP, c and L learned (Li et al. 2023)",
+      .hooks = PE_HOOK_BIAS, .param_shape = fire_shape, .init = fire_init,
+      .bias_forward = fire_bias_forward, .bias_backward = fire_bias_backward },
+    { .name = "xpos", .summary = "RoPE with per-pair exponential scaling of q and k, a decay with "
+                                 "distance (Sun et al. 2022); --xpos-scale-base and the rope flags",
+      .hooks = PE_HOOK_QK, .check = rope_check, .build = xpos_build,
+      .qk_forward = xpos_qk_forward, .qk_backward = xpos_qk_backward },
+    { .name = "p-rope", .summary = "RoPE keeping only the highest fraction of frequencies, the rest "
+                                   "rotate by zero (Barbero et al. 2024); --p-rope-fraction",
+      .hooks = PE_HOOK_QK, .check = prope_check, .build = prope_build,
+      .qk_forward = prope_qk_forward, .qk_backward = prope_qk_backward },
 };
 enum { N_SCHEMES = (int)(sizeof(SCHEMES) / sizeof(SCHEMES[0])) };
 _Static_assert(N_SCHEMES <= 64, "posenc_tables_build tracks at most 64 schemes");
 
 // Scheme settings a user may give on the command line (--rope-base X -> posenc_set("rope_base", X)).
-static const char *const FLAGS[] = { "rope-base", "rope-fraction", "rope-pairing" };
+// eval = 1: a setting of how a trained model is run (context extension), allowed with --load.
+static const struct { const char *flag, *arg, *help; int eval; } FLAGS[] = {
+    { "rope-base", "X", "RoPE base, theta_i = X^(-2i/d_rot) (10000)", 0 },
+    { "rope-fraction", "F", "rotate the first int(head_size*F) channels, (0,1] (1.0)", 0 },
+    { "rope-pairing", "P", "split (i, i+d/2) [ccss] or interleaved (2i,2i+1) [cscs] (split)", 0 },
+    { "rope-scaling", "M", "context extension: none, linear, dynamic, yarn, llama3 (none)", 1 },
+    { "rope-factor", "S", "the extension factor s (1)", 1 },
+    { "rope-original-context", "N", "L0, the context the model was trained at (the model's context)", 1 },
+    { "yarn-beta-fast", "X", "YaRN beta_fast (32)", 1 },
+    { "yarn-beta-slow", "X", "YaRN beta_slow (1)", 1 },
+    { "llama3-low-freq-factor", "X", "llama3 low_freq_factor (1)", 1 },
+    { "llama3-high-freq-factor", "X", "llama3 high_freq_factor (4)", 1 },
+    { "xpos-scale-base", "X", "xpos gamma: zeta^(distance/gamma) (512)", 0 },
+    { "p-rope-fraction", "F", "p-rope keeps floor(F*d_rot/2) highest frequencies, (0,1] (0.25)", 0 },
+    { "t5-num-buckets", "N", "T5 distance buckets (32)", 0 },
+    { "t5-max-distance", "N", "T5: distances from here on share the last bucket (128)", 0 },
+};
+enum { N_FLAGS = (int)(sizeof(FLAGS) / sizeof(FLAGS[0])) };
 
 int posenc_is_flag(const char *flag) {
-    for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++) if (strcmp(FLAGS[i], flag) == 0) return 1;
+    for (int i = 0; i < N_FLAGS; i++) if (strcmp(FLAGS[i].flag, flag) == 0) return FLAGS[i].eval ? 2 : 1;
     return 0;
 }
 
@@ -203,6 +425,24 @@ void posenc_defaults(PosConfig *c, int n_layer) {
     c->rope_base = 10000.0;
     c->rope_fraction = 1.0;
     c->rope_interleaved = 0;
+    c->rope_scaling = ROPE_SCALING_NONE;
+    c->rope_factor = 1.0;
+    c->rope_original_context = 0;
+    c->yarn_beta_fast = 32; c->yarn_beta_slow = 1;
+    c->llama3_low_freq_factor = 1; c->llama3_high_freq_factor = 4;
+    c->xpos_scale_base = 512;
+    c->p_rope_fraction = 0.25;
+    c->t5_num_buckets = 32; c->t5_max_distance = 128;
+}
+
+// One-word schedules for --pe-layers. smollm3: RoPE in layer i unless (i+1) % 4 == 0.
+int posenc_preset(const char *name, int n_layer, char *out, size_t cap) {
+    if (strcmp(name, "smollm3") != 0) return 0;
+    size_t k = 0;
+    out[0] = 0;
+    for (int l = 0; l < n_layer && k < cap; l++)
+        k += snprintf(out + k, cap - k, "%s%s", l ? "," : "", (l + 1) % 4 == 0 ? "nope" : "rope");
+    return 1;
 }
 
 static void scheme_names(char *buf, size_t cap, int want_input) {
@@ -237,6 +477,8 @@ int posenc_schedule(PosConfig *c, int n_layer, const char *pe, const char *pe_la
         if (is_layer_scheme(id)) for (int l = 0; l < n_layer; l++) c->layer[l] = id;
         else c->input = id;
     }
+    char expanded[PE_MAX_LAYERS * 8];
+    if (pe_layers && posenc_preset(pe_layers, n_layer, expanded, sizeof expanded)) pe_layers = expanded;
     if (pe_layers) {
         const char *s = pe_layers;
         int l = 0;
@@ -282,8 +524,49 @@ int posenc_validate(const PosConfig *c, const PosDims *d, char *msg, size_t cap)
 
 int posenc_rope_width(const PosConfig *c, int head_size) { return (int)(head_size * c->rope_fraction); }
 
-void posenc_rope_freqs(const PosConfig *c, int d_rot, double *out) {
-    for (int i = 0; i < d_rot / 2; i++) out[i] = pow(c->rope_base, -2.0 * i / d_rot);
+static const char *const SCALING_NAMES[] = { "none", "linear", "dynamic", "yarn", "llama3" };
+
+// theta_i = base^(-2i/d), then the context-extension method (HF modeling_rope_utils; the worked
+// examples of shared/REFERENCE.md are in tests/test_posenc.c). s = factor, L0 = original context.
+void posenc_rope_freqs(const PosConfig *c, int d, int context, double *out, double *attn_factor) {
+    int half = d / 2;
+    double base = c->rope_base, s = c->rope_factor;
+    double L0 = c->rope_original_context > 0 ? c->rope_original_context : context;
+    *attn_factor = 1;
+    if (c->rope_scaling == ROPE_SCALING_DYNAMIC && context > L0)   // NTK: a larger base
+        base *= pow(s * context / L0 - (s - 1), (double)d / (d - 2));
+    for (int i = 0; i < half; i++) out[i] = pow(base, -2.0 * i / d);
+    if (c->rope_scaling == ROPE_SCALING_LINEAR) {                  // position interpolation
+        for (int i = 0; i < half; i++) out[i] /= s;
+    } else if (c->rope_scaling == ROPE_SCALING_YARN) {
+        // dims below `low` keep their frequency, above `high` are interpolated, a ramp between
+        double lo = d * log(L0 / (2 * M_PI * c->yarn_beta_fast)) / (2 * log(base));
+        double hi = d * log(L0 / (2 * M_PI * c->yarn_beta_slow)) / (2 * log(base));
+        double low = fmax(floor(lo), 0), high = fmin(ceil(hi), d - 1);
+        if (low == high) high += 0.001;
+        for (int i = 0; i < half; i++) {
+            double ramp = fmin(fmax((i - low) / (high - low), 0), 1), ext = 1 - ramp;
+            out[i] = out[i] / s * (1 - ext) + out[i] * ext;
+        }
+        *attn_factor = 0.1 * log(s) + 1;
+    } else if (c->rope_scaling == ROPE_SCALING_LLAMA3) {
+        double lo_ff = c->llama3_low_freq_factor, hi_ff = c->llama3_high_freq_factor;
+        for (int i = 0; i < half; i++) {
+            double wavelen = 2 * M_PI / out[i];
+            if (wavelen < L0 / hi_ff) continue;                      // high frequency: unchanged
+            if (wavelen > L0 / lo_ff) { out[i] /= s; continue; }     // low frequency: interpolated
+            double smooth = (L0 / wavelen - lo_ff) / (hi_ff - lo_ff);
+            out[i] = (1 - smooth) * out[i] / s + smooth * out[i];
+        }
+    }
+}
+
+// T5's decoder bucketing of a distance n = i - j >= 0 (shared/REFERENCE.md)
+int posenc_t5_bucket(int n, int num_buckets, int max_distance) {
+    int exact = num_buckets / 2;
+    if (n < exact) return n < 0 ? 0 : n;
+    int b = exact + (int)floor(log((double)n / exact) / log((double)max_distance / exact) * (num_buckets - exact));
+    return b < num_buckets - 1 ? b : num_buckets - 1;
 }
 
 // Slopes for a power of two n: 2^(-8h/n), h = 1..n. Otherwise, with m = 2^floor(log2 n):
@@ -310,7 +593,9 @@ void posenc_tables_build(PosTables *t, const PosConfig *c, const PosDims *d, int
 }
 
 void posenc_tables_free(PosTables *t) {
-    free(t->rope_cos); free(t->rope_sin); free(t->sinusoid); free(t->alibi_slope);
+    RopeTable *r[3] = { &t->rope, &t->prope, &t->xpos };
+    for (int i = 0; i < 3; i++) { free(r[i]->cos); free(r[i]->sin); free(r[i]->q_scale); free(r[i]->k_scale); }
+    free(t->sinusoid); free(t->alibi_slope); free(t->t5_bucket);
     memset(t, 0, sizeof *t);
 }
 
@@ -326,9 +611,14 @@ static const char *input_name(const PosConfig *c) { return c->input == PE_NOPE ?
 void posenc_write_kv(const PosConfig *c, FILE *f) {
     char layers[PE_MAX_LAYERS * 24];
     posenc_layer_list(c, layers, sizeof layers);
-    fprintf(f, "input_pe=%s\nlayer_pe=%s\nrope_base=%.17g\nrope_fraction=%.17g\nrope_pairing=%s\n",
-            input_name(c), layers, c->rope_base, c->rope_fraction,
-            c->rope_interleaved ? "interleaved" : "split");
+    fprintf(f, "input_pe=%s\nlayer_pe=%s\nrope_base=%.17g\nrope_fraction=%.17g\nrope_pairing=%s\n"
+               "rope_scaling=%s\nrope_factor=%.17g\nrope_original_context=%d\nyarn_beta_fast=%.17g\n"
+               "yarn_beta_slow=%.17g\nllama3_low_freq_factor=%.17g\nllama3_high_freq_factor=%.17g\n"
+               "xpos_scale_base=%.17g\np_rope_fraction=%.17g\nt5_num_buckets=%d\nt5_max_distance=%d\n",
+            input_name(c), layers, c->rope_base, c->rope_fraction, c->rope_interleaved ? "interleaved" : "split",
+            SCALING_NAMES[c->rope_scaling], c->rope_factor, c->rope_original_context, c->yarn_beta_fast,
+            c->yarn_beta_slow, c->llama3_low_freq_factor, c->llama3_high_freq_factor, c->xpos_scale_base,
+            c->p_rope_fraction, c->t5_num_buckets, c->t5_max_distance);
 }
 
 // strict number parsing: the whole string must be a finite number
@@ -340,23 +630,77 @@ static int parse_double(const char *v, double *out) {
     *out = x;
     return 1;
 }
+static int parse_int(const char *v, int *out) {
+    char *end;
+    if (!*v) return 0;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (*end || errno || x < -2147483647L || x > 2147483647L) return 0;
+    *out = (int)x;
+    return 1;
+}
+
+// A double setting: key, field, and the open/closed range it must lie in.
+typedef struct { const char *key; size_t off; double lo, hi; int lo_open; } DoubleKey;
+#define PC(f) offsetof(PosConfig, f)
+static const DoubleKey DOUBLE_KEYS[] = {
+    { "rope_base", PC(rope_base), 1, 1e12, 1 },
+    { "rope_fraction", PC(rope_fraction), 0, 1, 1 },
+    { "rope_factor", PC(rope_factor), 1, 1e6, 0 },
+    { "yarn_beta_fast", PC(yarn_beta_fast), 0, 1e6, 1 },
+    { "yarn_beta_slow", PC(yarn_beta_slow), 0, 1e6, 1 },
+    { "llama3_low_freq_factor", PC(llama3_low_freq_factor), 0, 1e6, 1 },
+    { "llama3_high_freq_factor", PC(llama3_high_freq_factor), 0, 1e6, 1 },
+    { "xpos_scale_base", PC(xpos_scale_base), 0, 1e12, 1 },
+    { "p_rope_fraction", PC(p_rope_fraction), 0, 1, 1 },
+};
+#undef PC
+
+// "rope_base" -> "--rope-base" for messages
+static const char *flag_of(const char *key, char *buf, size_t cap) {
+    size_t k = snprintf(buf, cap, "--");
+    for (; *key && k + 1 < cap; key++) buf[k++] = *key == '_' ? '-' : *key;
+    buf[k] = 0;
+    return buf;
+}
 
 int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size_t cap) {
     double x;
-    if (strcmp(key, "rope_base") == 0) {
-        if (!parse_double(value, &x) || x <= 1.0) { snprintf(msg, cap, "--rope-base must be a number > 1 (got '%s')", value); return -1; }
-        c->rope_base = x;
-    } else if (strcmp(key, "rope_fraction") == 0) {
-        if (!parse_double(value, &x) || x <= 0.0 || x > 1.0) { snprintf(msg, cap, "--rope-fraction must be in (0, 1] (got '%s')", value); return -1; }
-        c->rope_fraction = x;
-    } else if (strcmp(key, "rope_pairing") == 0) {
+    char fl[64];
+    for (size_t i = 0; i < sizeof DOUBLE_KEYS / sizeof DOUBLE_KEYS[0]; i++) {
+        const DoubleKey *k = &DOUBLE_KEYS[i];
+        if (strcmp(key, k->key)) continue;
+        if (!parse_double(value, &x) || (k->lo_open ? x <= k->lo : x < k->lo) || x > k->hi) {
+            snprintf(msg, cap, "%s must be a number in %c%g, %g] (got '%s')", flag_of(key, fl, sizeof fl),
+                     k->lo_open ? '(' : '[', k->lo, k->hi, value);
+            return -1;
+        }
+        *(double *)((char *)c + k->off) = x;
+        return 1;
+    }
+    int n;
+    if (strcmp(key, "rope_pairing") == 0) {
         if (strcmp(value, "split") == 0) c->rope_interleaved = 0;
         else if (strcmp(value, "interleaved") == 0) c->rope_interleaved = 1;
         else { snprintf(msg, cap, "--rope-pairing must be split or interleaved (got '%s')", value); return -1; }
+    } else if (strcmp(key, "rope_scaling") == 0) {
+        int found = -1;
+        for (int i = 0; i < 5; i++) if (strcmp(value, SCALING_NAMES[i]) == 0) found = i;
+        if (found < 0) { snprintf(msg, cap, "--rope-scaling must be none, linear, dynamic, yarn or llama3 (got '%s')", value); return -1; }
+        c->rope_scaling = (RopeScaling)found;
+    } else if (strcmp(key, "rope_original_context") == 0) {
+        if (!parse_int(value, &n) || n < 0) { snprintf(msg, cap, "--rope-original-context must be an integer >= 1 (got '%s')", value); return -1; }
+        c->rope_original_context = n;
+    } else if (strcmp(key, "t5_num_buckets") == 0) {
+        if (!parse_int(value, &n) || n < 2 || n > 4096) { snprintf(msg, cap, "--t5-num-buckets must be an integer in [2, 4096] (got '%s')", value); return -1; }
+        c->t5_num_buckets = n;
+    } else if (strcmp(key, "t5_max_distance") == 0) {
+        if (!parse_int(value, &n) || n < 2) { snprintf(msg, cap, "--t5-max-distance must be an integer >= 2 (got '%s')", value); return -1; }
+        c->t5_max_distance = n;
     } else if (strcmp(key, "input_pe") == 0) {
         if (!posenc_schedule(c, c->n_layer, NULL, NULL, value, msg, cap)) return -1;
     } else if (strcmp(key, "layer_pe") == 0) {
-        int n = 1;
+        n = 1;
         for (const char *s = value; *s; s++) n += *s == ',';
         int input = c->input;
         if (!posenc_schedule(c, n, NULL, value, NULL, msg, cap)) return -1;
@@ -368,20 +712,29 @@ int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size
 }
 
 size_t posenc_json(const PosConfig *c, char *buf, size_t cap) {
+#define AT (k < cap ? buf + k : buf + cap), (k < cap ? cap - k : 0)
     size_t k = snprintf(buf, cap, "\"input_pe\":\"%s\",\"layer_pe\":[", input_name(c));
-    for (int l = 0; l < c->n_layer; l++)
-        k += snprintf(buf + (k < cap ? k : cap), k < cap ? cap - k : 0, "%s\"%s\"", l ? "," : "", SCHEMES[c->layer[l]].name);
-    k += snprintf(buf + (k < cap ? k : cap), k < cap ? cap - k : 0,
-                  "],\"rope_base\":%.17g,\"rope_fraction\":%.17g,\"rope_pairing\":\"%s\"",
-                  c->rope_base, c->rope_fraction, c->rope_interleaved ? "interleaved" : "split");
+    for (int l = 0; l < c->n_layer; l++) k += snprintf(AT, "%s\"%s\"", l ? "," : "", SCHEMES[c->layer[l]].name);
+    k += snprintf(AT, "],\"rope_base\":%.17g,\"rope_fraction\":%.17g,\"rope_pairing\":\"%s\","
+                  "\"rope_scaling\":\"%s\",\"rope_factor\":%.17g,\"rope_original_context\":%d,"
+                  "\"yarn_beta_fast\":%.17g,\"yarn_beta_slow\":%.17g,\"llama3_low_freq_factor\":%.17g,"
+                  "\"llama3_high_freq_factor\":%.17g,\"xpos_scale_base\":%.17g,\"p_rope_fraction\":%.17g,"
+                  "\"t5_num_buckets\":%d,\"t5_max_distance\":%d",
+                  c->rope_base, c->rope_fraction, c->rope_interleaved ? "interleaved" : "split",
+                  SCALING_NAMES[c->rope_scaling], c->rope_factor, c->rope_original_context, c->yarn_beta_fast,
+                  c->yarn_beta_slow, c->llama3_low_freq_factor, c->llama3_high_freq_factor, c->xpos_scale_base,
+                  c->p_rope_fraction, c->t5_num_buckets, c->t5_max_distance);
+#undef AT
     return k;
 }
 
 void posenc_help(FILE *f) {
-    fprintf(f, "Positional schemes (--pe NAME, --pe-layers a,b,..., --input-pe none|learned|sinusoidal):\n");
+    fprintf(f, "Positional schemes (--pe NAME, --pe-layers a,b,...|smollm3, --input-pe none|learned|sinusoidal):\n");
     for (int i = 0; i < N_SCHEMES; i++) fprintf(f, "  %-11s %s\n", SCHEMES[i].name, SCHEMES[i].summary);
-    fprintf(f, "Scheme settings:\n"
-               "  --rope-base X        RoPE base, theta_i = X^(-2i/d_rot)              (10000)\n"
-               "  --rope-fraction F    rotate the first int(head_size*F) channels, (0,1] (1.0)\n"
-               "  --rope-pairing P     split (i, i+d/2) [ccss] or interleaved (2i,2i+1) (split)\n");
+    fprintf(f, "Scheme settings (context-extension settings may also be given with --load):\n");
+    for (int i = 0; i < N_FLAGS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s %s", FLAGS[i].flag, FLAGS[i].arg);
+        fprintf(f, "  %-30s %s\n", left, FLAGS[i].help);
+    }
 }

@@ -17,6 +17,10 @@ enum { PE_MAX_LAYERS = 64 };
 // Scheme ids index the table returned by posenc_scheme(); 0 is always "nope".
 enum { PE_NOPE = 0 };
 
+// RoPE context extension (shared/REFERENCE.md; HF rope_type values)
+typedef enum { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_DYNAMIC, ROPE_SCALING_YARN,
+               ROPE_SCALING_LLAMA3 } RopeScaling;
+
 typedef struct {
     int input;                  // scheme id at the input hook (PE_NOPE: nothing added)
     int layer[PE_MAX_LAYERS];   // scheme id of each layer's attention
@@ -24,6 +28,16 @@ typedef struct {
     double rope_base;           // theta_i = base^(-2i/d_rot)                      (10000)
     double rope_fraction;       // d_rot = int(head_size * fraction), must be even (1.0)
     int rope_interleaved;       // 0: split-half pairs (i, i+d/2) [ccss]; 1: (2i, 2i+1) [cscs]
+    // context extension of the RoPE family (rope, p-rope, xpos)
+    RopeScaling rope_scaling;   // none, linear, dynamic, yarn, llama3                    (none)
+    double rope_factor;         // s                                                     (1)
+    int rope_original_context;  // L0, the context the model was trained at (0: the model's context)
+    double yarn_beta_fast, yarn_beta_slow;                  // (32, 1)
+    double llama3_low_freq_factor, llama3_high_freq_factor; // (1, 4)
+    double xpos_scale_base;     // xpos gamma                                            (512)
+    double p_rope_fraction;     // p-rope keeps floor(fraction * d_rot/2) highest frequencies (0.25)
+    int t5_num_buckets;         // (32)
+    int t5_max_distance;        // (128)
 } PosConfig;
 
 // Model dimensions a scheme may need.
@@ -32,29 +46,37 @@ typedef struct {
     int max_seq_len;            // the model's context length (size of a learned table)
 } PosDims;
 
+// A rotation table of the RoPE family: pair i of the first `rot` channels of the token at
+// position p turns by angle p*theta_i; cos and sin already carry YaRN's attention factor.
+typedef struct {
+    int rot;                    // rotated width d_rot
+    real *cos, *sin;            // (max_pos, rot/2)
+    real *q_scale, *k_scale;    // (max_pos, rot/2) xpos only: zeta_i^(p/gamma) and its inverse
+} RopeTable;
+
 // Constants derived once from a config (never recomputed per token): cos/sin tables whose angles
-// are computed in double and then cast, ALiBi slopes, the sinusoid table.
+// are computed in double and then cast, ALiBi slopes, the sinusoid table, T5 buckets.
 typedef struct {
     PosDims d;
     PosConfig cfg;
     int max_pos;                // tables cover position ids 0 .. max_pos-1
-    int rope_rot;               // rotated width d_rot (0 if no layer uses rope)
-    real *rope_cos, *rope_sin;  // (max_pos, d_rot/2), angle pos * theta_i
+    RopeTable rope, prope, xpos;
     real *sinusoid;             // (max_pos, C), or NULL when the input scheme is not sinusoidal
     double *alibi_slope;        // (NH,)
+    int *t5_bucket;             // (max_pos,) bucket of distance n = i - j
 } PosTables;
 
 typedef struct PosScheme {
     const char *name;
     const char *summary;        // one line for --help and README
     int hooks;                  // PE_HOOK_* bits
-    // Parameters (learned schemes): per instance; shared=1 means all layers using the scheme share
-    // one block. Shape as (rows, cols) for export; export_name for the input hook's table.
+    // Parameters (learned schemes): one block per layer that uses the scheme, or, with shared=1, one
+    // block for all of them. param_shape gives its (rows, cols) (NULL: no parameters).
     int shared;
-    size_t (*n_params)(const PosDims *d);
-    void (*param_shape)(const PosDims *d, int *rows, int *cols);
+    void (*param_shape)(const PosConfig *c, const PosDims *d, int *rows, int *cols);
     const char *export_name;    // HF name of an input table (NULL: "pe.<name>.weight")
-    double init_std;            // parameters start as N(0, init_std^2)
+    double init_std;            // parameters start as N(0, init_std^2) ...
+    void (*init)(const PosConfig *c, const PosDims *d, real *p, Rng *rng);   // ... or its own init
     // Fills the scheme's part of PosTables (its cos/sin tables, slopes, ...); NULL if it needs none.
     void (*build)(PosTables *t);
     // Returns NULL if the scheme can run with this config, else a sentence saying what to change.
@@ -64,14 +86,15 @@ typedef struct PosScheme {
     // parameter-free schemes.
     void (*input_forward)(const PosTables *t, const real *p, real *x, const int *pos, int N);
     void (*input_backward)(const PosTables *t, real *dp, const real *dx, const int *pos, int N);
-    // hook 2: rotate one head vector x (hs) of the token at position pos, in place.
-    // backward applies the transpose (the rotation by -angle) to the gradient dx (hs).
-    void (*qk_forward)(const PosTables *t, real *x, int pos);
-    void (*qk_backward)(const PosTables *t, real *dx, int pos);
+    // hook 2: transform one head vector x (hs) of the token at position pos in place: a query
+    // (is_key 0) or a key (is_key 1). Backward applies the transpose to the gradient dx (hs).
+    void (*qk_forward)(const PosTables *t, real *x, int pos, int is_key);
+    void (*qk_backward)(const PosTables *t, real *dx, int pos, int is_key);
     // hook 3: out[j] += b_h(qpos, kpos[j]) for j < n (scores already scaled by 1/sqrt(hs)).
-    // backward accumulates dout[j] * d b / d p into dp (NULL for fixed biases).
+    // backward accumulates sum_j dout[j] * d b_h(qpos, kpos[j]) / d p into dp (NULL: fixed bias).
     void (*bias_forward)(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out);
-    void (*bias_backward)(const PosTables *t, real *dp, int h, int qpos, const int *kpos, int n, const real *dout);
+    void (*bias_backward)(const PosTables *t, const real *p, real *dp, int h, int qpos, const int *kpos, int n,
+                          const real *dout);
 } PosScheme;
 
 int posenc_count(void);
@@ -96,8 +119,11 @@ void posenc_tables_free(PosTables *t);
 
 // ALiBi slopes for n heads (shared/REFERENCE.md), out (n,).
 void posenc_alibi_slopes(int n, double *out);
-// RoPE inverse frequencies theta_i, i < d_rot/2, out (d_rot/2,).
-void posenc_rope_freqs(const PosConfig *c, int d_rot, double *out);
+// RoPE inverse frequencies theta_i, i < d_rot/2, out (d_rot/2,), after the context-extension
+// method of c (context: the model's context, which dynamic scaling compares with L0).
+// *attn_factor receives the factor on cos and sin (YaRN; 1 otherwise). T5's bucket of distance n.
+void posenc_rope_freqs(const PosConfig *c, int d_rot, int context, double *out, double *attn_factor);
+int posenc_t5_bucket(int n, int num_buckets, int max_distance);
 int posenc_rope_width(const PosConfig *c, int head_size);
 
 // Serialisation: "key=value\n" lines (checkpoints) and JSON members (export metadata), so a new
@@ -110,8 +136,10 @@ size_t posenc_json(const PosConfig *c, char *buf, size_t cap);
 // "nope,rope,..." for the layers
 void posenc_layer_list(const PosConfig *c, char *buf, size_t cap);
 // 1 if --FLAG is a scheme setting (e.g. "rope-base"); train.c passes it to posenc_set with
-// '-' replaced by '_'.
+// '-' replaced by '_'. 2 if it may also change a trained model (context extension: --rope-scaling).
 int posenc_is_flag(const char *flag);
+// Expands a one-word schedule preset ("smollm3") for n layers into a comma list; 0 if not a preset.
+int posenc_preset(const char *name, int n_layer, char *out, size_t cap);
 // 1 for plain GPT-2 positions: learned input, every layer nope (transformers can load it).
 int posenc_is_gpt2(const PosConfig *c);
 // Prints the schemes and the scheme flags (--rope-base ...) for --help.

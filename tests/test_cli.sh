@@ -51,9 +51,9 @@ expect_fail "wrong number of layer names" "names 2 layers but the model has --la
 expect_fail "--pe and --pe-layers" "not both" ./train --pe rope --pe-layers rope,rope,rope,rope --save "$tmp/keep"
 expect_fail "bad --input-pe" "not an input scheme" ./train --input-pe rope --save "$tmp/keep"
 expect_fail "rope with an odd rotated width" "must be even" ./train --pe rope --dim 24 --heads 4 --rope-fraction 0.5 --save "$tmp/keep"
-expect_fail "--rope-fraction above 1" "--rope-fraction must be in (0, 1]" ./train --pe rope --rope-fraction 1.5 --save "$tmp/keep"
+expect_fail "--rope-fraction above 1" "--rope-fraction must be a number in (0, 1]" ./train --pe rope --rope-fraction 1.5 --save "$tmp/keep"
 expect_fail "bad --rope-pairing" "split or interleaved" ./train --pe rope --rope-pairing diagonal --save "$tmp/keep"
-expect_fail "--rope-base 1" "--rope-base must be a number > 1" ./train --pe rope --rope-base 1 --save "$tmp/keep"
+expect_fail "--rope-base 1" "--rope-base must be a number in (1," ./train --pe rope --rope-base 1 --save "$tmp/keep"
 
 # ---- data
 : > "$tmp/empty.txt"

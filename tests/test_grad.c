@@ -144,9 +144,24 @@ static void test_attention(int scheme, int interleaved, double fraction) {
     int doc[12] = { 0, 0, 0, 0, 0, 0,  4, 4, 4, 5, 5, 5 };
     PosConfig pc; posenc_defaults(&pc, 1);
     pc.input = PE_NOPE; pc.layer[0] = scheme; pc.rope_interleaved = interleaved; pc.rope_fraction = fraction;
-    PosDims d = { 1, c.NH, c.C, c.C / c.NH, 16 };
+    pc.t5_num_buckets = 6; pc.t5_max_distance = 8;          // several T5 buckets within T = 6
+    pc.p_rope_fraction = 0.5; pc.xpos_scale_base = 4;      // visible effects at small sizes
+    PosDims d = { 1, c.NH, c.C, c.C / c.NH, 5 };
     PosTables t; posenc_tables_build(&t, &pc, &d, 16);
-    c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = posenc_scheme(scheme), .tables = &t };
+    const PosScheme *s = posenc_scheme(scheme);
+    // a learned bias: parameters moved off their initial values, and their gradient checked too
+    real *p = NULL, *dp = NULL;
+    size_t np = 0;
+    if (s->param_shape) {
+        int rows, cols;
+        s->param_shape(&pc, &d, &rows, &cols);
+        np = (size_t)rows * cols;
+        p = xmalloc(np * sizeof(real)); dp = xcalloc(np, sizeof(real));
+        Rng r; rng_seed(&r, 5);
+        if (s->init) s->init(&pc, &d, p, &r); else fill(p, np, 0.5);
+        for (size_t k = 0; k < np; k++) p[k] += (real)(0.05 * uni());
+    }
+    c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = s, .tables = &t, .pe_params = p, .pe_dparams = dp };
     c.qkv_raw = xmalloc(nq * sizeof(real)); c.qkv = xmalloc(nq * sizeof(real));
     c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
     c.att = xmalloc((size_t)c.B * c.NH * c.T * c.T * sizeof(real));
@@ -160,12 +175,15 @@ static void test_attention(int scheme, int interleaved, double fraction) {
     real *dqkv = xcalloc(nq, sizeof(real)), *row = xmalloc(64 * c.T * sizeof(real));
     attention_backward(dqkv, row, c.R, c.qkv, c.att, &c.ap, c.B, c.T, c.C, c.NH);
     qk_hook(dqkv, &c.ap, N, c.C, c.NH, QK_BACKWARD);
-    char what[96];
-    snprintf(what, sizeof what, "attention dqkv [%s%s, fraction %g]", posenc_scheme(scheme)->name,
-             interleaved ? " interleaved" : "", fraction);
+    char what[128];
+    snprintf(what, sizeof what, "attention dqkv [%s%s, fraction %g]", s->name, interleaved ? " interleaved" : "", fraction);
     check_grad(what, c.qkv_raw, dqkv, nq, att_loss, &c);
+    if (np) {
+        snprintf(what, sizeof what, "attention d(%s parameters)", s->name);
+        check_grad(what, p, dp, np, att_loss, &c);
+    }
     posenc_tables_free(&t);
-    free(c.qkv_raw); free(c.qkv); free(c.out); free(c.R); free(c.att); free(dqkv); free(row);
+    free(c.qkv_raw); free(c.qkv); free(c.out); free(c.R); free(c.att); free(dqkv); free(row); free(p); free(dp);
 }
 
 // ---- whole model ------------------------------------------------------------------------------
@@ -179,6 +197,8 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     char msg[256];
     EXPECT(posenc_schedule(&cfg.pe, cfg.n_layer, pe, pe_layers, input_pe, msg, sizeof msg), "%s: %s", label, msg);
     cfg.pe.rope_interleaved = interleaved; cfg.pe.rope_fraction = fraction;
+    cfg.pe.t5_num_buckets = 6; cfg.pe.t5_max_distance = 8;   // several buckets within 6 positions
+    cfg.pe.p_rope_fraction = 0.5; cfg.pe.xpos_scale_base = 4;
     GPT m; gpt_build(&m, &cfg, 1234, 0);
     // move every parameter off its initial value so LayerNorm gains, biases etc. are generic
     for (size_t i = 0; i < m.num_params; i++) m.params[i] += (real)(0.1 * uni());
@@ -235,5 +255,7 @@ int main(void) {
     model_case("alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3);
     model_case("mixed: learned input + rope,alibi,nope", NULL, "rope,alibi,nope", "learned", 0, 1.0, 2);
     model_case("mixed: sinusoidal input + alibi,rope,rope", NULL, "alibi,rope,rope", "sinusoidal", 1, 1.0, 2);
+    model_case("mixed: one t5 table shared by two layers + fire", NULL, "t5,fire,t5", NULL, 0, 1.0, 2);
+    model_case("mixed: xpos,p-rope,kerple with a learned input", NULL, "xpos,p-rope,kerple", "learned", 1, 1.0, 2);
     return test_summary("test_grad");
 }

@@ -72,13 +72,13 @@ static void test_rope_relative(int interleaved, double fraction) {
     for (int i = 0; i < 4; i++) {
         real qr[16], kr[16];
         memcpy(qr, q, sizeof q); memcpy(kr, k, sizeof k);
-        s->qk_forward(&t, qr, ms[i]); s->qk_forward(&t, kr, ms[i] + 2);
+        s->qk_forward(&t, qr, ms[i], 0); s->qk_forward(&t, kr, ms[i] + 2, 1);
         double d = dot(qr, kr, hs);
         if (i == 0) ref = d;
         EXPECT_NEAR(d, ref, 1e-10, 0, "rope: score at offset 2 must not depend on the absolute position");
         // rotation keeps norms, and backward (the transpose) undoes forward
         EXPECT_NEAR(dot(qr, qr, hs), dot(q, q, hs), 1e-10, 0, "rope rotation keeps the norm");
-        s->qk_backward(&t, qr, ms[i]);
+        s->qk_backward(&t, qr, ms[i], 0);
         double back = 0;
         for (int c = 0; c < hs; c++) back = fmax(back, fabs(qr[c] - q[c]));
         EXPECT(back < 1e-12, "rope backward must be the inverse rotation (error %.3g)", back);
@@ -87,7 +87,7 @@ static void test_rope_relative(int interleaved, double fraction) {
     int rot = posenc_rope_width(&t.cfg, hs);
     real x[16];
     memcpy(x, q, sizeof q);
-    s->qk_forward(&t, x, 77);
+    s->qk_forward(&t, x, 77, 0);
     int same = 1;
     for (int i = rot; i < hs; i++) same &= x[i] == q[i];
     EXPECT(same, "partial rope must leave channels >= d_rot = %d unchanged", rot);
@@ -100,14 +100,14 @@ static void test_rope_pairings(double fraction) {
     int hs = 16;
     PosTables ts = tables_for("none", "rope", hs, 1, 64, 0, fraction), ti = tables_for("none", "rope", hs, 1, 64, 1, fraction);
     const PosScheme *s = posenc_scheme(posenc_find("rope"));
-    int rot = ts.rope_rot, perm[16];
+    int rot = ts.rope.rot, perm[16];
     for (int i = 0; i < hs; i++) perm[i] = i;
     for (int i = 0; i < rot / 2; i++) { perm[2 * i] = i; perm[2 * i + 1] = i + rot / 2; }
     real x[16], xs[16];
     for (int i = 0; i < hs; i++) x[i] = (real)uni();
     for (int i = 0; i < hs; i++) xs[perm[i]] = x[i];
-    s->qk_forward(&ti, x, 29);
-    s->qk_forward(&ts, xs, 29);
+    s->qk_forward(&ti, x, 29, 0);
+    s->qk_forward(&ts, xs, 29, 0);
     double err = 0;
     for (int i = 0; i < hs; i++) err = fmax(err, fabs(xs[perm[i]] - x[i]));
     EXPECT(err < 1e-12, "split and interleaved rope differ by more than a permutation (%.3g)", err);
@@ -119,13 +119,13 @@ static void test_rope_pairings(double fraction) {
 static void test_rope_partial_freqs(int interleaved) {
     int hs = 16;
     PosTables t = tables_for("none", "rope", hs, 1, 8, interleaved, 0.5);
-    EXPECT(t.rope_rot == 8, "d_rot = int(16 * 0.5) = 8 (got %d)", t.rope_rot);
+    EXPECT(t.rope.rot == 8, "d_rot = int(16 * 0.5) = 8 (got %d)", t.rope.rot);
     const PosScheme *s = posenc_scheme(posenc_find("rope"));
     for (int i = 0; i < 4; i++) {
         real x[16] = { 0 };
         int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + 4;
         x[a] = 1;                                // unit vector in the first member of pair i
-        s->qk_forward(&t, x, 1);
+        s->qk_forward(&t, x, 1, 0);
         double angle = atan2(x[b], x[a]);        // the rotation of pair i at position 1
         EXPECT_NEAR(angle, pow(10000.0, -2.0 * i / 8), 1e-12, 0, "partial rope: theta_i over d_rot");
     }
@@ -142,7 +142,7 @@ static void test_rope_not_monotone(void) {
     double score[8];
     for (int dist = 0; dist < 8; dist++) {
         real q[2] = { 1, 0 }, k[2] = { 1, 0 };
-        s->qk_forward(&t, q, 0); s->qk_forward(&t, k, dist);
+        s->qk_forward(&t, q, 0, 0); s->qk_forward(&t, k, dist, 1);
         score[dist] = dot(q, k, 2);
         EXPECT_NEAR(score[dist], cos(dist), 1e-12, 0, "rope score for q = k = (1,0) is cos(n - m)");
     }
@@ -224,6 +224,105 @@ static void test_learned_range(void) {
     EXPECT(strstr(buf, "position 8") && strstr(buf, "learned"), "the message must name the position and the table: %s", buf);
 }
 
+// RoPE context extension against the worked examples of shared/REFERENCE.md
+static void test_rope_scaling(void) {
+    PosConfig c; posenc_defaults(&c, 1);
+    double f[64], factor;
+    c.rope_base = 1e4; c.rope_factor = 4; c.rope_original_context = 1024;
+    // dynamic NTK: d = 64, L = 4096 -> base' = 141214 (6 s.f.), read back from theta_1 = base'^(-2/64)
+    c.rope_scaling = ROPE_SCALING_DYNAMIC;
+    posenc_rope_freqs(&c, 64, 4096, f, &factor);
+    EXPECT_NEAR(pow(f[1], -32.0), 141214, 0.5, 0, "dynamic: base' for L = 4096");
+    posenc_rope_freqs(&c, 64, 1024, f, &factor);
+    EXPECT_NEAR(f[1], pow(1e4, -2.0 / 64), 1e-15, 0, "dynamic: no change up to L0");
+    // linear: theta / s
+    c.rope_scaling = ROPE_SCALING_LINEAR;
+    posenc_rope_freqs(&c, 64, 4096, f, &factor);
+    EXPECT_NEAR(f[3], pow(1e4, -6.0 / 64) / 4, 1e-15, 0, "linear: theta / s");
+    // yarn: low 5, high 18, factor 1.138629, theta'[0,5,10,18,31]
+    c.rope_scaling = ROPE_SCALING_YARN;
+    posenc_rope_freqs(&c, 64, 4096, f, &factor);
+    EXPECT_NEAR(factor, 1.138629, 5e-7, 0, "yarn attention factor");
+    static const int yi[5] = { 0, 5, 10, 18, 31 };
+    static const double yv[5] = { 1, 0.237137371, 0.0400127481, 0.00140585331, 3.33380358e-05 };
+    for (int k = 0; k < 5; k++) EXPECT_NEAR(f[yi[k]], yv[k], 0, 1e-8, "yarn inv_freq");
+    // llama3 (Llama 3.1): d = 128, base 5e5, s = 8, L0 = 8192 -> theta'[0,20,40,63]
+    c.rope_scaling = ROPE_SCALING_LLAMA3; c.rope_base = 5e5; c.rope_factor = 8; c.rope_original_context = 8192;
+    posenc_rope_freqs(&c, 128, 8192, f, &factor);
+    static const int li[4] = { 0, 20, 40, 63 };
+    static const double lv[4] = { 1, 0.0165604, 3.4281e-05, 3.06893e-07 };
+    for (int k = 0; k < 4; k++) EXPECT_NEAR(f[li[k]], lv[k], 0, 5e-6, "llama3 inv_freq");
+    EXPECT(factor == 1, "llama3 has no attention factor");
+}
+
+// T5 decoder buckets: the first distance of each bucket from 16 on, and 113+ in bucket 31
+static void test_t5_buckets(void) {
+    static const int first[16] = { 16, 19, 21, 24, 27, 31, 35, 40, 46, 52, 59, 67, 77, 87, 99, 113 };
+    for (int n = 0; n < 16; n++) EXPECT(posenc_t5_bucket(n, 32, 128) == n, "t5: distance %d is its own bucket", n);
+    for (int b = 0; b < 16; b++) {
+        EXPECT(posenc_t5_bucket(first[b], 32, 128) == 16 + b, "t5: distance %d opens bucket %d", first[b], 16 + b);
+        EXPECT(posenc_t5_bucket(first[b] - 1, 32, 128) == 15 + b, "t5: distance %d is still bucket %d", first[b] - 1, 15 + b);
+    }
+    EXPECT(posenc_t5_bucket(5000, 32, 128) == 31, "t5: far distances share bucket 31");
+}
+
+// p-rope: the dropped (lowest) frequencies leave their channels unchanged; the kept ones rotate
+static void test_prope(void) {
+    PosTables t = tables_for("none", "p-rope", 16, 1, 64, 0, 1.0);   // 8 pairs, keeps floor(0.25*8) = 2
+    const PosScheme *s = posenc_scheme(posenc_find("p-rope"));
+    real x[16], y[16];
+    for (int i = 0; i < 16; i++) x[i] = y[i] = (real)uni();
+    s->qk_forward(&t, y, 37, 0);
+    int kept_moved = y[0] != x[0] && y[1] != x[1], dropped_still = 1;
+    for (int i = 2; i < 8; i++) dropped_still &= y[i] == x[i] && y[i + 8] == x[i + 8];
+    EXPECT(kept_moved && dropped_still, "p-rope must rotate pairs 0,1 and leave pairs 2..7 unchanged");
+    posenc_tables_free(&t);
+}
+
+// xpos: the score of q at m and k at n depends only on n - m (the scales are zeta^(m/g) and
+// zeta^(-n/g)), and decays with distance for q = k
+static void test_xpos(void) {
+    PosTables t = tables_for("none", "xpos", 16, 1, 400, 0, 1.0);
+    const PosScheme *s = posenc_scheme(posenc_find("xpos"));
+    real q[16], k[16];
+    for (int i = 0; i < 16; i++) { q[i] = (real)uni(); k[i] = (real)uni(); }
+    double ref = 0;
+    int ms[3] = { 0, 57, 300 };
+    for (int i = 0; i < 3; i++) {
+        real qr[16], kr[16];
+        memcpy(qr, q, sizeof q); memcpy(kr, k, sizeof k);
+        s->qk_forward(&t, qr, ms[i] + 5, 0); s->qk_forward(&t, kr, ms[i], 1);
+        double d = dot(qr, kr, 16);
+        if (i == 0) ref = d;
+        EXPECT_NEAR(d, ref, 1e-9, 1e-9, "xpos: score at offset 5 must not depend on the absolute position");
+    }
+    posenc_tables_free(&t);
+}
+
+// Precision: at positions near 1e6 the tables keep distinct angles because they are computed in
+// double. Computing pos*theta in float instead errs by ~pos*6e-8 rad (0.06 rad at 1e6): the limit
+// the README documents.
+static void test_precision(void) {
+    PosConfig c; posenc_defaults(&c, 1);
+    c.layer[0] = posenc_find("rope");
+    PosDims d = { 1, 1, 4, 4, 16 };
+    int P = 1000003;
+    PosTables t; posenc_tables_build(&t, &c, &d, P);
+    double theta1 = pow(10000.0, -2.0 / 4), worst_double = 0, worst_float = 0;
+    int distinct = 1;
+    for (int p = P - 3; p < P; p++) {
+        double a = (double)p * theta1;
+        worst_double = fmax(worst_double, fabs(t.rope.cos[(size_t)p * 2 + 1] - cos(a)));
+        float af = (float)p * (float)theta1;
+        worst_float = fmax(worst_float, fabs((double)cosf(af) - cos(a)));
+        distinct &= t.rope.cos[(size_t)p * 2 + 1] != t.rope.cos[(size_t)(p - 1) * 2 + 1];
+    }
+    EXPECT(worst_double < 1e-9, "rope tables at ~1e6 must match the double angle (error %.3g)", worst_double);
+    EXPECT(distinct, "rope tables at ~1e6 must give neighbouring positions distinct angles");
+    EXPECT(worst_float > 1e-4, "a float angle at ~1e6 should visibly err (%.3g), or the documented limit is wrong", worst_float);
+    posenc_tables_free(&t);
+}
+
 // The schedule: names, presets of --pe, and refusals
 static void test_schedule(void) {
     PosConfig c; posenc_defaults(&c, 4);
@@ -240,6 +339,12 @@ static void test_schedule(void) {
     PosDims d16 = { 4, 2, 32, 16, 64 }, d10 = { 4, 2, 20, 10, 64 };
     EXPECT(posenc_validate(&c, &d16, msg, sizeof msg), "rope fraction 0.3 of 16 = 4 channels is valid");
     EXPECT(!posenc_validate(&c, &d10, msg, sizeof msg) && strstr(msg, "even"), "odd rotated width refused: %s", msg);
+    // the SmolLM3 preset: RoPE in layer i unless (i+1) % 4 == 0
+    PosConfig p; posenc_defaults(&p, 8);
+    EXPECT(posenc_schedule(&p, 8, NULL, "smollm3", NULL, msg, sizeof msg), "smollm3 preset: %s", msg);
+    char list[256];
+    posenc_layer_list(&p, list, sizeof list);
+    EXPECT(strcmp(list, "rope,rope,rope,nope,rope,rope,rope,nope") == 0, "smollm3 on 8 layers: %s", list);
 }
 
 int main(void) {
@@ -255,6 +360,11 @@ int main(void) {
     test_alibi_slopes();
     test_nope_equivariance();
     test_learned_range();
+    test_rope_scaling();
+    test_t5_buckets();
+    test_prope();
+    test_xpos();
+    test_precision();
     test_schedule();
     return test_summary("test_posenc");
 }
