@@ -22,7 +22,7 @@ PYTHON ?= /usr/bin/python3
 CORE = model.c posenc.c
 LIB = $(CORE) checkpoint.c safetensors.c dataset/data.c dataset/corpus.c
 HDR = common.h model.h posenc.h checkpoint.h safetensors.h dataset/data.h
-TESTS = tests/test_grad tests/test_posenc tests/test_data tests/test_safetensors tests/test_train tests/st_compare
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_data tests/test_safetensors tests/test_train tests/st_compare
 
 .PHONY: all test run asan clean fixtures
 all: train $(TESTS)
@@ -35,6 +35,8 @@ tests/test_grad: tests/test_grad.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_grad.c $(CORE) $(LDLIBS)
 tests/test_posenc: tests/test_posenc.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_posenc.c $(CORE) $(LDLIBS)
+tests/test_positions: tests/test_positions.c $(CORE) $(HDR) tests/testutil.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_positions.c $(CORE) $(LDLIBS)
 tests/test_train: tests/test_train.c $(LIB) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_train.c $(LIB) $(LDLIBS)
 tests/test_data: tests/test_data.c dataset/data.c dataset/corpus.c $(HDR) tests/testutil.h
@@ -48,6 +50,7 @@ tests/st_compare: tests/st_compare.c safetensors.c safetensors.h
 test: all
 	OMP_NUM_THREADS=2 ./tests/test_grad
 	OMP_NUM_THREADS=2 ./tests/test_posenc
+	OMP_NUM_THREADS=2 ./tests/test_positions
 	./tests/test_data
 	./tests/test_safetensors
 	OMP_NUM_THREADS=2 ./tests/test_train

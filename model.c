@@ -235,42 +235,50 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
 // j <= i when ap->bidirectional is set).
 // score(i,j) = q_i . k_j / sqrt(hs) + bias_h(pos_i, pos_j)   (hook 3, if the scheme has one)
 
+// One query row of one head: the probabilities a (n,) over keys 0..n-1 and the output o (hs,).
+// q (hs); key j's vector is K + j*stride and its value V + j*stride; key j is allowed when
+// kdoc[j] == qdoc (the caller picks n for the causal limit). Used by training and by the cache.
+static void attend_row(real *o, real *a, const real *q, const real *K, const real *V, size_t stride,
+                       const int *kpos, const int *kdoc, int n, int qpos, int qdoc, int h, const AttnPos *ap, int hs) {
+    const PosScheme *s = ap->scheme;
+    real scale = 1 / sqrt((real)hs);
+    for (int j = 0; j < n; j++) {
+        const real *k = K + (size_t)j * stride;
+        real dot = 0;
+        for (int c = 0; c < hs; c++) dot += q[c] * k[c];
+        a[j] = dot * scale;
+    }
+    if (s->bias_forward) s->bias_forward(ap->tables, ap->pe_params, h, qpos, kpos, n, a);   // hook 3
+    real mx = -INFINITY;
+    for (int j = 0; j < n; j++) if (kdoc[j] == qdoc && a[j] > mx) mx = a[j];
+    real sum = 0;
+    for (int j = 0; j < n; j++) {
+        real e = kdoc[j] == qdoc ? exp(a[j] - mx) : 0;   // the query's own key is always allowed
+        a[j] = e; sum += e;
+    }
+    real inv = 1 / sum;
+    for (int j = 0; j < n; j++) a[j] *= inv;
+    for (int c = 0; c < hs; c++) o[c] = 0;
+    for (int j = 0; j < n; j++) {
+        if (a[j] == 0) continue;
+        const real *v = V + (size_t)j * stride;
+        for (int c = 0; c < hs; c++) o[c] += a[j] * v[c];
+    }
+}
+
 void attention_forward(real *out, real *att, const real *qkv, const AttnPos *ap, int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
-    real scale = 1 / sqrt((real)hs);
-    const PosScheme *s = ap->scheme;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
+            const real *row0 = qkv + (size_t)b * T * C3 + h * hs;       // q of token 0, head h
             for (int i = 0; i < T; i++) {
-                int last = ap->bidirectional ? T - 1 : i;                   // the last key allowed
-                const real *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
+                int n = ap->bidirectional ? T : i + 1;                  // keys 0..n-1 may be seen
                 real *a = att + (((size_t)b * NH + h) * T + i) * T;     // (T,) row of probabilities
-                for (int j = 0; j <= last; j++) {
-                    const real *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
-                    real dot = 0;
-                    for (int c = 0; c < hs; c++) dot += q[c] * k[c];
-                    a[j] = dot * scale;
-                }
-                if (s->bias_forward) s->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, last + 1, a);
-                real mx = -INFINITY;
-                for (int j = 0; j <= last; j++) if (doc_b[j] == doc_b[i] && a[j] > mx) mx = a[j];
-                real sum = 0;
-                for (int j = 0; j <= last; j++) {
-                    real e = doc_b[j] == doc_b[i] ? exp(a[j] - mx) : 0;   // key i itself is always allowed
-                    a[j] = e; sum += e;
-                }
-                real inv = 1 / sum;
-                for (int j = 0; j <= last; j++) a[j] *= inv;
-                for (int j = last + 1; j < T; j++) a[j] = 0;
-                real *o = out + ((size_t)b * T + i) * C + h * hs;
-                for (int c = 0; c < hs; c++) o[c] = 0;
-                for (int j = 0; j <= last; j++) {
-                    if (a[j] == 0) continue;
-                    const real *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
-                    for (int c = 0; c < hs; c++) o[c] += a[j] * v[c];
-                }
+                attend_row(out + ((size_t)b * T + i) * C + h * hs, a, row0 + (size_t)i * C3, row0 + C, row0 + 2 * C,
+                           C3, pos_b, doc_b, n, pos_b[i], doc_b[i], h, ap, hs);
+                for (int j = n; j < T; j++) a[j] = 0;
             }
         }
 }
@@ -657,6 +665,77 @@ double gpt_forward(GPT *m, const Batch *b) {
     m->weight_sum = wsum;
     m->loss = wsum > 0 ? sum / wsum : 0;
     return m->loss;
+}
+
+// ----------------------------------------------------------------------------------------------
+// incremental decoding with a KV cache
+
+void kv_cache_init(KVCache *c, const GPT *m, int cap) {
+    memset(c, 0, sizeof *c);
+    c->cap = cap; c->C = m->cfg.n_embd; c->L = m->cfg.n_layer;
+    c->k = xmalloc(sizeof(real) * (size_t)c->L * cap * c->C);
+    c->v = xmalloc(sizeof(real) * (size_t)c->L * cap * c->C);
+    c->pos = xmalloc(sizeof(int) * cap);
+    c->doc = xcalloc(cap, sizeof(int));
+    c->att_row = xmalloc(sizeof(real) * (size_t)max_threads() * cap);
+}
+
+void kv_cache_free(KVCache *c) {
+    free(c->k); free(c->v); free(c->pos); free(c->doc); free(c->att_row);
+    memset(c, 0, sizeof *c);
+}
+
+// The same layers as gpt_forward on a (1, T) batch, except that attention reads the keys and
+// values of every earlier token from the cache: query i of the chunk sees cached keys 0..P+i.
+void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, int T) {
+    const GPTConfig *c = &m->cfg;
+    int L = c->n_layer, C = c->n_embd, NH = c->n_head, hs = C / NH, V = c->vocab_size, Vp = c->padded_vocab;
+    int P = kc->len;
+    CHECK(P + T <= kc->cap, "internal: the KV cache holds %d tokens; %d + %d do not fit", kc->cap, P, T);
+    for (int t = 0; t < T; t++)
+        CHECK(tokens[t] >= 0 && tokens[t] < V, "token id %d is outside the vocabulary (0..%d)", tokens[t], V - 1);
+    alloc_acts(m, 1, T);
+    m->batch = NULL;                       // no backward through a cached forward
+    Activations *a = &m->a;
+    const ParamTensors *p = &m->p;
+    for (int t = 0; t < T; t++) { kc->pos[P + t] = pos[t]; kc->doc[P + t] = 0; }
+    int zero_doc[1] = { 0 };
+
+    encoder_forward(a->encoded, tokens, p->wte, T, C);
+    const PosScheme *in = posenc_scheme(c->pe.input);
+    if (in->input_forward) in->input_forward(&m->pt, p->pe_input, a->encoded, pos, T);
+    const real *residual = a->encoded;
+    for (int l = 0; l < L; l++) {
+        LayerActs la = layer_acts(a, l, 1, T, C, NH);
+        AttnPos ap = { .pos = pos, .doc = zero_doc, .scheme = posenc_scheme(c->pe.layer[l]), .tables = &m->pt,
+                       .pe_params = m->p.pe_layer[l] };
+        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, T, C);
+        matmul_forward(la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, T, C, 3 * C);
+        qk_hook(la.qkv, &ap, T, C, NH, QK_FORWARD);
+        real *Kl = kc->k + (size_t)l * kc->cap * C, *Vl = kc->v + (size_t)l * kc->cap * C;
+        for (int t = 0; t < T; t++) {      // append this chunk's keys and values
+            memcpy(Kl + (size_t)(P + t) * C, la.qkv + (size_t)t * 3 * C + C, sizeof(real) * C);
+            memcpy(Vl + (size_t)(P + t) * C, la.qkv + (size_t)t * 3 * C + 2 * C, sizeof(real) * C);
+        }
+        #pragma omp parallel for collapse(2) schedule(static)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                real *row = kc->att_row + (size_t)thread_id() * kc->cap;
+                attend_row(la.atty + (size_t)t * C + h * hs, row, la.qkv + (size_t)t * 3 * C + h * hs,
+                           Kl + h * hs, Vl + h * hs, C, kc->pos, kc->doc, P + t + 1, pos[t], 0, h, &ap, hs);
+            }
+        matmul_forward(a->scratch, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, T, C, C);
+        residual_add(la.residual2, residual, a->scratch, (size_t)T * C);
+        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, T, C);
+        matmul_forward(la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, T, C, 4 * C);
+        gelu_forward(la.fch_gelu, la.fch, T * 4 * C);
+        matmul_forward(a->scratch, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, T, 4 * C, C);
+        residual_add(la.residual3, la.residual2, a->scratch, (size_t)T * C);
+        residual = la.residual3;
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, T, C);
+    matmul_forward(a->logits, a->lnf, p->wte, NULL, T, C, Vp);
+    kc->len = P + T;
 }
 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); }

@@ -140,6 +140,24 @@ void gpt_zero_grad(GPT *m);
 // gives the gradient of the mean over the whole accumulated batch.
 void gpt_backward(GPT *m, double grad_scale);
 
+// KV cache for incremental decoding of one sequence (batch 1). Keys are stored after the q/k hook
+// (rotated at their own positions), so a chunk appended after P cached tokens only hooks its own
+// tokens, at the positions the caller gives (P..P+T-1 for plain decoding).
+typedef struct {
+    int cap;           // tokens it can hold
+    int len;           // tokens cached so far
+    int C, L;
+    real *k, *v;       // (L, cap, C)
+    int *pos, *doc;    // (cap,) position and document id of each cached token
+    real *att_row;     // (threads, cap) scratch
+} KVCache;
+
+void kv_cache_init(KVCache *c, const GPT *m, int cap);
+void kv_cache_free(KVCache *c);
+// Runs T new tokens (token ids tokens (T,), position ids pos (T,), one document) after the cached
+// ones, appends their keys and values, and leaves the chunk's logits in m->a.logits (T, Vp).
+void gpt_forward_cached(GPT *m, KVCache *c, const int *tokens, const int *pos, int T);
+
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
 } AdamWConfig;
