@@ -20,8 +20,8 @@ LDLIBS = -lm
 PYTHON ?= /usr/bin/python3
 
 CORE = model.c posenc.c
-LIB = $(CORE) checkpoint.c safetensors.c dataset/data.c dataset/corpus.c
-HDR = common.h model.h posenc.h checkpoint.h safetensors.h dataset/data.h
+LIB = $(CORE) checkpoint.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c
+HDR = common.h model.h posenc.h checkpoint.h safetensors.h dataset/data.h dataset/loader.h
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_data tests/test_safetensors tests/test_train tests/st_compare
 
 .PHONY: all test run asan clean fixtures

@@ -143,7 +143,7 @@ static void parse_config(const char *path, char *text, GPTConfig *cfg, char **tr
     if (train_kv) *train_kv = train; else free(train);
 }
 
-void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st) {
+void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st, CkptAdjust adjust, void *ctx) {
     In in = { fopen(path, "rb"), path };
     CHECK(in.f, "cannot open checkpoint '%s': %s", path, strerror(errno));
     struct stat sb;
@@ -167,6 +167,11 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
     free(text);
     uint64_t P;
     in_read(&in, &P, 8, "the parameter count");
+    if (adjust) {
+        adjust(&cfg, ctx);
+        char msg[512];
+        CHECK(gpt_config_check(&cfg, msg, sizeof msg), "with the model of '%s': %s", path, msg);
+    }
     gpt_build(m, &cfg, 0, max_pos);
     CHECK(P == m->num_params, "checkpoint '%s' holds %llu parameters but its config needs %zu (damaged file)",
           path, (unsigned long long)P, m->num_params);

@@ -29,8 +29,11 @@ typedef struct {
 void ckpt_save(const char *path, const GPT *m, const char *train_kv, const TrainState *st);
 // Reads the file, builds *m from its config (tables for max_pos positions, 0 = context) and loads
 // the parameters (and, when present and st is non-NULL, the optimiser state). *train_kv receives
-// the train.* lines (caller frees; may be NULL). Exits with a message naming the file on any problem.
-void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st);
+// the train.* lines (caller frees; may be NULL). adjust (may be NULL) may change the config before
+// the model is built: a new context, context-extension settings; the parameter count must stay.
+// Exits with a message naming the file on any problem.
+typedef void (*CkptAdjust)(GPTConfig *cfg, void *ctx);
+void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st, CkptAdjust adjust, void *ctx);
 
 // The export contract (README.md): every parameter as F32 under HF GPT-2 names, Conv1D weights
 // transposed to (in, out), wte cut to the real vocabulary; metadata format=pt and config JSON.

@@ -14,6 +14,7 @@
 
 #include "checkpoint.h"
 #include "dataset/data.h"
+#include "dataset/loader.h"
 #include "model.h"
 
 // ----------------------------------------------------------------------------------------------
@@ -23,7 +24,7 @@ typedef struct {
     const char *data, *val_data, *tokenizer, *save, *load, *resume, *export_path, *dump, *log, *prompt;
     const char *pe, *pe_layers, *input_pe;
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
-    int threads, sample, top_k, save_every, log_every;
+    int threads, sample, top_k, save_every, log_every, pack, eval_batches;
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
     long long seed;
 } Options;
@@ -46,6 +47,7 @@ static const Flag FLAGS[] = {
     { "val-data", F_STR, O(val_data), 0, 0, K_TRAIN, "FILE", "validation data (default: the last --val-frac of --data)" },
     { "val-frac", F_DBL, O(val_frac), 0, 0.5, K_TRAIN, "F", "fraction of the data held out for validation (0.1)" },
     { "tokenizer", F_STR, O(tokenizer), 0, 0, K_RUN, "FILE", "llm.c tokenizer file to print samples of token data" },
+    { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1", "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
     { "steps", F_INT, O(steps), 0, 1e9, K_TRAIN, "N", "optimiser steps (default 300)" },
     { "batch", F_INT, O(batch), 1, 1e6, K_TRAIN, "B", "sequences per micro-batch (16)" },
     { "seq", F_INT, O(seq), 1, 1e7, K_TRAIN, "T", "tokens per sequence (64)" },
@@ -79,6 +81,7 @@ static const Flag FLAGS[] = {
     { "prompt", F_STR, O(prompt), 0, 0, K_RUN, "TEXT", "text to continue when sampling" },
     { "temperature", F_DBL, O(temperature), 0, 100, K_RUN, "X", "sampling temperature, 0 = greedy (1.0)" },
     { "top-k", F_INT, O(top_k), 0, 1e9, K_RUN, "K", "sample among the K most likely tokens, 0 = all (0)" },
+    { "eval-batches", F_INT, O(eval_batches), 0, 1e6, K_RUN, "N", "evaluate the --load model on N validation batches of --batch x --seq, then exit" },
     { "export", F_STR, O(export_path), 0, 0, K_RUN, "FILE", "write the model as safetensors with HF GPT-2 names, then exit" },
     { "dump-step", F_STR, O(dump), 0, 0, K_RUN, "FILE", "write one forward/backward on the first batch as safetensors, then exit" },
 };
@@ -201,25 +204,6 @@ static void apply_stored(Args *a, char *kv, const char *path) {
 // ----------------------------------------------------------------------------------------------
 // data
 
-typedef struct {
-    const TokenData *d;
-    uint64_t pos;        // index of the next token to read
-} Loader;
-
-// Row r of the batch reads tokens[pos + r*T .. pos + r*T + T] (inputs and shifted targets).
-static void loader_next(Loader *l, Batch *b) {
-    size_t need = (size_t)b->B * b->T + 1;
-    if (l->pos + need > l->d->n) l->pos = 0;
-    for (int r = 0; r < b->B; r++)
-        for (int t = 0; t < b->T; t++) {
-            size_t k = (size_t)r * b->T + t, src = l->pos + k;
-            b->tokens[k] = l->d->tokens[src];
-            b->targets[k] = l->d->tokens[src + 1];
-        }
-    batch_default_positions(b);
-    l->pos += (size_t)b->B * b->T;
-}
-
 static void check_tokens(const TokenData *d, int vocab, const char *name) {
     for (size_t i = 0; i < d->n; i++)
         CHECK(d->tokens[i] >= 0 && d->tokens[i] < vocab, "%s: token id %d at index %zu is outside the "
@@ -258,7 +242,7 @@ static void save_path(const char *pattern, int step, char *out, size_t cap) {
 }
 
 static double evaluate(GPT *m, const TokenData *val, const Options *o, Batch *b) {
-    Loader l = { val, 0 };
+    Loader l = { val, 0, o->pack };
     double sum = 0, wsum = 0;
     for (int i = 0; i < o->val_batches; i++) {
         loader_next(&l, b);
@@ -301,37 +285,66 @@ static int sample_token(const real *logits, int V, double temp, int top_k, Rng *
     return pick;
 }
 
+// Generation with the KV cache: the prompt is one chunk, then one token per step at the next
+// position. When the cache (the model's context) is full, the last half of the text is encoded
+// again from position 0 and generation continues from there.
 static void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng) {
     int T = m->cfg.max_seq_len, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
     int cap = (int)strlen(o->prompt ? o->prompt : "") + 1;
-    int *ctx = xmalloc(sizeof(int) * (size_t)(cap + o->sample + 1));
+    int *ctx = xmalloc(sizeof(int) * (size_t)(cap + o->sample + 1)), *pos = xmalloc(sizeof(int) * T);
     int n = o->prompt ? tokenizer_encode(tok, o->prompt, ctx, cap) : 0;
     if (n == 0) ctx[n++] = tok->eot >= 0 ? tok->eot : '\n';   // start from end-of-text or a newline
     for (int i = 0; i < n; i++) CHECK(ctx[i] < V, "--prompt: token %d is outside the model's vocabulary", ctx[i]);
     printf("---- sample (%d tokens, temperature %g, top-k %d) ----\n", o->sample, o->temperature, o->top_k);
     if (o->prompt) fputs(o->prompt, stdout);
-    Batch b;
-    batch_alloc(&b, 1, T);
+    KVCache kc;
+    kv_cache_init(&kc, m, T);
+    int fed = 0;                                 // tokens of ctx whose keys are in the cache
     for (int i = 0; i < o->sample; i++) {
-        int start = n > T ? n - T : 0, len = n - start;   // the last T tokens (a sliding window)
-        b.T = len;
-        memcpy(b.tokens, ctx + start, sizeof(int) * len);
-        int *targets = b.targets;
-        b.targets = NULL;
-        batch_default_positions(&b);
-        gpt_forward(m, &b);
-        b.targets = targets;
-        int next = sample_token(m->a.logits + (size_t)(len - 1) * Vp, V, o->temperature, o->top_k, rng);
+        if (kc.len + (n - fed) > T) {            // full: start again from the last T/2 tokens
+            int keep = T / 2 > 0 ? T / 2 : 1;
+            kc.len = 0;
+            fed = n > keep ? n - keep : 0;
+        }
+        int chunk = n - fed, P = kc.len;
+        for (int t = 0; t < chunk; t++) pos[t] = P + t;          // positions P .. P+chunk-1
+        gpt_forward_cached(m, &kc, ctx + fed, pos, chunk);
+        fed = n;
+        int next = sample_token(m->a.logits + (size_t)(chunk - 1) * Vp, V, o->temperature, o->top_k, rng);
         ctx[n++] = next;
         print_piece(tok, next);
     }
     printf("\n---- end of sample ----\n");
-    b.T = T;
-    batch_free(&b);
-    free(ctx);
+    kv_cache_free(&kc);
+    free(ctx); free(pos);
 }
 
 // ----------------------------------------------------------------------------------------------
+
+// With --load: the settings of how a trained model is run may change: a new --context (not for a
+// learned position table, whose size is fixed) and the context-extension settings (--rope-scaling ...).
+static void adjust_loaded(GPTConfig *cfg, void *ctx) {
+    Args *a = ctx;
+    Options *o = &a->o;
+    char msg[512];
+    if (a->set[find_flag("context") - FLAGS] && o->context != cfg->max_seq_len) {
+        CHECK(!o->resume, "--context %d differs from the context %d of the checkpoint; --resume continues "
+              "the same run (use --load to change the context)", o->context, cfg->max_seq_len);
+        CHECK(cfg->pe.input != posenc_find("learned"), "--context %d: the model's learned position table has %d "
+              "rows and cannot serve another context", o->context, cfg->max_seq_len);
+        cfg->max_seq_len = o->context;
+    }
+    for (int i = 0; i < a->n_pe; i++) {
+        char flag[64];
+        size_t k = 0;
+        for (; a->pe_key[i][k]; k++) flag[k] = a->pe_key[i][k] == '_' ? '-' : a->pe_key[i][k];
+        flag[k] = 0;
+        CHECK(!o->resume && posenc_is_flag(flag) == 2, "--%s cannot change the model in the checkpoint; %s",
+              flag, o->resume ? "--resume continues the same run" : "only --context and the context-extension "
+              "settings (--rope-scaling, --rope-factor, ...) may change with --load");
+        CHECK(posenc_set(&cfg->pe, a->pe_key[i], a->pe_val[i], msg, sizeof msg) > 0, "%s", msg);
+    }
+}
 
 // The model: from a checkpoint (--load/--resume; architecture flags refused) or from the flags.
 // vocab: the vocabulary of a new model (from --tokenizer or the data).
@@ -340,7 +353,7 @@ static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int 
     const char *ckpt = o->resume ? o->resume : o->load;
     char msg[512];
     if (ckpt) {
-        ckpt_load(ckpt, model, 0, stored, o->resume ? st : NULL);
+        ckpt_load(ckpt, model, 0, stored, o->resume ? st : NULL, adjust_loaded, a);
         if (o->resume) {
             CHECK(st->has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
                   "use --load to fine-tune from it", ckpt);
@@ -349,9 +362,6 @@ static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int 
         for (int i = 0; i < N_FLAGS; i++)
             CHECK(!(a->set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0,
                   "--%s cannot change the architecture of the model in '%s'; drop the flag", FLAGS[i].name, ckpt);
-        CHECK(a->n_pe == 0, "--%s cannot change the scheme settings of the model in '%s'; drop the flag", a->pe_key[0], ckpt);
-        CHECK(!a->set[find_flag("context") - FLAGS] || o->context == model->cfg.max_seq_len,
-              "--context %d differs from the context %d of the model in '%s'", o->context, model->cfg.max_seq_len, ckpt);
         return;
     }
     GPTConfig cfg = { .vocab_size = vocab, .n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
@@ -379,8 +389,8 @@ int main(int argc, char **argv) {
     parse_args(&a, argc, argv);
     Options *o = &a.o;
     CHECK(!(o->load && o->resume), "give either --load or --resume, not both");
-    CHECK(!(o->export_path || o->dump) || o->load || o->resume,
-          "--export and --dump-step need the model from --load CKPT (or --resume CKPT)");
+    CHECK(!(o->export_path || o->dump || o->eval_batches) || o->load || o->resume,
+          "--export, --dump-step and --eval-batches need the model from --load CKPT (or --resume CKPT)");
 #ifdef _OPENMP
     if (o->threads) omp_set_num_threads(o->threads);
 #endif
@@ -419,8 +429,8 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    int train_steps = o->dump ? 0 : o->steps - (int)st.step;
-    int need_data = o->dump || train_steps > 0;
+    int train_steps = o->dump || o->eval_batches ? 0 : o->steps - (int)st.step;
+    int need_data = o->dump || o->eval_batches || train_steps > 0;
     if (need_data && !have_data) {            // --resume without --data: the stored data path
         if (o->data) data_load(o->data, &all); else data_default_corpus(&all);
         data_name = o->data ? o->data : "the embedded corpus";
@@ -439,6 +449,8 @@ int main(int argc, char **argv) {
               "use more data or a smaller batch", data_name, train.n, o->batch, o->seq, need);
         CHECK(o->seq <= cfg->max_seq_len, "--seq %d is longer than the model's context %d; raise --context",
               o->seq, cfg->max_seq_len);
+        CHECK(!o->eval_batches || val.n >= need, "--eval-batches: %zu validation tokens are fewer than one batch "
+              "(%zu); give --val-data or a larger --val-frac", val.n, need);
         if (train_steps > 0 && val.n < need) {
             if (val.n || o->val_data)
                 fprintf(stderr, "warning: %zu validation tokens are fewer than one batch (%zu); no validation loss\n", val.n, need);
@@ -447,8 +459,15 @@ int main(int argc, char **argv) {
     }
     Batch *mb = xcalloc(o->accum, sizeof(Batch));
     if (need_data) for (int k = 0; k < o->accum; k++) batch_alloc(&mb[k], o->batch, o->seq);
-    Loader loader = { &train, o->resume ? st.data_pos : 0 };
+    Loader loader = { &train, o->resume ? st.data_pos : 0, o->pack };
 
+    if (o->eval_batches) {
+        Options eo = *o;
+        eo.val_batches = o->eval_batches;
+        double loss = evaluate(&model, &val, &eo, &mb[0]);
+        printf("eval: loss %.6f (perplexity %.4f) over %d batches of %d x %d validation tokens (model context %d)\n",
+               loss, exp(loss), o->eval_batches, o->batch, o->seq, cfg->max_seq_len);
+    }
     if (o->dump) {
         loader.pos = 0;
         loader_next(&loader, &mb[0]);
@@ -529,7 +548,7 @@ int main(int argc, char **argv) {
     }
     if (log) fclose(log);
 
-    if (o->sample && !o->dump) generate(&model, &tok, o, &rng);
+    if (o->sample && !o->dump && !o->eval_batches) generate(&model, &tok, o, &rng);
 
     free(kv);
     if (need_data) for (int k = 0; k < o->accum; k++) batch_free(&mb[k]);

@@ -16,7 +16,7 @@ expect_fail() {
   "$@" > "$tmp/out" 2> "$tmp/err"
   local rc=$?
   if [ $rc = 0 ]; then fail=$((fail + 1)); echo "FAIL: $what: exit status 0"; return; fi
-  if ! grep -qi -- "$needle" "$tmp/err"; then
+  if ! grep -qiF -- "$needle" "$tmp/err"; then
     fail=$((fail + 1)); echo "FAIL: $what: stderr lacks '$needle':"; sed 's/^/    /' "$tmp/err"; return
   fi
   if [ "$(md5sum < "$tmp/keep")" != "$before" ] || ls "$tmp"/keep.tmp* > /dev/null 2>&1; then
@@ -89,7 +89,12 @@ echo "this is not a checkpoint at all" > "$tmp/foreign.ckpt"
 expect_fail "foreign checkpoint" "not a checkpoint" ./train --load "$tmp/foreign.ckpt" --export "$tmp/keep"
 expect_fail "missing checkpoint" "cannot open checkpoint" ./train --load "$tmp/none.ckpt" --export "$tmp/keep"
 expect_fail "--layers with --load" "cannot change the architecture" ./train --load "$tmp/bytes.ckpt" --layers 3 --export "$tmp/keep"
-expect_fail "--rope-base with --load" "cannot change the scheme settings" ./train --load "$tmp/bytes.ckpt" --rope-base 500 --export "$tmp/keep"
+expect_fail "--rope-base with --load" "--rope-base cannot change the model" ./train --load "$tmp/bytes.ckpt" --rope-base 500 --export "$tmp/keep"
+expect_fail "--context of a learned table" "learned position table has 8 rows" ./train --load "$tmp/bytes.ckpt" --context 16 --export "$tmp/keep"
+expect_fail "bad --rope-scaling" "none, linear, dynamic, yarn or llama3" ./train --pe rope --rope-scaling ntk --save "$tmp/keep"
+expect_fail "--rope-factor below 1" "--rope-factor must be a number in [1," ./train --pe rope --rope-factor 0.5 --save "$tmp/keep"
+expect_fail "p-rope keeping no frequency" "keeps floor" ./train --pe p-rope --dim 16 --heads 2 --p-rope-fraction 0.1 --save "$tmp/keep"
+expect_fail "--eval-batches without a model" "need the model from --load" ./train --eval-batches 2
 ./train $small --steps 2 --save "$tmp/w.ckpt" > /dev/null
 ./train --load "$tmp/w.ckpt" --export "$tmp/w.safetensors" 2> /dev/null
 expect_fail "safetensors as a checkpoint" "not a checkpoint" ./train --resume "$tmp/w.safetensors" --save "$tmp/keep"
@@ -120,11 +125,26 @@ if grep -q "^The cat" "$tmp/g1" && cmp -s "$tmp/g1" "$tmp/g2" && [ "$(sed 1d "$t
    cmp -s "$tmp/s1" "$tmp/s2" && ! cmp -s "$tmp/s1" "$tmp/s3"; then pass=$((pass + 1))
 else fail=$((fail + 1)); echo "FAIL: sampling from --load"; cat "$tmp/g1" "$tmp/k1" "$tmp/s1" "$tmp/s3"; fi
 
+# ---- context extension and evaluation of a trained RoPE model at 4x its context
+./train $small --pe rope --steps 3 --save "$tmp/rope.ckpt" > /dev/null
+if ./train --load "$tmp/rope.ckpt" --context 32 --seq 32 --batch 1 --eval-batches 2 --rope-scaling yarn --rope-factor 4 > "$tmp/ev" 2>&1 &&
+   grep -q "^eval: loss [0-9.]* (perplexity [0-9.]*) over 2 batches of 1 x 32 validation tokens (model context 32)" "$tmp/ev" &&
+   ./train --load "$tmp/rope.ckpt" --rope-scaling llama3 --rope-factor 8 --export "$tmp/rs.safetensors" 2> /dev/null &&
+   grep -aq '"rope_scaling\\":\\"llama3\\"' "$tmp/rs.safetensors"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --load with --context and --rope-scaling"; cat "$tmp/ev"; fi
+expect_fail "--rope-scaling on --resume" "--resume continues the same run" ./train --resume "$tmp/rope.ckpt" --steps 9 --rope-scaling yarn
+# continued training at a longer context, and packed training
+if ./train --load "$tmp/rope.ckpt" --context 16 --seq 16 --steps 2 --save "$tmp/long.ckpt" > /dev/null &&
+   ./train $small --pe alibi --pack 1 --steps 2 > /dev/null; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: continued training with a new --context, or --pack 1"; fi
+
 # ---- the good paths print what a user needs
 if ./train --help > "$tmp/help" && grep -q -- "--rope-pairing" "$tmp/help" && grep -q -- "--dump-step" "$tmp/help"; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --help"; fi
 for f in data steps batch seq layers heads dim lr seed threads save load resume pe pe-layers input-pe \
-         rope-base rope-fraction rope-pairing sample prompt export dump-step; do
+         rope-base rope-fraction rope-pairing sample prompt export dump-step pack eval-batches rope-scaling \
+         rope-factor rope-original-context yarn-beta-fast yarn-beta-slow llama3-low-freq-factor \
+         llama3-high-freq-factor xpos-scale-base p-rope-fraction t5-num-buckets t5-max-distance; do
   grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
 done
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../checkpoint.h"
+#include "../dataset/loader.h"
 #include "testutil.h"
 
 static GPTConfig small_config(const char *pe, const char *pe_layers, const char *input_pe) {
@@ -120,7 +121,7 @@ static void test_checkpoint_roundtrip(void) {
     TrainState st = { 1, 3, 12345, 678 }, st2;
     ckpt_save(path, &m, "train.steps=9\n", &st);
     GPT m2; char *kv = NULL;
-    ckpt_load(path, &m2, 0, &kv, &st2);
+    ckpt_load(path, &m2, 0, &kv, &st2, NULL, NULL);
     EXPECT(m2.num_params == m.num_params && memcmp(m2.params, m.params, sizeof(real) * m.num_params) == 0, "parameters restored exactly");
     EXPECT(memcmp(m2.m, m.m, sizeof(real) * m.num_params) == 0 && memcmp(m2.v, m.v, sizeof(real) * m.num_params) == 0, "AdamW moments restored exactly");
     EXPECT(st2.step == 3 && st2.rng == 12345 && st2.data_pos == 678, "step, RNG and data position restored");
@@ -132,7 +133,37 @@ static void test_checkpoint_roundtrip(void) {
     batch_free(&b); gpt_free(&m); gpt_free(&m2);
 }
 
+// The loader: rows in order, wrap-around, and --pack's document ids and position resets.
+static void test_loader(void) {
+    const char *text = "ab\n\ncde\n\nfghij\n\nk";
+    int toks[64];
+    int n = (int)strlen(text);
+    for (int i = 0; i < n; i++) toks[i] = (unsigned char)text[i];
+    TokenData d = { toks, (size_t)n, 256, -1 };
+    Batch b; batch_alloc(&b, 1, 8);
+    Loader plain = { &d, 0, 0 }, packed = { &d, 0, 1 };
+    loader_next(&plain, &b);
+    EXPECT(b.tokens[0] == 'a' && b.targets[7] == toks[8] && b.pos[7] == 7 && b.doc[7] == 0 && plain.pos == 8,
+           "plain rows: tokens, shifted targets, positions 0..T-1, one document");
+    loader_next(&packed, &b);
+    // "ab\n\n" | "cde\n\n" | ...: document 1 starts at index 4 ('c') at position 0
+    static const int want_doc[8] = { 0, 0, 0, 0, 1, 1, 1, 1 }, want_pos[8] = { 0, 1, 2, 3, 0, 1, 2, 3 };
+    int ok = 1;
+    for (int t = 0; t < 8; t++) ok &= b.doc[t] == want_doc[t] && b.pos[t] == want_pos[t];
+    EXPECT(ok, "packed rows: a document starts after each blank line, at position 0");
+    loader_next(&packed, &b);
+    EXPECT(b.tokens[0] == '\n' && b.doc[1] == 1 && b.pos[1] == 0, "packed rows: the next row starts at position 0; 'f' opens a document");
+    loader_next(&packed, &b);     // 8 + 8 + 8 + 1 > 19 tokens: wraps to the start
+    EXPECT(b.tokens[0] == 'a', "the loader wraps to the start when a batch no longer fits");
+    TokenData e = { toks, (size_t)n, 50257, 'c' };            // an end-of-text token ends documents
+    Loader pe = { &e, 0, 1 };
+    loader_next(&pe, &b);
+    EXPECT(b.doc[4] == 0 && b.doc[5] == 1 && b.pos[5] == 0, "with an eot token, a document ends after it");
+    batch_free(&b);
+}
+
 int main(void) {
+    test_loader();
     for (int s = 0; s < posenc_count(); s++) test_overfit(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL);
     test_overfit("mixed learned + rope,alibi", NULL, "rope,alibi", "learned");
     test_determinism();
