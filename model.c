@@ -292,9 +292,13 @@ void attention_backward(real *dqkv, real *datt_row, const real *dout, const real
     int hs = C / NH, C3 = 3 * C;
     real scale = 1 / sqrt((real)hs);
     const PosScheme *s = ap->scheme;
-    // A learned bias gets gradient from every (b,h): keep its accumulation on one thread.
-    int parallel = !(s->bias_backward && ap->pe_dparams);
-    #pragma omp parallel for collapse(2) schedule(static) if (parallel)
+    // A learned bias gets gradient from every (b,h): each thread accumulates into its own copy,
+    // and the copies are added in thread order afterwards (no race, bit-reproducible).
+    int learned_bias = s->bias_backward && ap->pe_dparams;
+    size_t np = learned_bias ? ap->pe_nparams : 0;
+    CHECK(!learned_bias || np > 0, "internal: attention_backward needs pe_nparams for a learned bias");
+    real *dp_threads = learned_bias ? xcalloc((size_t)max_threads() * np, sizeof(real)) : NULL;
+    #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T;
@@ -318,8 +322,9 @@ void attention_backward(real *dqkv, real *datt_row, const real *dout, const real
                     dot_sum += a[j] * datt;
                 }
                 for (int j = 0; j <= last; j++) ds[j] = a[j] * (ds[j] - dot_sum);
-                if (s->bias_backward && ap->pe_dparams)
-                    s->bias_backward(ap->tables, ap->pe_params, ap->pe_dparams, h, pos_b[i], pos_b, last + 1, ds);
+                if (learned_bias)
+                    s->bias_backward(ap->tables, ap->pe_params, dp_threads + (size_t)thread_id() * np, h, pos_b[i],
+                                     pos_b, last + 1, ds);
                 for (int j = 0; j <= last; j++) {
                     if (ds[j] == 0) continue;
                     const real *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
@@ -329,6 +334,11 @@ void attention_backward(real *dqkv, real *datt_row, const real *dout, const real
                 }
             }
         }
+    if (learned_bias) {
+        for (int t = 0; t < max_threads(); t++)
+            for (size_t k = 0; k < np; k++) ap->pe_dparams[k] += dp_threads[(size_t)t * np + k];
+        free(dp_threads);
+    }
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -476,7 +486,10 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
     for (int l = 0; l < c->n_layer; l++) {
         const PosScheme *s = posenc_scheme(c->pe.layer[l]);
         layer_off[l] = SIZE_MAX;
+        m->pe_layer_n[l] = 0;
         if (!s->param_shape) continue;
+        s->param_shape(&c->pe, &d, &rows, &cols);
+        m->pe_layer_n[l] = (size_t)rows * cols;
         if (s->shared) {
             for (int k = 0; k < l; k++)
                 if (c->pe.layer[k] == c->pe.layer[l]) { layer_off[l] = layer_off[k]; break; }
@@ -485,7 +498,6 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
         } else {
             snprintf(name, sizeof name, "pe.h.%d.%s.weight", l, s->name);
         }
-        s->param_shape(&c->pe, &d, &rows, &cols);
         layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, s->init ? INIT_SCHEME : INIT_NORMAL, s->init_std);
         m->tensors[m->n_tensors - 1].scheme = c->pe.layer[l];
     }
@@ -607,7 +619,8 @@ static LayerActs layer_acts(const Activations *a, int l, int B, int T, int C, in
 
 static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
     AttnPos ap = { .pos = b->pos, .doc = b->doc, .scheme = posenc_scheme(m->cfg.pe.layer[l]), .tables = &m->pt,
-                   .pe_params = m->p.pe_layer[l], .pe_dparams = grads ? m->g.pe_layer[l] : NULL };
+                   .pe_params = m->p.pe_layer[l], .pe_dparams = grads ? m->g.pe_layer[l] : NULL,
+                   .pe_nparams = m->pe_layer_n[l] };
     return ap;
 }
 

@@ -113,6 +113,7 @@ typedef struct {
     real *params, *grads;          // (num_params,)
     real *m, *v;                   // AdamW moments (num_params,), allocated on the first update
     ParamTensors p, g;             // named views into params and grads
+    size_t pe_layer_n[PE_MAX_LAYERS];   // number of parameters behind p.pe_layer[l]
     TensorInfo *tensors; int n_tensors;
     // activations, allocated for the largest B*T seen so far
     int act_B, act_T, act_threads;   // act_threads: rows of the per-thread scratch
@@ -190,6 +191,7 @@ typedef struct {
     const PosTables *tables;
     const real *pe_params;     // the layer's scheme parameters or NULL
     real *pe_dparams;          // their gradient or NULL
+    size_t pe_nparams;         // their number
     int bidirectional;         // 1: no causal limit (keys j > i allowed; tests of equivariance)
 } AttnPos;
 

@@ -161,7 +161,7 @@ static void test_attention(int scheme, int interleaved, double fraction) {
         if (s->init) s->init(&pc, &d, p, &r); else fill(p, np, 0.5);
         for (size_t k = 0; k < np; k++) p[k] += (real)(0.05 * uni());
     }
-    c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = s, .tables = &t, .pe_params = p, .pe_dparams = dp };
+    c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = s, .tables = &t, .pe_params = p, .pe_dparams = dp, .pe_nparams = np };
     c.qkv_raw = xmalloc(nq * sizeof(real)); c.qkv = xmalloc(nq * sizeof(real));
     c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
     c.att = xmalloc((size_t)c.B * c.NH * c.T * c.T * sizeof(real));
