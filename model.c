@@ -230,25 +230,36 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// causal attention with positions as data.
+// causal attention with positions as data, in O(T) memory per row.
 // Query i of row b may attend key j when j <= i and doc[b,j] == doc[b,i] (j <= T-1 instead of
 // j <= i when ap->bidirectional is set).
-// score(i,j) = q_i . k_j / sqrt(hs) + bias_h(pos_i, pos_j)   (hook 3, if the scheme has one)
+//   score(i,j) = q_i . k_j / sqrt(hs) + bias_h(pos_i, pos_j)      (hook 3, if the scheme has one)
+//   p(i,j)     = exp(score(i,j) - lse_i), lse_i = log sum_j exp(score(i,j)) over allowed keys
+//   out_i      = sum_j p(i,j) v_j
+// The forward pass keeps only lse (one number per row); the backward pass recomputes the scores
+// of a row from q, k and the bias, so no (T, T) matrix is ever stored.
 
-// One query row of one head: the probabilities a (n,) over keys 0..n-1 and the output o (hs,).
-// q (hs); key j's vector is K + j*stride and its value V + j*stride; key j is allowed when
-// kdoc[j] == qdoc (the caller picks n for the causal limit). Used by training and by the cache.
-static void attend_row(real *o, real *a, const real *q, const real *K, const real *V, size_t stride,
-                       const int *kpos, const int *kdoc, int n, int qpos, int qdoc, int h, const AttnPos *ap, int hs) {
-    const PosScheme *s = ap->scheme;
+// s (n,) = the scores of query q against keys 0..n-1 (key j at K + j*stride), bias included
+static void row_scores(real *s, const real *q, const real *K, size_t stride, const int *kpos, int n, int qpos,
+                       int h, const AttnPos *ap, int hs) {
     real scale = 1 / sqrt((real)hs);
     for (int j = 0; j < n; j++) {
         const real *k = K + (size_t)j * stride;
         real dot = 0;
         for (int c = 0; c < hs; c++) dot += q[c] * k[c];
-        a[j] = dot * scale;
+        s[j] = dot * scale;
     }
-    if (s->bias_forward) s->bias_forward(ap->tables, ap->pe_params, h, qpos, kpos, n, a);   // hook 3
+    const PosScheme *sc = ap->scheme;
+    if (sc->bias_forward) sc->bias_forward(ap->tables, ap->pe_params, h, qpos, kpos, n, s);   // hook 3
+}
+
+// One query row of one head: output o (hs,) and the row's log-sum-exp (returned).
+// q (hs); key j's vector is K + j*stride and its value V + j*stride; key j is allowed when
+// kdoc[j] == qdoc (the caller picks n for the causal limit). a (n,) is scratch. Used by training
+// and by the KV cache.
+static real attend_row(real *o, real *a, const real *q, const real *K, const real *V, size_t stride,
+                       const int *kpos, const int *kdoc, int n, int qpos, int qdoc, int h, const AttnPos *ap, int hs) {
+    row_scores(a, q, K, stride, kpos, n, qpos, h, ap, hs);
     real mx = -INFINITY;
     for (int j = 0; j < n; j++) if (kdoc[j] == qdoc && a[j] > mx) mx = a[j];
     real sum = 0;
@@ -257,37 +268,42 @@ static void attend_row(real *o, real *a, const real *q, const real *K, const rea
         a[j] = e; sum += e;
     }
     real inv = 1 / sum;
-    for (int j = 0; j < n; j++) a[j] *= inv;
     for (int c = 0; c < hs; c++) o[c] = 0;
     for (int j = 0; j < n; j++) {
         if (a[j] == 0) continue;
         const real *v = V + (size_t)j * stride;
-        for (int c = 0; c < hs; c++) o[c] += a[j] * v[c];
+        real pj = a[j] * inv;
+        for (int c = 0; c < hs; c++) o[c] += pj * v[c];
     }
+    return mx + log(sum);
 }
 
-void attention_forward(real *out, real *att, const real *qkv, const AttnPos *ap, int B, int T, int C, int NH) {
+// out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
+// scratch (threads, 2T)
+void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
+                       int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
             const real *row0 = qkv + (size_t)b * T * C3 + h * hs;       // q of token 0, head h
+            real *a = scratch + (size_t)thread_id() * 2 * T;
             for (int i = 0; i < T; i++) {
                 int n = ap->bidirectional ? T : i + 1;                  // keys 0..n-1 may be seen
-                real *a = att + (((size_t)b * NH + h) * T + i) * T;     // (T,) row of probabilities
-                attend_row(out + ((size_t)b * T + i) * C + h * hs, a, row0 + (size_t)i * C3, row0 + C, row0 + 2 * C,
-                           C3, pos_b, doc_b, n, pos_b[i], doc_b[i], h, ap, hs);
-                for (int j = n; j < T; j++) a[j] = 0;
+                lse[((size_t)b * NH + h) * T + i] =
+                    attend_row(out + ((size_t)b * T + i) * C + h * hs, a, row0 + (size_t)i * C3, row0 + C,
+                               row0 + 2 * C, C3, pos_b, doc_b, n, pos_b[i], doc_b[i], h, ap, hs);
             }
         }
 }
 
-// dqkv (B,T,3C) +=; dout (B,T,C); att (B,NH,T,T). Each (b,h) pair owns its slices of dq, dk, dv.
-// Per row:  datt_j = dout_i . v_j,  dv_j += att_j dout_i,
-//           dscore_j = att_j (datt_j - sum_k att_k datt_k)   (softmax backward; bias gets dscore)
-//           dq_i += scale sum_j dscore_j k_j,  dk_j += scale dscore_j q_i
-void attention_backward(real *dqkv, real *datt_row, const real *dout, const real *qkv, const real *att,
+// dqkv (B,T,3C) +=; dout (B,T,C); lse (B,NH,T) from the forward. Each (b,h) pair owns its slices of
+// dq, dk, dv. Per row i, after recomputing p_j = exp(score_j - lse_i):
+//   dP_j = dout_i . v_j,   dv_j += p_j dout_i,
+//   dscore_j = p_j (dP_j - sum_k p_k dP_k)            (softmax backward; a learned bias gets dscore)
+//   dq_i += scale sum_j dscore_j k_j,   dk_j += scale dscore_j q_i
+void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *lse,
                         const AttnPos *ap, int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
     real scale = 1 / sqrt((real)hs);
@@ -301,33 +317,35 @@ void attention_backward(real *dqkv, real *datt_row, const real *dout, const real
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const int *pos_b = ap->pos + (size_t)b * T;
-            // ds (T,): first datt_j = dL/d att_j, then, in place, dscore_j = dL/d score_j
-            real *ds = datt_row + (size_t)thread_id() * T;
+            const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
+            const real *row0 = qkv + (size_t)b * T * C3 + h * hs;
+            real *p = scratch + (size_t)thread_id() * 2 * T;   // (T,) probabilities of the row
+            real *ds = p + T;                                   // (T,) dP_j, then dscore_j in place
             for (int i = 0; i < T; i++) {
-                int last = ap->bidirectional ? T - 1 : i;
-                const real *a = att + (((size_t)b * NH + h) * T + i) * T;
-                const real *d = dout + ((size_t)b * T + i) * C + h * hs;
-                const real *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
+                int n = ap->bidirectional ? T : i + 1;
+                const real *q = row0 + (size_t)i * C3, *d = dout + ((size_t)b * T + i) * C + h * hs;
                 real *dq = dqkv + ((size_t)b * T + i) * C3 + h * hs;
+                real l = lse[((size_t)b * NH + h) * T + i];
+                row_scores(p, q, row0 + C, C3, pos_b, n, pos_b[i], h, ap, hs);
                 real dot_sum = 0;
-                for (int j = 0; j <= last; j++) {
+                for (int j = 0; j < n; j++) {
+                    p[j] = doc_b[j] == doc_b[i] ? exp(p[j] - l) : 0;
                     ds[j] = 0;
-                    if (a[j] == 0) continue;
-                    const real *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+                    if (p[j] == 0) continue;
+                    const real *v = row0 + (size_t)j * C3 + 2 * C;
                     real *dv = dqkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
-                    real datt = 0;
-                    for (int c = 0; c < hs; c++) { datt += d[c] * v[c]; dv[c] += a[j] * d[c]; }
-                    ds[j] = datt;
-                    dot_sum += a[j] * datt;
+                    real dP = 0;
+                    for (int c = 0; c < hs; c++) { dP += d[c] * v[c]; dv[c] += p[j] * d[c]; }
+                    ds[j] = dP;
+                    dot_sum += p[j] * dP;
                 }
-                for (int j = 0; j <= last; j++) ds[j] = a[j] * (ds[j] - dot_sum);
+                for (int j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - dot_sum);
                 if (learned_bias)
                     s->bias_backward(ap->tables, ap->pe_params, dp_threads + (size_t)thread_id() * np, h, pos_b[i],
-                                     pos_b, last + 1, ds);
-                for (int j = 0; j <= last; j++) {
+                                     pos_b, n, ds);
+                for (int j = 0; j < n; j++) {
                     if (ds[j] == 0) continue;
-                    const real *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
+                    const real *k = row0 + (size_t)j * C3 + C;
                     real *dk = dqkv + ((size_t)b * T + j) * C3 + C + h * hs;
                     real g = ds[j] * scale;
                     for (int c = 0; c < hs; c++) { dq[c] += g * k[c]; dk[c] += g * q[c]; }
@@ -568,7 +586,7 @@ static void alloc_acts(GPT *m, int B, int T) {
     a->ln1_rstd = xmalloc(sizeof(real) * L * N);
     a->qkv = xmalloc(sizeof(real) * L * N * 3 * C);
     a->atty = xmalloc(sizeof(real) * L * N * C);
-    a->att = xmalloc(sizeof(real) * L * B * NH * T * T);
+    a->att_lse = xmalloc(sizeof(real) * L * B * NH * T);
     a->residual2 = xmalloc(sizeof(real) * L * N * C);
     a->ln2 = xmalloc(sizeof(real) * L * N * C);
     a->ln2_mean = xmalloc(sizeof(real) * L * N);
@@ -590,7 +608,7 @@ static void alloc_acts(GPT *m, int B, int T) {
     g->datty = xmalloc(sizeof(real) * N * C);
     g->dfch = xmalloc(sizeof(real) * N * 4 * C);
     g->dfch_gelu = xmalloc(sizeof(real) * N * 4 * C);
-    g->datt_row = xmalloc(sizeof(real) * (size_t)max_threads() * T);
+    a->att_scratch = xmalloc(sizeof(real) * (size_t)max_threads() * 2 * T);
     m->act_B = B; m->act_T = T; m->act_threads = max_threads();
 }
 
@@ -599,7 +617,7 @@ typedef struct {
     real *ln1, *ln1_mean, *ln1_rstd;   // (N,C), (N), (N)
     real *qkv;                         // (N,3C)
     real *atty;                        // (N,C)
-    real *att;                         // (B,NH,T,T)
+    real *att_lse;                     // (B,NH,T)
     real *residual2;                   // (N,C)
     real *ln2, *ln2_mean, *ln2_rstd;   // (N,C), (N), (N)
     real *fch, *fch_gelu;              // (N,4C)
@@ -610,7 +628,7 @@ static LayerActs layer_acts(const Activations *a, int l, int B, int T, int C, in
     size_t N = (size_t)B * T;
     LayerActs la = {
         a->ln1 + l * N * C, a->ln1_mean + l * N, a->ln1_rstd + l * N,
-        a->qkv + l * N * 3 * C, a->atty + l * N * C, a->att + (size_t)l * B * NH * T * T,
+        a->qkv + l * N * 3 * C, a->atty + l * N * C, a->att_lse + (size_t)l * B * NH * T,
         a->residual2 + l * N * C, a->ln2 + l * N * C, a->ln2_mean + l * N, a->ln2_rstd + l * N,
         a->fch + l * N * 4 * C, a->fch_gelu + l * N * 4 * C, a->residual3 + l * N * C,
     };
@@ -651,14 +669,14 @@ double gpt_forward(GPT *m, const Batch *b) {
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
         LayerActs la = layer_acts(a, l, B, T, C, NH);
-        real *ln1 = la.ln1, *qkv = la.qkv, *atty = la.atty, *att = la.att, *residual2 = la.residual2;
+        real *ln1 = la.ln1, *qkv = la.qkv, *atty = la.atty, *lse = la.att_lse, *residual2 = la.residual2;
         real *ln2 = la.ln2, *fch = la.fch, *fch_gelu = la.fch_gelu, *residual3 = la.residual3;
         AttnPos ap = attn_pos(m, b, l, 0);
 
         layernorm_forward(ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
         matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C);
         qk_hook(qkv, &ap, N, C, NH, QK_FORWARD);                                           // hook 2
-        attention_forward(atty, att, qkv, &ap, B, T, C, NH);                               // hook 3 inside
+        attention_forward(atty, lse, qkv, &ap, a->att_scratch, B, T, C, NH);              // hook 3 inside
         matmul_forward(a->scratch, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C);
         residual_add(residual2, residual, a->scratch, N * C);
         layernorm_forward(ln2, la.ln2_mean, la.ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
@@ -802,7 +820,7 @@ void gpt_backward(GPT *m, double grad_scale) {
         matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, g->dresidual, la.atty,
                         p->attprojw + (size_t)l * C * C, N, C, C);
         memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
-        attention_backward(g->dqkv, g->datt_row, g->datty, la.qkv, la.att, &ap, B, T, C, NH);
+        attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.att_lse, &ap, B, T, C, NH);
         qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD);  // gradient w.r.t. the unrotated q and k
         memset(g->dln, 0, sizeof(real) * N * C);
         matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,

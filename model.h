@@ -79,7 +79,7 @@ typedef struct {
     real *ln1_rstd;    // (L,B,T)
     real *qkv;         // (L,B,T,3C) after the q/k hook (rotated q and k)
     real *atty;        // (L,B,T,C) attention output before the projection
-    real *att;         // (L,B,NH,T,T) attention probabilities (0 where masked)
+    real *att_lse;     // (L,B,NH,T) log-sum-exp of each attention row (the backward recomputes p)
     real *residual2;   // (L,B,T,C)
     real *ln2;         // (L,B,T,C)
     real *ln2_mean;    // (L,B,T)
@@ -94,6 +94,7 @@ typedef struct {
     real *probs;       // (B,T,Vp), turned into dlogits in place by backward
     real *losses;      // (B,T) per-token cross-entropy
     real *scratch;     // (B,T,C) projection outputs before the residual add
+    real *att_scratch; // (threads, 2T) one attention row per thread
 } Activations;
 
 typedef struct {
@@ -103,7 +104,6 @@ typedef struct {
     real *datty;       // (B,T,C)
     real *dfch;        // (B,T,4C) gradient of the MLP's hidden layer before GELU
     real *dfch_gelu;   // (B,T,4C) gradient after GELU
-    real *datt_row;    // (threads, T) per-thread row scratch for attention backward
 } GradActivations;
 
 typedef struct {
@@ -195,10 +195,12 @@ typedef struct {
     int bidirectional;         // 1: no causal limit (keys j > i allowed; tests of equivariance)
 } AttnPos;
 
-// out (B,T,C), att (B,NH,T,T) probabilities; qkv (B,T,3C) holds q, k, v (q and k already hooked).
-void attention_forward(real *out, real *att, const real *qkv, const AttnPos *ap, int B, int T, int C, int NH);
-// dqkv (B,T,3C) += ; dout (B,T,C); datt_row: (threads, T) scratch
-void attention_backward(real *dqkv, real *datt_row, const real *dout, const real *qkv, const real *att,
+// out (B,T,C), lse (B,NH,T) one log-sum-exp per row; qkv (B,T,3C) holds q, k, v (q and k already
+// hooked); scratch (threads, 2T). Memory O(B*NH*T), never (T, T).
+void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
+                       int B, int T, int C, int NH);
+// dqkv (B,T,3C) +=; dout (B,T,C); lse from the forward; scratch (threads, 2T)
+void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *lse,
                         const AttnPos *ap, int B, int T, int C, int NH);
 // hook 2 over a whole qkv buffer (B,T,3C): rotate q and k of every head (QK_FORWARD), or their
 // gradient by the transpose (QK_BACKWARD). Does nothing for schemes without a q/k hook.

@@ -127,14 +127,79 @@ static void test_encoder(void) {
 }
 
 // ---- attention with each scheme's q/k and score hooks ---------------------------------------
-typedef struct { int B, T, C, NH; real *qkv_raw, *qkv, *out, *att, *R; AttnPos ap; } AttCtx;
+typedef struct { int B, T, C, NH; real *qkv_raw, *qkv, *out, *lse, *scratch, *R; AttnPos ap; } AttCtx;
 static double att_loss(void *p) {
     AttCtx *c = p;
     size_t n = (size_t)c->B * c->T * 3 * c->C;
     memcpy(c->qkv, c->qkv_raw, n * sizeof(real));
     qk_hook(c->qkv, &c->ap, c->B * c->T, c->C, c->NH, QK_FORWARD);
-    attention_forward(c->out, c->att, c->qkv, &c->ap, c->B, c->T, c->C, c->NH);
+    attention_forward(c->out, c->lse, c->qkv, &c->ap, c->scratch, c->B, c->T, c->C, c->NH);
     return dot(c->out, c->R, (size_t)c->B * c->T * c->C);
+}
+
+// The plain attention, written from the definition with the full (T, T) probability matrix: the
+// reference that the O(T)-memory kernel in model.c must equal, forward and backward.
+static void plain_attention(real *out, real *dqkv, const real *qkv, const real *dout, const AttnPos *ap,
+                            int B, int T, int C, int NH) {
+    int hs = C / NH;
+    double *P = xmalloc(sizeof(double) * T * T), *dS = xmalloc(sizeof(double) * T * T);
+    real bias[64];
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const int *pos = ap->pos + b * T, *doc = ap->doc + b * T;
+            #define Q(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + h * hs + (c)]
+            #define K(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + C + h * hs + (c)]
+            #define VV(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + 2 * C + h * hs + (c)]
+            for (int i = 0; i < T; i++) {
+                for (int j = 0; j < T; j++) bias[j] = 0;
+                if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, h, pos[i], pos, i + 1, bias);
+                double mx = -1e300, sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    double sc = 0;
+                    for (int c = 0; c < hs; c++) sc += Q(i, c) * K(j, c);
+                    P[i * T + j] = sc / sqrt((double)hs) + bias[j];
+                    if (doc[j] == doc[i] && P[i * T + j] > mx) mx = P[i * T + j];
+                }
+                for (int j = 0; j < T; j++) {
+                    P[i * T + j] = j <= i && doc[j] == doc[i] ? exp(P[i * T + j] - mx) : 0;
+                    sum += P[i * T + j];
+                }
+                for (int j = 0; j < T; j++) P[i * T + j] /= sum;
+                for (int c = 0; c < hs; c++) {
+                    double o = 0;
+                    for (int j = 0; j < T; j++) o += P[i * T + j] * VV(j, c);
+                    out[(size_t)(b * T + i) * C + h * hs + c] = (real)o;
+                }
+            }
+            // backward: dP = dout V^T, dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt, dK = dS^T Q / sqrt, dV = P^T dout
+            for (int i = 0; i < T; i++) {
+                double rs = 0;
+                for (int j = 0; j < T; j++) {
+                    double dp = 0;
+                    for (int c = 0; c < hs; c++) dp += dout[(size_t)(b * T + i) * C + h * hs + c] * VV(j, c);
+                    dS[i * T + j] = dp;
+                    rs += P[i * T + j] * dp;
+                }
+                for (int j = 0; j < T; j++) dS[i * T + j] = P[i * T + j] * (dS[i * T + j] - rs);
+            }
+            for (int t = 0; t < T; t++)
+                for (int c = 0; c < hs; c++) {
+                    double dq = 0, dk = 0, dv = 0;
+                    for (int u = 0; u < T; u++) {
+                        dq += dS[t * T + u] * K(u, c);
+                        dk += dS[u * T + t] * Q(u, c);
+                        dv += P[u * T + t] * dout[(size_t)(b * T + u) * C + h * hs + c];
+                    }
+                    size_t base = (size_t)(b * T + t) * 3 * C + h * hs + c;
+                    dqkv[base] = (real)(dq / sqrt((double)hs));
+                    dqkv[base + C] = (real)(dk / sqrt((double)hs));
+                    dqkv[base + 2 * C] = (real)dv;
+                }
+            #undef Q
+            #undef K
+            #undef VV
+        }
+    free(P); free(dS);
 }
 static void test_attention(int scheme, int interleaved, double fraction) {
     AttCtx c = { .B = 2, .T = 6, .C = 12, .NH = 3 };
@@ -164,17 +229,32 @@ static void test_attention(int scheme, int interleaved, double fraction) {
     c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = s, .tables = &t, .pe_params = p, .pe_dparams = dp, .pe_nparams = np };
     c.qkv_raw = xmalloc(nq * sizeof(real)); c.qkv = xmalloc(nq * sizeof(real));
     c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
-    c.att = xmalloc((size_t)c.B * c.NH * c.T * c.T * sizeof(real));
+    c.lse = xmalloc((size_t)c.B * c.NH * c.T * sizeof(real));
+    c.scratch = xmalloc((size_t)64 * 2 * c.T * sizeof(real));
     fill(c.qkv_raw, nq, 1.5); fill(c.R, no, 1);
     att_loss(&c);
-    // masking: row 1's second document never sees the first
-    for (int h = 0; h < c.NH; h++)
-        for (int i = 3; i < 6; i++)
-            for (int j = 0; j < 3; j++)
-                EXPECT(c.att[(((size_t)1 * c.NH + h) * c.T + i) * c.T + j] == 0, "attention crosses a document boundary");
-    real *dqkv = xcalloc(nq, sizeof(real)), *row = xmalloc(64 * c.T * sizeof(real));
-    attention_backward(dqkv, row, c.R, c.qkv, c.att, &c.ap, c.B, c.T, c.C, c.NH);
+    real *dqkv = xcalloc(nq, sizeof(real));
+    attention_backward(dqkv, c.scratch, c.R, c.qkv, c.lse, &c.ap, c.B, c.T, c.C, c.NH);
+    // equal to the plain attention (full probability matrix), forward and backward
+    real *pout = xmalloc(no * sizeof(real)), *pdqkv = xmalloc(nq * sizeof(real));
+    plain_attention(pout, pdqkv, c.qkv, c.R, &c.ap, c.B, c.T, c.C, c.NH);
+    double ef = 0, eb = 0;
+    for (size_t k = 0; k < no; k++) ef = fmax(ef, fabs(pout[k] - c.out[k]));
+    for (size_t k = 0; k < nq; k++) eb = fmax(eb, fabs(pdqkv[k] - dqkv[k]));
+    EXPECT(ef < 1e-12 && eb < 1e-12, "%s: O(T) attention differs from the plain attention: forward %.3g, backward %.3g",
+           s->name, ef, eb);
+    // masking: row 1's second document (tokens 9..11) never sees the first (6..8)
+    real *saved = xmalloc(no * sizeof(real));
+    memcpy(saved, c.out, no * sizeof(real));
+    for (int tk = 6; tk < 9; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] += 1;
+    att_loss(&c);
+    double leak = 0;
+    for (size_t k = 9 * (size_t)c.C; k < no; k++) leak = fmax(leak, fabs(saved[k] - c.out[k]));
+    EXPECT(leak == 0, "%s: attention crosses a document boundary (%.3g)", s->name, leak);
+    for (int tk = 6; tk < 9; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] -= 1;
+    att_loss(&c);
     qk_hook(dqkv, &c.ap, N, c.C, c.NH, QK_BACKWARD);
+    free(pout); free(pdqkv); free(saved);
     char what[128];
     snprintf(what, sizeof what, "attention dqkv [%s%s, fraction %g]", s->name, interleaved ? " interleaved" : "", fraction);
     check_grad(what, c.qkv_raw, dqkv, nq, att_loss, &c);
@@ -183,7 +263,7 @@ static void test_attention(int scheme, int interleaved, double fraction) {
         check_grad(what, p, dp, np, att_loss, &c);
     }
     posenc_tables_free(&t);
-    free(c.qkv_raw); free(c.qkv); free(c.out); free(c.R); free(c.att); free(dqkv); free(row); free(p); free(dp);
+    free(c.qkv_raw); free(c.qkv); free(c.out); free(c.R); free(c.lse); free(c.scratch); free(dqkv); free(p); free(dp);
 }
 
 // ---- whole model ------------------------------------------------------------------------------
