@@ -19,10 +19,10 @@ CPPFLAGS += -I.
 LDLIBS = -lm
 PYTHON ?= /usr/bin/python3
 
-CORE = model.c posenc.c
+CORE = model.c posenc.c kernels.c
 LIB = $(CORE) checkpoint.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c
-HDR = common.h model.h posenc.h checkpoint.h safetensors.h dataset/data.h dataset/loader.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_data tests/test_safetensors tests/test_train tests/st_compare
+HDR = common.h kernels.h model.h posenc.h checkpoint.h safetensors.h dataset/data.h dataset/loader.h
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_kernels tests/test_data tests/test_safetensors tests/test_train tests/st_compare
 
 .PHONY: all test run asan clean fixtures
 all: train $(TESTS)
@@ -37,6 +37,8 @@ tests/test_posenc: tests/test_posenc.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_posenc.c $(CORE) $(LDLIBS)
 tests/test_positions: tests/test_positions.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_positions.c $(CORE) $(LDLIBS)
+tests/test_kernels: tests/test_kernels.c $(CORE) $(HDR) tests/testutil.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_kernels.c $(CORE) $(LDLIBS)
 tests/test_train: tests/test_train.c $(LIB) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_train.c $(LIB) $(LDLIBS)
 tests/test_data: tests/test_data.c dataset/data.c dataset/corpus.c $(HDR) tests/testutil.h
@@ -51,6 +53,7 @@ test: all
 	OMP_NUM_THREADS=2 ./tests/test_grad
 	OMP_NUM_THREADS=2 ./tests/test_posenc
 	OMP_NUM_THREADS=2 ./tests/test_positions
+	OMP_NUM_THREADS=2 ./tests/test_kernels
 	./tests/test_data
 	./tests/test_safetensors
 	OMP_NUM_THREADS=2 ./tests/test_train

@@ -2,6 +2,8 @@
 // Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its outputs.
 #include "model.h"
 
+#include "kernels.h"
+
 #include <string.h>
 #include <tgmath.h>   // exp, sqrt, tanh follow the type of `real` (expf in the float build)
 #ifdef _OPENMP
@@ -125,67 +127,42 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
 
 // ----------------------------------------------------------------------------------------------
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC); bias may be NULL.
-// Four rows at a time so each weight row is read once per four tokens.
+// All three products go through gemm (kernels.c). The forward needs weight^T row-major, so it packs
+// 512 output channels of weight^T at a time (a copy of C x 512, once per call).
+
+enum { PACK_COLS = 512 };
 
 void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC) {
-    int N4 = N / 4 * 4;
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N4; n += 4) {
-        const real *x0 = inp + (size_t)n * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
-        for (int o = 0; o < OC; o++) {
-            const real *w = weight + (size_t)o * C;
-            real s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-            #pragma omp simd reduction(+:s0, s1, s2, s3)
-            for (int c = 0; c < C; c++) {
-                s0 += x0[c] * w[c]; s1 += x1[c] * w[c]; s2 += x2[c] * w[c]; s3 += x3[c] * w[c];
-            }
-            real b = bias ? bias[o] : 0;
-            out[(size_t)n * OC + o] = s0 + b;
-            out[(size_t)(n + 1) * OC + o] = s1 + b;
-            out[(size_t)(n + 2) * OC + o] = s2 + b;
-            out[(size_t)(n + 3) * OC + o] = s3 + b;
-        }
+    real *wt = xmalloc(sizeof(real) * (size_t)C * PACK_COLS);     // (C, nc) slice of weight^T
+    for (int j0 = 0; j0 < OC; j0 += PACK_COLS) {
+        int nc = OC - j0 < PACK_COLS ? OC - j0 : PACK_COLS;
+        #pragma omp parallel for schedule(static)
+        for (int k = 0; k < C; k++)
+            for (int j = 0; j < nc; j++) wt[(size_t)k * nc + j] = weight[(size_t)(j0 + j) * C + k];
+        gemm(N, nc, C, inp, C, 1, wt, nc, out + j0, OC, 0);
     }
-    for (int n = N4; n < N; n++) {     // the remainder rows, same arithmetic
-        const real *x = inp + (size_t)n * C;
-        for (int o = 0; o < OC; o++) {
-            const real *w = weight + (size_t)o * C;
-            real s = 0;
-            #pragma omp simd reduction(+:s)
-            for (int c = 0; c < C; c++) s += x[c] * w[c];
-            out[(size_t)n * OC + o] = s + (bias ? bias[o] : 0);
-        }
+    free(wt);
+    if (bias) {
+        #pragma omp parallel for schedule(static)
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
     }
 }
 
 // dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += sum_n dout.
-// dinp: threads split the rows; dweight: threads split the output channels, so no two threads
-// ever write the same gradient and the summation order is fixed (bit-reproducible).
+// gemm splits the rows of its output between threads and sums over k in a fixed order, so no two
+// threads write the same gradient and the result is bit-reproducible.
 void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC) {
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const real *d = dout + (size_t)n * OC;
-        real *di = dinp + (size_t)n * C;
+    gemm(N, C, OC, dout, OC, 1, weight, C, dinp, C, 1);          // A = dout (N,OC), B = weight (OC,C)
+    gemm(OC, C, N, dout, 1, OC, inp, C, dweight, C, 1);          // A = dout^T (OC,N), B = inp (N,C)
+    if (dbias) {
+        #pragma omp parallel for schedule(static)
         for (int o = 0; o < OC; o++) {
-            const real *w = weight + (size_t)o * C;
-            real dv = d[o];
-            #pragma omp simd
-            for (int c = 0; c < C; c++) di[c] += dv * w[c];
+            real db = 0;
+            for (int n = 0; n < N; n++) db += dout[(size_t)n * OC + o];
+            dbias[o] += db;
         }
-    }
-    #pragma omp parallel for schedule(static)
-    for (int o = 0; o < OC; o++) {
-        real *dw = dweight + (size_t)o * C;
-        real db = 0;
-        for (int n = 0; n < N; n++) {
-            real dv = dout[(size_t)n * OC + o];
-            const real *x = inp + (size_t)n * C;
-            db += dv;
-            #pragma omp simd
-            for (int c = 0; c < C; c++) dw[c] += dv * x[c];
-        }
-        if (dbias) dbias[o] += db;
     }
 }
 
