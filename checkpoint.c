@@ -234,10 +234,11 @@ static void add_model_tensors(StWriter *w, const GPT *m, const real *base, const
 }
 
 static void set_metadata(StWriter *w, const GPT *m) {
-    char cfg[8192], esc[16384], meta[16500];
+    char cfg[8192], esc[16384], meta[20000], flat[2048];
     model_config_json(m, cfg, sizeof cfg);
     st_json_escape(esc, sizeof esc, cfg);
-    snprintf(meta, sizeof meta, "{\"format\":\"pt\",\"config\":\"%s\"}", esc);
+    posenc_metadata(&m->cfg.pe, flat, sizeof flat);
+    snprintf(meta, sizeof meta, "{\"format\":\"pt\",\"config\":\"%s\"%s}", esc, flat);
     st_set_metadata(w, meta);
 }
 

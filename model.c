@@ -841,6 +841,9 @@ void gpt_adamw(GPT *m, const AdamWConfig *o, int t) {
             m->m[i] = mi; m->v[i] = vi;
             m->params[i] -= lr * ((mi * ibc1) / (sqrt(vi * ibc2) + eps) + wd * m->params[i]);
         }
+        // a scheme may constrain its parameters (KERPLE keeps r1, r2 >= 0.01 as the paper's code does)
+        const PosScheme *sc = ti->scheme >= 0 ? posenc_scheme(ti->scheme) : NULL;
+        if (sc && sc->project) { PosDims d = dims_of(&m->cfg); sc->project(&m->cfg.pe, &d, m->params + ti->offset); }
     }
 }
 

@@ -62,6 +62,10 @@ static void sinusoidal_build(PosTables *t) {
         }
 }
 
+// i - j for a bias, clamped at 0: a masked key (another document, or j > i when bidirectional) may
+// sit at a larger position than the query, and its bias must stay finite though it is never used.
+static inline real distance(int qpos, int kpos) { return qpos > kpos ? (real)(qpos - kpos) : 0; }
+
 static void table_pos_check(const PosTables *t, int pos) {
     CHECK(pos >= 0 && pos < t->max_pos,
           "position %d is outside the precomputed position tables (0..%d); this is a bug in the "
@@ -91,6 +95,11 @@ static const char *rope_check(const PosConfig *c, const PosDims *d, char *msg, s
         snprintf(msg, cap, "rope rotates int(head_size * --rope-fraction) = int(%d * %g) = %d channels, "
                  "which must be even and at least 2; change --rope-fraction or --dim/--heads",
                  d->head_size, c->rope_fraction, rot);
+        return msg;
+    }
+    if (c->rope_scaling == ROPE_SCALING_LLAMA3 && !(c->llama3_low_freq_factor < c->llama3_high_freq_factor)) {
+        snprintf(msg, cap, "--rope-scaling llama3 needs --llama3-low-freq-factor < --llama3-high-freq-factor (got %g, %g)",
+                 c->llama3_low_freq_factor, c->llama3_high_freq_factor);
         return msg;
     }
     if (c->rope_scaling == ROPE_SCALING_DYNAMIC && rot <= 2) {
@@ -141,7 +150,7 @@ static void rope_table_build(PosTables *t, RopeTable *rt, int kept, int xpos) {
         double gamma = t->cfg.xpos_scale_base, zeta0 = 0.4 / 1.4;
         double big = pow(zeta0, -(double)(t->max_pos - 1) / gamma);
         CHECK(big < (sizeof(real) == 4 ? 1e37 : 1e300), "xpos: the key scale zeta^(-p/gamma) reaches %.3g at "
-              "position %d and overflows %s; raise --xpos-scale-base or shorten the context",
+              "position %d and overflows %s; use a shorter --context (or train with a larger --xpos-scale-base)",
               big, t->max_pos - 1, sizeof(real) == 4 ? "float" : "double");
         for (int p = 0; p < t->max_pos; p++)
             for (int i = 0; i < half; i++) {
@@ -196,7 +205,7 @@ static void alibi_build(PosTables *t) {
 static void alibi_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
     (void)p;
     real m = (real)t->alibi_slope[h];
-    for (int j = 0; j < n; j++) out[j] -= m * (real)(qpos - kpos[j]);
+    for (int j = 0; j < n; j++) out[j] -= m * distance(qpos, kpos[j]);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -236,38 +245,48 @@ static void t5_bias_backward(const PosTables *t, const real *table, real *dtable
 
 // ----------------------------------------------------------------------------------------------
 // KERPLE, log variant (Chi et al. 2022): score(i, j) += -r1_h log(1 + r2_h (i - j)), r1, r2 > 0.
-// Per layer, (2, NH): row 0 r1, row 1 r2; used as max(r, 0.01) like the paper's clamp.
+// Per layer, (2, NH): row 0 r1, row 1 r2. As in the paper's code, r1 and r2 are kept >= 0.01 by
+// clamping the parameters themselves (kerple_project runs after every optimiser step), so the
+// bias uses them as they are and their gradient is never cut off.
+// A key of another document (masked) may sit at a larger position than the query: distances are
+// clamped at 0 so that its bias, which the softmax ignores, stays finite.
 
 #define KERPLE_EPS 0.01
 static void kerple_shape(const PosConfig *c, const PosDims *d, int *rows, int *cols) { (void)c; *rows = 2; *cols = d->n_head; }
-static void kerple_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng) {   // the paper's code: U(0,2), U(0,1)
+static void kerple_project(const PosConfig *c, const PosDims *d, real *p) {
     (void)c;
+    for (int k = 0; k < 2 * d->n_head; k++) if (p[k] < (real)KERPLE_EPS) p[k] = (real)KERPLE_EPS;
+}
+static void kerple_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng) {   // the paper's code: U(0,2), U(0,1)
     for (int h = 0; h < d->n_head; h++) p[h] = (real)(2 * rng_uniform(rng));
     for (int h = 0; h < d->n_head; h++) p[d->n_head + h] = (real)rng_uniform(rng);
+    kerple_project(c, d, p);
 }
 static void kerple_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
     int NH = t->d.n_head;
-    real r1 = p[h] > KERPLE_EPS ? p[h] : KERPLE_EPS, r2 = p[NH + h] > KERPLE_EPS ? p[NH + h] : KERPLE_EPS;
-    for (int j = 0; j < n; j++) out[j] -= r1 * log(1 + r2 * (real)(qpos - kpos[j]));
+    real r1 = p[h], r2 = p[NH + h];
+    for (int j = 0; j < n; j++) out[j] -= r1 * log(1 + r2 * distance(qpos, kpos[j]));
 }
-// d/dr1 = -log(1 + r2 d), d/dr2 = -r1 d / (1 + r2 d); zero where the clamp is active
+// d/dr1 = -log(1 + r2 d), d/dr2 = -r1 d / (1 + r2 d)
 static void kerple_bias_backward(const PosTables *t, const real *p, real *dp, int h, int qpos, const int *kpos, int n, const real *dout) {
     int NH = t->d.n_head;
-    real r1 = p[h] > KERPLE_EPS ? p[h] : KERPLE_EPS, r2 = p[NH + h] > KERPLE_EPS ? p[NH + h] : KERPLE_EPS;
-    real g1 = 0, g2 = 0;
+    real r1 = p[h], r2 = p[NH + h], g1 = 0, g2 = 0;
     for (int j = 0; j < n; j++) {
-        real d = (real)(qpos - kpos[j]);
+        if (dout[j] == 0) continue;
+        real d = distance(qpos, kpos[j]);
         g1 -= dout[j] * log(1 + r2 * d);
         g2 -= dout[j] * r1 * d / (1 + r2 * d);
     }
-    if (p[h] > KERPLE_EPS) dp[h] += g1;
-    if (p[NH + h] > KERPLE_EPS) dp[NH + h] += g2;
+    dp[h] += g1;
+    dp[NH + h] += g2;
 }
 
 // ----------------------------------------------------------------------------------------------
 // FIRE (Li et al. 2023): score(i, j) += f(psi(i - j) / psi(max(L, i)))_h, psi(x) = log(|c| x + 1),
-// f an MLP 1 -> W -> NH with ReLU, per layer; c and the threshold L are learned too.
-// Parameters (flat): [w1 (W), b1 (W), w2 (NH, W), b2 (NH), c, L].
+// f an MLP 1 -> W -> NH with ReLU, per layer; c and the threshold L are learned too. L is learned
+// through lambda = log L, so that Adam moves it at a rate that does not depend on its size (the
+// paper learns a multiplier of an initial L for the same reason).
+// Parameters (flat): [w1 (W), b1 (W), w2 (NH, W), b2 (NH), c, lambda].
 
 enum { FIRE_W = 32 };
 #define FIRE_EPS 1e-6
@@ -282,15 +301,15 @@ static void fire_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng) {
     for (int k = 0; k < NH * FIRE_W; k++) w2[k] = (real)(0.2 * (2 * rng_uniform(rng) - 1) / sqrt((double)FIRE_W));
     for (int h = 0; h < NH; h++) b2[h] = 0;
     cl[0] = (real)0.1;                       // c
-    cl[1] = (real)d->max_seq_len;            // L: the training context
+    cl[1] = (real)log((double)d->max_seq_len);   // lambda: L starts at the training context
 }
 static void fire_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
     int NH = t->d.n_head;
     const real *w1 = p, *b1 = w1 + FIRE_W, *w2 = b1 + FIRE_W + h * FIRE_W, *b2 = b1 + FIRE_W + NH * FIRE_W;
-    real c = fabs(b2[NH]), L = b2[NH + 1];
+    real c = fabs(b2[NH]), L = exp(b2[NH + 1]);
     real denom = log(c * (L > qpos ? L : (real)qpos) + 1) + (real)FIRE_EPS;
     for (int j = 0; j < n; j++) {
-        real u = log(c * (real)(qpos - kpos[j]) + 1) / denom, acc = b2[h];
+        real u = log(c * distance(qpos, kpos[j]) + 1) / denom, acc = b2[h];
         for (int w = 0; w < FIRE_W; w++) {
             real hid = w1[w] * u + b1[w];
             if (hid > 0) acc += w2[w] * hid;
@@ -302,15 +321,16 @@ static void fire_bias_backward(const PosTables *t, const real *p, real *dp, int 
     int NH = t->d.n_head;
     const real *w1 = p, *b1 = w1 + FIRE_W, *w2 = b1 + FIRE_W + h * FIRE_W, *b2 = b1 + FIRE_W + NH * FIRE_W;
     real *dw1 = dp, *db1 = dw1 + FIRE_W, *dw2 = db1 + FIRE_W + h * FIRE_W, *db2 = db1 + FIRE_W + NH * FIRE_W;
-    real craw = b2[NH], c = fabs(craw), sc = craw >= 0 ? 1 : -1, L = b2[NH + 1];
+    real craw = b2[NH], c = fabs(craw), sc = craw >= 0 ? 1 : -1, L = exp(b2[NH + 1]);
     real M = L > qpos ? L : (real)qpos;                 // max(L, i)
     real denom = log(c * M + 1) + (real)FIRE_EPS;
-    real ddenom_dc = sc * M / (c * M + 1), ddenom_dL = L > qpos ? c / (c * L + 1) : 0;
-    real dc = 0, dL = 0;
+    // d denom / d c and d denom / d lambda (= d denom / dL * L, only while L > i)
+    real ddenom_dc = sc * M / (c * M + 1), ddenom_dlam = L > qpos ? c * L / (c * L + 1) : 0;
+    real dc = 0, dlam = 0;
     for (int j = 0; j < n; j++) {
         real g = dout[j];
         if (g == 0) continue;
-        real d = (real)(qpos - kpos[j]), A = log(c * d + 1), u = A / denom, du = 0;
+        real d = distance(qpos, kpos[j]), A = log(c * d + 1), u = A / denom, du = 0;
         db2[h] += g;
         for (int w = 0; w < FIRE_W; w++) {
             real hid = w1[w] * u + b1[w];
@@ -319,12 +339,12 @@ static void fire_bias_backward(const PosTables *t, const real *p, real *dp, int 
             real dh = g * w2[w];
             dw1[w] += dh * u; db1[w] += dh; du += dh * w1[w];
         }
-        // u = A(c) / denom(c, L)
+        // u = A(c) / denom(c, lambda)
         dc += du * (sc * d / (c * d + 1) / denom - A / (denom * denom) * ddenom_dc);
-        dL += du * (-A / (denom * denom) * ddenom_dL);
+        dlam += du * (-A / (denom * denom) * ddenom_dlam);
     }
     db2[NH] += dc;
-    db2[NH + 1] += dL;
+    db2[NH + 1] += dlam;
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -354,12 +374,12 @@ static const PosScheme SCHEMES[] = {
       .hooks = PE_HOOK_BIAS, .shared = 1, .param_shape = t5_shape, .init_std = 0.02,
       .check = t5_check, .build = t5_build,
       .bias_forward = t5_bias_forward, .bias_backward = t5_bias_backward },
-    { .name = "kerple", .summary = "learned per-head bias -r1*log(1 + r2*(i-j)), r1, r2 > 0, per "
+    { .name = "kerple", .summary = "learned per-head bias -r1*log(1 + r2*(i-j)), r1, r2 >= 0.01, per "
                                    "layer (Chi et al. 2022, log variant)",
-      .hooks = PE_HOOK_BIAS, .param_shape = kerple_shape, .init = kerple_init,
+      .hooks = PE_HOOK_BIAS, .param_shape = kerple_shape, .init = kerple_init, .project = kerple_project,
       .bias_forward = kerple_bias_forward, .bias_backward = kerple_bias_backward },
-    { .name = "fire", .summary = "learned bias f(psi(i-j)/psi(max(L,i))), psi(x) = log(c*x+1), f a "
-                                 "per-layer MLP, c and L learned (Li et al. 2023)",
+    { .name = "fire", .summary = "learned bias f(psi(i-j)/psi(max(L,i))), psi(x) = log(|c|x+1), f a "
+                                 "per-layer MLP, c and log L learned (Li et al. 2023)",
       .hooks = PE_HOOK_BIAS, .param_shape = fire_shape, .init = fire_init,
       .bias_forward = fire_bias_forward, .bias_backward = fire_bias_backward },
     { .name = "xpos", .summary = "RoPE with per-pair exponential scaling of q and k, a decay with "
@@ -689,7 +709,7 @@ int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size
         if (found < 0) { snprintf(msg, cap, "--rope-scaling must be none, linear, dynamic, yarn or llama3 (got '%s')", value); return -1; }
         c->rope_scaling = (RopeScaling)found;
     } else if (strcmp(key, "rope_original_context") == 0) {
-        if (!parse_int(value, &n) || n < 0) { snprintf(msg, cap, "--rope-original-context must be an integer >= 1 (got '%s')", value); return -1; }
+        if (!parse_int(value, &n) || n < 1) { snprintf(msg, cap, "--rope-original-context must be an integer >= 1 (got '%s')", value); return -1; }
         c->rope_original_context = n;
     } else if (strcmp(key, "t5_num_buckets") == 0) {
         if (!parse_int(value, &n) || n < 2 || n > 4096) { snprintf(msg, cap, "--t5-num-buckets must be an integer in [2, 4096] (got '%s')", value); return -1; }
@@ -726,6 +746,17 @@ size_t posenc_json(const PosConfig *c, char *buf, size_t cap) {
                   c->p_rope_fraction, c->t5_num_buckets, c->t5_max_distance);
 #undef AT
     return k;
+}
+
+// The scheme settings as top-level safetensors metadata (string values): ,"rope_scaling":"none",...
+size_t posenc_metadata(const PosConfig *c, char *buf, size_t cap) {
+    return snprintf(buf, cap, ",\"rope_scaling\":\"%s\",\"rope_factor\":\"%.17g\",\"rope_original_context\":\"%d\","
+                    "\"yarn_beta_fast\":\"%.17g\",\"yarn_beta_slow\":\"%.17g\",\"llama3_low_freq_factor\":\"%.17g\","
+                    "\"llama3_high_freq_factor\":\"%.17g\",\"xpos_scale_base\":\"%.17g\",\"p_rope_fraction\":\"%.17g\","
+                    "\"t5_num_buckets\":\"%d\",\"t5_max_distance\":\"%d\"",
+                    SCALING_NAMES[c->rope_scaling], c->rope_factor, c->rope_original_context, c->yarn_beta_fast,
+                    c->yarn_beta_slow, c->llama3_low_freq_factor, c->llama3_high_freq_factor, c->xpos_scale_base,
+                    c->p_rope_fraction, c->t5_num_buckets, c->t5_max_distance);
 }
 
 void posenc_help(FILE *f) {

@@ -77,6 +77,8 @@ typedef struct PosScheme {
     const char *export_name;    // HF name of an input table (NULL: "pe.<name>.weight")
     double init_std;            // parameters start as N(0, init_std^2) ...
     void (*init)(const PosConfig *c, const PosDims *d, real *p, Rng *rng);   // ... or its own init
+    // Keeps parameters in their domain after each optimiser step (NULL: nothing to do).
+    void (*project)(const PosConfig *c, const PosDims *d, real *p);
     // Fills the scheme's part of PosTables (its cos/sin tables, slopes, ...); NULL if it needs none.
     void (*build)(PosTables *t);
     // Returns NULL if the scheme can run with this config, else a sentence saying what to change.
@@ -133,6 +135,9 @@ void posenc_write_kv(const PosConfig *c, FILE *f);
 int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size_t cap);
 // Appends ,"input_pe":"...","layer_pe":[...],"rope_base":... to buf (JSON, no braces).
 size_t posenc_json(const PosConfig *c, char *buf, size_t cap);
+// The same settings as top-level safetensors metadata entries with string values (what a reader
+// that does not parse the config JSON sees): appends ,"rope_scaling":"none",... to buf.
+size_t posenc_metadata(const PosConfig *c, char *buf, size_t cap);
 // "nope,rope,..." for the layers
 void posenc_layer_list(const PosConfig *c, char *buf, size_t cap);
 // 1 if --FLAG is a scheme setting (e.g. "rope-base"); train.c passes it to posenc_set with

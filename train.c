@@ -445,12 +445,14 @@ int main(int argc, char **argv) {
             data_split(&all, o->val_frac, &train, &val);
         }
         size_t need = (size_t)o->batch * o->seq + 1;
-        CHECK(train.n >= need, "%s has %zu training tokens, fewer than --batch %d x --seq %d + 1 = %zu; "
+        CHECK(train.n >= need || (o->eval_batches && !o->dump), "%s has %zu training tokens, fewer than --batch %d x --seq %d + 1 = %zu; "
               "use more data or a smaller batch", data_name, train.n, o->batch, o->seq, need);
         CHECK(o->seq <= cfg->max_seq_len, "--seq %d is longer than the model's context %d; raise --context",
               o->seq, cfg->max_seq_len);
-        CHECK(!o->eval_batches || val.n >= need, "--eval-batches: %zu validation tokens are fewer than one batch "
-              "(%zu); give --val-data or a larger --val-frac", val.n, need);
+        size_t eval_need = (size_t)o->eval_batches * o->batch * o->seq + 1;
+        CHECK(!o->eval_batches || val.n >= eval_need, "--eval-batches %d: %zu validation tokens are fewer than "
+              "%d batches of %d x %d (%zu; no token is counted twice); give --val-data, a larger --val-frac or "
+              "fewer batches", o->eval_batches, val.n, o->eval_batches, o->batch, o->seq, eval_need);
         if (train_steps > 0 && val.n < need) {
             if (val.n || o->val_data)
                 fprintf(stderr, "warning: %zu validation tokens are fewer than one batch (%zu); no validation loss\n", val.n, need);

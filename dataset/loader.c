@@ -1,7 +1,7 @@
 // dataset/loader.c: batches from a token stream (see loader.h).
 #include "dataset/loader.h"
 
-int loader_ends_document(const TokenData *d, size_t k) {
+int loader_starts_document(const TokenData *d, size_t k) {
     if (d->eot >= 0) return d->tokens[k] == d->eot;
     return k > 0 && d->tokens[k] == '\n' && d->tokens[k - 1] == '\n';
 }
@@ -18,9 +18,9 @@ void loader_next(Loader *l, Batch *b) {
             b->tokens[k] = l->d->tokens[src];
             b->targets[k] = l->d->tokens[src + 1];
             if (l->pack) {
+                if (t > 0 && loader_starts_document(l->d, src)) { doc++; p = 0; }
                 b->pos[k] = p++;
                 b->doc[k] = doc;
-                if (loader_ends_document(l->d, src)) { doc++; p = 0; }
             }
         }
     }

@@ -19,6 +19,7 @@ static void fill(real *x, size_t n, double scale) { for (size_t i = 0; i < n; i+
 typedef double (*LossFn)(void *ctx);
 static void check_grad(const char *what, real *x, const real *analytic, size_t n, LossFn f, void *ctx) {
     double max_err = 0, max_g = 0;
+    int finite = 1;
     for (size_t i = 0; i < n; i++) {
         real old = x[i];
         x[i] = old + H; double lp = f(ctx);
@@ -26,9 +27,11 @@ static void check_grad(const char *what, real *x, const real *analytic, size_t n
         x[i] = old;
         double num = (lp - lm) / (2 * H);
         double err = fabs(num - analytic[i]);
+        finite &= isfinite(num) && isfinite(analytic[i]);
         if (err > max_err) max_err = err;
         if (fabs(num) > max_g) max_g = fabs(num);
     }
+    EXPECT(finite, "%s: a gradient is NaN or infinite", what);
     EXPECT(max_err <= TOL * (max_g + 1e-8), "%s: max |analytic - numeric| = %.3g, max |grad| = %.3g", what, max_err, max_g);
     EXPECT(max_g > 0, "%s: the gradient is identically zero, so this check tests nothing", what);
 }
@@ -239,8 +242,8 @@ static void test_attention(int scheme, int interleaved, double fraction) {
     real *pout = xmalloc(no * sizeof(real)), *pdqkv = xmalloc(nq * sizeof(real));
     plain_attention(pout, pdqkv, c.qkv, c.R, &c.ap, c.B, c.T, c.C, c.NH);
     double ef = 0, eb = 0;
-    for (size_t k = 0; k < no; k++) ef = fmax(ef, fabs(pout[k] - c.out[k]));
-    for (size_t k = 0; k < nq; k++) eb = fmax(eb, fabs(pdqkv[k] - dqkv[k]));
+    for (size_t k = 0; k < no; k++) ef = isfinite(c.out[k]) ? fmax(ef, fabs(pout[k] - c.out[k])) : INFINITY;
+    for (size_t k = 0; k < nq; k++) eb = isfinite(dqkv[k]) ? fmax(eb, fabs(pdqkv[k] - dqkv[k])) : INFINITY;
     EXPECT(ef < 1e-12 && eb < 1e-12, "%s: O(T) attention differs from the plain attention: forward %.3g, backward %.3g",
            s->name, ef, eb);
     // masking: row 1's second document (tokens 9..11) never sees the first (6..8)

@@ -280,7 +280,7 @@ static void test_prope(void) {
 }
 
 // xpos: the score of q at m and k at n depends only on n - m (the scales are zeta^(m/g) and
-// zeta^(-n/g)), and decays with distance for q = k
+// zeta^(-n/g))
 static void test_xpos(void) {
     PosTables t = tables_for("none", "xpos", 16, 1, 400, 0, 1.0);
     const PosScheme *s = posenc_scheme(posenc_find("xpos"));
@@ -296,6 +296,59 @@ static void test_xpos(void) {
         if (i == 0) ref = d;
         EXPECT_NEAR(d, ref, 1e-9, 1e-9, "xpos: score at offset 5 must not depend on the absolute position");
     }
+    posenc_tables_free(&t);
+}
+
+// xpos decays with distance: for q = k = the unit vector of pair 0 (theta_0 = 1), the score of a
+// query at m and a key at n = m - d is cos(d) * zeta_0^(d/gamma), zeta_0 = 0.4/1.4
+static void test_xpos_decay(void) {
+    PosConfig c; posenc_defaults(&c, 1);
+    c.layer[0] = posenc_find("xpos"); c.xpos_scale_base = 16;
+    PosDims d = { 1, 1, 8, 8, 64 };
+    PosTables t; posenc_tables_build(&t, &c, &d, 64);
+    const PosScheme *s = posenc_scheme(c.layer[0]);
+    for (int dist = 0; dist < 12; dist += 5) {
+        real q[8] = { 1 }, k[8] = { 1 };
+        s->qk_forward(&t, q, 30, 0); s->qk_forward(&t, k, 30 - dist, 1);
+        EXPECT_NEAR(dot(q, k, 8), cos(dist) * pow(0.4 / 1.4, dist / 16.0), 1e-12, 0, "xpos score cos(d) zeta_0^(d/gamma)");
+    }
+    posenc_tables_free(&t);
+}
+
+// KERPLE: bias -r1 log(1 + r2 d), decreasing in d; r1, r2 are projected back to >= 0.01
+static void test_kerple(void) {
+    PosTables t = tables_for("none", "kerple", 4, 2, 16, 0, 1.0);
+    const PosScheme *s = posenc_scheme(posenc_find("kerple"));
+    real p[4] = { 1.0, 0.5, 1.0, 2.0 };        // r1 = (1, 0.5), r2 = (1, 2) for heads 0, 1
+    int kpos[4] = { 9, 7, 4, 0 };
+    real out[4] = { 0 };
+    s->bias_forward(&t, p, 1, 9, kpos, 4, out);
+    EXPECT_NEAR(out[1], -0.5 * log(1 + 2 * 2.0), 1e-12, 0, "kerple bias, head 1, distance 2");
+    EXPECT(out[0] == 0 && out[0] > out[1] && out[1] > out[2] && out[2] > out[3], "kerple bias decreases with distance");
+    real below[4] = { 0.001, -2, 0.3, 0.01 };
+    s->project(&t.cfg, &t.d, below);
+    EXPECT(below[0] == (real)0.01 && below[1] == (real)0.01 && below[2] == (real)0.3, "kerple parameters are kept >= 0.01");
+    posenc_tables_free(&t);
+}
+
+// FIRE: with w1 = 1, b1 = 0, w2 = 1/W and b2 = 0 the MLP is the identity on u >= 0, so the bias is
+// u = psi(i - j) / psi(max(L, i)) itself: in [0, 1], 0 at distance 0, and normalised by L for i < L
+static void test_fire(void) {
+    int NH = 1, W = 32;
+    PosTables t = tables_for("none", "fire", 4, NH, 64, 0, 1.0);
+    const PosScheme *s = posenc_scheme(posenc_find("fire"));
+    real p[2 * 32 + 32 + 1 + 2];
+    for (int w = 0; w < W; w++) { p[w] = 1; p[W + w] = 0; p[2 * W + w] = (real)1.0 / W; }
+    p[3 * W] = 0; p[3 * W + 1] = (real)0.1; p[3 * W + 2] = (real)log(16.0);     // b2, c, lambda = log L
+    int kpos[3] = { 8, 4, 0 };
+    real out[3] = { 0 };
+    s->bias_forward(&t, p, 0, 8, kpos, 3, out);           // query at 8 < L = 16
+    EXPECT_NEAR(out[0], 0, 1e-12, 0, "fire bias at distance 0");
+    EXPECT_NEAR(out[1], log(1.4) / (log(2.6) + 1e-6), 1e-9, 0, "fire: u = psi(4)/psi(L) for a query before L");
+    int kfar[1] = { 0 };
+    real far[1] = { 0 };
+    s->bias_forward(&t, p, 0, 40, kfar, 1, far);          // query at 40 > L: normalised by psi(40)
+    EXPECT_NEAR(far[0], log(5.0) / (log(5.0) + 1e-6), 1e-9, 0, "fire: u = psi(i)/psi(i) at the first key past L");
     posenc_tables_free(&t);
 }
 
@@ -364,6 +417,9 @@ int main(void) {
     test_t5_buckets();
     test_prope();
     test_xpos();
+    test_xpos_decay();
+    test_kerple();
+    test_fire();
     test_precision();
     test_schedule();
     return test_summary("test_posenc");

@@ -146,19 +146,19 @@ static void test_loader(void) {
     EXPECT(b.tokens[0] == 'a' && b.targets[7] == toks[8] && b.pos[7] == 7 && b.doc[7] == 0 && plain.pos == 8,
            "plain rows: tokens, shifted targets, positions 0..T-1, one document");
     loader_next(&packed, &b);
-    // "ab\n\n" | "cde\n\n" | ...: document 1 starts at index 4 ('c') at position 0
-    static const int want_doc[8] = { 0, 0, 0, 0, 1, 1, 1, 1 }, want_pos[8] = { 0, 1, 2, 3, 0, 1, 2, 3 };
+    // "ab\n" | "\ncde\n" | "\nfghij..." : the second newline of a blank line opens a document
+    static const int want_doc[8] = { 0, 0, 0, 1, 1, 1, 1, 1 }, want_pos[8] = { 0, 1, 2, 0, 1, 2, 3, 4 };
     int ok = 1;
     for (int t = 0; t < 8; t++) ok &= b.doc[t] == want_doc[t] && b.pos[t] == want_pos[t];
-    EXPECT(ok, "packed rows: a document starts after each blank line, at position 0");
+    EXPECT(ok, "packed rows: a document opens at the second newline of each blank line, at position 0");
     loader_next(&packed, &b);
-    EXPECT(b.tokens[0] == '\n' && b.doc[1] == 1 && b.pos[1] == 0, "packed rows: the next row starts at position 0; 'f' opens a document");
+    EXPECT(b.tokens[0] == '\n' && b.pos[0] == 0 && b.doc[1] == 0 && b.pos[1] == 1, "packed rows: a row starts at position 0");
     loader_next(&packed, &b);     // 8 + 8 + 8 + 1 > 19 tokens: wraps to the start
     EXPECT(b.tokens[0] == 'a', "the loader wraps to the start when a batch no longer fits");
-    TokenData e = { toks, (size_t)n, 50257, 'c' };            // an end-of-text token ends documents
+    TokenData e = { toks, (size_t)n, 50257, 'c' };            // an end-of-text token opens documents
     Loader pe = { &e, 0, 1 };
     loader_next(&pe, &b);
-    EXPECT(b.doc[4] == 0 && b.doc[5] == 1 && b.pos[5] == 0, "with an eot token, a document ends after it");
+    EXPECT(b.doc[3] == 0 && b.doc[4] == 1 && b.pos[4] == 0 && b.tokens[4] == 'c', "with an eot token, a document opens at it");
     batch_free(&b);
 }
 

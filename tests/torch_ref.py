@@ -37,11 +37,12 @@ Positional schemes (i = query position, j = key position, j <= i; score biases a
   alibi    score -= m_h (i - j), the head slopes of Press et al.
   t5       score += pe.t5.weight[bucket(i - j), h], one [t5_num_buckets, n_head] table shared by
            every t5 layer; decoder (one-sided) buckets of Raffel et al. 2020, computed in float64.
-  kerple   score -= max(r1_h, 0.01) * log(1 + max(r2_h, 0.01) (i - j)), pe.h.{l}.kerple.weight
-           [2, n_head] = [r1; r2] (Chi et al. 2022, log variant).
+  kerple   score -= r1_h * log(1 + r2_h (i - j)), pe.h.{l}.kerple.weight [2, n_head] = [r1; r2]
+           (Chi et al. 2022, log variant); the trainer keeps r1, r2 >= 0.01 by clamping the
+           parameters after each step, so a value below 0.01 is refused here.
   fire     score += w2[h] . relu(w1 u + b1) + b2[h], u = psi(i-j) / (psi(max(L, i)) + 1e-6),
-           psi(x) = log(|c| x + 1); pe.h.{l}.fire.weight is 1-D [w1 (32), b1 (32), w2 (n_head x 32),
-           b2 (n_head), c, L] (Li et al. 2023).
+           psi(x) = log(|c| x + 1), L = exp(lambda); pe.h.{l}.fire.weight is 1-D [w1 (32), b1 (32),
+           w2 (n_head x 32), b2 (n_head), c, lambda] (Li et al. 2023).
 
 This script rebuilds the model in float64 from the exported parameters, recomputes logits, the
 mean cross-entropy loss and its gradient w.r.t. every exported parameter, and compares each with
@@ -481,12 +482,12 @@ def t5_bucket(n, num_buckets, max_distance):
 
 
 def fire_split(wvec, NH):
-    """The FIRE parameter vector as (w1 [W], b1 [W], w2 [NH, W], b2 [NH], c, L)."""
+    """The FIRE parameter vector as (w1 [W], b1 [W], w2 [NH, W], b2 [NH], c, L = exp(lambda))."""
     W = FIRE_WIDTH
     w1, b1 = wvec[0:W], wvec[W:2 * W]
     w2 = wvec[2 * W:2 * W + NH * W].reshape(NH, W)
     b2 = wvec[2 * W + NH * W:2 * W + NH * W + NH]
-    return w1, b1, w2, b2, wvec[2 * W + NH * W + NH], wvec[2 * W + NH * W + NH + 1]
+    return w1, b1, w2, b2, wvec[2 * W + NH * W + NH], torch.exp(wvec[2 * W + NH * W + NH + 1])
 
 
 def score_bias(P, c, li, scheme, pos):
@@ -505,7 +506,9 @@ def score_bias(P, c, li, scheme, pos):
         return P["pe.t5.weight"][buckets].permute(2, 0, 1)  # [T, T, NH] -> [NH, T, T]
     if scheme == "kerple":
         w = P["pe.h.%d.kerple.weight" % li]
-        r1, r2 = torch.clamp(w[0], min=0.01), torch.clamp(w[1], min=0.01)
+        if float(w.min()) < 0.01 - 1e-7:
+            raise ValueError("pe.h.%d.kerple.weight holds %g < 0.01: r1, r2 are kept >= 0.01" % (li, float(w.min())))
+        r1, r2 = w[0], w[1]
         return -r1[:, None, None] * torch.log(1.0 + r2[:, None, None] * nd[None])
     if scheme == "fire":
         w1, b1, w2, b2, cc, Lt = fire_split(P["pe.h.%d.fire.weight" % li], NH)
@@ -825,11 +828,11 @@ def naive_forward(P, c, tokens):
             return P["pe.t5.weight"][bk, hh]
         if scheme == "kerple":
             w = P["pe.h.%d.kerple.weight" % li]
-            return -max(w[0, hh], 0.01) * math.log(1 + max(w[1, hh], 0.01) * n)
+            return -w[0, hh] * math.log(1 + w[1, hh] * n)
         if scheme == "fire":
             w = P["pe.h.%d.fire.weight" % li]
             Wd = FIRE_WIDTH
-            cc, Lf = w[-2], w[-1]
+            cc, Lf = w[-2], math.exp(w[-1])
             u = math.log(abs(cc) * n + 1) / (math.log(abs(cc) * max(Lf, i) + 1) + 1e-6)
             tot = w[2 * Wd + NH * Wd + hh]
             for q in range(Wd):
@@ -894,13 +897,13 @@ def _make_case(cfg, B, T, seed):
         if n == "pe.t5.weight":
             a = 0.5 * rng.standard_normal(shape)
         elif n.endswith(".kerple.weight"):
-            # r1, r2 mostly in the paper's ranges, one of each below the 0.01 floor (no gradient there)
+            # r1, r2 in the paper's ranges, one of each at the 0.01 floor
             a = np.stack([rng.uniform(0.2, 2.0, shape[1]), rng.uniform(0.1, 1.0, shape[1])])
-            a[0, 0], a[1, -1] = -0.3, 0.004
+            a[0, 0], a[1, -1] = 0.01, 0.01
         elif n.endswith(".fire.weight"):
             a = 0.5 * rng.standard_normal(shape)
             a[-2] = -1.7  # c: |c| is used
-            a[-1] = 3.5   # L: max(L, i) switches from L to i inside the batch
+            a[-1] = math.log(3.5)   # lambda: L = 3.5, so max(L, i) switches from L to i inside the batch
         elif n.endswith("ln_1.weight") or n.endswith("ln_2.weight") or n.endswith("ln_f.weight"):
             a = 1.0 + 0.1 * rng.standard_normal(shape)
         elif n.endswith(".bias"):
