@@ -16,7 +16,13 @@ ARCH ?= -march=native
 WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes
 CFLAGS ?= -std=gnu11 -O3 $(ARCH) -ffp-contract=fast -fopenmp $(WARN)
 CPPFLAGS += -I.
-LDLIBS = -lm
+# make BLAS=openblas: the model's matrix products through OpenBLAS (Debian's libopenblas-dev).
+# OpenBLAS picks its kernel from the CPU; the OPENBLAS_CORETYPE variable overrides that choice.
+ifeq ($(BLAS),openblas)
+CPPFLAGS += -DUSE_OPENBLAS -I/usr/include/x86_64-linux-gnu
+LDLIBS_BLAS = -lopenblas
+endif
+LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
 CORE = model.c posenc.c kernels.c
@@ -24,7 +30,7 @@ LIB = $(CORE) checkpoint.c safetensors.c dataset/data.c dataset/corpus.c dataset
 HDR = common.h kernels.h model.h posenc.h checkpoint.h safetensors.h dataset/data.h dataset/loader.h
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_kernels tests/test_data tests/test_safetensors tests/test_train tests/st_compare
 
-.PHONY: all test run asan clean fixtures
+.PHONY: all test run asan clean fixtures bench
 all: train $(TESTS)
 
 train: train.c $(LIB) $(HDR)
@@ -74,8 +80,17 @@ asan:
 	$(MAKE) test CFLAGS="-std=gnu11 -O1 -g -fopenmp $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 	$(MAKE) clean
 
+# make bench: builds ./bench (with OpenBLAS for the sgemm reference when libopenblas-dev is
+# installed) and runs it: peak, every config, scheme overheads, attention as T doubles; bench.csv.
+HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -f /usr/lib/x86_64-linux-gnu/libopenblas.so && echo 1)
+BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
+BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
+bench:
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(LIB) $(LDLIBS) $(BENCH_LIBS)
+	./bench
+
 fixtures: train tests/st_compare
 	./tests/make_fixtures.sh
 
 clean:
-	rm -f train $(TESTS)
+	rm -f train bench $(TESTS)

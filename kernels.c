@@ -5,6 +5,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#ifdef USE_OPENBLAS
+#include <cblas.h>
+#endif
 
 // One vector of 64 bytes: 16 floats or 8 doubles. aligned(sizeof(real)) allows unaligned access.
 #define VL ((int)(64 / sizeof(real)))
@@ -12,7 +15,8 @@ typedef real vec __attribute__((vector_size(64), aligned(sizeof(real))));
 
 enum { MR = 6 };                 // rows of the register tile
 #define NR (2 * VL)              // columns of the register tile: two vectors
-enum { KC = 256, MC = 72 };      // a K block; rows of A per thread block (a multiple of MR)
+enum { KC = 256, MC = 72 };      // a K block; rows of A per work item (a multiple of MR)
+#define NC (8 * NR)              // columns of C per work item
 
 // C tile (MR, NR) (+)= A (MR, kc) @ B (kc, NR), everything in registers for the whole k loop
 static inline void tile_full(int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
@@ -45,32 +49,92 @@ static void tile_edge(int mr, int nr, int kc, const real *a, size_t a_rs, size_t
         }
 }
 
+#ifdef USE_OPENBLAS
+// make BLAS=openblas: the same contract through OpenBLAS (A plain or transposed through its strides)
+static int blas_gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+                     real *c, size_t ldc, int accumulate) {
+    if (a_cs != 1 && a_rs != 1) return 0;
+    enum CBLAS_TRANSPOSE ta = a_cs == 1 ? CblasNoTrans : CblasTrans;
+    int lda = (int)(a_cs == 1 ? a_rs : a_cs);
+    if (lda < 1) lda = 1;
+    if (sizeof(real) == sizeof(float))
+        cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, M, N, K, 1.0f, (const float *)a, lda, (const float *)b, (int)ldb,
+                    accumulate ? 1.0f : 0.0f, (float *)c, (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, CblasNoTrans, M, N, K, 1.0, (const double *)a, lda, (const double *)b, (int)ldb,
+                    accumulate ? 1.0 : 0.0, (double *)c, (int)ldc);
+    return 1;
+}
+#endif
+
+const char *gemm_backend(void) {
+#ifdef USE_OPENBLAS
+    return "openblas";
+#else
+    return VL == 16 ? "ours (16-float vectors)" : "ours (8-double vectors)";
+#endif
+}
+
 void gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
           real *c, size_t ldc, int accumulate) {
-    int nblocks = (M + MC - 1) / MC;
+#ifdef USE_OPENBLAS
+    if (M > 0 && N > 0 && K > 0 && blas_gemm(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate)) return;
+#endif
+    gemm_own(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate);
+}
+
+void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+              real *c, size_t ldc, int accumulate) {
     if (K == 0) {                                      // an empty sum
         if (!accumulate) for (int i = 0; i < M; i++) memset(c + (size_t)i * ldc, 0, sizeof(real) * N);
         return;
     }
-    // K blocks in order (each pass accumulates into C); threads split row blocks of C
+    // Work items: (column chunk of NC columns) x (row block of MC rows), column chunk outermost.
+    // One thread owns each C tile for a whole K block and K blocks run in order, so every sum has
+    // a fixed order. Each thread copies the B chunk (kc, NC) it works on into a contiguous buffer,
+    // panel by panel, once for all the row blocks that use it: rows of B lie ldb apart, and with
+    // ldb a multiple of 1024 floats they would all fall into a few cache sets.
+    int nrb = (M + MC - 1) / MC, ncb = (N + NC - 1) / NC, nthr = 1;
+#ifdef _OPENMP
+    nthr = omp_get_max_threads();
+#endif
+    real *bufs = aligned_alloc(64, sizeof(real) * (size_t)nthr * KC * NC);
+    CHECK(bufs, "out of memory for the gemm buffers");
     for (int pc = 0; pc < K; pc += KC) {
         int kc = K - pc < KC ? K - pc : KC, acc = accumulate || pc > 0;
-        #pragma omp parallel for schedule(static)
-        for (int ib = 0; ib < nblocks; ib++) {
-            int i0 = ib * MC, mc = M - i0 < MC ? M - i0 : MC;
-            for (int j = 0; j < N; j += NR) {          // one B panel (kc, NR) serves every row tile
-                int nr = N - j < NR ? N - j : NR;
-                const real *bp = b + (size_t)pc * ldb + j;
-                for (int i = i0; i < i0 + mc; i += MR) {
-                    int mr = i0 + mc - i < MR ? i0 + mc - i : MR;
-                    const real *ap = a + (size_t)i * a_rs + (size_t)pc * a_cs;
-                    real *cp = c + (size_t)i * ldc + j;
-                    if (mr == MR && nr == NR) tile_full(kc, ap, a_rs, a_cs, bp, ldb, cp, ldc, acc);
-                    else tile_edge(mr, nr, kc, ap, a_rs, a_cs, bp, ldb, cp, ldc, acc);
+        #pragma omp parallel
+        {
+            int tid = 0;
+#ifdef _OPENMP
+            tid = omp_get_thread_num();
+#endif
+            real *chunk = bufs + (size_t)tid * KC * NC;
+            int have = -1;                              // the column chunk held in `chunk`
+            #pragma omp for collapse(2) schedule(static)
+            for (int jb = 0; jb < ncb; jb++)
+                for (int ib = 0; ib < nrb; ib++) {
+                    int j0 = jb * NC, j1 = j0 + NC < N ? j0 + NC : N;
+                    if (have != jb) {                   // panels (kc, NR) of full width, back to back
+                        for (int j = j0; j + NR <= j1; j += NR)
+                            for (int k = 0; k < kc; k++)
+                                memcpy(chunk + (size_t)(j - j0) * kc + (size_t)k * NR, b + (size_t)(pc + k) * ldb + j, sizeof(real) * NR);
+                        have = jb;
+                    }
+                    int i0 = ib * MC, mc = M - i0 < MC ? M - i0 : MC;
+                    for (int j = j0; j < j1; j += NR) {
+                        int nr = j1 - j < NR ? j1 - j : NR;
+                        for (int i = i0; i < i0 + mc; i += MR) {
+                            int mr = i0 + mc - i < MR ? i0 + mc - i : MR;
+                            const real *ap = a + (size_t)i * a_rs + (size_t)pc * a_cs;
+                            real *cp = c + (size_t)i * ldc + j;
+                            if (mr == MR && nr == NR) tile_full(kc, ap, a_rs, a_cs, chunk + (size_t)(j - j0) * kc, NR, cp, ldc, acc);
+                            else tile_edge(mr, nr, kc, ap, a_rs, a_cs, b + (size_t)pc * ldb + j, ldb, cp, ldc, acc);
+                        }
+                    }
                 }
-            }
         }
     }
+    free(bufs);
 }
 
 void gemm_ref(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,

@@ -13,6 +13,10 @@
 
 void gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
           real *c, size_t ldc, int accumulate);
+// Our kernel, whatever the backend (with make BLAS=openblas, gemm calls OpenBLAS instead).
+void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+              real *c, size_t ldc, int accumulate);
+const char *gemm_backend(void);   // "ours (...)" or "openblas"
 
 // The reference every kernel test compares with: the definition, one dot product per element.
 void gemm_ref(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,

@@ -25,6 +25,16 @@ static int thread_id(void) {
 #endif
 }
 
+static double wall(void) {
+#ifdef _OPENMP
+    return omp_get_wtime();
+#else
+    return (double)clock() / CLOCKS_PER_SEC;
+#endif
+}
+// Adds the time of `stmt` to m->prof[k] (where a benchmark reads the share of each kind of work).
+#define TIMED(m, k, stmt) do { double t0_ = wall(); stmt; (m)->prof[k] += wall() - t0_; } while (0)
+
 // ----------------------------------------------------------------------------------------------
 // batches
 
@@ -651,20 +661,20 @@ double gpt_forward(GPT *m, const Batch *b) {
         AttnPos ap = attn_pos(m, b, l, 0);
 
         layernorm_forward(ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
-        matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C);
-        qk_hook(qkv, &ap, N, C, NH, QK_FORWARD);                                           // hook 2
-        attention_forward(atty, lse, qkv, &ap, a->att_scratch, B, T, C, NH);              // hook 3 inside
-        matmul_forward(a->scratch, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C);
+        TIMED(m, PROF_MATMUL, matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
+        TIMED(m, PROF_ATTENTION, qk_hook(qkv, &ap, N, C, NH, QK_FORWARD));                                           // hook 2
+        TIMED(m, PROF_ATTENTION, attention_forward(atty, lse, qkv, &ap, a->att_scratch, B, T, C, NH));              // hook 3 inside
+        TIMED(m, PROF_MATMUL, matmul_forward(a->scratch, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
         residual_add(residual2, residual, a->scratch, N * C);
         layernorm_forward(ln2, la.ln2_mean, la.ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
-        matmul_forward(fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C);
+        TIMED(m, PROF_MATMUL, matmul_forward(fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
         gelu_forward(fch_gelu, fch, N * 4 * C);
-        matmul_forward(a->scratch, fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C);
+        TIMED(m, PROF_MATMUL, matmul_forward(a->scratch, fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
         residual_add(residual3, residual2, a->scratch, N * C);
         residual = residual3;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, N, C);
-    matmul_forward(a->logits, a->lnf, p->wte, NULL, N, C, Vp);     // LM head tied to wte
+    TIMED(m, PROF_MATMUL, matmul_forward(a->logits, a->lnf, p->wte, NULL, N, C, Vp));     // LM head tied to wte
     crossentropy_forward(a->probs, a->losses, a->logits, b->targets, N, V, Vp);
 
     double sum = 0, wsum = 0;
@@ -771,7 +781,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     }
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     memset(g->dln, 0, sizeof(real) * N * C);
-    matmul_backward(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp);
+    TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp));
     memset(g->dresidual, 0, sizeof(real) * N * C);
     layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C);
 
@@ -783,25 +793,25 @@ void gpt_backward(GPT *m, double grad_scale) {
         // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms.
         // g->dln is scratch for the gradient at a LayerNorm's output (ln_f's above, ln2's, then ln1's).
         memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
-        matmul_backward(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, g->dresidual,
-                        la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C);
+        TIMED(m, PROF_MATMUL, matmul_backward(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, g->dresidual,
+                        la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C));
         memset(g->dfch, 0, sizeof(real) * N * 4 * C);
         gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
         memset(g->dln, 0, sizeof(real) * N * C);
-        matmul_backward(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
-                        p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C);
+        TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
+                        p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C));
         layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
                            la.ln2_mean, la.ln2_rstd, N, C);
         // residual2 = residual + attproj(attention(qkv(ln1(residual))))
         memset(g->datty, 0, sizeof(real) * N * C);
-        matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, g->dresidual, la.atty,
-                        p->attprojw + (size_t)l * C * C, N, C, C);
+        TIMED(m, PROF_MATMUL, matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, g->dresidual, la.atty,
+                        p->attprojw + (size_t)l * C * C, N, C, C));
         memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
-        attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.att_lse, &ap, B, T, C, NH);
-        qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD);  // gradient w.r.t. the unrotated q and k
+        TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.att_lse, &ap, B, T, C, NH));
+        TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
         memset(g->dln, 0, sizeof(real) * N * C);
-        matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
-                        p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C);
+        TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
+                        p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C));
         layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
                            la.ln1_mean, la.ln1_rstd, N, C);
     }
@@ -814,17 +824,19 @@ void gpt_backward(GPT *m, double grad_scale) {
 // optimiser
 
 double gpt_clip_grad(GPT *m, double max_norm) {
-    double ss = 0;
+    double t0 = wall(), ss = 0;
     for (size_t i = 0; i < m->num_params; i++) ss += (double)m->grads[i] * m->grads[i];
     double norm = sqrt(ss);
     if (max_norm > 0 && norm > max_norm) {
         real s = (real)(max_norm / norm);
         for (size_t i = 0; i < m->num_params; i++) m->grads[i] *= s;
     }
+    m->prof[PROF_OPTIMIZER] += wall() - t0;
     return norm;
 }
 
 void gpt_adamw(GPT *m, const AdamWConfig *o, int t) {
+    double t0 = wall();
     if (!m->m) { m->m = xcalloc(m->num_params, sizeof(real)); m->v = xcalloc(m->num_params, sizeof(real)); }
     double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
     for (int k = 0; k < m->n_tensors; k++) {
@@ -845,6 +857,7 @@ void gpt_adamw(GPT *m, const AdamWConfig *o, int t) {
         const PosScheme *sc = ti->scheme >= 0 ? posenc_scheme(ti->scheme) : NULL;
         if (sc && sc->project) { PosDims d = dims_of(&m->cfg); sc->project(&m->cfg.pe, &d, m->params + ti->offset); }
     }
+    m->prof[PROF_OPTIMIZER] += wall() - t0;
 }
 
 const TensorInfo *gpt_find_tensor(const GPT *m, const char *name) {

@@ -106,6 +106,9 @@ typedef struct {
     real *dfch_gelu;   // (B,T,4C) gradient after GELU
 } GradActivations;
 
+// Time spent (seconds, accumulated since the model was built) by kind of work; bench reads it.
+enum { PROF_MATMUL, PROF_ATTENTION, PROF_OPTIMIZER, PROF_N };
+
 typedef struct {
     GPTConfig cfg;
     PosTables pt;                  // tables for positions 0 .. max_pos-1
@@ -122,6 +125,8 @@ typedef struct {
     const Batch *batch;            // the batch of the last forward
     double loss;                   // weighted mean loss of the last forward
     double weight_sum;             // sum of loss weights of the last forward
+    double prof[PROF_N];           // seconds in matmul (all three products), attention (hooks 2 and 3
+                                   // included), and the optimiser (clipping + AdamW)
 } GPT;
 
 // Builds a model (parameters initialised from seed; each tensor draws from its own stream, so

@@ -1,0 +1,323 @@
+// bench.c: how fast a training step is, and how close to the machine's limit.
+//
+//   ./bench                  the whole benchmark: the machine's peak, every named config, the cost
+//                            of each positional scheme, and attention as T doubles; a table on
+//                            stdout and the same numbers in bench.csv
+//   ./bench --config NAME    one config; ends with
+//                            RESULT config=NAME tokens_per_s=X gflops=Y peak_fraction=Z peak_rss_mb=W
+//
+// FLOP count of a training step (forward + backward, the usual 6 x parameters x tokens rule):
+//   tokens x (6 x (12 L C^2 + V C) + 6 L T C)
+// 12 L C^2 are the four linear layers of each block, V C the LM head (tied to wte, which is a lookup
+// at the input and costs nothing there), and 6 L T C causal attention: per token q.k and p.v over
+// T/2 keys on average (2 T C) forward, twice that backward. Our backward recomputes the scores
+// (another T C), which is not counted: the number is the work any implementation must do.
+// The peak is the best of an FMA loop and OpenBLAS sgemm on the training shapes (when the bench is
+// built with OpenBLAS), measured in the same run with the same threads.
+#include <math.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef BENCH_OPENBLAS
+#include <cblas.h>
+#endif
+
+#include "kernels.h"
+#include "model.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// ---- the machine's peak ------------------------------------------------------------------------
+
+typedef float v16 __attribute__((vector_size(64)));
+
+// 12 independent FMA chains per thread on 16-float vectors: enough to fill two FMA pipes
+static double fma_peak_gflops(void) {
+    const long iters = 20000000;
+    double t0 = now();
+    float sink = 0;
+    #pragma omp parallel reduction(+:sink)
+    {
+        v16 acc[12], x = { 0 }, y = { 0 };
+        for (int i = 0; i < 16; i++) { x[i] = 0.999999f; y[i] = 1e-6f * i; }
+        for (int k = 0; k < 12; k++) acc[k] = x * (float)k;
+        for (long it = 0; it < iters; it++)
+            for (int k = 0; k < 12; k++) acc[k] = acc[k] * x + y;
+        for (int k = 0; k < 12; k++) sink += acc[k][0];
+    }
+    double dt = now() - t0;
+    if (sink == 12345.0f) printf(" ");        // keep the loop alive
+    return (double)threads() * iters * 12 * 16 * 2 / dt / 1e9;
+}
+
+typedef struct { int M, N, K; const char *what; } Shape;
+static const Shape SHAPES[] = {
+    { 2048, 1152, 384, "small: qkv" }, { 2048, 1536, 384, "small: fc" }, { 2048, 384, 1536, "small: fc proj" },
+    { 256, 2304, 768, "gpt2 B=4 T=64: qkv" }, { 256, 3072, 768, "gpt2: fc" }, { 256, 50304, 768, "gpt2: LM head" },
+    { 1024, 3072, 768, "gpt2 T=1024: fc" },
+};
+enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
+
+// GFLOP/s of C (M,N) = A (M,K) @ B (K,N), best of a few runs: ours, or OpenBLAS sgemm
+static double gemm_gflops(const Shape *s, int blas) {
+    float *a = xmalloc(sizeof(float) * s->M * s->K), *b = xmalloc(sizeof(float) * s->K * s->N);
+    float *c = xmalloc(sizeof(float) * s->M * s->N);
+    for (size_t i = 0; i < (size_t)s->M * s->K; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    for (size_t i = 0; i < (size_t)s->K * s->N; i++) b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+    double best = 1e30;
+    for (int r = 0; r < 4; r++) {
+        double t0 = now();
+        if (blas) {
+#ifdef BENCH_OPENBLAS
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a, s->K, b, s->N, 0.0f, c, s->N);
+#endif
+        } else {
+            gemm_own(s->M, s->N, s->K, a, s->K, 1, b, s->N, c, s->N, 0);
+        }
+        double dt = now() - t0;
+        if (r > 0 && dt < best) best = dt;       // the first run warms caches and threads
+    }
+    free(a); free(b); free(c);
+    return 2.0 * s->M * s->N * s->K / best / 1e9;
+}
+
+// ---- training steps -----------------------------------------------------------------------------
+
+typedef struct {
+    const char *name;
+    int L, C, NH, V, B, T, steps;
+} Config;
+
+static const Config CONFIGS[] = {
+    { "gpt2-124m", 12, 768, 12, 50257, 4, 64, 3 },
+    { "gpt2-124m-t1024", 12, 768, 12, 50257, 1, 1024, 2 },
+    { "small", 6, 384, 6, 256, 8, 256, 4 },
+    { "tiny", 4, 128, 4, 256, 16, 64, 10 },         // the make run model
+};
+enum { N_CONFIGS = (int)(sizeof(CONFIGS) / sizeof(CONFIGS[0])) };
+
+typedef struct {
+    double ms, tokens_per_s, gflops, share[PROF_N + 1], rss_mb;
+} StepResult;
+
+static double flops_per_step(const Config *c) {
+    double tokens = (double)c->B * c->T, L = c->L, C = c->C;
+    return tokens * (6 * (12 * L * C * C + (double)c->V * C) + 6 * L * c->T * C);
+}
+
+static int cmp_double(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+
+// Builds the config with positional scheme `pe` (a layer scheme in every layer, or an input
+// scheme), runs one warm-up step and c->steps timed steps (forward, backward, clip, AdamW).
+static StepResult run_steps(const Config *c, const char *pe, int steps) {
+    GPTConfig cfg = { .vocab_size = c->V, .n_layer = c->L, .n_head = c->NH, .n_embd = c->C, .max_seq_len = c->T };
+    posenc_defaults(&cfg.pe, c->L);
+    char msg[256];
+    CHECK(posenc_schedule(&cfg.pe, c->L, pe, NULL, NULL, msg, sizeof msg), "%s", msg);
+    GPT m;
+    gpt_build(&m, &cfg, 1, 0);
+    Batch b;
+    batch_alloc(&b, c->B, c->T);
+    Rng r; rng_seed(&r, 7);
+    for (int i = 0; i < c->B * c->T; i++) { b.tokens[i] = (int)(rng_u64(&r) % c->V); b.targets[i] = (int)(rng_u64(&r) % c->V); }
+    AdamWConfig o = { 1e-4, 0.9, 0.95, 1e-8, 0.1 };
+    double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], total = 0;
+    for (int s = -1; s < steps; s++) {
+        if (s == 0) memcpy(prof0, m.prof, sizeof prof0);
+        double t0 = now();
+        gpt_forward(&m, &b);
+        gpt_zero_grad(&m);
+        gpt_backward(&m, 1.0 / m.weight_sum);
+        gpt_clip_grad(&m, 1.0);
+        gpt_adamw(&m, &o, s + 2);
+        double dt = now() - t0;
+        if (s >= 0) { ms[s] = dt * 1e3; total += dt; }
+    }
+    StepResult res = { 0 };
+    qsort(ms, steps, sizeof(double), cmp_double);
+    res.ms = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
+    res.tokens_per_s = c->B * c->T / (res.ms / 1e3);
+    res.gflops = flops_per_step(c) / (res.ms / 1e3) / 1e9;
+    double rest = total;
+    for (int k = 0; k < PROF_N; k++) { res.share[k] = (m.prof[k] - prof0[k]) / total; rest -= m.prof[k] - prof0[k]; }
+    res.share[PROF_N] = rest / total;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    res.rss_mb = ru.ru_maxrss / 1024.0;
+    free(ms); batch_free(&b); gpt_free(&m);
+    return res;
+}
+
+// Runs a config in a child process (this program with --config), so that its peak resident
+// memory is its own; a fresh exec, because an OpenMP runtime does not survive a bare fork.
+static StepResult run_isolated(const Config *c, double peak) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --config %s --peak %.6f --threads %d", (int)getpid(), c->name, peak, threads());
+    fflush(stdout);
+    FILE *f = popen(cmd, "r");
+    CHECK(f, "bench: cannot run '%s'", cmd);
+    StepResult r = { 0 };
+    char line[1024];
+    int got = 0;
+    while (fgets(line, sizeof line, f)) {
+        got += sscanf(line, "SHARES ms=%lf tokens_per_s=%lf gflops=%lf matmul=%lf attention=%lf optimizer=%lf rest=%lf rss_mb=%lf",
+                      &r.ms, &r.tokens_per_s, &r.gflops, &r.share[0], &r.share[1], &r.share[2], &r.share[3], &r.rss_mb) == 8;
+    }
+    CHECK(pclose(f) == 0 && got == 1, "bench: config %s failed (%s)", c->name, cmd);
+    return r;
+}
+
+// ---- attention alone as T doubles ---------------------------------------------------------------
+
+static void attention_scaling(FILE *csv) {
+    int NH = 6, C = 384, B = 1;
+    printf("\nattention alone (B=1, 6 heads, C=384, nope), forward + backward, as T doubles:\n");
+    printf("  %6s %10s %14s %22s\n", "T", "ms", "memory MB", "a (T,T) matrix would be");
+    for (int T = 256; T <= 8192; T *= 2) {
+        size_t N = (size_t)B * T;
+        real *qkv = xmalloc(sizeof(real) * N * 3 * C), *out = xmalloc(sizeof(real) * N * C), *dout = xmalloc(sizeof(real) * N * C);
+        real *dqkv = xcalloc(N * 3 * C, sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
+        real *scratch = xmalloc(sizeof(real) * threads() * 2 * T);
+        int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
+        for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
+        for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
+        for (size_t i = 0; i < N; i++) pos[i] = (int)i;
+        PosConfig pc; posenc_defaults(&pc, 1); pc.input = PE_NOPE;
+        PosDims d = { 1, NH, C, C / NH, T };
+        PosTables t; posenc_tables_build(&t, &pc, &d, T);
+        AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
+        double t0 = now();
+        attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
+        attention_backward(dqkv, scratch, dout, qkv, lse, &ap, B, T, C, NH);
+        double ms = (now() - t0) * 1e3;
+        // what attention keeps between forward and backward, plus its per-thread scratch
+        double mb = (sizeof(real) * (double)B * NH * T + sizeof(real) * threads() * 2.0 * T) / 1e6;
+        double full = sizeof(real) * (double)B * NH * T * T / 1e6;
+        printf("  %6d %10.1f %14.3f %19.1f MB\n", T, ms, mb, full);
+        fprintf(csv, "attention,T=%d,%.3f,,,,%.4f,,,,,%.1f\n", T, ms, mb, full);
+        posenc_tables_free(&t);
+        free(qkv); free(out); free(dout); free(dqkv); free(lse); free(scratch); free(pos); free(doc);
+    }
+}
+
+// ---- main ---------------------------------------------------------------------------------------
+
+static const Config *find_config(const char *name) {
+    for (int i = 0; i < N_CONFIGS; i++) if (strcmp(CONFIGS[i].name, name) == 0) return &CONFIGS[i];
+    return NULL;
+}
+
+static double measure_peak(FILE *csv, int verbose) {
+    double fma = fma_peak_gflops(), sgemm = 0;
+    if (verbose) printf("machine: %d threads, gemm backend of the model: %s\n", threads(), gemm_backend());
+    if (verbose) printf("FMA loop peak: %.1f GFLOP/s\n", fma);
+    if (csv) fprintf(csv, "peak,fma,,,%.2f,,,,,,,\n", fma);
+#ifdef BENCH_OPENBLAS
+    if (verbose) printf("\nmatrix products on training shapes, GFLOP/s (ours vs OpenBLAS sgemm, same run):\n"
+                        "  %-24s %18s %9s %9s %7s\n", "shape", "M x N x K", "ours", "OpenBLAS", "ratio");
+    for (int i = 0; i < N_SHAPES; i++) {
+        const Shape *s = &SHAPES[i];
+        double ours = gemm_gflops(s, 0), blas = gemm_gflops(s, 1);
+        if (blas > sgemm) sgemm = blas;
+        char dims[48];
+        snprintf(dims, sizeof dims, "%dx%dx%d", s->M, s->N, s->K);
+        if (verbose) printf("  %-24s %18s %9.1f %9.1f %7.2f\n", s->what, dims, ours, blas, ours / blas);
+        if (csv) fprintf(csv, "gemm,%s,,,%.2f,%.2f,,,,,,\n", dims, ours, blas);
+    }
+    if (verbose) printf("OpenBLAS sgemm peak: %.1f GFLOP/s\n", sgemm);
+#else
+    if (verbose) {
+        printf("\nmatrix products on training shapes, GFLOP/s (ours; build with OpenBLAS to compare):\n");
+        for (int i = 0; i < N_SHAPES; i++) printf("  %-24s %dx%dx%d %9.1f\n", SHAPES[i].what, SHAPES[i].M, SHAPES[i].N, SHAPES[i].K, gemm_gflops(&SHAPES[i], 0));
+    }
+#endif
+    return sgemm > fma ? sgemm : fma;
+}
+
+int main(int argc, char **argv) {
+    const char *only = NULL;
+    double given_peak = 0;
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--peak") == 0 && i + 1 < argc) {
+            given_peak = strtod(argv[++i], &end);
+            CHECK(*end == 0 && given_peak > 0, "--peak must be a positive number of GFLOP/s");
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            long n = strtol(argv[++i], &end, 10);
+            CHECK(*end == 0 && n >= 1 && n <= 1024, "--threads must be an integer in [1, 1024]");
+#ifdef _OPENMP
+            omp_set_num_threads((int)n);
+#endif
+        } else {
+            fprintf(stderr, "usage: ./bench [--config NAME [--peak GFLOPS]] [--threads N]\nconfigs:");
+            for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
+            fprintf(stderr, "\n");
+            return strcmp(argv[i], "--help") == 0 ? 0 : 1;
+        }
+    }
+    if (only) {
+        const Config *c = find_config(only);
+        CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, small, tiny)", only);
+        StepResult r = run_steps(c, "learned", c->steps);          // first, so the RSS is the step's
+        double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0);
+        printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
+               c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
+        printf("SHARES ms=%.4f tokens_per_s=%.2f gflops=%.4f matmul=%.5f attention=%.5f optimizer=%.5f rest=%.5f rss_mb=%.2f\n",
+               r.ms, r.tokens_per_s, r.gflops, r.share[0], r.share[1], r.share[2], r.share[3], r.rss_mb);
+        printf("RESULT config=%s tokens_per_s=%.1f gflops=%.2f peak_fraction=%.4f peak_rss_mb=%.1f\n",
+               c->name, r.tokens_per_s, r.gflops, r.gflops / peak, r.rss_mb);
+        return 0;
+    }
+
+    FILE *csv = fopen("bench.csv", "w");
+    CHECK(csv, "cannot write bench.csv");
+    fprintf(csv, "kind,name,ms_per_step,tokens_per_s,gflops,peak_fraction_or_blas_gflops,peak_rss_mb,matmul_share,attention_share,optimizer_share,rest_share,extra\n");
+    double peak = measure_peak(csv, 1);
+    printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps):\n");
+    printf("  %-16s %9s %9s %8s %7s %8s %7s %7s %7s %7s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
+           "RSS MB", "matmul", "attn", "optim", "rest");
+    for (int i = 0; i < N_CONFIGS; i++) {
+        const Config *c = &CONFIGS[i];
+        StepResult r = run_isolated(c, peak);
+        printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", c->name, r.ms, r.tokens_per_s,
+               r.gflops, 100 * r.gflops / peak, r.rss_mb, 100 * r.share[0], 100 * r.share[1], 100 * r.share[2], 100 * r.share[3]);
+        fprintf(csv, "config,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,\n", c->name, r.ms, r.tokens_per_s, r.gflops,
+                r.gflops / peak, r.rss_mb, r.share[0], r.share[1], r.share[2], r.share[3]);
+        fflush(stdout);
+    }
+
+    printf("\npositional schemes on `small` (ms/step; ratio to nope, same run):\n");
+    const Config *small = find_config("small");
+    double base = 0;
+    run_steps(small, "nope", 1);                    // a throwaway run: page faults, thread start-up
+    for (int s = 0; s < posenc_count(); s++) {
+        const char *name = posenc_scheme(s)->name;
+        StepResult r = run_steps(small, name, 2);
+        if (s == PE_NOPE) base = r.ms;
+        printf("  %-11s %9.1f ms  %6.3f  (attention %4.1f%% of the step)\n", name, r.ms, r.ms / base, 100 * r.share[1]);
+        fprintf(csv, "scheme,%s,%.2f,%.1f,%.2f,,,,%.4f,,,%.4f\n", name, r.ms, r.tokens_per_s, r.gflops, r.share[1], r.ms / base);
+        fflush(stdout);
+    }
+    attention_scaling(csv);
+    fclose(csv);
+    printf("\nwrote bench.csv\n");
+    return 0;
+}
