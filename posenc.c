@@ -310,9 +310,10 @@ static void fire_bias_forward(const PosTables *t, const real *p, int h, int qpos
     real denom = log(c * (L > qpos ? L : (real)qpos) + 1) + (real)FIRE_EPS;
     for (int j = 0; j < n; j++) {
         real u = log(c * distance(qpos, kpos[j]) + 1) / denom, acc = b2[h];
+        #pragma omp simd reduction(+:acc)
         for (int w = 0; w < FIRE_W; w++) {
             real hid = w1[w] * u + b1[w];
-            if (hid > 0) acc += w2[w] * hid;
+            acc += w2[w] * (hid > 0 ? hid : 0);             // ReLU
         }
         out[j] += acc;
     }
@@ -332,11 +333,11 @@ static void fire_bias_backward(const PosTables *t, const real *p, real *dp, int 
         if (g == 0) continue;
         real d = distance(qpos, kpos[j]), A = log(c * d + 1), u = A / denom, du = 0;
         db2[h] += g;
+        #pragma omp simd reduction(+:du)
         for (int w = 0; w < FIRE_W; w++) {
-            real hid = w1[w] * u + b1[w];
-            if (hid <= 0) continue;
-            dw2[w] += g * hid;
-            real dh = g * w2[w];
+            real hid = w1[w] * u + b1[w], on = hid > 0 ? 1 : 0;   // ReLU and its derivative
+            dw2[w] += g * hid * on;
+            real dh = g * w2[w] * on;
             dw1[w] += dh * u; db1[w] += dh; du += dh * w1[w];
         }
         // u = A(c) / denom(c, lambda)
