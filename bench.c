@@ -225,7 +225,8 @@ static const Config *find_config(const char *name) {
 }
 
 static double measure_peak(FILE *csv, int verbose) {
-    double fma = fma_peak_gflops(), sgemm = 0;
+    double fma = fma_peak_gflops(), sgemm = 0, again = fma_peak_gflops();   // best of two: the first
+    if (again > fma) fma = again;                                             // also starts the threads
     if (verbose) printf("machine: %d threads, gemm backend of the model: %s\n", threads(), gemm_backend());
     if (verbose) printf("FMA loop peak: %.1f GFLOP/s\n", fma);
     if (csv) fprintf(csv, "peak,fma,,,%.2f,,,,,,,\n", fma);
