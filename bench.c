@@ -160,7 +160,7 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     res.share[PROF_N] = rest / total;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    res.rss_mb = ru.ru_maxrss / 1024.0;
+    res.rss_mb = ru.ru_maxrss / 1024.0;           // ru_maxrss is in KiB: this is MiB
     free(ms); batch_free(&b); gpt_free(&m);
     return res;
 }
@@ -274,6 +274,9 @@ int main(int argc, char **argv) {
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
         }
     }
+#ifdef BENCH_OPENBLAS
+    openblas_set_num_threads(threads());          // the sgemm reference gets the same threads as we do
+#endif
     if (only) {
         const Config *c = find_config(only);
         CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, small, tiny)", only);
@@ -294,7 +297,7 @@ int main(int argc, char **argv) {
     double peak = measure_peak(csv, 1);
     printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps):\n");
     printf("  %-16s %9s %9s %8s %7s %8s %7s %7s %7s %7s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
-           "RSS MB", "matmul", "attn", "optim", "rest");
+           "RSS MiB", "matmul", "attn", "optim", "rest");
     for (int i = 0; i < N_CONFIGS; i++) {
         const Config *c = &CONFIGS[i];
         StepResult r = run_isolated(c, peak);

@@ -38,7 +38,27 @@ static inline void tile_full(int kc, const real *a, size_t a_rs, size_t a_cs, co
     for (int r = 0; r < MR; r++) { *(vec *)(c + r * ldc) = c0[r]; *(vec *)(c + r * ldc + VL) = c1[r]; }
 }
 
-// any tile smaller than (MR, NR): the same sums, one element at a time
+// a tile of mr < MR rows and the full NR columns (the rows left over at the bottom of C)
+static inline void tile_rows(int mr, int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+                             real *c, size_t ldc, int accumulate) {
+    vec c0[MR], c1[MR];
+    for (int r = 0; r < mr; r++) {
+        if (accumulate) { c0[r] = *(const vec *)(c + r * ldc); c1[r] = *(const vec *)(c + r * ldc + VL); }
+        else { c0[r] = (vec){ 0 }; c1[r] = (vec){ 0 }; }
+    }
+    for (int k = 0; k < kc; k++) {
+        vec b0 = *(const vec *)(b + k * ldb), b1 = *(const vec *)(b + k * ldb + VL);
+        const real *ak = a + k * a_cs;
+        for (int r = 0; r < mr; r++) {
+            real ar = ak[r * a_rs];
+            c0[r] += ar * b0;
+            c1[r] += ar * b1;
+        }
+    }
+    for (int r = 0; r < mr; r++) { *(vec *)(c + r * ldc) = c0[r]; *(vec *)(c + r * ldc + VL) = c1[r]; }
+}
+
+// any tile narrower than NR columns: the same sums, one element at a time
 static void tile_edge(int mr, int nr, int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                       real *c, size_t ldc, int accumulate) {
     for (int r = 0; r < mr; r++)
@@ -53,10 +73,11 @@ static void tile_edge(int mr, int nr, int kc, const real *a, size_t a_rs, size_t
 // make BLAS=openblas: the same contract through OpenBLAS (A plain or transposed through its strides)
 static int blas_gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                      real *c, size_t ldc, int accumulate) {
-    if (a_cs != 1 && a_rs != 1) return 0;
-    enum CBLAS_TRANSPOSE ta = a_cs == 1 ? CblasNoTrans : CblasTrans;
-    int lda = (int)(a_cs == 1 ? a_rs : a_cs);
-    if (lda < 1) lda = 1;
+    // row-major A needs lda >= K (NoTrans) or, transposed, lda >= M; anything else: our kernel
+    int plain = a_cs == 1 && a_rs >= (size_t)(K > 1 ? K : 1), trans = a_rs == 1 && a_cs >= (size_t)(M > 1 ? M : 1);
+    if (!plain && !trans) return 0;
+    enum CBLAS_TRANSPOSE ta = plain ? CblasNoTrans : CblasTrans;
+    int lda = (int)(plain ? a_rs : a_cs);
     if (sizeof(real) == sizeof(float))
         cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, M, N, K, 1.0f, (const float *)a, lda, (const float *)b, (int)ldb,
                     accumulate ? 1.0f : 0.0f, (float *)c, (int)ldc);
@@ -98,8 +119,11 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
 #ifdef _OPENMP
     nthr = omp_get_max_threads();
 #endif
-    real *bufs = aligned_alloc(64, sizeof(real) * (size_t)nthr * KC * NC);
-    CHECK(bufs, "out of memory for the gemm buffers");
+    // per thread one chunk of kcap x ccap (no larger than the problem: tiny products stay cheap)
+    size_t kcap = K < KC ? (size_t)K : KC, ccap = N < NC ? (size_t)(N + NR - 1) / NR * NR : NC;
+    size_t bytes = (sizeof(real) * nthr * kcap * ccap + 63) / 64 * 64;   // aligned_alloc wants a multiple
+    real *bufs = aligned_alloc(64, bytes);
+    CHECK(bufs, "out of memory for the gemm buffers (%zu bytes)", bytes);
     for (int pc = 0; pc < K; pc += KC) {
         int kc = K - pc < KC ? K - pc : KC, acc = accumulate || pc > 0;
         #pragma omp parallel
@@ -108,7 +132,7 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
 #ifdef _OPENMP
             tid = omp_get_thread_num();
 #endif
-            real *chunk = bufs + (size_t)tid * KC * NC;
+            real *chunk = bufs + (size_t)tid * kcap * ccap;
             int have = -1;                              // the column chunk held in `chunk`
             #pragma omp for collapse(2) schedule(static)
             for (int jb = 0; jb < ncb; jb++)
@@ -127,7 +151,9 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
                             int mr = i0 + mc - i < MR ? i0 + mc - i : MR;
                             const real *ap = a + (size_t)i * a_rs + (size_t)pc * a_cs;
                             real *cp = c + (size_t)i * ldc + j;
-                            if (mr == MR && nr == NR) tile_full(kc, ap, a_rs, a_cs, chunk + (size_t)(j - j0) * kc, NR, cp, ldc, acc);
+                            const real *panel = chunk + (size_t)(j - j0) * kc;
+                            if (mr == MR && nr == NR) tile_full(kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
+                            else if (nr == NR) tile_rows(mr, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
                             else tile_edge(mr, nr, kc, ap, a_rs, a_cs, b + (size_t)pc * ldb + j, ldb, cp, ldc, acc);
                         }
                     }

@@ -146,7 +146,7 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
 enum { PACK_COLS = 512 };
 
 void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC) {
-    real *wt = xmalloc(sizeof(real) * (size_t)C * PACK_COLS);     // (C, nc) slice of weight^T
+    real *wt = xmalloc(sizeof(real) * (size_t)C * (OC < PACK_COLS ? OC : PACK_COLS));   // (C, nc) slice of weight^T
     for (int j0 = 0; j0 < OC; j0 += PACK_COLS) {
         int nc = OC - j0 < PACK_COLS ? OC - j0 : PACK_COLS;
         #pragma omp parallel for schedule(static)
@@ -186,15 +186,21 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
 
 // exp for floats in a form the compiler vectorises (libm's expf/tanhf are scalar calls without
 // -ffast-math): 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, p the degree-6 Taylor polynomial
-// (relative error ~1.2e-7, a float's precision). x is clamped to [-87, 88] (no inf, no denormals).
+// (relative error ~2.3e-7 against libm). n is rounded with the 1.5 * 2^23 trick and 2^n is built
+// from its bits, so no float-to-int conversion (which keeps GCC from vectorising) is needed.
+// x is clamped to [-87, 88] (no inf, no denormals); a NaN stays NaN.
 static inline float exp_vec(float x) {
     x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float n = floorf(x * 1.44269504088896341f + 0.5f);
+    float t = x * 1.44269504088896341f + 12582912.0f;       // 1.5 * 2^23: round to an integer
+    float n = t - 12582912.0f;
     float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;   // ln2 split in two for exactness
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
-    union { float f; int32_t i; } u;
-    u.i = ((int32_t)n + 127) << 23;
-    return p * u.f;
+    uint32_t bits, scale;
+    memcpy(&bits, &t, 4);                                  // the low bits of t hold n + 2^22 + 2^23
+    scale = (bits - 0x4B400000u + 127u) << 23;
+    float f;
+    memcpy(&f, &scale, 4);
+    return p * f;
 }
 
 // tanh(u) = 1 - 2/(exp(2u) + 1): in the float build through exp_vec (absolute error ~2e-7, which is
@@ -250,7 +256,9 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
 // of a row from q, k and the bias, so no (T, T) matrix is ever stored.
 
 // s (n,) = the scores of query q against keys 0..n-1 (key j at K + j*stride), bias included
-static void row_scores(real *s, const real *q, const real *K, size_t stride, const int *kpos, int n, int qpos,
+// noinline: the forward and the backward must compute bit-identical scores (the backward
+// recomputes them against the forward's log-sum-exp), so both use this one copy.
+__attribute__((noinline)) static void row_scores(real *s, const real *q, const real *K, size_t stride, const int *kpos, int n, int qpos,
                        int h, const AttnPos *ap, int hs) {
     real scale = 1 / sqrt((real)hs);
     for (int j = 0; j < n; j++) {
@@ -273,6 +281,8 @@ static real attend_row(real *o, real *a, const real *q, const real *K, const rea
     row_scores(a, q, K, stride, kpos, n, qpos, h, ap, hs);
     real mx = -INFINITY;
     for (int j = 0; j < n; j++) if (kdoc[j] == qdoc && a[j] > mx) mx = a[j];
+    CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model has diverged; "
+          "lower --lr", (double)mx, qpos, h);
     real sum = 0;
     for (int j = 0; j < n; j++) {
         real e = kdoc[j] == qdoc ? exp(a[j] - mx) : 0;   // the query's own key is always allowed
@@ -722,7 +732,8 @@ void kv_cache_init(KVCache *c, const GPT *m, int cap) {
     c->v = xmalloc(sizeof(real) * (size_t)c->L * cap * c->C);
     c->pos = xmalloc(sizeof(int) * cap);
     c->doc = xcalloc(cap, sizeof(int));
-    c->att_row = xmalloc(sizeof(real) * (size_t)max_threads() * cap);
+    c->threads = max_threads();
+    c->att_row = xmalloc(sizeof(real) * (size_t)c->threads * cap);
 }
 
 void kv_cache_free(KVCache *c) {
@@ -741,6 +752,11 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
         CHECK(tokens[t] >= 0 && tokens[t] < V, "token id %d is outside the vocabulary (0..%d)", tokens[t], V - 1);
     alloc_acts(m, 1, T);
     m->batch = NULL;                       // no backward through a cached forward
+    if (max_threads() > kc->threads) {     // the thread count grew since kv_cache_init
+        free(kc->att_row);
+        kc->threads = max_threads();
+        kc->att_row = xmalloc(sizeof(real) * (size_t)kc->threads * kc->cap);
+    }
     Activations *a = &m->a;
     const ParamTensors *p = &m->p;
     for (int t = 0; t < T; t++) { kc->pos[P + t] = pos[t]; kc->doc[P + t] = 0; }

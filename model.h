@@ -156,6 +156,7 @@ typedef struct {
     real *k, *v;       // (L, cap, C)
     int *pos, *doc;    // (cap,) position and document id of each cached token
     real *att_row;     // (threads, cap) scratch
+    int threads;       // rows of att_row
 } KVCache;
 
 void kv_cache_init(KVCache *c, const GPT *m, int cap);

@@ -4,6 +4,7 @@
 // accumulating; and the matmul layer's three products against the definition. Float build, so
 // the tolerance is relative to the size of the sums.
 #include <string.h>
+#include <omp.h>
 
 #include "../kernels.h"
 #include "../model.h"
@@ -12,21 +13,47 @@
 static Rng rng;
 static void fill(real *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = (real)(2 * rng_uniform(&rng) - 1); }
 
+// A (M,K) stored plainly (row stride K + 2) or transposed (k*(M + 1) + i); B with ldb = N + 5 and
+// C with ldc = N + 3, so that no stride equals a size. Our kernel (gemm_own) and gemm (OpenBLAS in
+// a BLAS=openblas build) against the reference.
 static void check_gemm(int M, int N, int K, int transposed_a, int accumulate) {
-    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * (N + 3);
+    size_t a_rs = transposed_a ? 1 : (size_t)K + 2, a_cs = transposed_a ? (size_t)M + 1 : 1;
+    size_t na = transposed_a ? (size_t)(K + 1) * (M + 1) : (size_t)(M + 1) * (K + 2), nb = (size_t)(K + 1) * (N + 5);
+    size_t nc = (size_t)(M + 1) * (N + 3);
     real *a = xmalloc(sizeof(real) * na), *b = xmalloc(sizeof(real) * nb);
-    real *c = xmalloc(sizeof(real) * nc), *r = xmalloc(sizeof(real) * nc);
+    real *c = xmalloc(sizeof(real) * nc), *c2 = xmalloc(sizeof(real) * nc), *r = xmalloc(sizeof(real) * nc);
     fill(a, na); fill(b, nb); fill(c, nc);
     memcpy(r, c, sizeof(real) * nc);
-    // A (M,K) stored plainly (i*K + k) or transposed (k*M + i); C with a leading dimension N + 3
-    size_t a_rs = transposed_a ? 1 : (size_t)K, a_cs = transposed_a ? (size_t)M : 1;
-    gemm(M, N, K, a, a_rs, a_cs, b, N, c, N + 3, accumulate);
-    gemm_ref(M, N, K, a, a_rs, a_cs, b, N, r, N + 3, accumulate);
-    double err = 0;
-    for (size_t i = 0; i < nc; i++) err = fmax(err, fabs(c[i] - r[i]));
-    EXPECT(err <= 1e-5 * sqrt((double)K + 1), "gemm %dx%dx%d (A %s, %s): max error %.3g", M, N, K,
-           transposed_a ? "transposed" : "plain", accumulate ? "accumulate" : "overwrite", err);
-    free(a); free(b); free(c); free(r);
+    memcpy(c2, c, sizeof(real) * nc);
+    gemm_own(M, N, K, a, a_rs, a_cs, b, N + 5, c, N + 3, accumulate);
+    gemm(M, N, K, a, a_rs, a_cs, b, N + 5, c2, N + 3, accumulate);
+    gemm_ref(M, N, K, a, a_rs, a_cs, b, N + 5, r, N + 3, accumulate);
+    double err = 0, err2 = 0;
+    for (size_t i = 0; i < nc; i++) {
+        err = isfinite(c[i]) ? fmax(err, fabs(c[i] - r[i])) : INFINITY;
+        err2 = isfinite(c2[i]) ? fmax(err2, fabs(c2[i] - r[i])) : INFINITY;
+    }
+    EXPECT(err <= 1e-5 * sqrt((double)K + 1) && err2 <= 1e-5 * sqrt((double)K + 1),
+           "gemm %dx%dx%d (A %s, %s): max error %.3g (ours), %.3g (gemm)", M, N, K,
+           transposed_a ? "transposed" : "plain", accumulate ? "accumulate" : "overwrite", err, err2);
+    free(a); free(b); free(c); free(c2); free(r);
+}
+
+// The same product with 1, 2 and 3 threads: bit-identical (each sum runs in a fixed order)
+static void check_thread_independence(void) {
+    int M = 77, N = 300, K = 530;
+    real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3];
+    fill(a, (size_t)M * K); fill(b, (size_t)K * N);
+    int saved = omp_get_max_threads();
+    for (int t = 0; t < 3; t++) {
+        c[t] = xmalloc(sizeof(real) * M * N);
+        omp_set_num_threads(t + 1);
+        gemm_own(M, N, K, a, K, 1, b, N, c[t], N, 0);
+    }
+    omp_set_num_threads(saved);
+    EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0 && memcmp(c[0], c[2], sizeof(real) * M * N) == 0,
+           "gemm must give the same bits with 1, 2 and 3 threads");
+    free(a); free(b); free(c[0]); free(c[1]); free(c[2]);
 }
 
 static void check_matmul_layer(int N, int C, int OC) {
@@ -69,7 +96,7 @@ static void check_matmul_layer(int N, int C, int OC) {
 static void check_gelu(void) {
     enum { n = 4001 };
     real *x = xmalloc(sizeof(real) * n), *y = xmalloc(sizeof(real) * n), *d = xcalloc(n, sizeof(real)), *one = xmalloc(sizeof(real) * n);
-    for (int i = 0; i < n; i++) { x[i] = (real)(-12.0 + 24.0 * i / (n - 1)); one[i] = 1; }
+    for (int i = 0; i < n; i++) { x[i] = (real)(-40.0 + 80.0 * i / (n - 1)); one[i] = 1; }
     gelu_forward(y, x, n);
     gelu_backward(d, x, one, n);
     double ef = 0, eb = 0;
@@ -80,7 +107,10 @@ static void check_gelu(void) {
         ef = isfinite(y[i]) ? fmax(ef, fabs(y[i] - f) / (1 + fabs(f))) : INFINITY;
         eb = isfinite(d[i]) ? fmax(eb, fabs(d[i] - g) / (1 + fabs(g))) : INFINITY;
     }
-    EXPECT(ef < 2e-6 && eb < 2e-6, "gelu on [-12, 12]: forward error %.3g, backward error %.3g", ef, eb);
+    EXPECT(ef < 2e-6 && eb < 2e-6, "gelu on [-40, 40]: forward error %.3g, backward error %.3g", ef, eb);
+    real nan_in = NAN, nan_out;
+    gelu_forward(&nan_out, &nan_in, 1);
+    EXPECT(isnan(nan_out), "gelu(NaN) must stay NaN, not turn into a number");
     free(x); free(y); free(d); free(one);
 }
 
@@ -88,11 +118,14 @@ int main(void) {
     check_gelu();
     rng_seed(&rng, 11);
     static const int shapes[][3] = { { 1, 1, 1 }, { 6, 32, 5 }, { 7, 33, 13 }, { 13, 37, 257 }, { 72, 64, 256 },
-                                     { 73, 65, 300 }, { 150, 100, 513 }, { 5, 200, 3 }, { 300, 31, 40 } };
+                                     { 73, 65, 300 }, { 150, 100, 513 }, { 5, 200, 3 }, { 300, 31, 40 },
+                                     { 100, 600, 600 }, { 256, 1100, 40 }, { 1, 700, 9 } };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 2; t++)
             for (int acc = 0; acc < 2; acc++) check_gemm(shapes[s][0], shapes[s][1], shapes[s][2], t, acc);
     check_gemm(4, 5, 0, 0, 0);     // an empty sum zeroes C
+    check_gemm(4, 5, 0, 0, 1);     // ... and leaves it as it is when accumulating
+    check_thread_independence();
     static const int layers[][3] = { { 7, 13, 9 }, { 64, 96, 600 }, { 130, 70, 33 }, { 3, 520, 1030 } };
     for (size_t s = 0; s < sizeof layers / sizeof layers[0]; s++) check_matmul_layer(layers[s][0], layers[s][1], layers[s][2]);
     return test_summary("test_kernels");
