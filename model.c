@@ -300,31 +300,74 @@ static real attend_row(real *o, real *a, const real *q, const real *K, const rea
     return mx + log(sum);
 }
 
+// Queries are processed in blocks of ATT_QB rows: each key and value vector is then read once per
+// block instead of once per row, which is what keeps long sequences out of main memory.
+enum { ATT_QB = 16 };
+
 // out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
-// scratch (threads, 2T)
+// scratch (threads, ATT_SCRATCH(T)). Memory O(B*NH*T + threads*T), never (T, T).
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
                        int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
+    real scale = 1 / sqrt((real)hs);
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
             const real *row0 = qkv + (size_t)b * T * C3 + h * hs;       // q of token 0, head h
-            real *a = scratch + (size_t)thread_id() * 2 * T;
-            for (int i = 0; i < T; i++) {
-                int n = ap->bidirectional ? T : i + 1;                  // keys 0..n-1 may be seen
-                lse[((size_t)b * NH + h) * T + i] =
-                    attend_row(out + ((size_t)b * T + i) * C + h * hs, a, row0 + (size_t)i * C3, row0 + C,
-                               row0 + 2 * C, C3, pos_b, doc_b, n, pos_b[i], doc_b[i], h, ap, hs);
+            real *S = scratch + (size_t)thread_id() * ATT_SCRATCH(T);  // (ATT_QB, T) scores, then p
+            for (int i0 = 0; i0 < T; i0 += ATT_QB) {
+                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
+                int nkeys = ap->bidirectional ? T : i0 + nb;             // keys any row of the block may see
+                // scores of the whole block, one key at a time (k_j read once for nb queries)
+                for (int j = 0; j < nkeys; j++) {
+                    const real *k = row0 + (size_t)j * C3 + C;
+                    for (int r = 0; r < nb; r++) {
+                        const real *q = row0 + (size_t)(i0 + r) * C3;
+                        real dot = 0;
+                        #pragma omp simd reduction(+:dot)
+                        for (int c = 0; c < hs; c++) dot += q[c] * k[c];
+                        S[(size_t)r * T + j] = dot * scale;
+                    }
+                }
+                for (int r = 0; r < nb; r++) {
+                    int i = i0 + r, n = ap->bidirectional ? T : i + 1;
+                    real *a = S + (size_t)r * T;
+                    if (ap->scheme->bias_forward)                        // hook 3
+                        ap->scheme->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, n, a);
+                    real mx = -INFINITY;
+                    for (int j = 0; j < n; j++) if (doc_b[j] == doc_b[i] && a[j] > mx) mx = a[j];
+                    CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model "
+                          "has diverged; lower --lr", (double)mx, pos_b[i], h);
+                    real sum = 0;
+                    for (int j = 0; j < n; j++) { a[j] = doc_b[j] == doc_b[i] ? exp(a[j] - mx) : 0; sum += a[j]; }
+                    real inv = 1 / sum;
+                    for (int j = 0; j < n; j++) a[j] *= inv;
+                    for (int j = n; j < nkeys; j++) a[j] = 0;            // keys beyond this row's limit
+                    lse[((size_t)b * NH + h) * T + i] = mx + log(sum);
+                    real *o = out + ((size_t)b * T + i) * C + h * hs;
+                    for (int c = 0; c < hs; c++) o[c] = 0;
+                }
+                // outputs of the block, one value vector at a time
+                for (int j = 0; j < nkeys; j++) {
+                    const real *v = row0 + (size_t)j * C3 + 2 * C;
+                    for (int r = 0; r < nb; r++) {
+                        real pj = S[(size_t)r * T + j];
+                        if (pj == 0) continue;
+                        real *o = out + ((size_t)b * T + i0 + r) * C + h * hs;
+                        #pragma omp simd
+                        for (int c = 0; c < hs; c++) o[c] += pj * v[c];
+                    }
+                }
             }
         }
 }
 
-// dqkv (B,T,3C) +=; dout (B,T,C); lse (B,NH,T) from the forward. Each (b,h) pair owns its slices of
-// dq, dk, dv. Per row i, after recomputing p_j = exp(score_j - lse_i):
-//   dP_j = dout_i . v_j,   dv_j += p_j dout_i,
-//   dscore_j = p_j (dP_j - sum_k p_k dP_k)            (softmax backward; a learned bias gets dscore)
-//   dq_i += scale sum_j dscore_j k_j,   dk_j += scale dscore_j q_i
+// dqkv (B,T,3C) +=; dout (B,T,C); lse from the forward; scratch as for the forward. Each (b,h) pair
+// owns its slices of dq, dk, dv. Per block of query rows, after recomputing p(i,j) = exp(score - lse_i):
+//   dP(i,j) = dout_i . v_j,   dv_j += sum_i p(i,j) dout_i,
+//   dscore(i,j) = p(i,j) (dP(i,j) - sum_k p(i,k) dP(i,k))     (softmax backward; a learned bias gets it)
+//   dq_i += scale sum_j dscore(i,j) k_j,   dk_j += scale sum_i dscore(i,j) q_i
 void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *lse,
                         const AttnPos *ap, int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
@@ -341,38 +384,51 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
             const real *row0 = qkv + (size_t)b * T * C3 + h * hs;
-            real *p = scratch + (size_t)thread_id() * 2 * T;   // (T,) probabilities of the row
-            real *ds = p + T;                                   // (T,) dP_j, then dscore_j in place
-            for (int i = 0; i < T; i++) {
-                int n = ap->bidirectional ? T : i + 1;
-                const real *q = row0 + (size_t)i * C3, *d = dout + ((size_t)b * T + i) * C + h * hs;
-                real *dq = dqkv + ((size_t)b * T + i) * C3 + h * hs;
-                real l = lse[((size_t)b * NH + h) * T + i];
-                row_scores(p, q, row0 + C, C3, pos_b, n, pos_b[i], h, ap, hs);
-                real dot_sum = 0;
-                for (int j = 0; j < n; j++) {
-                    p[j] = doc_b[j] == doc_b[i] ? exp(p[j] - l) : 0;
-                    ds[j] = 0;
-                    if (p[j] == 0) continue;
-                    const real *v = row0 + (size_t)j * C3 + 2 * C;
-                    real *dv = dqkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
-                    real dP = 0, pj = p[j];
-                    #pragma omp simd reduction(+:dP)
-                    for (int c = 0; c < hs; c++) { dP += d[c] * v[c]; dv[c] += pj * d[c]; }
-                    ds[j] = dP;
-                    dot_sum += p[j] * dP;
+            real *grad0 = dqkv + (size_t)b * T * C3 + h * hs;
+            real *P = scratch + (size_t)thread_id() * ATT_SCRATCH(T);   // (ATT_QB, T) probabilities
+            real *D = P + (size_t)ATT_QB * T;                          // (ATT_QB, T) dP, then dscore
+            for (int i0 = 0; i0 < T; i0 += ATT_QB) {
+                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
+                int nkeys = ap->bidirectional ? T : i0 + nb;
+                // recompute scores exactly as the forward did, then p and dP, one key at a time
+                for (int j = 0; j < nkeys; j++) {
+                    const real *k = row0 + (size_t)j * C3 + C, *v = row0 + (size_t)j * C3 + 2 * C;
+                    for (int r = 0; r < nb; r++) {
+                        const real *q = row0 + (size_t)(i0 + r) * C3, *d = dout + ((size_t)b * T + i0 + r) * C + h * hs;
+                        real dot = 0, dP = 0;
+                        #pragma omp simd reduction(+:dot, dP)
+                        for (int c = 0; c < hs; c++) { dot += q[c] * k[c]; dP += d[c] * v[c]; }
+                        P[(size_t)r * T + j] = dot * scale;
+                        D[(size_t)r * T + j] = dP;
+                    }
                 }
-                for (int j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - dot_sum);
-                if (learned_bias)
-                    s->bias_backward(ap->tables, ap->pe_params, dp_threads + (size_t)thread_id() * np, h, pos_b[i],
-                                     pos_b, n, ds);
-                for (int j = 0; j < n; j++) {
-                    if (ds[j] == 0) continue;
+                for (int r = 0; r < nb; r++) {
+                    int i = i0 + r, n = ap->bidirectional ? T : i + 1;
+                    real *p = P + (size_t)r * T, *ds = D + (size_t)r * T, l = lse[((size_t)b * NH + h) * T + i];
+                    if (s->bias_forward) s->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, n, p);
+                    real dot_sum = 0;
+                    for (int j = 0; j < n; j++) {
+                        p[j] = doc_b[j] == doc_b[i] ? exp(p[j] - l) : 0;
+                        dot_sum += p[j] * ds[j];
+                    }
+                    for (int j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - dot_sum);
+                    for (int j = n; j < nkeys; j++) { p[j] = 0; ds[j] = 0; }
+                    if (learned_bias)
+                        s->bias_backward(ap->tables, ap->pe_params, dp_threads + (size_t)thread_id() * np, h, pos_b[i],
+                                         pos_b, n, ds);
+                }
+                // dv_j, dk_j and dq_i, one key at a time
+                for (int j = 0; j < nkeys; j++) {
                     const real *k = row0 + (size_t)j * C3 + C;
-                    real *dk = dqkv + ((size_t)b * T + j) * C3 + C + h * hs;
-                    real g = ds[j] * scale;
-                    #pragma omp simd
-                    for (int c = 0; c < hs; c++) { dq[c] += g * k[c]; dk[c] += g * q[c]; }
+                    real *dk = grad0 + (size_t)j * C3 + C, *dv = grad0 + (size_t)j * C3 + 2 * C;
+                    for (int r = 0; r < nb; r++) {
+                        real pj = P[(size_t)r * T + j], g = D[(size_t)r * T + j] * scale;
+                        if (pj == 0 && g == 0) continue;
+                        const real *q = row0 + (size_t)(i0 + r) * C3, *d = dout + ((size_t)b * T + i0 + r) * C + h * hs;
+                        real *dq = grad0 + (size_t)(i0 + r) * C3;
+                        #pragma omp simd
+                        for (int c = 0; c < hs; c++) { dv[c] += pj * d[c]; dq[c] += g * k[c]; dk[c] += g * q[c]; }
+                    }
                 }
             }
         }
@@ -632,7 +688,7 @@ static void alloc_acts(GPT *m, int B, int T) {
     g->datty = xmalloc(sizeof(real) * N * C);
     g->dfch = xmalloc(sizeof(real) * N * 4 * C);
     g->dfch_gelu = xmalloc(sizeof(real) * N * 4 * C);
-    a->att_scratch = xmalloc(sizeof(real) * (size_t)max_threads() * 2 * T);
+    a->att_scratch = xmalloc(sizeof(real) * (size_t)max_threads() * ATT_SCRATCH(T));
     m->act_B = B; m->act_T = T; m->act_threads = max_threads();
 }
 

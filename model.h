@@ -94,7 +94,7 @@ typedef struct {
     real *probs;       // (B,T,Vp), turned into dlogits in place by backward
     real *losses;      // (B,T) per-token cross-entropy
     real *scratch;     // (B,T,C) projection outputs before the residual add
-    real *att_scratch; // (threads, 2T) one attention row per thread
+    real *att_scratch; // (threads, ATT_SCRATCH(T)) a block of attention rows per thread
 } Activations;
 
 typedef struct {
@@ -202,10 +202,11 @@ typedef struct {
 } AttnPos;
 
 // out (B,T,C), lse (B,NH,T) one log-sum-exp per row; qkv (B,T,3C) holds q, k, v (q and k already
-// hooked); scratch (threads, 2T). Memory O(B*NH*T), never (T, T).
+// hooked); scratch (threads, ATT_SCRATCH(T)): two blocks of 16 rows of T. Memory O(B*NH*T), never (T, T).
+#define ATT_SCRATCH(T) ((size_t)2 * 16 * (size_t)(T))
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
                        int B, int T, int C, int NH);
-// dqkv (B,T,3C) +=; dout (B,T,C); lse from the forward; scratch (threads, 2T)
+// dqkv (B,T,3C) +=; dout (B,T,C); lse from the forward; scratch (threads, ATT_SCRATCH(T))
 void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *lse,
                         const AttnPos *ap, int B, int T, int C, int NH);
 // hook 2 over a whole qkv buffer (B,T,3C): rotate q and k of every head (QK_FORWARD), or their

@@ -204,18 +204,23 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
         }
     free(P); free(dS);
 }
-static void test_attention(int scheme, int interleaved, double fraction) {
-    AttCtx c = { .B = 2, .T = 6, .C = 12, .NH = 3 };
-    int N = c.B * c.T;
+// T = 6 is one block of queries in the kernel; T = 37 spans three, the last one partial.
+// Row 1 holds two packed documents: tokens 0..T/2-1 and T/2..T-1.
+static void test_attention(int scheme, int interleaved, double fraction, int T) {
+    AttCtx c = { .B = 2, .T = T, .C = 12, .NH = 3 };
+    int N = c.B * c.T, half = T / 2;
     size_t nq = (size_t)N * 3 * c.C, no = (size_t)N * c.C;
-    int pos[12] = { 0, 1, 2, 3, 4, 5,  0, 1, 2, 0, 1, 2 };    // row 1: two packed documents
-    int doc[12] = { 0, 0, 0, 0, 0, 0,  4, 4, 4, 5, 5, 5 };
+    int *pos = xmalloc(sizeof(int) * N), *doc = xmalloc(sizeof(int) * N);
+    for (int t = 0; t < T; t++) {
+        pos[t] = t; doc[t] = 0;
+        pos[T + t] = t < half ? t : t - half; doc[T + t] = t < half ? 4 : 5;
+    }
     PosConfig pc; posenc_defaults(&pc, 1);
     pc.input = PE_NOPE; pc.layer[0] = scheme; pc.rope_interleaved = interleaved; pc.rope_fraction = fraction;
     pc.t5_num_buckets = 6; pc.t5_max_distance = 8;          // several T5 buckets within T = 6
     pc.p_rope_fraction = 0.5; pc.xpos_scale_base = 4;      // visible effects at small sizes
     PosDims d = { 1, c.NH, c.C, c.C / c.NH, 5 };
-    PosTables t; posenc_tables_build(&t, &pc, &d, 16);
+    PosTables t; posenc_tables_build(&t, &pc, &d, T + 8);
     const PosScheme *s = posenc_scheme(scheme);
     // a learned bias: parameters moved off their initial values, and their gradient checked too
     real *p = NULL, *dp = NULL;
@@ -233,7 +238,7 @@ static void test_attention(int scheme, int interleaved, double fraction) {
     c.qkv_raw = xmalloc(nq * sizeof(real)); c.qkv = xmalloc(nq * sizeof(real));
     c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
     c.lse = xmalloc((size_t)c.B * c.NH * c.T * sizeof(real));
-    c.scratch = xmalloc((size_t)64 * 2 * c.T * sizeof(real));
+    c.scratch = xmalloc((size_t)64 * ATT_SCRATCH(c.T) * sizeof(real));
     fill(c.qkv_raw, nq, 1.5); fill(c.R, no, 1);
     att_loss(&c);
     real *dqkv = xcalloc(nq, sizeof(real));
@@ -246,15 +251,15 @@ static void test_attention(int scheme, int interleaved, double fraction) {
     for (size_t k = 0; k < nq; k++) eb = isfinite(dqkv[k]) ? fmax(eb, fabs(pdqkv[k] - dqkv[k])) : INFINITY;
     EXPECT(ef < 1e-12 && eb < 1e-12, "%s: O(T) attention differs from the plain attention: forward %.3g, backward %.3g",
            s->name, ef, eb);
-    // masking: row 1's second document (tokens 9..11) never sees the first (6..8)
+    // masking: row 1's second document never sees the first
     real *saved = xmalloc(no * sizeof(real));
     memcpy(saved, c.out, no * sizeof(real));
-    for (int tk = 6; tk < 9; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] += 1;
+    for (int tk = T; tk < T + half; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] += 1;
     att_loss(&c);
     double leak = 0;
-    for (size_t k = 9 * (size_t)c.C; k < no; k++) leak = fmax(leak, fabs(saved[k] - c.out[k]));
+    for (size_t k = (size_t)(T + half) * c.C; k < no; k++) leak = fmax(leak, fabs(saved[k] - c.out[k]));
     EXPECT(leak == 0, "%s: attention crosses a document boundary (%.3g)", s->name, leak);
-    for (int tk = 6; tk < 9; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] -= 1;
+    for (int tk = T; tk < T + half; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] -= 1;
     att_loss(&c);
     qk_hook(dqkv, &c.ap, N, c.C, c.NH, QK_BACKWARD);
     free(pout); free(pdqkv); free(saved);
@@ -267,6 +272,7 @@ static void test_attention(int scheme, int interleaved, double fraction) {
     }
     posenc_tables_free(&t);
     free(c.qkv_raw); free(c.qkv); free(c.out); free(c.R); free(c.lse); free(c.scratch); free(dqkv); free(p); free(dp);
+    free(pos); free(doc);
 }
 
 // ---- whole model ------------------------------------------------------------------------------
@@ -326,8 +332,9 @@ int main(void) {
     test_encoder();
     for (int s = 0; s < posenc_count(); s++) {
         if (posenc_scheme(s)->hooks & PE_HOOK_INPUT) continue;     // input schemes: model cases
-        test_attention(s, 0, 1.0);
-        if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0); test_attention(s, 0, 0.5); test_attention(s, 1, 0.5); }
+        test_attention(s, 0, 1.0, 6);
+        test_attention(s, 0, 1.0, 37);           // several blocks of queries, the last partial
+        if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0, 6); test_attention(s, 0, 0.5, 6); test_attention(s, 1, 0.5, 6); }
     }
     // every scheme in the table, through --pe
     for (int s = 0; s < posenc_count(); s++) {
