@@ -300,9 +300,30 @@ static real attend_row(real *o, real *a, const real *q, const real *K, const rea
     return mx + log(sum);
 }
 
-// Queries are processed in blocks of ATT_QB rows: each key and value vector is then read once per
-// block instead of once per row, which is what keeps long sequences out of main memory.
-enum { ATT_QB = 16 };
+// Queries are processed in blocks of ATT_QB rows (model.h; two 64-byte vectors of reals): each key
+// and value vector is then read once per block instead of once per row, and the dot products of a
+// key with the block's queries are computed across the queries, two vectors at a time, from the
+// block stored transposed (hs, ATT_QB): no horizontal sums.
+typedef real attvec __attribute__((vector_size(64), aligned(sizeof(real))));
+enum { ATT_VL = (int)(64 / sizeof(real)) };
+
+// xT (hs, ATT_QB) = the block of nb rows x_r (row stride `stride`), zero past nb
+static void block_transpose(real *xT, const real *x, size_t stride, int nb, int hs) {
+    for (int c = 0; c < hs; c++)
+        for (int r = 0; r < ATT_QB; r++) xT[c * ATT_QB + r] = r < nb ? x[(size_t)r * stride + c] : 0;
+}
+
+// out[r * ldo] = scale * (y . xT[:, r]) for the block's rows r < nb: one key (or value) y against
+// every query of the block
+static inline void block_dots(real *out, size_t ldo, const real *y, const real *xT, int nb, int hs, real scale) {
+    attvec a0 = { 0 }, a1 = { 0 };
+    for (int c = 0; c < hs; c++) {
+        real yc = y[c];
+        a0 += yc * *(const attvec *)(xT + c * ATT_QB);
+        a1 += yc * *(const attvec *)(xT + c * ATT_QB + ATT_VL);
+    }
+    for (int r = 0; r < nb; r++) out[(size_t)r * ldo] = (r < ATT_VL ? a0[r] : a1[r - ATT_VL]) * scale;
+}
 
 // out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
 // scratch (threads, ATT_SCRATCH(T)). Memory O(B*NH*T + threads*T), never (T, T).
@@ -320,16 +341,9 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
                 int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
                 int nkeys = ap->bidirectional ? T : i0 + nb;             // keys any row of the block may see
                 // scores of the whole block, one key at a time (k_j read once for nb queries)
-                for (int j = 0; j < nkeys; j++) {
-                    const real *k = row0 + (size_t)j * C3 + C;
-                    for (int r = 0; r < nb; r++) {
-                        const real *q = row0 + (size_t)(i0 + r) * C3;
-                        real dot = 0;
-                        #pragma omp simd reduction(+:dot)
-                        for (int c = 0; c < hs; c++) dot += q[c] * k[c];
-                        S[(size_t)r * T + j] = dot * scale;
-                    }
-                }
+                real qT[hs * ATT_QB] __attribute__((aligned(64)));
+                block_transpose(qT, row0 + (size_t)i0 * C3, C3, nb, hs);
+                for (int j = 0; j < nkeys; j++) block_dots(S + j, T, row0 + (size_t)j * C3 + C, qT, nb, hs, scale);
                 for (int r = 0; r < nb; r++) {
                     int i = i0 + r, n = ap->bidirectional ? T : i + 1;
                     real *a = S + (size_t)r * T;
@@ -390,17 +404,14 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
             for (int i0 = 0; i0 < T; i0 += ATT_QB) {
                 int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
                 int nkeys = ap->bidirectional ? T : i0 + nb;
-                // recompute scores exactly as the forward did, then p and dP, one key at a time
+                // recompute scores exactly as the forward did (same function, same order), then dP,
+                // one key at a time
+                real qT[hs * ATT_QB] __attribute__((aligned(64))), dT[hs * ATT_QB] __attribute__((aligned(64)));
+                block_transpose(qT, row0 + (size_t)i0 * C3, C3, nb, hs);
+                block_transpose(dT, dout + ((size_t)b * T + i0) * C + h * hs, C, nb, hs);
                 for (int j = 0; j < nkeys; j++) {
-                    const real *k = row0 + (size_t)j * C3 + C, *v = row0 + (size_t)j * C3 + 2 * C;
-                    for (int r = 0; r < nb; r++) {
-                        const real *q = row0 + (size_t)(i0 + r) * C3, *d = dout + ((size_t)b * T + i0 + r) * C + h * hs;
-                        real dot = 0, dP = 0;
-                        #pragma omp simd reduction(+:dot, dP)
-                        for (int c = 0; c < hs; c++) { dot += q[c] * k[c]; dP += d[c] * v[c]; }
-                        P[(size_t)r * T + j] = dot * scale;
-                        D[(size_t)r * T + j] = dP;
-                    }
+                    block_dots(P + j, T, row0 + (size_t)j * C3 + C, qT, nb, hs, scale);
+                    block_dots(D + j, T, row0 + (size_t)j * C3 + 2 * C, dT, nb, hs, 1);
                 }
                 for (int r = 0; r < nb; r++) {
                     int i = i0 + r, n = ap->bidirectional ? T : i + 1;

@@ -202,8 +202,9 @@ typedef struct {
 } AttnPos;
 
 // out (B,T,C), lse (B,NH,T) one log-sum-exp per row; qkv (B,T,3C) holds q, k, v (q and k already
-// hooked); scratch (threads, ATT_SCRATCH(T)): two blocks of 16 rows of T. Memory O(B*NH*T), never (T, T).
-#define ATT_SCRATCH(T) ((size_t)2 * 16 * (size_t)(T))
+// hooked); scratch (threads, ATT_SCRATCH(T)): two blocks of ATT_QB rows of T. Memory O(B*NH*T), never (T, T).
+#define ATT_QB ((int)(128 / sizeof(real)))              // query rows per block: 32 floats, 16 doubles
+#define ATT_SCRATCH(T) ((size_t)2 * ATT_QB * (size_t)(T))
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
                        int B, int T, int C, int NH);
 // dqkv (B,T,3C) +=; dout (B,T,C); lse from the forward; scratch (threads, ATT_SCRATCH(T))
