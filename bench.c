@@ -108,6 +108,7 @@ typedef struct {
 static const Config CONFIGS[] = {
     { "gpt2-124m", 12, 768, 12, 50257, 4, 64, 3 },
     { "gpt2-124m-t1024", 12, 768, 12, 50257, 1, 1024, 2 },
+    { "gpt2-124m-t4096", 12, 768, 12, 50257, 1, 4096, 1 },   // the memory target: < 8 GB
     { "small", 6, 384, 6, 256, 8, 256, 4 },
     { "tiny", 4, 128, 4, 256, 16, 64, 10 },         // the make run model
 };
@@ -279,7 +280,7 @@ int main(int argc, char **argv) {
 #endif
     if (only) {
         const Config *c = find_config(only);
-        CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, small, tiny)", only);
+        CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny)", only);
         StepResult r = run_steps(c, "learned", c->steps);          // first, so the RSS is the step's
         double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0);
         printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
