@@ -18,28 +18,10 @@ enum { MR = 6 };                 // rows of the register tile
 enum { KC = 256, MC = 72 };      // a K block; rows of A per work item (a multiple of MR)
 #define NC (8 * NR)              // columns of C per work item
 
-// C tile (MR, NR) (+)= A (MR, kc) @ B (kc, NR), everything in registers for the whole k loop
-static inline void tile_full(int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
-                             real *c, size_t ldc, int accumulate) {
-    vec c0[MR], c1[MR];
-    for (int r = 0; r < MR; r++) {
-        if (accumulate) { c0[r] = *(const vec *)(c + r * ldc); c1[r] = *(const vec *)(c + r * ldc + VL); }
-        else { c0[r] = (vec){ 0 }; c1[r] = (vec){ 0 }; }
-    }
-    for (int k = 0; k < kc; k++) {
-        vec b0 = *(const vec *)(b + k * ldb), b1 = *(const vec *)(b + k * ldb + VL);
-        const real *ak = a + k * a_cs;
-        for (int r = 0; r < MR; r++) {
-            real ar = ak[r * a_rs];
-            c0[r] += ar * b0;
-            c1[r] += ar * b1;
-        }
-    }
-    for (int r = 0; r < MR; r++) { *(vec *)(c + r * ldc) = c0[r]; *(vec *)(c + r * ldc + VL) = c1[r]; }
-}
-
-// a tile of mr < MR rows and the full NR columns (the rows left over at the bottom of C)
-static inline void tile_rows(int mr, int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+// C tile (mr <= MR rows, NR columns) (+)= A (mr, kc) @ B (kc, NR), all in registers for the whole
+// k loop. Called with mr = MR for the full tiles (inlined, so the row loops unroll) and with fewer
+// rows for those left over at the bottom of C.
+static inline __attribute__((always_inline)) void tile_rows(int mr, int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                              real *c, size_t ldc, int accumulate) {
     vec c0[MR], c1[MR];
     for (int r = 0; r < mr; r++) {
@@ -152,7 +134,7 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
                             const real *ap = a + (size_t)i * a_rs + (size_t)pc * a_cs;
                             real *cp = c + (size_t)i * ldc + j;
                             const real *panel = chunk + (size_t)(j - j0) * kc;
-                            if (mr == MR && nr == NR) tile_full(kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
+                            if (mr == MR && nr == NR) tile_rows(MR, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
                             else if (nr == NR) tile_rows(mr, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
                             else tile_edge(mr, nr, kc, ap, a_rs, a_cs, b + (size_t)pc * ldb + j, ldb, cp, ldc, acc);
                         }
