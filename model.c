@@ -253,51 +253,45 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
 //   p(i,j)     = exp(score(i,j) - lse_i), lse_i = log sum_j exp(score(i,j)) over allowed keys
 //   out_i      = sum_j p(i,j) v_j
 // The forward pass keeps only lse (one number per row); the backward pass recomputes the scores
-// of a row from q, k and the bias, so no (T, T) matrix is ever stored.
+// of a row from q, k and the bias with the same code (block_dots), so no (T, T) matrix is ever stored.
 
-// s (n,) = the scores of query q against keys 0..n-1 (key j at K + j*stride), bias included
-// noinline: the forward and the backward must compute bit-identical scores (the backward
-// recomputes them against the forward's log-sum-exp), so both use this one copy.
-__attribute__((noinline)) static void row_scores(real *s, const real *q, const real *K, size_t stride, const int *kpos, int n, int qpos,
-                       int h, const AttnPos *ap, int hs) {
+// The softmax of one row of scores a (n,) over the keys of the query's document (kdoc[j] == qdoc;
+// the query's own key is always among them), in place: a becomes the probabilities (0 for other
+// documents). Returns the row's log-sum-exp. Shared by the training kernel and the KV cache.
+static real softmax_row(real *a, const int *kdoc, int n, int qdoc, int qpos, int h) {
+    real mx = -INFINITY;
+    for (int j = 0; j < n; j++) if (kdoc[j] == qdoc && a[j] > mx) mx = a[j];
+    CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model has diverged; "
+          "lower --lr", (double)mx, qpos, h);
+    real sum = 0;
+    for (int j = 0; j < n; j++) { a[j] = kdoc[j] == qdoc ? exp(a[j] - mx) : 0; sum += a[j]; }
+    real inv = 1 / sum;
+    for (int j = 0; j < n; j++) a[j] *= inv;
+    return mx + log(sum);
+}
+
+// One query row of one head, for the KV cache: output o (hs,) over keys 0..n-1 (key j's vector at
+// K + j*stride, its value at V + j*stride); a (n,) is scratch.
+static void attend_row(real *o, real *a, const real *q, const real *K, const real *V, size_t stride,
+                       const int *kpos, const int *kdoc, int n, int qpos, int qdoc, int h, const AttnPos *ap, int hs) {
     real scale = 1 / sqrt((real)hs);
     for (int j = 0; j < n; j++) {
         const real *k = K + (size_t)j * stride;
         real dot = 0;
         #pragma omp simd reduction(+:dot)
         for (int c = 0; c < hs; c++) dot += q[c] * k[c];
-        s[j] = dot * scale;
+        a[j] = dot * scale;
     }
-    const PosScheme *sc = ap->scheme;
-    if (sc->bias_forward) sc->bias_forward(ap->tables, ap->pe_params, h, qpos, kpos, n, s);   // hook 3
-}
-
-// One query row of one head: output o (hs,) and the row's log-sum-exp (returned).
-// q (hs); key j's vector is K + j*stride and its value V + j*stride; key j is allowed when
-// kdoc[j] == qdoc (the caller picks n for the causal limit). a (n,) is scratch. Used by training
-// and by the KV cache.
-static real attend_row(real *o, real *a, const real *q, const real *K, const real *V, size_t stride,
-                       const int *kpos, const int *kdoc, int n, int qpos, int qdoc, int h, const AttnPos *ap, int hs) {
-    row_scores(a, q, K, stride, kpos, n, qpos, h, ap, hs);
-    real mx = -INFINITY;
-    for (int j = 0; j < n; j++) if (kdoc[j] == qdoc && a[j] > mx) mx = a[j];
-    CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model has diverged; "
-          "lower --lr", (double)mx, qpos, h);
-    real sum = 0;
-    for (int j = 0; j < n; j++) {
-        real e = kdoc[j] == qdoc ? exp(a[j] - mx) : 0;   // the query's own key is always allowed
-        a[j] = e; sum += e;
-    }
-    real inv = 1 / sum;
+    if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, h, qpos, kpos, n, a);   // hook 3
+    softmax_row(a, kdoc, n, qdoc, qpos, h);
     for (int c = 0; c < hs; c++) o[c] = 0;
     for (int j = 0; j < n; j++) {
         if (a[j] == 0) continue;
         const real *v = V + (size_t)j * stride;
-        real pj = a[j] * inv;
+        real pj = a[j];
         #pragma omp simd
         for (int c = 0; c < hs; c++) o[c] += pj * v[c];
     }
-    return mx + log(sum);
 }
 
 // Queries are processed in blocks of ATT_QB rows (model.h; two 64-byte vectors of reals): each key
@@ -349,16 +343,8 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
                     real *a = S + (size_t)r * T;
                     if (ap->scheme->bias_forward)                        // hook 3
                         ap->scheme->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, n, a);
-                    real mx = -INFINITY;
-                    for (int j = 0; j < n; j++) if (doc_b[j] == doc_b[i] && a[j] > mx) mx = a[j];
-                    CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model "
-                          "has diverged; lower --lr", (double)mx, pos_b[i], h);
-                    real sum = 0;
-                    for (int j = 0; j < n; j++) { a[j] = doc_b[j] == doc_b[i] ? exp(a[j] - mx) : 0; sum += a[j]; }
-                    real inv = 1 / sum;
-                    for (int j = 0; j < n; j++) a[j] *= inv;
+                    lse[((size_t)b * NH + h) * T + i] = softmax_row(a, doc_b, n, doc_b[i], pos_b[i], h);
                     for (int j = n; j < nkeys; j++) a[j] = 0;            // keys beyond this row's limit
-                    lse[((size_t)b * NH + h) * T + i] = mx + log(sum);
                     real *o = out + ((size_t)b * T + i) * C + h * hs;
                     for (int c = 0; c < hs; c++) o[c] = 0;
                 }
