@@ -5,6 +5,7 @@
 #   make test       every test program; stops at the first failure
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fixtures   regenerate the PyTorch reference fixtures (needs python3-torch)
+#   make kjv        data/kjv.txt, the King James Bible as text (needs apt-get install bible-kjv)
 #
 # Flags: -O3 without -ffast-math/-Ofast. -Ofast lets the compiler assume no NaN/Inf and reorder
 # sums, which broke llm.c's GELU; we keep IEEE semantics and get vectorised reductions from
@@ -26,15 +27,18 @@ LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
 CORE = model.c posenc.c kernels.c
-LIB = $(CORE) checkpoint.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c
-HDR = common.h kernels.h model.h posenc.h checkpoint.h safetensors.h dataset/data.h dataset/loader.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_kernels tests/test_data tests/test_safetensors tests/test_train tests/st_compare
+LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
+HDR = common.h kernels.h model.h posenc.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl
 
-.PHONY: all test run asan clean fixtures bench
-all: train $(TESTS)
+.PHONY: all test run asan clean fixtures bench kjv
+all: train compare $(TESTS)
 
 train: train.c $(LIB) $(HDR)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ train.c $(LIB) $(LDLIBS)
+
+compare: compare.c common.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c $(LDLIBS)
 
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
 tests/test_grad: tests/test_grad.c $(CORE) $(HDR) tests/testutil.h
@@ -43,14 +47,21 @@ tests/test_posenc: tests/test_posenc.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_posenc.c $(CORE) $(LDLIBS)
 tests/test_positions: tests/test_positions.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_positions.c $(CORE) $(LDLIBS)
+tests/test_viz: tests/test_viz.c viz.c $(CORE) $(HDR) tests/testutil.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_viz.c viz.c $(CORE) $(LDLIBS)
 tests/test_kernels: tests/test_kernels.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_kernels.c $(CORE) $(LDLIBS)
 tests/test_train: tests/test_train.c $(LIB) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_train.c $(LIB) $(LDLIBS)
 tests/test_data: tests/test_data.c dataset/data.c dataset/corpus.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_data.c dataset/data.c dataset/corpus.c $(LDLIBS)
+tests/test_tasks: tests/test_tasks.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(HDR) tests/testutil.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_tasks.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(LDLIBS)
 tests/test_safetensors: tests/test_safetensors.c safetensors.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_safetensors.c safetensors.c $(LDLIBS)
+# per-token losses compared with direct forwards: double build
+tests/test_ppl: tests/test_ppl.c perplexity.c $(CORE) $(HDR) tests/testutil.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_ppl.c perplexity.c $(CORE) $(LDLIBS)
 tests/st_compare: tests/st_compare.c safetensors.c safetensors.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/st_compare.c safetensors.c $(LDLIBS)
 
@@ -59,10 +70,13 @@ test: all
 	OMP_NUM_THREADS=2 ./tests/test_grad
 	OMP_NUM_THREADS=2 ./tests/test_posenc
 	OMP_NUM_THREADS=2 ./tests/test_positions
+	OMP_NUM_THREADS=2 ./tests/test_viz
 	OMP_NUM_THREADS=2 ./tests/test_kernels
 	./tests/test_data
+	./tests/test_tasks
 	./tests/test_safetensors
 	OMP_NUM_THREADS=2 ./tests/test_train
+	OMP_NUM_THREADS=2 ./tests/test_ppl
 	./tests/test_cli.sh
 	./tests/test_resume.sh
 	./tests/test_torch.sh
@@ -89,8 +103,23 @@ bench:
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(LIB) $(LDLIBS) $(BENCH_LIBS)
 	./bench
 
+# make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the
+# perplexity-against-length lab. Debian's bible-kjv (`apt-get install bible-kjv`) prints one verse
+# per line as "Ge1:1 In the beginning ..."; the reference and the space after it are removed, so
+# each line is one verse's text (nothing else is changed). data/ is not committed.
+KJV_REF = ^[1-3]?[A-Z][A-Za-z]*[0-9]+:[0-9]+
+kjv: data/kjv.txt
+data/kjv.txt:
+	@command -v bible > /dev/null || { echo "make kjv: the 'bible' program is missing; install it with: apt-get install bible-kjv" >&2; exit 1; }
+	mkdir -p data
+	bible -f gen1:1-rev22:21 | sed -E 's/$(KJV_REF) //' > $@.tmp
+	@n=$$(wc -l < $@.tmp); if [ "$$n" != 31102 ] || grep -qE '$(KJV_REF) ' $@.tmp; then \
+	  echo "make kjv: expected 31102 verses without references, got $$n lines in $@.tmp" >&2; exit 1; fi
+	mv $@.tmp $@
+	@echo "wrote $@ ($$(wc -c < $@) bytes, 31102 verses, one per line)"
+
 fixtures: train tests/st_compare
 	./tests/make_fixtures.sh
 
 clean:
-	rm -f train bench $(TESTS)
+	rm -f train compare bench $(TESTS)

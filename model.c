@@ -255,16 +255,22 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
 // The forward pass keeps only lse (one number per row); the backward pass recomputes the scores
 // of a row from q, k and the bias with the same code (block_dots), so no (T, T) matrix is ever stored.
 
+// The mask, in one place (forward, backward, KV cache, attention_probs): query i may attend the
+// keys j < attn_limit(ap, i, T) whose document is its own (key_visible; padding has doc -1, so a
+// real token never sees it).
+static inline int attn_limit(const AttnPos *ap, int i, int T) { return ap->bidirectional ? T : i + 1; }
+static inline int key_visible(int kdoc, int qdoc) { return kdoc == qdoc; }
+
 // The softmax of one row of scores a (n,) over the keys of the query's document (kdoc[j] == qdoc;
 // the query's own key is always among them), in place: a becomes the probabilities (0 for other
 // documents). Returns the row's log-sum-exp. Shared by the training kernel and the KV cache.
 static real softmax_row(real *a, const int *kdoc, int n, int qdoc, int qpos, int h) {
     real mx = -INFINITY;
-    for (int j = 0; j < n; j++) if (kdoc[j] == qdoc && a[j] > mx) mx = a[j];
+    for (int j = 0; j < n; j++) if (key_visible(kdoc[j], qdoc) && a[j] > mx) mx = a[j];
     CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model has diverged; "
           "lower --lr", (double)mx, qpos, h);
     real sum = 0;
-    for (int j = 0; j < n; j++) { a[j] = kdoc[j] == qdoc ? exp(a[j] - mx) : 0; sum += a[j]; }
+    for (int j = 0; j < n; j++) { a[j] = key_visible(kdoc[j], qdoc) ? exp(a[j] - mx) : 0; sum += a[j]; }
     real inv = 1 / sum;
     for (int j = 0; j < n; j++) a[j] *= inv;
     return mx + log(sum);
@@ -319,12 +325,35 @@ static inline void block_dots(real *out, size_t ldo, const real *y, const real *
     for (int r = 0; r < nb; r++) out[(size_t)r * ldo] = (r < ATT_VL ? a0[r] : a1[r - ATT_VL]) * scale;
 }
 
+// The scores of a block of nb query rows i0.. of head h against keys 0..nkeys-1 of one batch row
+// (row0: q of its token 0, head h, in (T,3C) qkv; pos_b its position ids): S[r*T + j] =
+// q_i . k_j / sqrt(hs), then hook 3 on each row's keys j < attn_limit. The forward, the backward
+// and attention_probs all score with this one function, so their scores are bit-identical.
+static void block_scores(real *S, const real *row0, const AttnPos *ap, const int *pos_b, int i0, int nb,
+                         int nkeys, int T, int C, int hs, int h) {
+    size_t C3 = (size_t)3 * C;
+    real scale = 1 / sqrt((real)hs);
+    real qT[hs * ATT_QB] __attribute__((aligned(64)));
+    block_transpose(qT, row0 + (size_t)i0 * C3, C3, nb, hs);
+    for (int j = 0; j < nkeys; j++) block_dots(S + j, T, row0 + (size_t)j * C3 + C, qT, nb, hs, scale);
+    if (ap->scheme->bias_forward)                                        // hook 3
+        for (int r = 0; r < nb; r++)
+            ap->scheme->bias_forward(ap->tables, ap->pe_params, h, pos_b[i0 + r], pos_b,
+                                     attn_limit(ap, i0 + r, T), S + (size_t)r * T);
+}
+
+// Row i of p from its scores (in p on entry, nkeys of them): exp(score - lse) at the keys the query
+// may attend (j < n = attn_limit, same document), 0 at every other key j < nkeys.
+static void row_probs(real *p, const int *doc_b, int i, int n, int nkeys, real lse) {
+    for (int j = 0; j < n; j++) p[j] = key_visible(doc_b[j], doc_b[i]) ? exp(p[j] - lse) : 0;
+    for (int j = n; j < nkeys; j++) p[j] = 0;
+}
+
 // out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
 // scratch (threads, ATT_SCRATCH(T)). Memory O(B*NH*T + threads*T), never (T, T).
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
                        int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
-    real scale = 1 / sqrt((real)hs);
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -333,16 +362,12 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
             real *S = scratch + (size_t)thread_id() * ATT_SCRATCH(T);  // (ATT_QB, T) scores, then p
             for (int i0 = 0; i0 < T; i0 += ATT_QB) {
                 int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
-                int nkeys = ap->bidirectional ? T : i0 + nb;             // keys any row of the block may see
+                int nkeys = attn_limit(ap, i0 + nb - 1, T);              // keys any row of the block may see
                 // scores of the whole block, one key at a time (k_j read once for nb queries)
-                real qT[hs * ATT_QB] __attribute__((aligned(64)));
-                block_transpose(qT, row0 + (size_t)i0 * C3, C3, nb, hs);
-                for (int j = 0; j < nkeys; j++) block_dots(S + j, T, row0 + (size_t)j * C3 + C, qT, nb, hs, scale);
+                block_scores(S, row0, ap, pos_b, i0, nb, nkeys, T, C, hs, h);
                 for (int r = 0; r < nb; r++) {
-                    int i = i0 + r, n = ap->bidirectional ? T : i + 1;
+                    int i = i0 + r, n = attn_limit(ap, i, T);
                     real *a = S + (size_t)r * T;
-                    if (ap->scheme->bias_forward)                        // hook 3
-                        ap->scheme->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, n, a);
                     lse[((size_t)b * NH + h) * T + i] = softmax_row(a, doc_b, n, doc_b[i], pos_b[i], h);
                     for (int j = n; j < nkeys; j++) a[j] = 0;            // keys beyond this row's limit
                     real *o = out + ((size_t)b * T + i) * C + h * hs;
@@ -389,27 +414,21 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
             real *D = P + (size_t)ATT_QB * T;                          // (ATT_QB, T) dP, then dscore
             for (int i0 = 0; i0 < T; i0 += ATT_QB) {
                 int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
-                int nkeys = ap->bidirectional ? T : i0 + nb;
+                int nkeys = attn_limit(ap, i0 + nb - 1, T);
                 // recompute scores exactly as the forward did (same function, same order), then dP,
                 // one key at a time
-                real qT[hs * ATT_QB] __attribute__((aligned(64))), dT[hs * ATT_QB] __attribute__((aligned(64)));
-                block_transpose(qT, row0 + (size_t)i0 * C3, C3, nb, hs);
+                block_scores(P, row0, ap, pos_b, i0, nb, nkeys, T, C, hs, h);
+                real dT[hs * ATT_QB] __attribute__((aligned(64)));
                 block_transpose(dT, dout + ((size_t)b * T + i0) * C + h * hs, C, nb, hs);
-                for (int j = 0; j < nkeys; j++) {
-                    block_dots(P + j, T, row0 + (size_t)j * C3 + C, qT, nb, hs, scale);
-                    block_dots(D + j, T, row0 + (size_t)j * C3 + 2 * C, dT, nb, hs, 1);
-                }
+                for (int j = 0; j < nkeys; j++) block_dots(D + j, T, row0 + (size_t)j * C3 + 2 * C, dT, nb, hs, 1);
                 for (int r = 0; r < nb; r++) {
-                    int i = i0 + r, n = ap->bidirectional ? T : i + 1;
-                    real *p = P + (size_t)r * T, *ds = D + (size_t)r * T, l = lse[((size_t)b * NH + h) * T + i];
-                    if (s->bias_forward) s->bias_forward(ap->tables, ap->pe_params, h, pos_b[i], pos_b, n, p);
+                    int i = i0 + r, n = attn_limit(ap, i, T);
+                    real *p = P + (size_t)r * T, *ds = D + (size_t)r * T;
+                    row_probs(p, doc_b, i, n, nkeys, lse[((size_t)b * NH + h) * T + i]);
                     real dot_sum = 0;
-                    for (int j = 0; j < n; j++) {
-                        p[j] = doc_b[j] == doc_b[i] ? exp(p[j] - l) : 0;
-                        dot_sum += p[j] * ds[j];
-                    }
+                    for (int j = 0; j < n; j++) dot_sum += p[j] * ds[j];
                     for (int j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - dot_sum);
-                    for (int j = n; j < nkeys; j++) { p[j] = 0; ds[j] = 0; }
+                    for (int j = n; j < nkeys; j++) ds[j] = 0;
                     if (learned_bias)
                         s->bias_backward(ap->tables, ap->pe_params, dp_threads + (size_t)thread_id() * np, h, pos_b[i],
                                          pos_b, n, ds);
@@ -633,6 +652,13 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
     posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos > cfg->max_seq_len ? max_pos : cfg->max_seq_len);
 }
 
+void gpt_reserve_positions(GPT *m, int max_pos) {
+    if (max_pos <= m->pt.max_pos) return;
+    PosDims d = dims_of(&m->cfg);
+    posenc_tables_free(&m->pt);
+    posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos);
+}
+
 static void free_acts(GPT *m) {
     real **a = (real **)&m->a;
     for (size_t i = 0; i < sizeof(Activations) / sizeof(real *); i++) free(a[i]);
@@ -724,10 +750,21 @@ static void residual_add(real *out, const real *a, const real *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+int gpt_position_limit(const GPT *m) { return posenc_position_limit(&m->cfg.pe, &m->pt, m->cfg.max_seq_len); }
+
+static void check_positions(const GPT *m, const int *pos, size_t N) {
+    int limit = gpt_position_limit(m);
+    for (size_t n = 0; n < N; n++)
+        CHECK(pos[n] >= 0 && pos[n] < limit, "position id %d at index %zu is outside the model's position "
+              "tables (0..%d)%s", pos[n], n, limit - 1, limit < m->pt.max_pos ? ": its input table has one row per "
+              "position of the context" : "");
+}
+
 double gpt_forward(GPT *m, const Batch *b) {
     const GPTConfig *c = &m->cfg;
     int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;
+    check_positions(m, b->pos, N);
     for (size_t n = 0; n < N; n++) {
         CHECK(b->tokens[n] >= 0 && b->tokens[n] < V, "token id %d at batch index %zu is outside the "
               "vocabulary (0..%d); the data does not match this model's vocabulary", b->tokens[n], n, V - 1);
@@ -775,6 +812,32 @@ double gpt_forward(GPT *m, const Batch *b) {
     return m->loss;
 }
 
+// The attention probabilities of one layer, head and batch row of the last gpt_forward, recomputed
+// with the forward's own scoring (block_scores), mask (attn_limit, key_visible) and log-sum-exp.
+void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
+    const Batch *bt = m->batch;
+    const GPTConfig *c = &m->cfg;
+    CHECK(bt, "internal: attention_probs needs a gpt_forward first (a cached forward keeps no batch)");
+    CHECK(layer >= 0 && layer < c->n_layer && b >= 0 && b < bt->B && head >= 0 && head < c->n_head,
+          "internal: attention_probs(layer %d, row %d, head %d) outside %d layers, %d rows, %d heads",
+          layer, b, head, c->n_layer, bt->B, c->n_head);
+    int B = bt->B, T = bt->T, C = c->n_embd, NH = c->n_head, hs = C / NH;
+    LayerActs la = layer_acts(&m->a, layer, B, T, C, NH);
+    AttnPos ap = attn_pos(m, bt, layer, 0);
+    const int *pos_b = bt->pos + (size_t)b * T, *doc_b = bt->doc + (size_t)b * T;
+    const real *row0 = la.qkv + (size_t)b * T * 3 * C + head * hs;
+    const real *lse = la.att_lse + ((size_t)b * NH + head) * T;
+    for (int i0 = 0; i0 < T; i0 += ATT_QB) {
+        int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
+        real *S = out + (size_t)i0 * T;
+        block_scores(S, row0, &ap, pos_b, i0, nb, attn_limit(&ap, i0 + nb - 1, T), T, C, hs, head);
+        for (int r = 0; r < nb; r++) {
+            int i = i0 + r;
+            row_probs(S + (size_t)r * T, doc_b, i, attn_limit(&ap, i, T), T, lse[i]);
+        }
+    }
+}
+
 // ----------------------------------------------------------------------------------------------
 // incremental decoding with a KV cache
 
@@ -803,6 +866,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     CHECK(P + T <= kc->cap, "internal: the KV cache holds %d tokens; %d + %d do not fit", kc->cap, P, T);
     for (int t = 0; t < T; t++)
         CHECK(tokens[t] >= 0 && tokens[t] < V, "token id %d is outside the vocabulary (0..%d)", tokens[t], V - 1);
+    check_positions(m, pos, (size_t)T);
     alloc_acts(m, 1, T);
     m->batch = NULL;                       // no backward through a cached forward
     if (max_threads() > kc->threads) {     // the thread count grew since kv_cache_init

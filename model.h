@@ -141,6 +141,10 @@ int gpt_config_check(GPTConfig *cfg, char *msg, size_t cap);
 // (sum w*loss / sum w; 0 when every weight is 0). targets may be NULL (inference: logits only).
 double gpt_forward(GPT *m, const Batch *b);
 void gpt_zero_grad(GPT *m);
+// The attention probabilities p(i,j) (T,T) of layer `layer`, head `head`, batch row b of the last
+// gpt_forward (m->batch must still be alive), recomputed as the forward computed them: row i sums
+// to 1 over the keys it may attend; masked keys (future, other document, padding) are exactly 0.
+void attention_probs(const GPT *m, int layer, int b, int head, real *out);
 // Backward of the last forward, accumulating into m->grads. Each token's loss is scaled by
 // weight * grad_scale; grad_scale = 1 / (sum of weights over every micro-batch of the step)
 // gives the gradient of the mean over the whole accumulated batch.
@@ -175,6 +179,12 @@ void gpt_adamw(GPT *m, const AdamWConfig *o, int t);
 double gpt_clip_grad(GPT *m, double max_norm);
 
 const TensorInfo *gpt_find_tensor(const GPT *m, const char *name);
+// Position ids the model can take: 0 .. limit-1 (its tables; a learned input table: its context).
+// gpt_forward and gpt_forward_cached refuse others with a message.
+int gpt_position_limit(const GPT *m);
+// Rebuilds the position tables (never the parameters) to cover ids 0 .. max_pos-1 when they are
+// shorter, for evaluation beyond the context. A learned input table keeps its rows.
+void gpt_reserve_positions(GPT *m, int max_pos);
 
 // Layers, exposed for the per-layer gradient checks.
 void encoder_forward(real *out, const int *inp, const real *wte, int N, int C);

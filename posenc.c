@@ -629,6 +629,22 @@ void posenc_layer_list(const PosConfig *c, char *buf, size_t cap) {
 
 static const char *input_name(const PosConfig *c) { return c->input == PE_NOPE ? "none" : SCHEMES[c->input].name; }
 
+int posenc_position_limit(const PosConfig *c, const PosTables *t, int context) {
+    // a learned input table has one row per position of the context and nothing beyond
+    return c->input == posenc_find("learned") && context < t->max_pos ? context : t->max_pos;
+}
+
+void posenc_label(const PosConfig *c, char *buf, size_t cap) {
+    int same = 1;
+    for (int l = 1; l < c->n_layer; l++) same &= c->layer[l] == c->layer[0];
+    if (same && c->layer[0] == PE_NOPE && c->input != PE_NOPE) { snprintf(buf, cap, "%s", SCHEMES[c->input].name); return; }
+    size_t k = 0;
+    buf[0] = 0;
+    if (c->input != PE_NOPE) k += snprintf(buf, cap, "%s+", SCHEMES[c->input].name);
+    for (int l = 0; l < (same ? 1 : c->n_layer) && k < cap; l++)
+        k += snprintf(buf + k, cap - k, "%s%s", l ? "/" : "", SCHEMES[c->layer[l]].name);
+}
+
 void posenc_write_kv(const PosConfig *c, FILE *f) {
     char layers[PE_MAX_LAYERS * 24];
     posenc_layer_list(c, layers, sizeof layers);

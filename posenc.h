@@ -140,6 +140,11 @@ size_t posenc_json(const PosConfig *c, char *buf, size_t cap);
 size_t posenc_metadata(const PosConfig *c, char *buf, size_t cap);
 // "nope,rope,..." for the layers
 void posenc_layer_list(const PosConfig *c, char *buf, size_t cap);
+// Position ids a model with config c, tables t and this context can take: 0 .. limit-1.
+int posenc_position_limit(const PosConfig *c, const PosTables *t, int context);
+// A short name of the positions, without commas (for tables and CSV): "rope" when every layer
+// uses it, "learned" for an input table over nope layers, else "sinusoidal+rope/nope/...".
+void posenc_label(const PosConfig *c, char *buf, size_t cap);
 // 1 if --FLAG is a scheme setting (e.g. "rope-base"); train.c passes it to posenc_set with
 // '-' replaced by '_'. 2 if it may also change a trained model (context extension: --rope-scaling).
 int posenc_is_flag(const char *flag);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -15,7 +16,11 @@
 #include "checkpoint.h"
 #include "dataset/data.h"
 #include "dataset/loader.h"
+#include "dataset/tasks.h"
+#include "eval.h"
 #include "model.h"
+#include "viz.h"
+#include "perplexity.h"
 
 // ----------------------------------------------------------------------------------------------
 // options: one table drives parsing, --help, checkpoint storage and conflict checks
@@ -23,10 +28,16 @@
 typedef struct {
     const char *data, *val_data, *tokenizer, *save, *load, *resume, *export_path, *dump, *log, *prompt;
     const char *pe, *pe_layers, *input_pe;
+    const char *attention_map;
+    const char *task, *eval_out;
+    int train_min, train_max, test_max, distractors, depths, eval_per_length, show;
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
     int threads, sample, top_k, save_every, log_every, pack, eval_batches;
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
     long long seed;
+    const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
+    double ppl_stride;
+    int ppl_tokens;
 } Options;
 
 typedef enum { F_INT, F_DBL, F_STR, F_LL } FlagType;
@@ -48,6 +59,15 @@ static const Flag FLAGS[] = {
     { "val-frac", F_DBL, O(val_frac), 0, 0.5, K_TRAIN, "F", "fraction of the data held out for validation (0.1)" },
     { "tokenizer", F_STR, O(tokenizer), 0, 0, K_RUN, "FILE", "llm.c tokenizer file to print samples of token data" },
     { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1", "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
+    { "task", F_STR, O(task), 0, 0, K_TRAIN, "NAME", "train on a synthetic length-generalisation task instead of text (see the task table below)" },
+    { "train-min", F_INT, O(train_min), 0, 100000, K_TRAIN, "N", "--task: shortest training length, 0 = the task's" },
+    { "train-max", F_INT, O(train_max), 0, 100000, K_TRAIN, "N", "--task: longest training length; longer is out-of-distribution, 0 = the task's" },
+    { "test-max", F_INT, O(test_max), 0, 100000, K_TRAIN, "N", "--task: longest test length, 0 = the task's (2 x its train-max)" },
+    { "distractors", F_INT, O(distractors), -1, 20, K_TRAIN, "N", "--task retrieval: decoy keys with other labels in each haystack, -1 = 3" },
+    { "depths", F_INT, O(depths), 0, 8, K_TRAIN, "N", "--task retrieval: key depths tested, evenly spaced in [0, 1], 0 = 5" },
+    { "eval-per-length", F_INT, O(eval_per_length), 0, 1000000, K_RUN, "N", "--task: test instances per length (and depth) for the accuracy after training, 0 = none (100)" },
+    { "eval-out", F_STR, O(eval_out), 0, 0, K_RUN, "FILE", "--task: write the accuracy by length as CSV (task,scheme,seed,length,depth,split,n,correct,accuracy,skipped)" },
+    { "show", F_INT, O(show), 0, 1000, K_RUN, "N", "--task: print N test prompts with the model's greedy answers at the longest training and test lengths (0)" },
     { "steps", F_INT, O(steps), 0, 1e9, K_TRAIN, "N", "optimiser steps (default 300)" },
     { "batch", F_INT, O(batch), 1, 1e6, K_TRAIN, "B", "sequences per micro-batch (16)" },
     { "seq", F_INT, O(seq), 1, 1e7, K_TRAIN, "T", "tokens per sequence (64)" },
@@ -82,8 +102,14 @@ static const Flag FLAGS[] = {
     { "temperature", F_DBL, O(temperature), 0, 100, K_RUN, "X", "sampling temperature, 0 = greedy (1.0)" },
     { "top-k", F_INT, O(top_k), 0, 1e9, K_RUN, "K", "sample among the K most likely tokens, 0 = all (0)" },
     { "eval-batches", F_INT, O(eval_batches), 0, 1e6, K_RUN, "N", "evaluate the --load model on N validation batches of --batch x --seq, then exit" },
+    { "ppl-out", F_STR, O(ppl_out), 0, 0, K_RUN, "FILE", "perplexity of the --load model on validation windows shorter and longer than its context, as CSV (window,mode,tokens,loss,ppl,note), then exit" },
+    { "ppl-positions", F_STR, O(ppl_positions), 0, 0, K_RUN, "FILE", "with the perplexity evaluation: mean loss at each position of the window, nonoverlap mode, as CSV (window,position,loss)" },
+    { "ppl-windows", F_STR, O(ppl_windows), 0, 0, K_RUN, "LIST", "perplexity windows as multiples of the model's context (0.5,1,2,4,8)" },
+    { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F", "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
+    { "ppl-tokens", F_INT, O(ppl_tokens), 1, 1e9, K_RUN, "N", "tokens scored at every window length, the same ones (default: all the validation text holds, at most 65536)" },
     { "export", F_STR, O(export_path), 0, 0, K_RUN, "FILE", "write the model as safetensors with HF GPT-2 names, then exit" },
     { "dump-step", F_STR, O(dump), 0, 0, K_RUN, "FILE", "write one forward/backward on the first batch as safetensors, then exit" },
+    { "attention-map", F_STR, O(attention_map), 0, 0, K_RUN, "DIR", "draw every head's attention on --prompt (or a --task test instance) and the positional signal as PNG in DIR (gnuplot), then exit; needs --load" },
 };
 #undef O
 enum { N_FLAGS = (int)(sizeof(FLAGS) / sizeof(FLAGS[0])) };
@@ -93,7 +119,8 @@ static void defaults(Options *o) {
     o->steps = 300; o->batch = 16; o->seq = 64; o->accum = 1; o->layers = 4; o->heads = 4; o->dim = 128;
     o->warmup = -1; o->lr = 1e-3; o->min_lr_frac = 0.1; o->wd = 0.1; o->clip = 1.0; o->beta1 = 0.9;
     o->beta2 = 0.95; o->eps = 1e-8; o->seed = 1337; o->val_every = 100; o->val_batches = 8;
-    o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0;
+    o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0; o->ppl_stride = 0.5;
+    o->distractors = -1; o->eval_per_length = 100;
 }
 
 static void usage(FILE *f) {
@@ -106,6 +133,8 @@ static void usage(FILE *f) {
     }
     fprintf(f, "  %-22s %s\n\n", "--help", "this text");
     posenc_help(f);
+    fprintf(f, "\n");
+    task_help(f);
 }
 
 static const Flag *find_flag(const char *name) {
@@ -347,13 +376,14 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
 }
 
 // The model: from a checkpoint (--load/--resume; architecture flags refused) or from the flags.
-// vocab: the vocabulary of a new model (from --tokenizer or the data).
-static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int vocab) {
+// vocab: the vocabulary of a new model (from --tokenizer or the data). max_pos: the largest
+// position the run will use (evaluation beyond the context), 0 = the context.
+static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int vocab, int max_pos) {
     Options *o = &a->o;
     const char *ckpt = o->resume ? o->resume : o->load;
     char msg[512];
     if (ckpt) {
-        ckpt_load(ckpt, model, 0, stored, o->resume ? st : NULL, adjust_loaded, a);
+        ckpt_load(ckpt, model, max_pos, stored, o->resume ? st : NULL, adjust_loaded, a);
         if (o->resume) {
             CHECK(st->has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
                   "use --load to fine-tune from it", ckpt);
@@ -370,7 +400,7 @@ static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int 
     CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, o->pe, o->pe_layers, o->input_pe, msg, sizeof msg), "%s", msg);
     for (int i = 0; i < a->n_pe; i++) CHECK(posenc_set(&cfg.pe, a->pe_key[i], a->pe_val[i], msg, sizeof msg) > 0, "%s", msg);
     CHECK(gpt_config_check(&cfg, msg, sizeof msg), "%s", msg);
-    gpt_build(model, &cfg, (uint64_t)o->seed, 0);
+    gpt_build(model, &cfg, (uint64_t)o->seed, max_pos > cfg.max_seq_len ? max_pos : 0);
 }
 
 // Refuses a --save whose folder does not exist now, rather than after hours of training.
@@ -384,6 +414,206 @@ static void check_save_path(const char *pattern) {
     CHECK(access(dir, W_OK | X_OK) == 0, "--save %s: cannot write into the folder '%s': %s", pattern, dir, strerror(errno));
 }
 
+// ----------------------------------------------------------------------------------------------
+// synthetic tasks (--task): the data of a training run and the accuracy after it
+
+static int flag_set(const Args *a, const char *name) { return a->set[find_flag(name) - FLAGS]; }
+
+// The task settings from the flags (0 / -1 = the task's defaults). A new run without --seq gets
+// a sequence twice the longest training instance (rounded up to 32), so rows pack a few instances.
+static void setup_task(Args *a, TaskConfig *tc) {
+    Options *o = &a->o;
+    char msg[512];
+    int id = task_find(o->task);
+    CHECK(id >= 0, "--task %s is not a task; ./train --help lists them", o->task);
+    CHECK(!o->data && !o->val_data, "--task %s generates its own data; drop --data and --val-data", o->task);
+    CHECK(!o->pack, "--task packs its instances as separate documents already; drop --pack");
+    task_defaults(tc, id);
+    if (o->train_min) tc->train_min = o->train_min;
+    if (o->train_max) tc->train_max = o->train_max;
+    if (o->test_max) tc->test_max = o->test_max;
+    else if (o->train_max) tc->test_max = 2 * tc->train_max;
+    if (o->distractors >= 0) tc->distractors = o->distractors;
+    if (o->depths) tc->n_depths = o->depths;
+    CHECK(task_check(tc, msg, sizeof msg), "%s", msg);
+    if (!flag_set(a, "seq") && !o->resume) {
+        int need = 2 * task_max_tokens(tc, tc->train_max);
+        o->seq = (need + 31) / 32 * 32;
+    }
+}
+
+static void print_task_scores(const TaskConfig *tc, const TaskScore *s, int n, int per_length) {
+    const TaskInfo *ti = task_info(tc->task);
+    printf("accuracy on %s (exact match of the greedy answer, %d test instances per bucket; trained on lengths %d-%d):\n",
+           ti->name, per_length, tc->train_min, tc->train_max);
+    for (int i = 0; i < n; i++) {
+        if (s[i].depth >= 0) printf("  len %4d depth %.2f %s %5.1f%%", s[i].length, s[i].depth, s[i].ood ? "*" : " ",
+                                    s[i].n ? 100.0 * s[i].correct / s[i].n : 0.0);
+        else printf("  len %3d%s %5.1f%%", s[i].length, s[i].ood ? "*" : " ", s[i].n ? 100.0 * s[i].correct / s[i].n : 0.0);
+        if (s[i].skipped) printf(" (%d skipped: past the position table)", s[i].skipped);
+        if ((i + 1) % (s[i].depth >= 0 || s[i].skipped ? 3 : 6) == 0 || i + 1 == n) printf("\n");
+    }
+    double id = task_accuracy(s, n, 0), ood = task_accuracy(s, n, 1);
+    printf("in-distribution (len <= %d): %.1f%% | longer (* len %d-%d): ", tc->train_max, 100 * id, tc->train_max + 1, tc->test_max);
+    if (isnan(ood)) printf("none\n"); else printf("%.1f%%\n", 100 * ood);
+}
+
+// --show N: N test prompts at the longest training length and at the longest test length, with
+// the model's greedy answer (KV-cache decoding) next to the expected one.
+static void show_examples(GPT *m, const TaskConfig *tc, int count, uint64_t seed) {
+    int lengths[2] = { tc->train_max, tc->test_max };
+    for (int k = 0; k < 2; k++) {
+        int cap = task_max_tokens(tc, lengths[k]), np;
+        int *inst = xmalloc(sizeof(int) * (size_t)cap), *out = xmalloc(sizeof(int) * (size_t)cap);
+        Rng rng;
+        rng_seed(&rng, seed + 77 + k);
+        printf("---- %d examples at length %d%s ----\n", count, lengths[k], k ? " (test)" : " (longest trained)");
+        for (int i = 0; i < count; i++) {
+            int len = task_instance(tc, lengths[k], -1, TASK_TEST, &rng, inst, cap, &np);
+            if (!len) break;
+            int got = greedy_decode(m, inst, np, len - np, '\n', out);
+            int ok = got == len - np;
+            for (int t = 0; t < got && ok; t++) ok = out[t] == inst[np + t];
+            printf("%s ", ok ? "ok  " : "FAIL");
+            for (int t = 0; t < np; t++) putchar(inst[t]);
+            printf(" expected ");
+            for (int t = np; t < len - 1; t++) putchar(inst[t]);
+            printf(" got ");
+            for (int t = 0; t < got; t++) if (out[t] != '\n') putchar(out[t] >= 32 && out[t] < 127 ? out[t] : '?');
+            printf("\n");
+        }
+        free(inst); free(out);
+    }
+}
+
+static void evaluate_task(GPT *m, const TaskConfig *tc, const Options *o) {
+    int lengths[4096], nd = tc->task == task_find("retrieval") ? tc->n_depths : 1;
+    int nl = task_test_lengths(tc, lengths, 4096);
+    gpt_reserve_positions(m, task_max_tokens(tc, tc->test_max));
+    if (o->eval_per_length > 0) {
+        TaskScore *s = xmalloc(sizeof(TaskScore) * (size_t)nl * nd);
+        int n = task_evaluate(m, tc, o->eval_per_length, (uint64_t)o->seed, s, nl * nd, 1);
+        print_task_scores(tc, s, n, o->eval_per_length);
+        if (o->eval_out) {
+            char label[PE_MAX_LAYERS * 24];
+            posenc_label(&m->cfg.pe, label, sizeof label);
+            task_scores_write(o->eval_out, task_info(tc->task)->name, label, o->seed, s, n);
+            printf("wrote %s\n", o->eval_out);
+        }
+        free(s);
+    }
+    if (o->show) show_examples(m, tc, o->show, (uint64_t)o->seed);
+}
+
+// ----------------------------------------------------------------------------------------------
+// perplexity against window length (--ppl-out, --ppl-positions; perplexity.h)
+
+static int ppl_requested(const Options *o) { return o->ppl_out || o->ppl_positions; }
+
+// The --ppl-* flags, checked before any work: combinations, the window list, the output folders.
+static void check_ppl_flags(const Args *a) {
+    const Options *o = &a->o;
+    static const char *opts[] = { "ppl-windows", "ppl-stride", "ppl-tokens" };
+    for (int i = 0; i < 3; i++)
+        CHECK(ppl_requested(o) || !a->set[find_flag(opts[i]) - FLAGS], "--%s applies to the perplexity evaluation; "
+              "give --ppl-out FILE (or --ppl-positions FILE)", opts[i]);
+    if (!ppl_requested(o)) return;
+    CHECK(o->load || o->resume, "--ppl-out and --ppl-positions need the model from --load CKPT (or --resume CKPT)");
+    CHECK(!o->task, "--ppl-out and --ppl-positions evaluate text; they do not apply to --task");
+    CHECK(o->ppl_stride > 0, "--ppl-stride %g: the sliding stride is a fraction of the window in (0, 1]", o->ppl_stride);
+    double mult[PPL_MAX_WINDOWS];
+    char msg[512];
+    CHECK(ppl_parse_multiples(o->ppl_windows ? o->ppl_windows : "0.5,1,2,4,8", mult, PPL_MAX_WINDOWS, msg, sizeof msg),
+          "--ppl-windows %s", msg);
+    const char *outs[2] = { o->ppl_out, o->ppl_positions }, *names[2] = { "ppl-out", "ppl-positions" };
+    for (int i = 0; i < 2; i++) {
+        if (!outs[i]) continue;
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", outs[i]);
+        char *slash = strrchr(dir, '/');
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else if (slash == dir) dir[1] = 0;
+        else *slash = 0;
+        CHECK(access(dir, W_OK | X_OK) == 0, "--%s %s: cannot write into the folder '%s': %s", names[i], outs[i], dir, strerror(errno));
+    }
+}
+
+// Scores the first N predictions of the validation text at every window, prints the table and
+// writes the CSV files. val_name: where the text comes from, for messages.
+static void run_perplexity(GPT *m, const TokenData *val, const Options *o, const char *val_name) {
+    double mult[PPL_MAX_WINDOWS];
+    int W[PPL_MAX_WINDOWS], T = m->cfg.max_seq_len, wmax = 0;
+    char msg[512];
+    int nw = ppl_parse_multiples(o->ppl_windows ? o->ppl_windows : "0.5,1,2,4,8", mult, PPL_MAX_WINDOWS, msg, sizeof msg);
+    CHECK(nw > 0, "--ppl-windows %s", msg);
+    CHECK(ppl_windows(mult, nw, T, W, msg, sizeof msg), "--ppl-windows %s: %s", o->ppl_windows ? o->ppl_windows : "0.5,1,2,4,8", msg);
+    for (int i = 0; i < nw; i++) if (W[i] > wmax) wmax = W[i];
+    size_t avail = val->n ? val->n - 1 : 0, N = ppl_token_count(val->n, (size_t)o->ppl_tokens, wmax);
+    CHECK(!(o->ppl_tokens && (size_t)o->ppl_tokens > avail), "--ppl-tokens %d: the validation text (%s) has %zu tokens, "
+          "so %zu predictions; give fewer, or more text with --val-data FILE or a larger --val-frac",
+          o->ppl_tokens, val_name, val->n, avail);
+    CHECK(N > 0 || !o->ppl_tokens, "--ppl-tokens %d is fewer than the largest window, %d tokens (%g x the context %d); "
+          "give at least %d or shorter --ppl-windows", o->ppl_tokens, wmax, (double)wmax / T, T, wmax);
+    CHECK(N > 0, "the validation text (%s) holds %zu predictions, fewer than the largest window, %d tokens (%g x the "
+          "context %d); give more text with --val-data FILE or a larger --val-frac, or shorter --ppl-windows",
+          val_name, avail, wmax, (double)wmax / T, T);
+    char layers[PE_MAX_LAYERS * 24];
+    posenc_layer_list(&m->cfg.pe, layers, sizeof layers);
+    printf("perplexity: model context %d, positions: input %s, layers %s | text: %s, its first %zu tokens scored | "
+           "windows of %d..%d tokens\n", T, m->cfg.pe.input == PE_NOPE ? "none" : posenc_scheme(m->cfg.pe.input)->name,
+           layers, val_name, N, W[0], wmax);
+    PplResult *r = xcalloc((size_t)2 * nw, sizeof(PplResult));
+    ppl_run(m, val->tokens, N, W, nw, o->ppl_stride, PPL_BATCH_TOKENS, r, stdout);
+    ppl_print_table(stdout, r, nw, T, N, o->ppl_stride);
+    if (o->ppl_out) { ppl_write_csv(o->ppl_out, r, 2 * nw); printf("wrote %s\n", o->ppl_out); }
+    if (o->ppl_positions) { ppl_write_positions(o->ppl_positions, r, 2 * nw); printf("wrote %s\n", o->ppl_positions); }
+    for (int i = 0; i < 2 * nw; i++) ppl_result_free(&r[i]);
+    free(r);
+}
+
+// --attention-map DIR: the folder, created when only its last part is missing.
+static void attention_map_dir(const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        CHECK(S_ISDIR(sb.st_mode), "--attention-map %s: that is a file, not a folder; give a folder for the pictures", dir);
+        CHECK(access(dir, W_OK | X_OK) == 0, "--attention-map %s: cannot write into the folder: %s", dir, strerror(errno));
+        return;
+    }
+    CHECK(mkdir(dir, 0777) == 0, "--attention-map %s: cannot create the folder: %s (its parent folder must exist)",
+          dir, strerror(errno));
+}
+
+// --attention-map: every head's attention on one input (the --prompt, or a test instance of --task
+// at its longest training length, --train-max) and the positional signal over the model's context
+// (at most 256 positions), as data, gnuplot scripts and PNG (viz.h).
+static void attention_map(GPT *m, const Tokenizer *tok, const Options *o, const TaskConfig *tc) {
+    int n, *tokens, context = m->cfg.max_seq_len;
+    if (o->task) {
+        int cap = task_max_tokens(tc, tc->train_max), np;
+        tokens = xmalloc(sizeof(int) * (size_t)cap);
+        Rng r;
+        rng_seed(&r, (uint64_t)o->seed + 4242);
+        n = task_instance(tc, tc->train_max, -1, TASK_TEST, &r, tokens, cap, &np);
+        CHECK(n > 0, "--attention-map: --task %s has no test instance of length %d; pick another length with --train-max",
+              o->task, tc->train_max);
+        printf("input: a %s test instance of length %d (--train-max): ", o->task, tc->train_max);
+        for (int t = 0; t < n; t++) putchar(tokens[t] == '\n' ? ' ' : tokens[t]);
+        printf("\n");
+    } else {
+        int cap = (int)strlen(o->prompt) + 1;
+        tokens = xmalloc(sizeof(int) * (size_t)cap);
+        n = tokenizer_encode(tok, o->prompt, tokens, cap);
+        CHECK(n > 0, "--attention-map: --prompt '%s' encodes to no tokens; give some text", o->prompt);
+        for (int t = 0; t < n; t++)
+            CHECK(tokens[t] < m->cfg.vocab_size, "--prompt: token %d is outside the model's vocabulary", tokens[t]);
+    }
+    CHECK(n <= context, "--attention-map: the input has %d tokens, more than the model's context %d; %s", n, context,
+          o->task ? "lower --train-max" : "shorten --prompt");
+    viz_attention(m, tokens, n, o->attention_map);
+    viz_positions(m, context < 256 ? context : 256, o->attention_map);
+    free(tokens);
+}
+
 int main(int argc, char **argv) {
     Args a;
     parse_args(&a, argc, argv);
@@ -391,6 +621,12 @@ int main(int argc, char **argv) {
     CHECK(!(o->load && o->resume), "give either --load or --resume, not both");
     CHECK(!(o->export_path || o->dump || o->eval_batches) || o->load || o->resume,
           "--export, --dump-step and --eval-batches need the model from --load CKPT (or --resume CKPT)");
+    CHECK(!o->attention_map || o->load, "--attention-map needs a trained model: give --load CKPT (a checkpoint "
+          "written with --save)");
+    CHECK(!o->attention_map || (o->prompt != NULL) != (o->task != NULL), "--attention-map draws attention on one "
+          "input: give --prompt TEXT or --task NAME (a test instance of the task), exactly one of them");
+    if (o->attention_map) attention_map_dir(o->attention_map);
+    check_ppl_flags(&a);
 #ifdef _OPENMP
     if (o->threads) omp_set_num_threads(o->threads);
 #endif
@@ -399,22 +635,32 @@ int main(int argc, char **argv) {
     if (o->tokenizer) tokenizer_load(o->tokenizer, &tok); else tokenizer_bytes(&tok);
 
     // data first: a new model takes its vocabulary from the tokenizer, else from the data
+    // (a --task makes its own byte data; --resume learns its task from the checkpoint below)
+    TaskConfig tc = { 0 };
+    if (o->task) setup_task(&a, &tc);
     TokenData all = { 0 }, train = { 0 }, val = { 0 }, valfile = { 0 };
     const char *data_name = o->data ? o->data : "the embedded corpus";
-    int have_data = o->data || (!o->load && !o->resume);   // --resume may name its data below
+    int have_data = !o->task && (o->data || (!o->load && !o->resume));   // --resume may name its data below
     if (have_data) { if (o->data) data_load(o->data, &all); else data_default_corpus(&all); }
 
     GPT model;
     TrainState st = { 0 };
     char *stored = NULL;      // the checkpoint's train.* lines; --resume's options point into it
-    build_model(&a, &model, &st, &stored, o->tokenizer ? tok.n : have_data ? all.vocab_size : 256);
+    int max_pos = 0;          // the largest position evaluation will use (0: the context)
+    build_model(&a, &model, &st, &stored, o->tokenizer ? tok.n : have_data ? all.vocab_size : 256, max_pos);
     const GPTConfig *cfg = &model.cfg;
+    if (o->resume && o->task) setup_task(&a, &tc);
+    static const char *task_flags[] = { "train-min", "train-max", "test-max", "distractors", "depths", "eval-per-length", "eval-out", "show" };
+    for (size_t i = 0; i < sizeof task_flags / sizeof *task_flags; i++)
+        CHECK(o->task || !flag_set(&a, task_flags[i]), "--%s applies to a synthetic task; give --task NAME (./train --help lists them)", task_flags[i]);
+    CHECK(!o->task || cfg->vocab_size == 256, "--task %s: the tasks are byte strings but the model's vocabulary is %d", o->task, cfg->vocab_size);
+    CHECK(!o->task || !o->eval_batches, "--eval-batches evaluates text; with --task the accuracy is evaluated (--eval-per-length)");
     CHECK(!o->tokenizer || tok.n == cfg->vocab_size, "--tokenizer %s has %d tokens but the model's vocabulary "
           "is %d; use the tokenizer the data was made with", o->tokenizer, tok.n, cfg->vocab_size);
     // --load gives weights to sample, export or dump; it trains only when --steps is given
     if (o->load && !a.set[find_flag("steps") - FLAGS]) o->steps = 0;
     if (o->warmup < 0) o->warmup = o->steps / 10;
-    CHECK(!o->resume || o->dump || o->sample || o->steps > st.step, "--resume: '%s' has already done %lld steps "
+    CHECK(!o->resume || o->dump || o->sample || ppl_requested(o) || o->steps > st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps to train further", o->resume, (long long)st.step, o->steps);
     CHECK(!o->sample || o->tokenizer || cfg->vocab_size == 256, "--sample: the model's vocabulary is %d tokens, "
           "not bytes; pass --tokenizer FILE to encode the prompt and print the sample", cfg->vocab_size);
@@ -422,6 +668,11 @@ int main(int argc, char **argv) {
     rng_seed(&rng, (uint64_t)o->seed);
     if (o->resume) rng.s = st.rng;
 
+    if (o->attention_map) {
+        attention_map(&model, &tok, o, &tc);
+        data_free(&all); tokenizer_free(&tok); gpt_free(&model); free(stored);
+        return 0;
+    }
     if (o->export_path) {
         export_safetensors(o->export_path, &model);
         fprintf(stderr, "exported %zu parameters to %s\n", model.num_params, o->export_path);
@@ -429,13 +680,13 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    int train_steps = o->dump || o->eval_batches ? 0 : o->steps - (int)st.step;
-    int need_data = o->dump || o->eval_batches || train_steps > 0;
-    if (need_data && !have_data) {            // --resume without --data: the stored data path
+    int train_steps = o->dump || o->eval_batches || ppl_requested(o) ? 0 : o->steps - (int)st.step;
+    int need_data = o->dump || o->eval_batches || ppl_requested(o) || train_steps > 0;
+    if (need_data && !have_data && !o->task) {   // --resume without --data: the stored data path
         if (o->data) data_load(o->data, &all); else data_default_corpus(&all);
         data_name = o->data ? o->data : "the embedded corpus";
     }
-    if (need_data) {
+    if (need_data && !o->task) {
         check_tokens(&all, cfg->vocab_size, data_name);
         if (o->val_data) {
             data_load(o->val_data, &valfile);
@@ -445,9 +696,9 @@ int main(int argc, char **argv) {
             data_split(&all, o->val_frac, &train, &val);
         }
         size_t need = (size_t)o->batch * o->seq + 1;
-        CHECK(train.n >= need || (o->eval_batches && !o->dump), "%s has %zu training tokens, fewer than --batch %d x --seq %d + 1 = %zu; "
+        CHECK(train.n >= need || ((o->eval_batches || ppl_requested(o)) && !o->dump), "%s has %zu training tokens, fewer than --batch %d x --seq %d + 1 = %zu; "
               "use more data or a smaller batch", data_name, train.n, o->batch, o->seq, need);
-        CHECK(o->seq <= cfg->max_seq_len, "--seq %d is longer than the model's context %d; raise --context",
+        CHECK(o->seq <= cfg->max_seq_len || !(o->dump || o->eval_batches || train_steps > 0), "--seq %d is longer than the model's context %d; raise --context",
               o->seq, cfg->max_seq_len);
         size_t eval_need = (size_t)o->eval_batches * o->batch * o->seq + 1;
         CHECK(!o->eval_batches || val.n >= eval_need, "--eval-batches %d: %zu validation tokens are fewer than "
@@ -462,6 +713,9 @@ int main(int argc, char **argv) {
     Batch *mb = xcalloc(o->accum, sizeof(Batch));
     if (need_data) for (int k = 0; k < o->accum; k++) batch_alloc(&mb[k], o->batch, o->seq);
     Loader loader = { &train, o->resume ? st.data_pos : 0, o->pack };
+    Rng task_rng;                            // a --task's instance stream: the same for every scheme
+    rng_seed(&task_rng, (uint64_t)o->seed ^ 0x7A5C0FFEEull);
+    if (o->resume && o->task) task_rng.s = st.data_pos;
 
     if (o->eval_batches) {
         Options eo = *o;
@@ -470,9 +724,16 @@ int main(int argc, char **argv) {
         printf("eval: loss %.6f (perplexity %.4f) over %d batches of %d x %d validation tokens (model context %d)\n",
                loss, exp(loss), o->eval_batches, o->batch, o->seq, cfg->max_seq_len);
     }
+    if (ppl_requested(o)) {
+        CHECK(!o->task, "--ppl-out and --ppl-positions evaluate text; '%s' was trained on --task %s", o->resume ? o->resume : o->load, o->task);
+        char val_name[4200];
+        if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
+        else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, data_name);
+        run_perplexity(&model, &val, o, val_name);
+    }
     if (o->dump) {
         loader.pos = 0;
-        loader_next(&loader, &mb[0]);
+        if (o->task) task_fill_batch(&tc, &task_rng, &mb[0]); else loader_next(&loader, &mb[0]);
         dump_step(o->dump, &model, &mb[0]);
         fprintf(stderr, "dumped one step (B=%d, T=%d, loss %.6f) to %s\n", o->batch, o->seq, model.loss, o->dump);
     }
@@ -484,8 +745,12 @@ int main(int argc, char **argv) {
         printf("model: %d layers, %d heads, dim %d, context %d, vocab %d | %zu parameters\n",
                cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->max_seq_len, cfg->vocab_size, model.num_params);
         printf("positions: input %s, layers %s\n", cfg->pe.input == PE_NOPE ? "none" : posenc_scheme(cfg->pe.input)->name, layers);
-        printf("data: %s, %zu train / %zu val tokens | batch %d x %d x accum %d | %d steps%s\n",
-               data_name, train.n, val.n, o->batch, o->seq, o->accum, o->steps, o->resume ? " (resumed)" : "");
+        if (o->task)
+            printf("data: task %s, lengths %d-%d (tested to %d), instances packed as documents | batch %d x %d x accum %d | %d steps%s\n",
+                   o->task, tc.train_min, tc.train_max, tc.test_max, o->batch, o->seq, o->accum, o->steps, o->resume ? " (resumed)" : "");
+        else
+            printf("data: %s, %zu train / %zu val tokens | batch %d x %d x accum %d | %d steps%s\n",
+                   data_name, train.n, val.n, o->batch, o->seq, o->accum, o->steps, o->resume ? " (resumed)" : "");
 #ifdef _OPENMP
         printf("threads: %d\n", omp_get_max_threads());
 #endif
@@ -502,7 +767,9 @@ int main(int argc, char **argv) {
     double t0 = now(), tokens_done = 0;
     for (int step = (int)st.step; train_steps > 0 && step < o->steps; step++) {
         double ts = now();
-        for (int k = 0; k < o->accum; k++) loader_next(&loader, &mb[k]);
+        for (int k = 0; k < o->accum; k++) {
+            if (o->task) task_fill_batch(&tc, &task_rng, &mb[k]); else loader_next(&loader, &mb[k]);
+        }
         double wtotal = 0;      // the step's loss is the mean over every weighted token
         for (int k = 0; k < o->accum; k++)
             for (size_t n = 0; n < (size_t)o->batch * o->seq; n++) wtotal += mb[k].weights[n];
@@ -541,7 +808,7 @@ int main(int argc, char **argv) {
             fflush(log);
         }
         if (o->save && (last || (o->save_every && (step + 1) % o->save_every == 0))) {
-            TrainState s = { 1, step + 1, rng.s, loader.pos };
+            TrainState s = { 1, step + 1, rng.s, o->task ? task_rng.s : loader.pos };
             char path[4096];
             save_path(o->save, step + 1, path, sizeof path);
             ckpt_save(path, &model, kv, &s);
@@ -549,8 +816,9 @@ int main(int argc, char **argv) {
         }
     }
     if (log) fclose(log);
+    if (o->task && !o->dump) evaluate_task(&model, &tc, o);
 
-    if (o->sample && !o->dump && !o->eval_batches) generate(&model, &tok, o, &rng);
+    if (o->sample && !o->dump && !o->eval_batches && !ppl_requested(o)) generate(&model, &tok, o, &rng);
 
     free(kv);
     if (need_data) for (int k = 0; k < o->accum; k++) batch_free(&mb[k]);

@@ -148,5 +148,57 @@ for f in data steps batch seq layers heads dim lr seed threads save load resume 
   grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
 done
 
+# ---- perplexity against window length (--ppl-out): a learned table gets no number past its context
+./train $small --steps 2 --save "$tmp/ppl.ckpt" > /dev/null
+if ./train --load "$tmp/ppl.ckpt" --ppl-out "$tmp/ppl.csv" --ppl-positions "$tmp/pos.csv" --ppl-tokens 640 > "$tmp/pplout" 2>&1 &&
+   [ "$(head -1 "$tmp/ppl.csv")" = "window,mode,tokens,loss,ppl,note" ] && [ "$(wc -l < "$tmp/ppl.csv")" = 11 ] &&
+   [ "$(grep -c '^\(4\|8\),\(nonoverlap\|sliding\),640,[0-9.]*,[0-9.]*,$' "$tmp/ppl.csv")" = 4 ] &&
+   [ "$(grep -c '^\(16\|32\|64\),\(nonoverlap\|sliding\),0,,,learned table has 8 rows$' "$tmp/ppl.csv")" = 6 ] &&
+   [ "$(head -1 "$tmp/pos.csv")" = "window,position,loss" ] && [ "$(wc -l < "$tmp/pos.csv")" = 13 ] &&
+   grep -q "learned table has 8 rows" "$tmp/pplout" && ! ls "$tmp"/*.tmp > /dev/null 2>&1; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --ppl-out on a learned-table model"; cat "$tmp/pplout" "$tmp/ppl.csv"; fi
+# a RoPE model with context extension: every window gets a number
+if ./train --load "$tmp/rope.ckpt" --ppl-out "$tmp/pplr.csv" --ppl-windows 1,4 --ppl-stride 0.25 --ppl-tokens 320 --rope-scaling yarn --rope-factor 4 > "$tmp/pplout" 2>&1 &&
+   [ "$(grep -c '^\(8\|32\),\(nonoverlap\|sliding\),[0-9][0-9]*,[0-9.]*,[0-9.]*,$' "$tmp/pplr.csv")" = 4 ]; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --ppl-out with --rope-scaling"; cat "$tmp/pplout" "$tmp/pplr.csv"; fi
+expect_fail "--ppl-out without a model" "--ppl-out and --ppl-positions need the model from --load" ./train --ppl-out "$tmp/keep"
+expect_fail "--ppl-windows without --ppl-out" "--ppl-windows applies to the perplexity evaluation" ./train --load "$tmp/ppl.ckpt" --ppl-windows 1,2
+expect_fail "--ppl-windows with zero" "--ppl-windows '0' in '1,0': a window must be a positive multiple" ./train --load "$tmp/ppl.ckpt" --ppl-windows 1,0 --ppl-out "$tmp/keep"
+expect_fail "--ppl-windows negative" "--ppl-windows '-2'" ./train --load "$tmp/ppl.ckpt" --ppl-windows -2 --ppl-out "$tmp/keep"
+expect_fail "--ppl-windows not numbers" "--ppl-windows 'x' in '1,x' is not a number" ./train --load "$tmp/ppl.ckpt" --ppl-windows 1,x --ppl-out "$tmp/keep"
+expect_fail "--ppl-windows malformed" "is not a comma-separated list" ./train --load "$tmp/ppl.ckpt" --ppl-windows 1,,2 --ppl-out "$tmp/keep"
+expect_fail "--ppl-windows under one token" "a window needs at least 1 token" ./train --load "$tmp/ppl.ckpt" --ppl-windows 0.1,1 --ppl-out "$tmp/keep"
+expect_fail "--ppl-stride 0" "--ppl-stride 0: the sliding stride is a fraction of the window in (0, 1]" ./train --load "$tmp/ppl.ckpt" --ppl-stride 0 --ppl-out "$tmp/keep"
+expect_fail "--ppl-stride above 1" "--ppl-stride 1.5 is out of range" ./train --load "$tmp/ppl.ckpt" --ppl-stride 1.5 --ppl-out "$tmp/keep"
+expect_fail "--ppl-tokens beyond the text" "--ppl-tokens 100000: the validation text" ./train --load "$tmp/ppl.ckpt" --ppl-tokens 100000 --ppl-out "$tmp/keep"
+expect_fail "--ppl-tokens under the largest window" "--ppl-tokens 50 is fewer than the largest window, 64 tokens" ./train --load "$tmp/ppl.ckpt" --ppl-tokens 50 --ppl-out "$tmp/keep"
+expect_fail "no validation text for --ppl-out" "give more text with --val-data FILE or a larger --val-frac" ./train --load "$tmp/ppl.ckpt" --val-frac 0 --ppl-out "$tmp/keep"
+expect_fail "--ppl-out into a missing folder" "--ppl-out $tmp/nodir/p.csv: cannot write into the folder" ./train --load "$tmp/ppl.ckpt" --ppl-out "$tmp/nodir/p.csv"
+for f in ppl-out ppl-positions ppl-windows ppl-stride ppl-tokens; do
+  grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
+done
+
+# ---- attention pictures (--attention-map): data and scripts always, PNG when gnuplot is installed
+./train --layers 2 --heads 2 --dim 16 --seq 8 --context 32 --batch 2 --pe-layers rope,alibi --input-pe learned --steps 2 --val-every 0 --save "$tmp/viz.ckpt" > /dev/null
+viz_files="attn_layer0 attn_layer1 pos_input pos_rope_layer0 pos_bias_layer1"
+if ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/pics" --prompt "it's a \"test\"" > "$tmp/vizout" 2>&1; then
+  ok=1
+  for f in $viz_files; do
+    [ -s "$tmp/pics/$f.dat" ] && [ -s "$tmp/pics/$f.gp" ] || { ok=0; echo "FAIL: --attention-map did not write $f.dat/.gp"; }
+    if command -v gnuplot > /dev/null; then [ -s "$tmp/pics/$f.png" ] || { ok=0; echo "FAIL: --attention-map did not draw $f.png"; }; fi
+  done
+  [ $ok = 1 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); cat "$tmp/vizout"; }
+else fail=$((fail + 1)); echo "FAIL: --attention-map"; cat "$tmp/vizout"; fi
+# without gnuplot: the data and scripts, a line saying how to install it, exit status 0
+if PATH=/nonexistent ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/pics2" --task copy --train-max 4 > "$tmp/vizout" 2>&1 &&
+   grep -q "gnuplot not found: apt-get install gnuplot-nox" "$tmp/vizout" && [ -s "$tmp/pics2/attn_layer1.dat" ] &&
+   [ -s "$tmp/pics2/pos_bias_layer1.gp" ] && ! ls "$tmp"/pics2/*.png > /dev/null 2>&1; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --attention-map without gnuplot"; cat "$tmp/vizout"; fi
+expect_fail "--attention-map without a model" "--attention-map needs a trained model: give --load CKPT" ./train --attention-map "$tmp/pics3" --prompt hi
+expect_fail "--attention-map without an input" "give --prompt TEXT or --task NAME" ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/pics3"
+expect_fail "--attention-map under a missing folder" "cannot create the folder" ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/nodir/pics" --prompt hi
+expect_fail "--attention-map input past the context" "shorten --prompt" ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/pics3" --prompt "$(printf '%040d' 0)"
+grep -q -- "--attention-map " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --attention-map"; }
+
 echo "test_cli: $pass passed, $fail failed"
 [ $fail = 0 ]

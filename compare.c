@@ -1,0 +1,730 @@
+// compare.c: the fair comparison. Trains a grid of positional schemes x seeds (x tasks) with
+// everything else identical, evaluates each run, and writes one folder with the results.
+//
+//   ./compare --out runs/default --task copy --schemes nope,learned,rope --seeds 1,2,3 -- --steps 1500
+//             (flags after -- go to every ./train run)
+//   ./compare --out runs/alibi --data data/kjv.txt --schemes nope,rope,alibi --rope-extensions linear,yarn
+//
+// Fairness comes from ./train: the same --seed gives the same data order (task instances or text
+// batches) and the same initial value of every shared tensor whatever the scheme (each tensor is
+// drawn from its own stream, seeded by the run seed and the tensor's name). Only the scheme flags
+// differ between the runs of one seed.
+//
+// Folder layout (OUT):
+//   runs/TASK/SCHEME/seedN/   train.log (everything ./train printed), log.csv (loss per step),
+//                             model.ckpt, eval.csv (task accuracy) or ppl*.csv (text), done
+//   results.csv               one row per run and length bucket (tasks) or window (text)
+//   summary.md                mean +- std per scheme in and out of distribution, MRR across tasks
+//   *.png, *.svg, *.gp, *.dat loss curves and accuracy (or perplexity) against length, via gnuplot
+// A run whose `done` file exists is not redone: run the command again to finish an interrupted grid.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define MAX_ITEMS 64
+#define MAX_ARGS 256
+
+typedef struct { char label[64]; char flags[512]; } Scheme;
+
+typedef struct {
+    const char *out, *data, *val_data, *train_bin;
+    char *tasks[MAX_ITEMS]; int n_tasks;
+    Scheme schemes[MAX_ITEMS]; int n_schemes;
+    long long seeds[MAX_ITEMS]; int n_seeds;
+    char *extensions[MAX_ITEMS]; int n_ext;      // text: RoPE context-extension methods at evaluation
+    double ext_factor;
+    int jobs, threads, per_length, quiet;
+    char **extra; int n_extra;                    // flags after --, given to every training run
+} Cfg;
+
+typedef struct {
+    int task, scheme, seed;
+    char dir[4096];
+    pid_t pid;
+    double t0;
+    int state;                                    // 0 to do, 1 running, 2 done, 3 failed, 4 found done
+} Run;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: ./compare --out DIR (--task NAME[,NAME...] | --data FILE) [options] [-- train flags]\n"
+        "Trains every scheme x seed (x task) with the same data order and initial weights, evaluates\n"
+        "each run and writes DIR/results.csv, DIR/summary.md and plots. Finished runs are kept.\n\n"
+        "  --out DIR              the results folder (created)\n"
+        "  --task LIST            synthetic tasks (./train --help lists them); accuracy by length\n"
+        "  --data FILE            text instead: perplexity against context length (--val-data FILE optional)\n"
+        "  --schemes LIST         scheme names, each run as --pe NAME (default nope,learned,sinusoidal,rope,alibi,t5)\n"
+        "  --scheme LABEL=FLAGS   a scheme given by its ./train flags, e.g. 'rope25=--pe rope --rope-fraction 0.25'\n"
+        "  --seeds LIST           seeds (default 1)\n"
+        "  --rope-extensions LIST text: also evaluate RoPE runs with these --rope-scaling methods (linear,dynamic,yarn,llama3)\n"
+        "  --rope-factor X        the factor of those methods (default 8: the longest window over the context)\n"
+        "  --eval-per-length N    task: test instances per length (default 100)\n"
+        "  --jobs N               runs at a time (default 1)\n"
+        "  --threads N            OpenMP threads per run (default: cores / jobs)\n"
+        "  --train PATH           the ./train binary (default: next to ./compare)\n"
+        "  --quiet                no per-run progress lines\n");
+}
+
+static int split_list(char *s, char **out, int cap, const char *flag) {
+    int n = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+        CHECK(n < cap, "%s: at most %d items", flag, cap);
+        out[n++] = tok;
+    }
+    CHECK(n > 0, "%s needs at least one item", flag);
+    return n;
+}
+
+static void add_scheme(Cfg *c, const char *label, const char *flags) {
+    CHECK(c->n_schemes < MAX_ITEMS, "at most %d schemes", MAX_ITEMS);
+    CHECK(*label && strlen(label) < 64 && !strpbrk(label, ",/ \t"), "scheme label '%s' must be 1-63 characters "
+          "without commas, slashes or spaces", label);
+    for (int i = 0; i < c->n_schemes; i++) CHECK(strcmp(c->schemes[i].label, label), "scheme '%s' is given twice", label);
+    Scheme *s = &c->schemes[c->n_schemes++];
+    snprintf(s->label, sizeof s->label, "%s", label);
+    snprintf(s->flags, sizeof s->flags, "%s", flags);
+}
+
+static void parse(Cfg *c, int argc, char **argv) {
+    memset(c, 0, sizeof *c);
+    c->jobs = 1; c->per_length = 100; c->ext_factor = 8;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) { usage(stdout); exit(0); }
+        if (!strcmp(s, "--")) { c->extra = argv + i + 1; c->n_extra = argc - i - 1; break; }
+        if (!strcmp(s, "--quiet")) { c->quiet = 1; continue; }
+        CHECK(!strncmp(s, "--", 2), "unexpected argument '%s'; see ./compare --help", s);
+        CHECK(i + 1 < argc, "%s needs a value (see ./compare --help)", s);
+        char *v = argv[++i], *end;
+        if (!strcmp(s, "--out")) c->out = v;
+        else if (!strcmp(s, "--data")) c->data = v;
+        else if (!strcmp(s, "--val-data")) c->val_data = v;
+        else if (!strcmp(s, "--train")) c->train_bin = v;
+        else if (!strcmp(s, "--task")) c->n_tasks = split_list(v, c->tasks, MAX_ITEMS, "--task");
+        else if (!strcmp(s, "--rope-extensions")) c->n_ext = split_list(v, c->extensions, MAX_ITEMS, "--rope-extensions");
+        else if (!strcmp(s, "--schemes")) {
+            char *names[MAX_ITEMS];
+            int n = split_list(v, names, MAX_ITEMS, "--schemes");
+            for (int k = 0; k < n; k++) { char fl[128]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
+        } else if (!strcmp(s, "--scheme")) {
+            char *eq = strchr(v, '=');
+            CHECK(eq, "--scheme %s: write LABEL=FLAGS, e.g. 'rope25=--pe rope --rope-fraction 0.25'", v);
+            *eq = 0;
+            add_scheme(c, v, eq + 1);
+        } else if (!strcmp(s, "--seeds")) {
+            char *items[MAX_ITEMS];
+            c->n_seeds = split_list(v, items, MAX_ITEMS, "--seeds");
+            for (int k = 0; k < c->n_seeds; k++) {
+                errno = 0;
+                c->seeds[k] = strtoll(items[k], &end, 10);
+                CHECK(!*end && !errno && c->seeds[k] >= 0, "--seeds: '%s' is not a non-negative integer", items[k]);
+            }
+        } else if (!strcmp(s, "--rope-factor")) {
+            c->ext_factor = strtod(v, &end);
+            CHECK(!*end && c->ext_factor >= 1 && c->ext_factor <= 1e6, "--rope-factor %s must be a number in [1, 1e6]", v);
+        } else {
+            int *dst = !strcmp(s, "--jobs") ? &c->jobs : !strcmp(s, "--threads") ? &c->threads
+                     : !strcmp(s, "--eval-per-length") ? &c->per_length : NULL;
+            CHECK(dst, "unknown flag %s (see ./compare --help)", s);
+            long x = strtol(v, &end, 10);
+            CHECK(*v && !*end && x >= 1 && x <= 100000, "%s %s must be an integer in [1, 100000]", s, v);
+            *dst = (int)x;
+        }
+    }
+    CHECK(c->out, "give the results folder: --out DIR");
+    CHECK((c->n_tasks > 0) != (c->data != NULL), "give either --task NAME or --data FILE (one of them)");
+    CHECK(!c->n_ext || c->data, "--rope-extensions applies to text (--data), where perplexity is measured by length");
+    CHECK(!c->val_data || c->data, "--val-data goes with --data");
+    if (c->data) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
+    if (!c->n_schemes) {
+        static const char *def[] = { "nope", "learned", "sinusoidal", "rope", "alibi", "t5" };
+        for (int k = 0; k < 6; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", def[k]); add_scheme(c, def[k], fl); }
+    }
+    if (!c->n_seeds) { c->seeds[0] = 1; c->n_seeds = 1; }
+    if (!c->threads) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        c->threads = cores / c->jobs > 0 ? (int)(cores / c->jobs) : 1;
+    }
+    if (!c->n_tasks) { static char text[] = "text"; c->tasks[0] = text; c->n_tasks = 1; }
+    for (int k = 0; k < c->n_extra; k++)
+        for (const char *const *f = (const char *const[]){ "--task", "--pe", "--seed", "--save", "--log", "--eval-out", "--data", NULL }; *f; f++)
+            CHECK(strcmp(c->extra[k], *f), "%s after -- is set by ./compare itself; use its own flags", *f);
+}
+
+// ----------------------------------------------------------------------------------------------
+// running
+
+static void mkdirs(const char *path) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') { *s = 0; mkdir(p, 0777); *s = '/'; }
+    CHECK(mkdir(p, 0777) == 0 || errno == EEXIST, "cannot create the folder '%s': %s", p, strerror(errno));
+}
+
+static int exists(const char *dir, const char *name) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+typedef struct { char *v[MAX_ARGS]; int n; char buf[8192]; size_t used; } Argv;
+
+static void arg(Argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void arg(Argv *a, const char *fmt, ...) {
+    CHECK(a->n < MAX_ARGS - 1, "internal: too many arguments");
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(a->buf + a->used, sizeof a->buf - a->used, fmt, ap);
+    va_end(ap);
+    CHECK(k >= 0 && a->used + k + 1 < sizeof a->buf, "internal: arguments too long");
+    a->v[a->n++] = a->buf + a->used;
+    a->v[a->n] = NULL;
+    a->used += k + 1;
+}
+
+static void arg_words(Argv *a, const char *s) {      // a scheme's flags, split at spaces
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", s);
+    for (char *w = strtok(tmp, " \t"); w; w = strtok(NULL, " \t")) arg(a, "%s", w);
+}
+
+// Runs argv with stdout and stderr appended to log; returns the exit status (0 = success).
+static int run_cmd(Argv *a, const char *log) {
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid == 0) {
+        FILE *f = fopen(log, "a");
+        if (!f) _exit(127);
+        fprintf(f, "$");
+        for (int i = 0; i < a->n; i++) fprintf(f, " %s", a->v[i]);
+        fprintf(f, "\n");
+        fflush(f);
+        dup2(fileno(f), 1); dup2(fileno(f), 2);
+        execv(a->v[0], a->v);
+        fprintf(stderr, "cannot run %s: %s\n", a->v[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// The child process of one run: train (with the task accuracy written to eval.csv), then for text
+// the perplexity evaluations; `done` marks success.
+static void run_child(const Cfg *c, const Run *r) {
+    char log[4200], path[4200];
+    snprintf(log, sizeof log, "%s/train.log", r->dir);
+    remove(log);
+    Argv a = { .n = 0, .used = 0 };
+    arg(&a, "%s", c->train_bin);
+    if (c->data) { arg(&a, "--data"); arg(&a, "%s", c->data); if (c->val_data) { arg(&a, "--val-data"); arg(&a, "%s", c->val_data); } }
+    else { arg(&a, "--task"); arg(&a, "%s", c->tasks[r->task]); arg(&a, "--eval-per-length"); arg(&a, "%d", c->per_length);
+           arg(&a, "--eval-out"); arg(&a, "%s/eval.csv", r->dir); }
+    arg_words(&a, c->schemes[r->scheme].flags);
+    arg(&a, "--seed"); arg(&a, "%lld", c->seeds[r->seed]);
+    arg(&a, "--threads"); arg(&a, "%d", c->threads);
+    arg(&a, "--log"); arg(&a, "%s/log.csv", r->dir);
+    arg(&a, "--save"); arg(&a, "%s/model.ckpt", r->dir);
+    for (int k = 0; k < c->n_extra; k++) arg(&a, "%s", c->extra[k]);
+    if (run_cmd(&a, log)) _exit(1);
+    if (c->data) {
+        // perplexity at 0.5x .. 8x the context; RoPE runs also with each context-extension method
+        int n_eval = 1 + (strstr(c->schemes[r->scheme].flags, "rope") ? c->n_ext : 0);
+        for (int e = 0; e < n_eval; e++) {
+            Argv b = { .n = 0, .used = 0 };
+            arg(&b, "%s", c->train_bin);
+            arg(&b, "--load"); arg(&b, "%s/model.ckpt", r->dir);
+            arg(&b, "--threads"); arg(&b, "%d", c->threads);
+            arg(&b, "--data"); arg(&b, "%s", c->data);
+            if (c->val_data) { arg(&b, "--val-data"); arg(&b, "%s", c->val_data); }
+            for (int k = 0; k < c->n_extra; k++)          // the same validation split as training
+                if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(&b, "--val-frac"); arg(&b, "%s", c->extra[k + 1]); }
+            const char *suffix = e ? c->extensions[e - 1] : "";
+            if (e) { arg(&b, "--rope-scaling"); arg(&b, "%s", suffix); arg(&b, "--rope-factor"); arg(&b, "%g", c->ext_factor); }
+            arg(&b, "--ppl-out"); arg(&b, "%s/ppl%s%s.csv", r->dir, e ? "_" : "", suffix);
+            arg(&b, "--ppl-positions"); arg(&b, "%s/ppl_positions%s%s.csv", r->dir, e ? "_" : "", suffix);
+            if (run_cmd(&b, log)) _exit(1);
+        }
+    }
+    snprintf(path, sizeof path, "%s/done", r->dir);
+    FILE *f = fopen(path, "w");
+    if (!f) _exit(1);
+    fclose(f);
+    _exit(0);
+}
+
+static void fmt_time(double s, char *buf, size_t cap) {
+    if (s < 60) snprintf(buf, cap, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, cap, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+// the last line of a run's train.log that starts with prefix (for the progress report)
+static void last_line(const char *dir, const char *prefix, char *out, size_t cap) {
+    char p[4200], line[1024];
+    snprintf(p, sizeof p, "%s/train.log", dir);
+    out[0] = 0;
+    FILE *f = fopen(p, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, prefix, strlen(prefix))) { line[strcspn(line, "\n")] = 0; snprintf(out, cap, "%s", line); }
+    fclose(f);
+}
+
+static int run_all(const Cfg *c, Run *runs, int n) {
+    int todo = 0, failed = 0;
+    for (int i = 0; i < n; i++) if (runs[i].state == 0) todo++;
+    printf("compare: %d runs (%d tasks x %d schemes x %d seeds), %d already done, %d to train; %d at a time, %d threads each\n",
+           n, c->n_tasks, c->n_schemes, c->n_seeds, n - todo, todo, c->jobs, c->threads);
+    fflush(stdout);
+    int running = 0, finished = 0, next = 0;
+    double t_start = now(), busy = 0;
+    while (finished < todo) {
+        while (running < c->jobs && next < n) {
+            Run *r = &runs[next++];
+            if (r->state != 0) continue;
+            mkdirs(r->dir);
+            fflush(stdout);
+            r->pid = fork();
+            CHECK(r->pid >= 0, "fork failed: %s", strerror(errno));
+            if (r->pid == 0) run_child(c, r);
+            r->state = 1; r->t0 = now(); running++;
+        }
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        CHECK(pid > 0, "waitpid failed: %s", strerror(errno));
+        for (int i = 0; i < n; i++) {
+            Run *r = &runs[i];
+            if (r->state != 1 || r->pid != pid) continue;
+            int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            r->state = ok ? 2 : 3;
+            running--; finished++; failed += !ok;
+            double dt = now() - r->t0;
+            busy += dt;
+            char took[32], eta[32], res[1024];
+            fmt_time(dt, took, sizeof took);
+            fmt_time(busy / finished * (todo - finished) / c->jobs, eta, sizeof eta);
+            last_line(r->dir, c->data ? "step" : "in-distribution", res, sizeof res);
+            if (!c->quiet || !ok)
+                printf("[%d/%d] %s %s seed %lld: %s in %s | %s | ETA %s\n", finished, todo, c->tasks[r->task],
+                       c->schemes[r->scheme].label, c->seeds[r->seed], ok ? "done" : "FAILED", took,
+                       ok ? res : "see train.log", eta);
+            if (!ok) printf("        log: %s/train.log\n", r->dir);
+            fflush(stdout);
+        }
+    }
+    char total[32];
+    fmt_time(now() - t_start, total, sizeof total);
+    if (todo) printf("compare: trained %d runs in %s%s\n", todo, total, failed ? " (some failed)" : "");
+    return failed;
+}
+
+// ----------------------------------------------------------------------------------------------
+// results
+
+#define MAX_LEN 4096
+
+typedef struct {           // one (run, bucket) row of an eval.csv or a ppl.csv
+    int run;
+    int length;            // task length, or window (tokens)
+    double depth;          // retrieval depth or -1
+    int ood, n, correct;   // task
+    int sliding;           // text: 0 nonoverlap, 1 sliding
+    int variant;           // text: 0 the run's own positions, e > 0 RoPE extension e-1
+    double value;          // accuracy (task) or perplexity (text); NAN when none
+    double loss;           // text: mean loss
+    int tokens;            // text
+    char note[128];
+} Row;
+
+typedef struct { Row *r; int n, cap; } Rows;
+
+static void push(Rows *rs, const Row *r) {
+    if (rs->n == rs->cap) { rs->cap = rs->cap ? 2 * rs->cap : 1024; rs->r = realloc(rs->r, sizeof(Row) * rs->cap); CHECK(rs->r, "out of memory"); }
+    rs->r[rs->n++] = *r;
+}
+
+// splits a CSV line in place (no quoting is used by these files); returns the field count
+static int fields(char *line, char **f, int cap) {
+    int n = 0;
+    line[strcspn(line, "\r\n")] = 0;
+    f[n++] = line;
+    for (char *s = line; *s && n < cap; s++) if (*s == ',') { *s = 0; f[n++] = s + 1; }
+    return n;
+}
+
+static void read_eval(const char *path, int run, Rows *rs) {
+    FILE *f = fopen(path, "r");
+    CHECK(f, "cannot read '%s' (the run's done marker exists; remove it to redo the run)", path);
+    char line[1024], *fl[16];
+    CHECK(fgets(line, sizeof line, f), "'%s' is empty; remove the run's folder to redo it", path);
+    while (fgets(line, sizeof line, f)) {
+        int k = fields(line, fl, 16);
+        CHECK(k >= 10, "'%s': a row has %d fields, expected 10 (task,scheme,seed,length,depth,split,n,correct,accuracy,skipped)", path, k);
+        Row r = { .run = run, .length = atoi(fl[3]), .depth = *fl[4] ? atof(fl[4]) : -1, .ood = !strcmp(fl[5], "ood"),
+                  .n = atoi(fl[6]), .correct = atoi(fl[7]) };
+        r.value = r.n ? (double)r.correct / r.n : NAN;
+        push(rs, &r);
+    }
+    fclose(f);
+}
+
+static void read_ppl(const char *path, int run, int variant, Rows *rs) {
+    FILE *f = fopen(path, "r");
+    CHECK(f, "cannot read '%s' (the run's done marker exists; remove it to redo the run)", path);
+    char line[1024], *fl[16];
+    CHECK(fgets(line, sizeof line, f), "'%s' is empty; remove the run's folder to redo it", path);
+    while (fgets(line, sizeof line, f)) {
+        int k = fields(line, fl, 16);
+        CHECK(k >= 5, "'%s': a row has %d fields, expected window,mode,tokens,loss,ppl,note", path, k);
+        Row r = { .run = run, .length = atoi(fl[0]), .depth = -1, .sliding = !strcmp(fl[1], "sliding"), .variant = variant,
+                  .tokens = atoi(fl[2]), .loss = *fl[3] ? atof(fl[3]) : NAN, .value = *fl[4] ? atof(fl[4]) : NAN };
+        if (k > 5) snprintf(r.note, sizeof r.note, "%s", fl[5]);
+        push(rs, &r);
+    }
+    fclose(f);
+}
+
+static void mean_std(const double *x, int n, double *mean, double *sd) {
+    double s = 0, q = 0; int k = 0;
+    for (int i = 0; i < n; i++) if (!isnan(x[i])) { s += x[i]; k++; }
+    *mean = k ? s / k : NAN;
+    for (int i = 0; i < n; i++) if (!isnan(x[i])) q += (x[i] - *mean) * (x[i] - *mean);
+    *sd = k > 1 ? sqrt(q / (k - 1)) : 0;
+}
+
+static int run_index(const Cfg *c, int task, int scheme, int seed) {
+    return (task * c->n_seeds + seed) * c->n_schemes + scheme;
+}
+
+static int have_gnuplot(void) { return system("command -v gnuplot > /dev/null 2>&1") == 0; }
+
+static void gnuplot(const char *out, const char *name, int *made) {
+    char cmd[8400];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp'", out, name);
+    if (system(cmd) == 0) { printf("  %s/%s.png (and .svg)\n", out, name); (*made)++; }
+    else printf("  gnuplot failed on %s/%s.gp\n", out, name);
+}
+
+// The terminal lines shared by every script: the PNG first, then the same plot again as SVG.
+static void gp_begin(FILE *g, const char *name, const char *title, const char *xl, const char *yl) {
+    fprintf(g, "set terminal pngcairo size 1000,560 noenhanced\nset output '%s.png'\n", name);
+    fprintf(g, "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\nset grid\nset key outside right\n", title, xl, yl);
+}
+static void gp_again_svg(FILE *g, const char *name) {
+    fprintf(g, "set terminal svg size 1000,560 noenhanced\nset output '%s.svg'\nreplot\n", name);
+}
+
+static const char *COLORS[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
+
+// the loss curves of every run (one colour per scheme, one line per seed)
+static void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plots, int *made) {
+    char name[256], path[4200];
+    snprintf(name, sizeof name, "loss_%s", c->tasks[task]);
+    snprintf(path, sizeof path, "%s/%s.gp", c->out, name);
+    FILE *g = fopen(path, "w");
+    CHECK(g, "cannot write '%s'", path);
+    char title[256];
+    snprintf(title, sizeof title, "%s: training loss (every scheme and seed)", c->tasks[task]);
+    gp_begin(g, name, title, "step", "loss (nats per target token)");
+    fprintf(g, "set datafile separator ','\nset logscale y\nset format y '%%g'\nplot ");
+    int first = 1;
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            const Run *r = &runs[run_index(c, task, sc, sd)];
+            if (r->state != 2 && r->state != 4) continue;
+            fprintf(g, "%s'%s/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '%s' title '%s'", first ? "" : ", \\\n     ",
+                    r->dir + strlen(c->out) + 1, COLORS[sc % 10], sd == 0 ? c->schemes[sc].label : "");
+            first = 0;
+        }
+    fprintf(g, "\n");
+    gp_again_svg(g, name);
+    fclose(g);
+    if (plots && !first) gnuplot(c->out, name, made);
+    fprintf(md, "![loss](%s.png)\n\n", name);
+}
+
+// accuracy (task) or perplexity (text) against length: one column per scheme (mean over seeds)
+static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max, int context, FILE *md, int plots, int *made) {
+    int text = c->data != NULL;
+    int n_var = text ? 1 + c->n_ext : 1;
+    char name[256], path[4200];
+    snprintf(name, sizeof name, text ? "ppl_by_length" : "accuracy_%s", c->tasks[task]);
+    snprintf(path, sizeof path, "%s/%s.dat", c->out, name);
+    FILE *d = fopen(path, "w");
+    CHECK(d, "cannot write '%s'", path);
+    // rows: every length present; columns: scheme (x variant) means over seeds (depths pooled)
+    int lengths[MAX_LEN], nl = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const Row *r = &rs->r[i];
+        if ((r->run / c->n_schemes) / c->n_seeds != task || (text && r->sliding)) continue;
+        int seen = 0;
+        for (int k = 0; k < nl; k++) seen |= lengths[k] == r->length;
+        if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
+    }
+    for (int i = 1; i < nl; i++) for (int k = i; k > 0 && lengths[k] < lengths[k - 1]; k--) { int t = lengths[k]; lengths[k] = lengths[k - 1]; lengths[k - 1] = t; }
+    fprintf(d, "# %s", text ? "window" : "length");
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        for (int v = 0; v < n_var; v++) fprintf(d, " %s%s%s", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
+    fprintf(d, "\n");
+    for (int li = 0; li < nl; li++) {
+        fprintf(d, "%d", lengths[li]);
+        for (int sc = 0; sc < c->n_schemes; sc++)
+            for (int v = 0; v < n_var; v++) {
+                double sum = 0; long long num = 0, den = 0; int k = 0;
+                for (int i = 0; i < rs->n; i++) {
+                    const Row *r = &rs->r[i];
+                    if ((r->run / c->n_schemes) / c->n_seeds != task || r->run % c->n_schemes != sc || r->length != lengths[li]) continue;
+                    if (text) { if (!r->sliding && r->variant == v && !isnan(r->value)) { sum += r->value; k++; } }
+                    else { num += r->correct; den += r->n; }
+                }
+                double val = text ? (k ? sum / k : NAN) : (den ? (double)num / den : NAN);
+                if (isnan(val)) fprintf(d, " NaN"); else fprintf(d, " %.6g", val);
+            }
+        fprintf(d, "\n");
+    }
+    fclose(d);
+    snprintf(path, sizeof path, "%s/%s.gp", c->out, name);
+    FILE *g = fopen(path, "w");
+    CHECK(g, "cannot write '%s'", path);
+    char title[256];
+    if (text) snprintf(title, sizeof title, "perplexity against evaluation window (trained at %d tokens; non-overlapping windows)", context);
+    else snprintf(title, sizeof title, "%s: exact-match accuracy against length (trained on lengths <= %d; mean over seeds)", c->tasks[task], train_max);
+    gp_begin(g, name, title, text ? "window (tokens)" : "length", text ? "perplexity" : "accuracy");
+    if (text) fprintf(g, "set logscale x 2\nset logscale y\nset arrow from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n", context, context);
+    else fprintf(g, "set yrange [-0.02:1.02]\nset arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\n", train_max + 0.5, train_max + 0.5);
+    fprintf(g, "plot ");
+    int col = 2;
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        for (int v = 0; v < n_var; v++, col++) {
+            if (v && !strstr(c->schemes[sc].flags, "rope")) continue;
+            fprintf(g, "%s'%s.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.5 lc rgb '%s' dt %d title '%s%s%s'",
+                    col == 2 ? "" : ", \\\n     ", name, col, COLORS[sc % 10], v + 1, c->schemes[sc].label, v ? "+" : "",
+                    v ? c->extensions[v - 1] : "");
+        }
+    fprintf(g, "\n");
+    gp_again_svg(g, name);
+    fclose(g);
+    if (plots) gnuplot(c->out, name, made);
+    fprintf(md, "![%s](%s.png)\n\n", text ? "perplexity" : "accuracy", name);
+}
+
+// The train-max of a task as ./train reports it ("trained on lengths a-b" in train.log).
+static int task_train_max(const Run *r) {
+    char line[1024];
+    last_line(r->dir, "accuracy on", line, sizeof line);
+    const char *s = strstr(line, "lengths ");
+    int a, b;
+    return s && sscanf(s, "lengths %d-%d", &a, &b) == 2 ? b : 0;
+}
+
+static int text_context(const Run *r) {
+    char line[1024];
+    last_line(r->dir, "model:", line, sizeof line);
+    const char *s = strstr(line, "context ");
+    int ctx;
+    return s && sscanf(s, "context %d", &ctx) == 1 ? ctx : 0;
+}
+
+static void report(const Cfg *c, const Run *runs, int n) {
+    Rows rs = { 0 };
+    char path[4200];
+    int text = c->data != NULL, n_var = text ? 1 + c->n_ext : 1;
+    for (int i = 0; i < n; i++) {
+        const Run *r = &runs[i];
+        if (r->state != 2 && r->state != 4) continue;
+        if (!text) { snprintf(path, sizeof path, "%s/eval.csv", r->dir); read_eval(path, i, &rs); continue; }
+        for (int v = 0; v < n_var; v++) {
+            if (v && !strstr(c->schemes[r->scheme].flags, "rope")) continue;
+            snprintf(path, sizeof path, "%s/ppl%s%s.csv", r->dir, v ? "_" : "", v ? c->extensions[v - 1] : "");
+            read_ppl(path, i, v, &rs);
+        }
+    }
+    // results.csv: one row per run and bucket
+    snprintf(path, sizeof path, "%s/results.csv", c->out);
+    FILE *f = fopen(path, "w");
+    CHECK(f, "cannot write '%s'", path);
+    if (text) fprintf(f, "data,scheme,seed,window,mode,tokens,loss,ppl,note\n");
+    else fprintf(f, "task,scheme,seed,length,depth,split,n,correct,accuracy\n");
+    for (int i = 0; i < rs.n; i++) {
+        const Row *r = &rs.r[i];
+        const Run *u = &runs[r->run];
+        char label[160];
+        snprintf(label, sizeof label, "%s%s%s", c->schemes[u->scheme].label, r->variant ? "+" : "", r->variant ? c->extensions[r->variant - 1] : "");
+        if (text) {
+            fprintf(f, "%s,%s,%lld,%d,%s,%d,", c->data, label, c->seeds[u->seed], r->length, r->sliding ? "sliding" : "nonoverlap", r->tokens);
+            if (!isnan(r->loss)) fprintf(f, "%.6f", r->loss);
+            fprintf(f, ",");
+            if (!isnan(r->value)) fprintf(f, "%.6f", r->value);
+            fprintf(f, ",%s\n", r->note);
+        } else {
+            fprintf(f, "%s,%s,%lld,%d,", c->tasks[u->task], label, c->seeds[u->seed], r->length);
+            if (r->depth >= 0) fprintf(f, "%.4g", r->depth);
+            fprintf(f, ",%s,%d,%d,", r->ood ? "ood" : "id", r->n, r->correct);
+            if (r->n) fprintf(f, "%.6f", r->value);
+            fprintf(f, "\n");
+        }
+    }
+    fclose(f);
+
+    // summary.md
+    snprintf(path, sizeof path, "%s/summary.md", c->out);
+    FILE *md = fopen(path, "w");
+    CHECK(md, "cannot write '%s'", path);
+    int plots = have_gnuplot(), made = 0;
+    if (!plots) printf("gnuplot not found: apt-get install gnuplot-nox, then run this command again for the plots "
+                       "(results.csv and summary.md are written; the .gp scripts are in %s)\n", c->out);
+    else printf("plots:\n");
+    double *mrr = xcalloc(c->n_schemes, sizeof(double));
+    int mrr_n = 0;
+    for (int t = 0; t < c->n_tasks; t++) {
+        if (!text) {
+            int train_max = 0;
+            for (int i = 0; i < n && !train_max; i++) if (runs[i].task == t && (runs[i].state == 2 || runs[i].state == 4)) train_max = task_train_max(&runs[i]);
+            fprintf(md, "## %s\n\nExact-match accuracy of the greedy answer (%%), mean +- std over %d seed%s; "
+                        "in-distribution: lengths <= %d, longer: the rest up to the longest test length.\n\n"
+                        "| scheme | in-distribution | longer than training | per seed (longer) |\n|---|---|---|---|\n",
+                    c->tasks[t], c->n_seeds, c->n_seeds > 1 ? "s" : "", train_max);
+            double acc[MAX_ITEMS][MAX_ITEMS][2];       // [scheme][seed][ood]
+            for (int sc = 0; sc < c->n_schemes; sc++)
+                for (int sd = 0; sd < c->n_seeds; sd++) {
+                    int ri = run_index(c, t, sc, sd);
+                    for (int o = 0; o < 2; o++) {
+                        long long num = 0, den = 0;
+                        for (int i = 0; i < rs.n; i++) if (rs.r[i].run == ri && rs.r[i].ood == o) { num += rs.r[i].correct; den += rs.r[i].n; }
+                        acc[sc][sd][o] = den ? 100.0 * num / den : NAN;
+                    }
+                }
+            for (int sc = 0; sc < c->n_schemes; sc++) {
+                double x[2][MAX_ITEMS], m[2], s[2];
+                for (int o = 0; o < 2; o++) { for (int sd = 0; sd < c->n_seeds; sd++) x[o][sd] = acc[sc][sd][o]; mean_std(x[o], c->n_seeds, &m[o], &s[o]); }
+                fprintf(md, "| %s | %.1f +- %.1f | %.1f +- %.1f | ", c->schemes[sc].label, m[0], s[0], m[1], s[1]);
+                for (int sd = 0; sd < c->n_seeds; sd++) fprintf(md, "%s%.1f", sd ? " " : "", acc[sc][sd][1]);
+                fprintf(md, " |\n");
+            }
+            // the NoPE paper's ranking: per (task, seed), rank the schemes by accuracy on longer
+            // lengths (1 = best; ties share the better rank) and average 1/rank
+            for (int sd = 0; sd < c->n_seeds; sd++) {
+                int complete = 1;
+                for (int sc = 0; sc < c->n_schemes; sc++) complete &= !isnan(acc[sc][sd][1]);
+                if (!complete) continue;
+                for (int sc = 0; sc < c->n_schemes; sc++) {
+                    int rank = 1;
+                    for (int k = 0; k < c->n_schemes; k++) rank += acc[k][sd][1] > acc[sc][sd][1];
+                    mrr[sc] += 1.0 / rank;
+                }
+                mrr_n++;
+            }
+            fprintf(md, "\n");
+            plot_by_length(c, &rs, t, train_max, 0, md, plots, &made);
+        } else {
+            int context = 0;
+            for (int i = 0; i < n && !context; i++) if (runs[i].state == 2 || runs[i].state == 4) context = text_context(&runs[i]);
+            fprintf(md, "## Perplexity against context length on %s\n\nTrained at %d tokens; perplexity (mean +- std over %d seed%s) "
+                        "on windows of each length, first non-overlapping windows, then a sliding window "
+                        "(each token scored once, with at least half a window of context).\n\n", c->data, context, c->n_seeds,
+                    c->n_seeds > 1 ? "s" : "");
+            int windows[64], nw = 0;
+            for (int i = 0; i < rs.n; i++) {
+                int seen = 0;
+                for (int k = 0; k < nw; k++) seen |= windows[k] == rs.r[i].length;
+                if (!seen && nw < 64) windows[nw++] = rs.r[i].length;
+            }
+            for (int i = 1; i < nw; i++) for (int k = i; k > 0 && windows[k] < windows[k - 1]; k--) { int tmp = windows[k]; windows[k] = windows[k - 1]; windows[k - 1] = tmp; }
+            for (int mode = 0; mode < 2; mode++) {
+                fprintf(md, "%s\n\n| scheme |", mode ? "Sliding window:" : "Non-overlapping windows:");
+                for (int w = 0; w < nw; w++) fprintf(md, " %d |", windows[w]);
+                fprintf(md, "\n|---|");
+                for (int w = 0; w < nw; w++) fprintf(md, "---|");
+                fprintf(md, "\n");
+                for (int sc = 0; sc < c->n_schemes; sc++)
+                    for (int v = 0; v < n_var; v++) {
+                        if (v && !strstr(c->schemes[sc].flags, "rope")) continue;
+                        fprintf(md, "| %s%s%s |", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
+                        for (int w = 0; w < nw; w++) {
+                            double x[MAX_ITEMS], m, s; const char *note = "";
+                            for (int sd = 0; sd < c->n_seeds; sd++) {
+                                x[sd] = NAN;
+                                for (int i = 0; i < rs.n; i++) {
+                                    const Row *r = &rs.r[i];
+                                    if (r->run == run_index(c, t, sc, sd) && r->variant == v && r->sliding == mode && r->length == windows[w]) {
+                                        x[sd] = r->value;
+                                        if (r->note[0]) note = r->note;
+                                    }
+                                }
+                            }
+                            mean_std(x, c->n_seeds, &m, &s);
+                            if (isnan(m)) fprintf(md, " n/a%s%s |", *note ? ": " : "", note);
+                            else if (c->n_seeds > 1) fprintf(md, " %.2f +- %.2f |", m, s);
+                            else fprintf(md, " %.2f |", m);
+                        }
+                        fprintf(md, "\n");
+                    }
+                fprintf(md, "\n");
+            }
+            plot_by_length(c, &rs, t, 0, context, md, plots, &made);
+        }
+        plot_loss(c, runs, t, md, plots, &made);
+    }
+    if (!text && mrr_n) {
+        fprintf(md, "## Mean reciprocal rank\n\nThe NoPE paper's aggregate: for every task and seed the schemes are ranked by "
+                    "accuracy on lengths longer than training (1 = best, ties share the better rank); the table averages "
+                    "1/rank over %d task x seed configurations.\n\n| scheme | MRR |\n|---|---|\n", mrr_n);
+        for (int sc = 0; sc < c->n_schemes; sc++) fprintf(md, "| %s | %.3f |\n", c->schemes[sc].label, mrr[sc] / mrr_n);
+        fprintf(md, "\n");
+    }
+    fclose(md);
+    free(mrr);
+    free(rs.r);
+    // print the summary
+    printf("\n");
+    snprintf(path, sizeof path, "%s/summary.md", c->out);
+    FILE *s = fopen(path, "r");
+    char line[4096];
+    while (s && fgets(line, sizeof line, s)) if (strncmp(line, "![", 2)) fputs(line, stdout);
+    if (s) fclose(s);
+    printf("results: %s/results.csv, %s/summary.md%s\n", c->out, c->out, made ? ", plots listed above" : "");
+}
+
+int main(int argc, char **argv) {
+    Cfg c;
+    parse(&c, argc, argv);
+    static char bin[4096];
+    if (!c.train_bin) {
+        const char *slash = strrchr(argv[0], '/');
+        snprintf(bin, sizeof bin, "%.*strain", slash ? (int)(slash - argv[0] + 1) : 2, slash ? argv[0] : "./");
+        c.train_bin = bin;
+    }
+    CHECK(access(c.train_bin, X_OK) == 0, "cannot run the trainer '%s' (build it with make, or give --train PATH)", c.train_bin);
+    mkdirs(c.out);
+    int n = c.n_tasks * c.n_schemes * c.n_seeds;
+    Run *runs = xcalloc(n, sizeof(Run));
+    for (int t = 0; t < c.n_tasks; t++)
+        for (int sd = 0; sd < c.n_seeds; sd++)
+            for (int sc = 0; sc < c.n_schemes; sc++) {
+                Run *r = &runs[run_index(&c, t, sc, sd)];
+                r->task = t; r->scheme = sc; r->seed = sd;
+                snprintf(r->dir, sizeof r->dir, "%s/runs/%s/%s/seed%lld", c.out, c.tasks[t], c.schemes[sc].label, c.seeds[sd]);
+                r->state = exists(r->dir, "done") ? 4 : 0;
+            }
+    int failed = run_all(&c, runs, n);
+    report(&c, runs, n);
+    free(runs);
+    if (failed) { fprintf(stderr, "compare: %d runs failed; their train.log says why; run the command again to retry them\n", failed); return 1; }
+    return 0;
+}

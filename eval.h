@@ -1,0 +1,47 @@
+// eval.h: exact-match accuracy of greedy decoding on a synthetic task, by length (and, for
+// retrieval, by the key's depth), split into in-distribution and longer-than-training buckets.
+//
+// How it is computed: an instance is correct when greedy decoding from its prompt reproduces the
+// whole target (answer and end marker). Greedy decoding emits the target exactly when, with the
+// target fed back in ("teacher forcing"), the most likely next token at every target position is
+// the target's next token: the two are the same test, and the second runs many instances in one
+// batched forward pass. greedy_decode (the KV-cache path) exists to check that equivalence and to
+// show the model's actual outputs (tests/test_eval.c compares both on every scheme).
+#ifndef EVAL_H
+#define EVAL_H
+
+#include "dataset/tasks.h"
+#include "model.h"
+
+typedef struct {
+    int length;        // the task length n of the bucket
+    double depth;      // retrieval: the key's relative depth; other tasks: -1
+    int ood;           // 1 when length > train_max (longer than training)
+    int n;             // instances evaluated
+    int correct;       // exact matches
+    int skipped;       // instances the model cannot take (longer than a learned position table)
+} TaskScore;
+
+// Evaluates per_length test instances at every test length (x depth) of c, drawn from a stream
+// seeded by seed (the same instances for every model given the same seed). Fills out (at most cap
+// buckets) and returns the number of buckets. progress: print one line per length to stderr.
+int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, TaskScore *out, int cap, int progress);
+
+// Greedy decoding of one prompt (np tokens at positions 0..np-1, one document) through the KV
+// cache: appends tokens until `stop` is emitted (it is included) or max_new tokens; returns their
+// number. Positions past the model's limit (gpt_position_limit) end the decoding early.
+int greedy_decode(GPT *m, const int *prompt, int np, int max_new, int stop, int *out);
+
+// Index of the largest of logits[0..V-1] (the first one on ties): the greedy choice.
+int argmax_token(const real *logits, int V);
+
+// Writes the scores as CSV through PATH.tmp and a rename. Columns:
+//   task,scheme,seed,length,depth,split,n,correct,accuracy,skipped
+// split is "id" or "ood"; depth is empty for tasks without one.
+void task_scores_write(const char *path, const char *task, const char *scheme, long long seed,
+                       const TaskScore *s, int n);
+// Mean accuracy over the in-distribution (ood = 0) or longer (ood = 1) buckets, every bucket
+// weighted by its instances; NAN when there is none.
+double task_accuracy(const TaskScore *s, int n, int ood);
+
+#endif
