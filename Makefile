@@ -1,7 +1,9 @@
 # Makefile: build, test, and the main job.
 #
 #   make            build ./train and the test programs
-#   make run        train the default tiny model on the embedded corpus, then sample
+#   make run        the comparison: six schemes x 2 seeds on copy-repeat, results in runs/default/
+#   make reproduce-nope   the NoPE paper's protocol scaled down (~75 min), results in runs/nope/
+#   make reproduce-alibi  train short on the KJV, perplexity to 8x (needs make kjv), runs/alibi/
 #   make test       every test program; stops at the first failure
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fixtures   regenerate the PyTorch reference fixtures (needs python3-torch)
@@ -31,7 +33,7 @@ LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.
 HDR = common.h kernels.h model.h posenc.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl
 
-.PHONY: all test run asan clean fixtures bench kjv
+.PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
 
 train: train.c $(LIB) $(HDR)
@@ -79,15 +81,35 @@ test: all
 	OMP_NUM_THREADS=2 ./tests/test_ppl
 	./tests/test_cli.sh
 	./tests/test_resume.sh
+	./tests/test_compare.sh
 	./tests/test_torch.sh
 	./tests/test_rules.sh
 	@echo "make test: all test programs passed"
 
-# the loss curve needs gnuplot (apt-get install gnuplot-nox); without it run.csv is still written
-run: train
-	./train --steps 1000 --log run.csv --save run.ckpt --sample 400 --prompt "Once upon a time" --temperature 0.8 --top-k 20 --log-every 50
-	@if command -v gnuplot > /dev/null; then gnuplot -e "csv='run.csv'; out='run.png'" plot/loss.gp && echo "loss curve: run.png (data: run.csv)"; \
-	 else echo "loss log: run.csv (apt-get install gnuplot-nox to get the plot run.png)"; fi
+# make run: the comparison on the default task. Six schemes x 2 seeds of the tiny model on
+# copy-repeat (train on lengths <= 20, test to 40), two runs at a time; about 10 minutes on 2 cores.
+# Writes runs/default/ (results.csv, summary.md, plots); finished runs are kept when run again.
+RUN_SCHEMES = nope,learned,sinusoidal,rope,alibi,t5
+run: train compare
+	./compare --out runs/default --task copy-repeat --schemes $(RUN_SCHEMES) --seeds 1,2 --jobs 2 \
+	  --eval-per-length 50 -- --steps 600 --lr 3e-3 --log-every 100
+
+# make reproduce-nope: the NoPE paper's protocol (Kazemnejad et al. 2023) scaled to this machine:
+# its five schemes (Rotary as in the paper: 25% of each head, interleaved pairs), copy and reverse
+# variants (train <= 20, test to 40), addition and sort (train <= 8, test to 16), parity (train <=
+# 20, test to 40), 3 seeds, exact match of greedy answers, MRR. About 75 minutes on 2 cores.
+NOPE_TASKS = copy,copy-repeat,reverse,addition,sort,parity
+reproduce-nope: train compare
+	./compare --out runs/nope --task $(NOPE_TASKS) --seeds 1,2,3 --jobs 2 --eval-per-length 50 \
+	  --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
+	  --scheme 'ape=--pe sinusoidal' -- --steps 700 --lr 3e-3 --log-every 100
+
+# make reproduce-alibi: train short (64 tokens) on the KJV text, evaluate perplexity from 32 to
+# 512-token windows (0.5x to 8x); RoPE also with linear, dynamic-NTK and YaRN scaling (factor 8).
+reproduce-alibi: train compare data/kjv.txt
+	./compare --out runs/alibi --data data/kjv.txt --jobs 2 --schemes nope,learned,sinusoidal,rope,alibi,t5,kerple,fire \
+	  --rope-extensions linear,dynamic,yarn --eval-flags '--ppl-tokens 32768' \
+	  -- --seq 64 --steps 800 --lr 2e-3 --log-every 100 --val-every 200
 
 asan:
 	$(MAKE) clean

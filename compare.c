@@ -35,7 +35,7 @@
 typedef struct { char label[64]; char flags[512]; } Scheme;
 
 typedef struct {
-    const char *out, *data, *val_data, *train_bin;
+    const char *out, *data, *val_data, *train_bin, *eval_flags;
     char *tasks[MAX_ITEMS]; int n_tasks;
     Scheme schemes[MAX_ITEMS]; int n_schemes;
     long long seeds[MAX_ITEMS]; int n_seeds;
@@ -73,6 +73,7 @@ static void usage(FILE *f) {
         "  --rope-extensions LIST text: also evaluate RoPE runs with these --rope-scaling methods (linear,dynamic,yarn,llama3)\n"
         "  --rope-factor X        the factor of those methods (default 8: the longest window over the context)\n"
         "  --eval-per-length N    task: test instances per length (default 100)\n"
+        "  --eval-flags 'FLAGS'   text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'\n"
         "  --jobs N               runs at a time (default 1)\n"
         "  --threads N            OpenMP threads per run (default: cores / jobs)\n"
         "  --train PATH           the ./train binary (default: next to ./compare)\n"
@@ -114,6 +115,7 @@ static void parse(Cfg *c, int argc, char **argv) {
         else if (!strcmp(s, "--data")) c->data = v;
         else if (!strcmp(s, "--val-data")) c->val_data = v;
         else if (!strcmp(s, "--train")) c->train_bin = v;
+        else if (!strcmp(s, "--eval-flags")) c->eval_flags = v;
         else if (!strcmp(s, "--task")) c->n_tasks = split_list(v, c->tasks, MAX_ITEMS, "--task");
         else if (!strcmp(s, "--rope-extensions")) c->n_ext = split_list(v, c->extensions, MAX_ITEMS, "--rope-extensions");
         else if (!strcmp(s, "--schemes")) {
@@ -149,6 +151,7 @@ static void parse(Cfg *c, int argc, char **argv) {
     CHECK((c->n_tasks > 0) != (c->data != NULL), "give either --task NAME or --data FILE (one of them)");
     CHECK(!c->n_ext || c->data, "--rope-extensions applies to text (--data), where perplexity is measured by length");
     CHECK(!c->val_data || c->data, "--val-data goes with --data");
+    CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
     if (c->data) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
     if (!c->n_schemes) {
         static const char *def[] = { "nope", "learned", "sinusoidal", "rope", "alibi", "t5" };
@@ -256,6 +259,7 @@ static void run_child(const Cfg *c, const Run *r) {
                 if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(&b, "--val-frac"); arg(&b, "%s", c->extra[k + 1]); }
             const char *suffix = e ? c->extensions[e - 1] : "";
             if (e) { arg(&b, "--rope-scaling"); arg(&b, "%s", suffix); arg(&b, "--rope-factor"); arg(&b, "%g", c->ext_factor); }
+            if (c->eval_flags) arg_words(&b, c->eval_flags);
             arg(&b, "--ppl-out"); arg(&b, "%s/ppl%s%s.csv", r->dir, e ? "_" : "", suffix);
             arg(&b, "--ppl-positions"); arg(&b, "%s/ppl_positions%s%s.csv", r->dir, e ? "_" : "", suffix);
             if (run_cmd(&b, log)) _exit(1);
@@ -647,6 +651,7 @@ static void report(const Cfg *c, const Run *runs, int n) {
             }
             for (int i = 1; i < nw; i++) for (int k = i; k > 0 && windows[k] < windows[k - 1]; k--) { int tmp = windows[k]; windows[k] = windows[k - 1]; windows[k - 1] = tmp; }
             for (int mode = 0; mode < 2; mode++) {
+                char notes[1024] = "";
                 fprintf(md, "%s\n\n| scheme |", mode ? "Sliding window:" : "Non-overlapping windows:");
                 for (int w = 0; w < nw; w++) fprintf(md, " %d |", windows[w]);
                 fprintf(md, "\n|---|");
@@ -669,13 +674,18 @@ static void report(const Cfg *c, const Run *runs, int n) {
                                 }
                             }
                             mean_std(x, c->n_seeds, &m, &s);
-                            if (isnan(m)) fprintf(md, " n/a%s%s |", *note ? ": " : "", note);
+                            if (isnan(m)) {
+                                fprintf(md, " n/a |");
+                                char line[256];
+                                snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
+                                if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
+                            }
                             else if (c->n_seeds > 1) fprintf(md, " %.2f +- %.2f |", m, s);
                             else fprintf(md, " %.2f |", m);
                         }
                         fprintf(md, "\n");
                     }
-                fprintf(md, "\n");
+                fprintf(md, "\n%s%s", notes, *notes ? "\n\n" : "");
             }
             plot_by_length(c, &rs, t, 0, context, md, plots, &made);
         }
