@@ -31,7 +31,7 @@ PYTHON ?= /usr/bin/python3
 CORE = model.c posenc.c kernels.c
 LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
 HDR = common.h kernels.h model.h posenc.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval
 
 .PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
@@ -62,6 +62,8 @@ tests/test_tasks: tests/test_tasks.c dataset/tasks.c dataset/data.c dataset/corp
 tests/test_safetensors: tests/test_safetensors.c safetensors.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_safetensors.c safetensors.c $(LDLIBS)
 # per-token losses compared with direct forwards: double build
+tests/test_eval: tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(HDR) dataset/tasks.h tests/testutil.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(LDLIBS)
 tests/test_ppl: tests/test_ppl.c perplexity.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_ppl.c perplexity.c $(CORE) $(LDLIBS)
 tests/st_compare: tests/st_compare.c safetensors.c safetensors.h
@@ -79,6 +81,7 @@ test: all
 	./tests/test_safetensors
 	OMP_NUM_THREADS=2 ./tests/test_train
 	OMP_NUM_THREADS=2 ./tests/test_ppl
+	OMP_NUM_THREADS=2 ./tests/test_eval
 	./tests/test_cli.sh
 	./tests/test_resume.sh
 	./tests/test_compare.sh

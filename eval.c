@@ -32,11 +32,11 @@ int greedy_decode(GPT *m, const int *prompt, int np, int max_new, int stop, int 
     return n;
 }
 
-// One bucket: `count` instances, one per batch row (instances of one length have nearly the same
+// `count` instances, one per batch row (instances of one length have nearly the same
 // size), in forwards of at most ROW_TOKENS tokens; padding has doc -1 and is never attended.
 enum { ROW_TOKENS = 8192 };
 
-static void score_bucket(GPT *m, int **inst, const int *len, const int *plen, int count, TaskScore *s) {
+void task_exact_match(GPT *m, int *const *inst, const int *len, const int *plen, int count, int *ok) {
     int limit = gpt_position_limit(m), V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
     int W = 1;
     for (int i = 0; i < count; i++) if (len[i] <= limit && len[i] > W) W = len[i];
@@ -49,7 +49,7 @@ static void score_bucket(GPT *m, int **inst, const int *len, const int *plen, in
         int r = 0, first = i;
         batch_default_positions(&b);
         for (; r < rows && i < count; i++) {
-            if (len[i] > limit) { s->skipped++; continue; }       // beyond a learned table
+            if (len[i] > limit) { ok[i] = -1; continue; }         // beyond a learned table
             for (int t = 0; t < W; t++) {
                 size_t k = (size_t)r * W + t;
                 b.tokens[k] = t < len[i] ? inst[i][t] : '\n';
@@ -64,11 +64,9 @@ static void score_bucket(GPT *m, int **inst, const int *len, const int *plen, in
         gpt_forward(m, &b);
         for (int j = first, row = 0; j < i; j++) {
             if (len[j] > limit) continue;
-            int ok = 1;
-            for (int t = plen[j] - 1; t < len[j] - 1 && ok; t++)   // every target token, end marker included
-                ok = argmax_token(m->a.logits + ((size_t)row * W + t) * Vp, V) == inst[j][t + 1];
-            s->n++;
-            s->correct += ok;
+            ok[j] = 1;
+            for (int t = plen[j] - 1; t < len[j] - 1 && ok[j]; t++)   // every target token, end marker included
+                ok[j] = argmax_token(m->a.logits + ((size_t)row * W + t) * Vp, V) == inst[j][t + 1];
             row++;
         }
         b.B = rows;
@@ -81,6 +79,7 @@ int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, Ta
     int nl = task_test_lengths(c, lengths, 4096), nd = task_test_depths(c, depths, TASK_MAX_DEPTHS);
     int **inst = xmalloc(sizeof(int *) * (size_t)per_length);
     int *len = xmalloc(sizeof(int) * (size_t)per_length), *plen = xmalloc(sizeof(int) * (size_t)per_length);
+    int *ok = xmalloc(sizeof(int) * (size_t)per_length);
     int nb = 0;
     for (int li = 0; li < nl; li++) {
         int n = lengths[li], maxtok = task_max_tokens(c, n);
@@ -99,7 +98,12 @@ int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, Ta
             TaskScore *s = &out[nb++];
             memset(s, 0, sizeof *s);
             s->length = n; s->depth = depths[di]; s->ood = n > c->train_max;
-            score_bucket(m, inst, len, plen, count, s);
+            task_exact_match(m, inst, len, plen, count, ok);
+            for (int i = 0; i < count; i++) {
+                if (ok[i] < 0) { s->skipped++; continue; }
+                s->n++;
+                s->correct += ok[i];
+            }
             for (int i = 0; i < count; i++) free(inst[i]);
             if (progress) {
                 fprintf(stderr, "\reval: length %d/%d", n, lengths[nl - 1]);
@@ -108,7 +112,7 @@ int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, Ta
         }
     }
     if (progress) fprintf(stderr, "\n");
-    free(inst); free(len); free(plen);
+    free(inst); free(len); free(plen); free(ok);
     return nb;
 }
 

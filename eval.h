@@ -27,6 +27,11 @@ typedef struct {
 // buckets) and returns the number of buckets. progress: print one line per length to stderr.
 int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, TaskScore *out, int cap, int progress);
 
+// Exact match of each instance (tokens inst[i], len[i] of them, the first plen[i] the prompt):
+// ok[i] = 1 when greedy decoding reproduces the target, 0 when not, -1 when the instance is longer
+// than the model's positions (a learned table) and cannot be run.
+void task_exact_match(GPT *m, int *const *inst, const int *len, const int *plen, int count, int *ok);
+
 // Greedy decoding of one prompt (np tokens at positions 0..np-1, one document) through the KV
 // cache: appends tokens until `stop` is emitted (it is included) or max_new tokens; returns their
 // number. Positions past the model's limit (gpt_position_limit) end the decoding early.
