@@ -61,9 +61,9 @@ tests/test_tasks: tests/test_tasks.c dataset/tasks.c dataset/data.c dataset/corp
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_tasks.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(LDLIBS)
 tests/test_safetensors: tests/test_safetensors.c safetensors.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_safetensors.c safetensors.c $(LDLIBS)
-# per-token losses compared with direct forwards: double build
 tests/test_eval: tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(HDR) dataset/tasks.h tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(LDLIBS)
+# per-token losses compared with direct forwards: double build
 tests/test_ppl: tests/test_ppl.c perplexity.c $(CORE) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_ppl.c perplexity.c $(CORE) $(LDLIBS)
 tests/st_compare: tests/st_compare.c safetensors.c safetensors.h

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 // `real` is the type of parameters, activations and gradients. The normal build uses float;
 // the gradient-check build compiles with -DREAL=double so finite differences are exact to ~1e-6.
@@ -55,5 +56,17 @@ static inline uint64_t rng_u64(Rng *r) {
 }
 // uniform in [0, 1) with 53 random bits
 static inline double rng_uniform(Rng *r) { return (double)(rng_u64(r) >> 11) * (1.0 / 9007199254740992.0); }
+
+// Wall-clock seconds (monotonic), and a duration as "42s", "3m07s" or "2h05m" for progress lines.
+static inline double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+static inline void fmt_duration(double s, char *buf, size_t cap) {
+    if (s < 60) snprintf(buf, cap, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, cap, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
 
 #endif

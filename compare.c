@@ -53,12 +53,6 @@ typedef struct {
     int state;                                    // 0 to do, 1 running, 2 done, 3 failed, 4 found done
 } Run;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 static void usage(FILE *f) {
     fprintf(f,
         "usage: ./compare --out DIR (--task NAME[,NAME...] | --data FILE) [options] [-- train flags]\n"
@@ -90,6 +84,16 @@ static int split_list(char *s, char **out, int cap, const char *flag) {
     return n;
 }
 
+// 1 when a scheme's flags put a RoPE-family scheme (rope, p-rope, xpos) in some layer: those runs
+// are also evaluated with the --rope-extensions methods
+static int uses_rope(const Scheme *s) {
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", s->flags);
+    for (char *w = strtok(tmp, " \t,="); w; w = strtok(NULL, " \t,="))
+        if (!strcmp(w, "rope") || !strcmp(w, "p-rope") || !strcmp(w, "xpos") || !strcmp(w, "smollm3")) return 1;
+    return 0;
+}
+
 static void add_scheme(Cfg *c, const char *label, const char *flags) {
     CHECK(c->n_schemes < MAX_ITEMS, "at most %d schemes", MAX_ITEMS);
     CHECK(*label && strlen(label) < 64 && !strpbrk(label, ",/ \t"), "scheme label '%s' must be 1-63 characters "
@@ -116,7 +120,11 @@ static void parse(Cfg *c, int argc, char **argv) {
         else if (!strcmp(s, "--val-data")) c->val_data = v;
         else if (!strcmp(s, "--train")) c->train_bin = v;
         else if (!strcmp(s, "--eval-flags")) c->eval_flags = v;
-        else if (!strcmp(s, "--task")) c->n_tasks = split_list(v, c->tasks, MAX_ITEMS, "--task");
+        else if (!strcmp(s, "--task")) {
+            c->n_tasks = split_list(v, c->tasks, MAX_ITEMS, "--task");
+            for (int a = 0; a < c->n_tasks; a++)
+                for (int b = 0; b < a; b++) CHECK(strcmp(c->tasks[a], c->tasks[b]), "--task: '%s' is given twice", c->tasks[a]);
+        }
         else if (!strcmp(s, "--rope-extensions")) c->n_ext = split_list(v, c->extensions, MAX_ITEMS, "--rope-extensions");
         else if (!strcmp(s, "--schemes")) {
             char *names[MAX_ITEMS];
@@ -134,6 +142,7 @@ static void parse(Cfg *c, int argc, char **argv) {
                 errno = 0;
                 c->seeds[k] = strtoll(items[k], &end, 10);
                 CHECK(!*end && !errno && c->seeds[k] >= 0, "--seeds: '%s' is not a non-negative integer", items[k]);
+                for (int b = 0; b < k; b++) CHECK(c->seeds[b] != c->seeds[k], "--seeds: %lld is given twice", c->seeds[k]);
             }
         } else if (!strcmp(s, "--rope-factor")) {
             c->ext_factor = strtod(v, &end);
@@ -164,7 +173,8 @@ static void parse(Cfg *c, int argc, char **argv) {
     }
     if (!c->n_tasks) { static char text[] = "text"; c->tasks[0] = text; c->n_tasks = 1; }
     for (int k = 0; k < c->n_extra; k++)
-        for (const char *const *f = (const char *const[]){ "--task", "--pe", "--seed", "--save", "--log", "--eval-out", "--data", NULL }; *f; f++)
+        for (const char *const *f = (const char *const[]){ "--task", "--pe", "--pe-layers", "--input-pe", "--seed", "--save", "--log", "--eval-out",
+                                                    "--eval-per-length", "--data", "--val-data", "--load", "--resume", "--threads", NULL }; *f; f++)
             CHECK(strcmp(c->extra[k], *f), "%s after -- is set by ./compare itself; use its own flags", *f);
 }
 
@@ -177,12 +187,6 @@ static void mkdirs(const char *path) {
     for (char *s = p + 1; *s; s++)
         if (*s == '/') { *s = 0; mkdir(p, 0777); *s = '/'; }
     CHECK(mkdir(p, 0777) == 0 || errno == EEXIST, "cannot create the folder '%s': %s", p, strerror(errno));
-}
-
-static int exists(const char *dir, const char *name) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return access(p, F_OK) == 0;
 }
 
 typedef struct { char *v[MAX_ARGS]; int n; char buf[8192]; size_t used; } Argv;
@@ -227,55 +231,87 @@ static int run_cmd(Argv *a, const char *log) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-// The child process of one run: train (with the task accuracy written to eval.csv), then for text
-// the perplexity evaluations; `done` marks success.
+// The commands of one run: the training (which also writes the task accuracy to eval.csv), then
+// for text one perplexity evaluation per RoPE extension. cmds holds 1 + MAX_ITEMS; returns the count.
+static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
+    Argv *a = &cmds[0];
+    arg(a, "%s", c->train_bin);
+    if (c->data) { arg(a, "--data"); arg(a, "%s", c->data); if (c->val_data) { arg(a, "--val-data"); arg(a, "%s", c->val_data); } }
+    else { arg(a, "--task"); arg(a, "%s", c->tasks[r->task]); arg(a, "--eval-per-length"); arg(a, "%d", c->per_length);
+           arg(a, "--eval-out"); arg(a, "%s/eval.csv", r->dir); }
+    arg_words(a, c->schemes[r->scheme].flags);
+    arg(a, "--seed"); arg(a, "%lld", c->seeds[r->seed]);
+    arg(a, "--threads"); arg(a, "%d", c->threads);
+    arg(a, "--log"); arg(a, "%s/log.csv", r->dir);
+    arg(a, "--save"); arg(a, "%s/model.ckpt", r->dir);
+    for (int k = 0; k < c->n_extra; k++) arg(a, "%s", c->extra[k]);
+    if (!c->data) return 1;
+    // perplexity at 0.5x .. 8x the context; RoPE runs also with each context-extension method
+    int n_eval = 1 + (uses_rope(&c->schemes[r->scheme]) ? c->n_ext : 0);
+    for (int e = 0; e < n_eval; e++) {
+        Argv *b = &cmds[1 + e];
+        arg(b, "%s", c->train_bin);
+        arg(b, "--load"); arg(b, "%s/model.ckpt", r->dir);
+        arg(b, "--threads"); arg(b, "%d", c->threads);
+        arg(b, "--data"); arg(b, "%s", c->data);
+        if (c->val_data) { arg(b, "--val-data"); arg(b, "%s", c->val_data); }
+        for (int k = 0; k < c->n_extra; k++)          // the same validation split as training
+            if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(b, "--val-frac"); arg(b, "%s", c->extra[k + 1]); }
+        const char *suffix = e ? c->extensions[e - 1] : "";
+        if (e) { arg(b, "--rope-scaling"); arg(b, "%s", suffix); arg(b, "--rope-factor"); arg(b, "%g", c->ext_factor); }
+        if (c->eval_flags) arg_words(b, c->eval_flags);
+        arg(b, "--ppl-out"); arg(b, "%s/ppl%s%s.csv", r->dir, e ? "_" : "", suffix);
+        arg(b, "--ppl-positions"); arg(b, "%s/ppl_positions%s%s.csv", r->dir, e ? "_" : "", suffix);
+    }
+    return n_eval + 1;
+}
+
+// A run's settings: its commands, one per line. Stored in its `done` file, so that a later
+// command with other settings does not mix its runs in silently.
+static char *run_settings(const Cfg *c, const Run *r) {
+    Argv *cmds = xcalloc(1 + MAX_ITEMS, sizeof(Argv));
+    int n = build_cmds(c, r, cmds);
+    char *buf = NULL; size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < cmds[i].n; k++) fprintf(f, "%s%s", k ? " " : "", cmds[i].v[k]);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    free(cmds);
+    return buf;
+}
+
+// The child process of one run: every command, then `done` (holding the settings) marks success.
 static void run_child(const Cfg *c, const Run *r) {
     char log[4200], path[4200];
     snprintf(log, sizeof log, "%s/train.log", r->dir);
     remove(log);
-    Argv a = { .n = 0, .used = 0 };
-    arg(&a, "%s", c->train_bin);
-    if (c->data) { arg(&a, "--data"); arg(&a, "%s", c->data); if (c->val_data) { arg(&a, "--val-data"); arg(&a, "%s", c->val_data); } }
-    else { arg(&a, "--task"); arg(&a, "%s", c->tasks[r->task]); arg(&a, "--eval-per-length"); arg(&a, "%d", c->per_length);
-           arg(&a, "--eval-out"); arg(&a, "%s/eval.csv", r->dir); }
-    arg_words(&a, c->schemes[r->scheme].flags);
-    arg(&a, "--seed"); arg(&a, "%lld", c->seeds[r->seed]);
-    arg(&a, "--threads"); arg(&a, "%d", c->threads);
-    arg(&a, "--log"); arg(&a, "%s/log.csv", r->dir);
-    arg(&a, "--save"); arg(&a, "%s/model.ckpt", r->dir);
-    for (int k = 0; k < c->n_extra; k++) arg(&a, "%s", c->extra[k]);
-    if (run_cmd(&a, log)) _exit(1);
-    if (c->data) {
-        // perplexity at 0.5x .. 8x the context; RoPE runs also with each context-extension method
-        int n_eval = 1 + (strstr(c->schemes[r->scheme].flags, "rope") ? c->n_ext : 0);
-        for (int e = 0; e < n_eval; e++) {
-            Argv b = { .n = 0, .used = 0 };
-            arg(&b, "%s", c->train_bin);
-            arg(&b, "--load"); arg(&b, "%s/model.ckpt", r->dir);
-            arg(&b, "--threads"); arg(&b, "%d", c->threads);
-            arg(&b, "--data"); arg(&b, "%s", c->data);
-            if (c->val_data) { arg(&b, "--val-data"); arg(&b, "%s", c->val_data); }
-            for (int k = 0; k < c->n_extra; k++)          // the same validation split as training
-                if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(&b, "--val-frac"); arg(&b, "%s", c->extra[k + 1]); }
-            const char *suffix = e ? c->extensions[e - 1] : "";
-            if (e) { arg(&b, "--rope-scaling"); arg(&b, "%s", suffix); arg(&b, "--rope-factor"); arg(&b, "%g", c->ext_factor); }
-            if (c->eval_flags) arg_words(&b, c->eval_flags);
-            arg(&b, "--ppl-out"); arg(&b, "%s/ppl%s%s.csv", r->dir, e ? "_" : "", suffix);
-            arg(&b, "--ppl-positions"); arg(&b, "%s/ppl_positions%s%s.csv", r->dir, e ? "_" : "", suffix);
-            if (run_cmd(&b, log)) _exit(1);
-        }
-    }
+    Argv *cmds = xcalloc(1 + MAX_ITEMS, sizeof(Argv));
+    int n = build_cmds(c, r, cmds);
+    for (int i = 0; i < n; i++) if (run_cmd(&cmds[i], log)) _exit(1);
+    char *set = run_settings(c, r);
     snprintf(path, sizeof path, "%s/done", r->dir);
     FILE *f = fopen(path, "w");
-    if (!f) _exit(1);
-    fclose(f);
+    if (!f || fputs(set, f) < 0 || fclose(f) != 0) _exit(1);
     _exit(0);
 }
 
-static void fmt_time(double s, char *buf, size_t cap) {
-    if (s < 60) snprintf(buf, cap, "%.0fs", s);
-    else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)s / 60, (int)s % 60);
-    else snprintf(buf, cap, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+// 1 when the run finished with these settings; exits with a message when it finished with others
+static int finished(const Cfg *c, const Run *r) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/done", r->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *stored = NULL; size_t cap = 0;
+    ssize_t k = getdelim(&stored, &cap, 0, f);
+    fclose(f);
+    char *want = run_settings(c, r);
+    int same = k <= 0 || strcmp(stored, want) == 0;     // an empty marker records no settings
+    CHECK(same, "%s was made with other settings (its commands are in %s):\n%s\nnow:\n%s"
+          "give another --out, or delete that folder to redo the run", r->dir, path, stored, want);
+    free(stored); free(want);
+    return 1;
 }
 
 // the last line of a run's train.log that starts with prefix (for the progress report)
@@ -297,7 +333,7 @@ static int run_all(const Cfg *c, Run *runs, int n) {
            n, c->n_tasks, c->n_schemes, c->n_seeds, n - todo, todo, c->jobs, c->threads);
     fflush(stdout);
     int running = 0, finished = 0, next = 0;
-    double t_start = now(), busy = 0;
+    double t_start = now_seconds(), busy = 0;
     while (finished < todo) {
         while (running < c->jobs && next < n) {
             Run *r = &runs[next++];
@@ -307,7 +343,7 @@ static int run_all(const Cfg *c, Run *runs, int n) {
             r->pid = fork();
             CHECK(r->pid >= 0, "fork failed: %s", strerror(errno));
             if (r->pid == 0) run_child(c, r);
-            r->state = 1; r->t0 = now(); running++;
+            r->state = 1; r->t0 = now_seconds(); running++;
         }
         int status;
         pid_t pid = waitpid(-1, &status, 0);
@@ -318,11 +354,11 @@ static int run_all(const Cfg *c, Run *runs, int n) {
             int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
             r->state = ok ? 2 : 3;
             running--; finished++; failed += !ok;
-            double dt = now() - r->t0;
+            double dt = now_seconds() - r->t0;
             busy += dt;
             char took[32], eta[32], res[1024];
-            fmt_time(dt, took, sizeof took);
-            fmt_time(busy / finished * (todo - finished) / c->jobs, eta, sizeof eta);
+            fmt_duration(dt, took, sizeof took);
+            fmt_duration(busy / finished * (todo - finished) / c->jobs, eta, sizeof eta);
             last_line(r->dir, c->data ? "step" : "in-distribution", res, sizeof res);
             if (!c->quiet || !ok)
                 printf("[%d/%d] %s %s seed %lld: %s in %s | %s | ETA %s\n", finished, todo, c->tasks[r->task],
@@ -333,7 +369,7 @@ static int run_all(const Cfg *c, Run *runs, int n) {
         }
     }
     char total[32];
-    fmt_time(now() - t_start, total, sizeof total);
+    fmt_duration(now_seconds() - t_start, total, sizeof total);
     if (todo) printf("compare: trained %d runs in %s%s\n", todo, total, failed ? " (some failed)" : "");
     return failed;
 }
@@ -380,8 +416,9 @@ static void read_eval(const char *path, int run, Rows *rs) {
     while (fgets(line, sizeof line, f)) {
         int k = fields(line, fl, 16);
         CHECK(k >= 10, "'%s': a row has %d fields, expected 10 (task,scheme,seed,length,depth,split,n,correct,accuracy,skipped)", path, k);
+        // an instance the model cannot run (past a learned position table) counts as wrong
         Row r = { .run = run, .length = atoi(fl[3]), .depth = *fl[4] ? atof(fl[4]) : -1, .ood = !strcmp(fl[5], "ood"),
-                  .n = atoi(fl[6]), .correct = atoi(fl[7]) };
+                  .n = atoi(fl[6]) + atoi(fl[9]), .correct = atoi(fl[7]) };
         r.value = r.n ? (double)r.correct / r.n : NAN;
         push(rs, &r);
     }
@@ -516,7 +553,7 @@ static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max
     int col = 2;
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++, col++) {
-            if (v && !strstr(c->schemes[sc].flags, "rope")) continue;
+            if (v && !uses_rope(&c->schemes[sc])) continue;
             fprintf(g, "%s'%s.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.5 lc rgb '%s' dt %d title '%s%s%s'",
                     col == 2 ? "" : ", \\\n     ", name, col, COLORS[sc % 10], v + 1, c->schemes[sc].label, v ? "+" : "",
                     v ? c->extensions[v - 1] : "");
@@ -554,7 +591,7 @@ static void report(const Cfg *c, const Run *runs, int n) {
         if (r->state != 2 && r->state != 4) continue;
         if (!text) { snprintf(path, sizeof path, "%s/eval.csv", r->dir); read_eval(path, i, &rs); continue; }
         for (int v = 0; v < n_var; v++) {
-            if (v && !strstr(c->schemes[r->scheme].flags, "rope")) continue;
+            if (v && !uses_rope(&c->schemes[r->scheme])) continue;
             snprintf(path, sizeof path, "%s/ppl%s%s.csv", r->dir, v ? "_" : "", v ? c->extensions[v - 1] : "");
             read_ppl(path, i, v, &rs);
         }
@@ -659,7 +696,7 @@ static void report(const Cfg *c, const Run *runs, int n) {
                 fprintf(md, "\n");
                 for (int sc = 0; sc < c->n_schemes; sc++)
                     for (int v = 0; v < n_var; v++) {
-                        if (v && !strstr(c->schemes[sc].flags, "rope")) continue;
+                        if (v && !uses_rope(&c->schemes[sc])) continue;
                         fprintf(md, "| %s%s%s |", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
                         for (int w = 0; w < nw; w++) {
                             double x[MAX_ITEMS], m, s; const char *note = "";
@@ -730,7 +767,7 @@ int main(int argc, char **argv) {
                 Run *r = &runs[run_index(&c, t, sc, sd)];
                 r->task = t; r->scheme = sc; r->seed = sd;
                 snprintf(r->dir, sizeof r->dir, "%s/runs/%s/%s/seed%lld", c.out, c.tasks[t], c.schemes[sc].label, c.seeds[sd]);
-                r->state = exists(r->dir, "done") ? 4 : 0;
+                r->state = finished(&c, r) ? 4 : 0;
             }
     int failed = run_all(&c, runs, n);
     report(&c, runs, n);

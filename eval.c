@@ -118,7 +118,7 @@ int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, Ta
 
 double task_accuracy(const TaskScore *s, int n, int ood) {
     long long num = 0, den = 0;
-    for (int i = 0; i < n; i++) if (s[i].ood == ood) { num += s[i].correct; den += s[i].n; }
+    for (int i = 0; i < n; i++) if (s[i].ood == ood) { num += s[i].correct; den += s[i].n + s[i].skipped; }
     return den ? (double)num / den : NAN;
 }
 
@@ -133,7 +133,7 @@ void task_scores_write(const char *path, const char *task, const char *scheme, l
         fprintf(f, "%s,%s,%lld,%d,", task, scheme, seed, s[i].length);
         if (s[i].depth >= 0) fprintf(f, "%.4g", s[i].depth);
         fprintf(f, ",%s,%d,%d,", s[i].ood ? "ood" : "id", s[i].n, s[i].correct);
-        if (s[i].n) fprintf(f, "%.6f", (double)s[i].correct / s[i].n);
+        if (s[i].n + s[i].skipped) fprintf(f, "%.6f", (double)s[i].correct / (s[i].n + s[i].skipped));
         fprintf(f, ",%d\n", s[i].skipped);
     }
     CHECK(fclose(f) == 0 && rename(tmp, path) == 0, "cannot write '%s' (disk full?)", path);

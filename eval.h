@@ -46,7 +46,8 @@ int argmax_token(const real *logits, int V);
 void task_scores_write(const char *path, const char *task, const char *scheme, long long seed,
                        const TaskScore *s, int n);
 // Mean accuracy over the in-distribution (ood = 0) or longer (ood = 1) buckets, every bucket
-// weighted by its instances; NAN when there is none.
+// weighted by its instances; an instance the model cannot run (skipped) counts as wrong. NAN
+// when there is none. The CSV's accuracy column is correct / (n + skipped) for the same reason.
 double task_accuracy(const TaskScore *s, int n, int ood);
 
 #endif

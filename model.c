@@ -652,6 +652,16 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
     posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos > cfg->max_seq_len ? max_pos : cfg->max_seq_len);
 }
 
+void gpt_set_context(GPT *m, int context) {
+    CHECK(posenc_position_limit(&m->cfg.pe, &m->pt, m->cfg.max_seq_len) == m->pt.max_pos || context <= m->cfg.max_seq_len,
+          "internal: a learned position table cannot serve a context of %d", context);
+    m->cfg.max_seq_len = context;
+    int max_pos = m->pt.max_pos > context ? m->pt.max_pos : context;
+    PosDims d = dims_of(&m->cfg);
+    posenc_tables_free(&m->pt);
+    posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos);
+}
+
 void gpt_reserve_positions(GPT *m, int max_pos) {
     if (max_pos <= m->pt.max_pos) return;
     PosDims d = dims_of(&m->cfg);

@@ -185,6 +185,9 @@ int gpt_position_limit(const GPT *m);
 // Rebuilds the position tables (never the parameters) to cover ids 0 .. max_pos-1 when they are
 // shorter, for evaluation beyond the context. A learned input table keeps its rows.
 void gpt_reserve_positions(GPT *m, int max_pos);
+// Runs the model at another context (the length its position tables are built for; dynamic NTK
+// scaling reads the sequence length from it) and rebuilds the tables; parameters are untouched.
+void gpt_set_context(GPT *m, int context);
 
 // Layers, exposed for the per-layer gradient checks.
 void encoder_forward(real *out, const int *inp, const real *wte, int N, int C);

@@ -6,12 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 int ppl_parse_multiples(const char *list, double *out, int cap, char *msg, size_t msgcap) {
     int n = 0;
     const char *s = list;
@@ -128,6 +122,11 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     int S = mode == PPL_SLIDING ? stride : W;
     CHECK(S >= 1 && S <= W, "internal: stride %d for window %d", S, W);
     gpt_reserve_positions(m, W);
+    // dynamic NTK scaling follows the length of the sequence: the base grows with W past L0
+    if (m->cfg.pe.rope_scaling == ROPE_SCALING_DYNAMIC) {
+        int L0 = m->cfg.pe.rope_original_context, ctx = W > L0 ? W : L0;
+        if (ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
+    }
     if (batch_tokens <= 0) batch_tokens = PPL_BATCH_TOKENS;
     int Bmax = batch_tokens / W > 1 ? batch_tokens / W : 1;
 
@@ -138,7 +137,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     batch_alloc(&b, Bmax, W);
     double *pos_sum = xcalloc((size_t)W, sizeof(double));
     size_t *pos_cnt = xcalloc((size_t)W, sizeof(size_t));
-    double sum = 0, t0 = now_s(), last = t0;
+    double sum = 0, t0 = now_seconds(), last = t0;
     size_t scored = 0;
     for (size_t i = 0; i < nw;) {
         // a group of up to Bmax consecutive windows of one length (only the last nonoverlap
@@ -168,7 +167,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
             }
         }
         i += rows;
-        double tn = now_s();
+        double tn = now_seconds();
         if (progress && tn - last > 10 && i < nw) {
             fprintf(progress, "ppl: window %d %s: %zu/%zu windows (%.0f%%), %.0f s\n", W,
                     mode == PPL_SLIDING ? "sliding" : "nonoverlap", i, nw, 100.0 * i / nw, tn - t0);
@@ -181,7 +180,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     memset(r, 0, sizeof *r);
     r->window = W; r->mode = mode; r->stride = S; r->tokens = scored; r->rows = nw;
     r->loss = sum / (double)scored;
-    r->seconds = now_s() - t0;
+    r->seconds = now_seconds() - t0;
     if (mode == PPL_NONOVERLAP) {
         r->pos_loss = xmalloc(sizeof(double) * W);
         for (int t = 0; t < W; t++) r->pos_loss[t] = pos_cnt[t] ? pos_sum[t] / (double)pos_cnt[t] : NAN;

@@ -62,7 +62,7 @@ static const Flag FLAGS[] = {
     { "task", F_STR, O(task), 0, 0, K_TRAIN, "NAME", "train on a synthetic length-generalisation task instead of text (see the task table below)" },
     { "train-min", F_INT, O(train_min), 0, 100000, K_TRAIN, "N", "--task: shortest training length, 0 = the task's" },
     { "train-max", F_INT, O(train_max), 0, 100000, K_TRAIN, "N", "--task: longest training length; longer is out-of-distribution, 0 = the task's" },
-    { "test-max", F_INT, O(test_max), 0, 100000, K_TRAIN, "N", "--task: longest test length, 0 = the task's (2 x its train-max)" },
+    { "test-max", F_INT, O(test_max), 0, 100000, K_TRAIN, "N", "--task: longest test length, 0 = the task's ratio x --train-max (2x; retrieval 4x)" },
     { "distractors", F_INT, O(distractors), -1, 20, K_TRAIN, "N", "--task retrieval: decoy keys with other labels in each haystack, -1 = 3" },
     { "depths", F_INT, O(depths), 0, 8, K_TRAIN, "N", "--task retrieval: key depths tested, evenly spaced in [0, 1], 0 = 5" },
     { "eval-per-length", F_INT, O(eval_per_length), 0, 1000000, K_RUN, "N", "--task: test instances per length (and depth) for the accuracy after training, 0 = none (100)" },
@@ -242,18 +242,6 @@ static void check_tokens(const TokenData *d, int vocab, const char *name) {
 // ----------------------------------------------------------------------------------------------
 // helpers
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static void fmt_time(double s, char *buf, size_t cap) {
-    if (s < 60) snprintf(buf, cap, "%.0fs", s);
-    else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)s / 60, (int)s % 60);
-    else snprintf(buf, cap, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
-}
-
 // linear warm-up to lr, then cosine decay to lr * min_lr_frac at the last step (step = steps-1)
 static double lr_at(const Options *o, int step) {
     int warm = o->warmup;
@@ -376,14 +364,14 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
 }
 
 // The model: from a checkpoint (--load/--resume; architecture flags refused) or from the flags.
-// vocab: the vocabulary of a new model (from --tokenizer or the data). max_pos: the largest
-// position the run will use (evaluation beyond the context), 0 = the context.
-static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int vocab, int max_pos) {
+// vocab: the vocabulary of a new model (from --tokenizer or the data). Evaluation beyond the
+// context extends the position tables later (gpt_reserve_positions).
+static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int vocab) {
     Options *o = &a->o;
     const char *ckpt = o->resume ? o->resume : o->load;
     char msg[512];
     if (ckpt) {
-        ckpt_load(ckpt, model, max_pos, stored, o->resume ? st : NULL, adjust_loaded, a);
+        ckpt_load(ckpt, model, 0, stored, o->resume ? st : NULL, adjust_loaded, a);
         if (o->resume) {
             CHECK(st->has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
                   "use --load to fine-tune from it", ckpt);
@@ -400,7 +388,7 @@ static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int 
     CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, o->pe, o->pe_layers, o->input_pe, msg, sizeof msg), "%s", msg);
     for (int i = 0; i < a->n_pe; i++) CHECK(posenc_set(&cfg.pe, a->pe_key[i], a->pe_val[i], msg, sizeof msg) > 0, "%s", msg);
     CHECK(gpt_config_check(&cfg, msg, sizeof msg), "%s", msg);
-    gpt_build(model, &cfg, (uint64_t)o->seed, max_pos > cfg.max_seq_len ? max_pos : 0);
+    gpt_build(model, &cfg, (uint64_t)o->seed, 0);
 }
 
 // Refuses a --save whose folder does not exist now, rather than after hours of training.
@@ -431,15 +419,43 @@ static void setup_task(Args *a, TaskConfig *tc) {
     task_defaults(tc, id);
     if (o->train_min) tc->train_min = o->train_min;
     if (o->train_max) tc->train_max = o->train_max;
-    if (o->test_max) tc->test_max = o->test_max;
-    else if (o->train_max) tc->test_max = 2 * tc->train_max;
+    const TaskInfo *ti = task_info(id);
+    if (o->test_max) tc->test_max = o->test_max;                 // default: the task's ratio (2x; retrieval 4x)
+    else if (o->train_max) tc->test_max = tc->train_max * (ti->test_max / ti->train_max);
     if (o->distractors >= 0) tc->distractors = o->distractors;
     if (o->depths) tc->n_depths = o->depths;
     CHECK(task_check(tc, msg, sizeof msg), "%s", msg);
+    CHECK(id == task_find("retrieval") || (!flag_set(a, "distractors") && !flag_set(a, "depths")),
+          "--distractors and --depths apply to --task retrieval, not %s", o->task);
+    CHECK(id == task_find("retrieval") || tc->test_max <= 4096, "--test-max %d: at most 4096 test lengths "
+          "(each length is evaluated)", tc->test_max);
+    for (const char *const *f = (const char *const[]){ "val-frac", "val-every", "val-batches", NULL }; *f; f++)
+        CHECK(!flag_set(a, *f), "--%s: a --task has no validation text; its test is the accuracy by length "
+              "(--eval-per-length)", *f);
     if (!flag_set(a, "seq") && !o->resume) {
         int need = 2 * task_max_tokens(tc, tc->train_max);
         o->seq = (need + 31) / 32 * 32;
     }
+}
+
+// --load CKPT --task NAME: the lengths the model was trained with (stored in the checkpoint) are
+// the split between in-distribution and longer, unless the command line gives them.
+static void apply_stored_task(Args *a, char *kv, const char *path) {
+    static const char *names[] = { "train-min", "train-max", "test-max", "distractors", "depths" };
+    char *copy = strdup(kv), *task = NULL;
+    for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strncmp(line, "train.task=", 11)) task = line + 11;
+    if (task && !strcmp(task, a->o.task)) {
+        strcpy(copy, kv);
+        for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
+            char *eq = strchr(line, '=');
+            if (!eq || strncmp(line, "train.", 6)) continue;
+            *eq = 0;
+            for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+                if (!strcmp(line + 6, names[i]) && !flag_set(a, names[i])) set_flag(&a->o, find_flag(names[i]), eq + 1, path);
+        }
+    }
+    free(copy);
 }
 
 static void print_task_scores(const TaskConfig *tc, const TaskScore *s, int n, int per_length) {
@@ -447,10 +463,10 @@ static void print_task_scores(const TaskConfig *tc, const TaskScore *s, int n, i
     printf("accuracy on %s (exact match of the greedy answer, %d test instances per bucket; trained on lengths %d-%d):\n",
            ti->name, per_length, tc->train_min, tc->train_max);
     for (int i = 0; i < n; i++) {
-        if (s[i].depth >= 0) printf("  len %4d depth %.2f %s %5.1f%%", s[i].length, s[i].depth, s[i].ood ? "*" : " ",
-                                    s[i].n ? 100.0 * s[i].correct / s[i].n : 0.0);
-        else printf("  len %3d%s %5.1f%%", s[i].length, s[i].ood ? "*" : " ", s[i].n ? 100.0 * s[i].correct / s[i].n : 0.0);
-        if (s[i].skipped) printf(" (%d skipped: past the position table)", s[i].skipped);
+        double acc = 100.0 * s[i].correct / (s[i].n + s[i].skipped);    // skipped instances count as wrong
+        if (s[i].depth >= 0) printf("  len %4d depth %.2f %s %5.1f%%", s[i].length, s[i].depth, s[i].ood ? "*" : " ", acc);
+        else printf("  len %3d%s %5.1f%%", s[i].length, s[i].ood ? "*" : " ", acc);
+        if (s[i].skipped) printf(" (%d past the position table: wrong)", s[i].skipped);
         if ((i + 1) % (s[i].depth >= 0 || s[i].skipped ? 3 : 6) == 0 || i + 1 == n) printf("\n");
     }
     double id = task_accuracy(s, n, 0), ood = task_accuracy(s, n, 1);
@@ -479,6 +495,7 @@ static void show_examples(GPT *m, const TaskConfig *tc, int count, uint64_t seed
             printf(" expected ");
             for (int t = np; t < len - 1; t++) putchar(inst[t]);
             printf(" got ");
+            if (got == 0 || (got == 1 && out[0] == '\n')) printf("(nothing)");
             for (int t = 0; t < got; t++) if (out[t] != '\n') putchar(out[t] >= 32 && out[t] < 127 ? out[t] : '?');
             printf("\n");
         }
@@ -487,12 +504,11 @@ static void show_examples(GPT *m, const TaskConfig *tc, int count, uint64_t seed
 }
 
 static void evaluate_task(GPT *m, const TaskConfig *tc, const Options *o) {
-    int lengths[4096], nd = tc->task == task_find("retrieval") ? tc->n_depths : 1;
-    int nl = task_test_lengths(tc, lengths, 4096);
     gpt_reserve_positions(m, task_max_tokens(tc, tc->test_max));
     if (o->eval_per_length > 0) {
-        TaskScore *s = xmalloc(sizeof(TaskScore) * (size_t)nl * nd);
-        int n = task_evaluate(m, tc, o->eval_per_length, (uint64_t)o->seed, s, nl * nd, 1);
+        int cap = 4096 * TASK_MAX_DEPTHS;                         // lengths x depths, at most
+        TaskScore *s = xmalloc(sizeof(TaskScore) * (size_t)cap);
+        int n = task_evaluate(m, tc, o->eval_per_length, (uint64_t)o->seed, s, cap, isatty(2));
         print_task_scores(tc, s, n, o->eval_per_length);
         if (o->eval_out) {
             char label[PE_MAX_LAYERS * 24];
@@ -646,9 +662,9 @@ int main(int argc, char **argv) {
     GPT model;
     TrainState st = { 0 };
     char *stored = NULL;      // the checkpoint's train.* lines; --resume's options point into it
-    int max_pos = 0;          // the largest position evaluation will use (0: the context)
-    build_model(&a, &model, &st, &stored, o->tokenizer ? tok.n : have_data ? all.vocab_size : 256, max_pos);
+    build_model(&a, &model, &st, &stored, o->tokenizer ? tok.n : have_data ? all.vocab_size : 256);
     const GPTConfig *cfg = &model.cfg;
+    if (o->load && o->task && stored) { apply_stored_task(&a, stored, o->load); setup_task(&a, &tc); }
     if (o->resume && o->task) setup_task(&a, &tc);
     static const char *task_flags[] = { "train-min", "train-max", "test-max", "distractors", "depths", "eval-per-length", "eval-out", "show" };
     for (size_t i = 0; i < sizeof task_flags / sizeof *task_flags; i++)
@@ -764,9 +780,9 @@ int main(int argc, char **argv) {
     }
     char *kv = train_kv(o);
     AdamWConfig adam = { o->lr, o->beta1, o->beta2, o->eps, o->wd };
-    double t0 = now(), tokens_done = 0;
+    double t0 = now_seconds(), tokens_done = 0;
     for (int step = (int)st.step; train_steps > 0 && step < o->steps; step++) {
-        double ts = now();
+        double ts = now_seconds();
         for (int k = 0; k < o->accum; k++) {
             if (o->task) task_fill_batch(&tc, &task_rng, &mb[k]); else loader_next(&loader, &mb[k]);
         }
@@ -786,16 +802,16 @@ int main(int argc, char **argv) {
         CHECK(isfinite(norm), "the gradient norm is %g at step %d: training diverged; lower --lr", norm, step + 1);
         adam.lr = lr_at(o, step);
         gpt_adamw(&model, &adam, step + 1);
-        double dt = now() - ts;
+        double dt = now_seconds() - ts;
         tokens_done += (double)o->accum * o->batch * o->seq;
         int last = step + 1 == o->steps;
         double val_loss = NAN;
         if (val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))
             val_loss = evaluate(&model, &val, o, &mb[0]);
-        double elapsed = now() - t0, tps = tokens_done / elapsed;
+        double elapsed = now_seconds() - t0, tps = tokens_done / elapsed;
         if ((step + 1) % o->log_every == 0 || last || step == (int)st.step || !isnan(val_loss)) {
             char eta[32];
-            fmt_time(elapsed / (step + 1 - (int)st.step) * (o->steps - step - 1), eta, sizeof eta);
+            fmt_duration(elapsed / (step + 1 - (int)st.step) * (o->steps - step - 1), eta, sizeof eta);
             printf("step %5d/%d | loss %.4f", step + 1, o->steps, loss);
             if (!isnan(val_loss)) printf(" | val %.4f", val_loss);
             printf(" | lr %.2e | norm %6.3f | %7.0f tok/s | %4.0f ms | ETA %s\n", adam.lr, norm, tps, dt * 1e3, eta);

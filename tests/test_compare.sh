@@ -77,6 +77,10 @@ expect_fail "scheme without =" "LABEL=FLAGS" ./compare --out "$tmp/x" --task cop
 expect_fail "scheme twice" "given twice" ./compare --out "$tmp/x" --task copy --schemes rope,rope
 expect_fail "flag compare sets" "set by ./compare" ./compare --out "$tmp/x" --task copy -- --pe rope
 expect_fail "bad seed" "--seeds" ./compare --out "$tmp/x" --task copy --seeds 1,x
+expect_fail "seed twice" "given twice" ./compare --out "$tmp/x" --task copy --seeds 1,1
+expect_fail "task twice" "given twice" ./compare --out "$tmp/x" --task copy,copy
+expect_fail "other settings in a finished grid" "made with other settings" ./compare --out "$out" --task copy-repeat \
+  --schemes nope,alibi --seeds 1,2 --eval-per-length 4 --quiet -- $model --steps 3 --train-max 4 --test-max 8
 expect_fail "unreadable data" "cannot be read" ./compare --out "$tmp/x" --data "$tmp/missing.txt"
 expect_fail "extensions without text" "--rope-extensions applies" ./compare --out "$tmp/x" --task copy --rope-extensions yarn
 expect_fail "a failing run" "failed" ./compare --out "$tmp/y" --task nosuchtask --schemes nope --quiet -- $model --steps 1
