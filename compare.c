@@ -441,6 +441,10 @@ static void read_ppl(const char *path, int run, int variant, Rows *rs) {
     fclose(f);
 }
 
+static void sort_ints(int *x, int n) {
+    for (int i = 1; i < n; i++) for (int k = i; k > 0 && x[k] < x[k - 1]; k--) { int t = x[k]; x[k] = x[k - 1]; x[k - 1] = t; }
+}
+
 static void mean_std(const double *x, int n, double *mean, double *sd) {
     double s = 0, q = 0; int k = 0;
     for (int i = 0; i < n; i++) if (!isnan(x[i])) { s += x[i]; k++; }
@@ -518,7 +522,7 @@ static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max
         for (int k = 0; k < nl; k++) seen |= lengths[k] == r->length;
         if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
     }
-    for (int i = 1; i < nl; i++) for (int k = i; k > 0 && lengths[k] < lengths[k - 1]; k--) { int t = lengths[k]; lengths[k] = lengths[k - 1]; lengths[k - 1] = t; }
+    sort_ints(lengths, nl);
     fprintf(d, "# %s", text ? "window" : "length");
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++) fprintf(d, " %s%s%s", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
@@ -563,6 +567,47 @@ static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max
     fclose(g);
     if (plots) gnuplot(c->out, name, made);
     fprintf(md, "![%s](%s.png)\n\n", text ? "perplexity" : "accuracy", name);
+}
+
+// Retrieval: the accuracy of each scheme by haystack length (rows) and key depth (columns),
+// pooled over seeds: "retrieval difficulty and distractors controlled".
+static void depth_tables(const Cfg *c, const Rows *rs, int task, FILE *md) {
+    double depths[16]; int nd = 0, lengths[MAX_LEN], nl = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const Row *r = &rs->r[i];
+        if ((r->run / c->n_schemes) / c->n_seeds != task || r->depth < 0) continue;
+        int seen = 0;
+        for (int k = 0; k < nd; k++) seen |= depths[k] == r->depth;
+        if (!seen && nd < 16) depths[nd++] = r->depth;
+        seen = 0;
+        for (int k = 0; k < nl; k++) seen |= lengths[k] == r->length;
+        if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
+    }
+    if (!nd) return;
+    sort_ints(lengths, nl);
+    for (int i = 1; i < nd; i++) for (int k = i; k > 0 && depths[k] < depths[k - 1]; k--) { double t = depths[k]; depths[k] = depths[k - 1]; depths[k - 1] = t; }
+    fprintf(md, "Accuracy (%%) by haystack length (tokens) and depth of the asked key (0 = start), all seeds pooled:\n\n");
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        fprintf(md, "| %s | ", c->schemes[sc].label);
+        for (int d = 0; d < nd; d++) fprintf(md, "depth %.2f | ", depths[d]);
+        fprintf(md, "\n|---|");
+        for (int d = 0; d < nd; d++) fprintf(md, "---|");
+        fprintf(md, "\n");
+        for (int li = 0; li < nl; li++) {
+            fprintf(md, "| %d |", lengths[li]);
+            for (int d = 0; d < nd; d++) {
+                long long num = 0, den = 0;
+                for (int i = 0; i < rs->n; i++) {
+                    const Row *r = &rs->r[i];
+                    if ((r->run / c->n_schemes) / c->n_seeds == task && r->run % c->n_schemes == sc && r->length == lengths[li] && r->depth == depths[d])
+                        { num += r->correct; den += r->n; }
+                }
+                if (den) fprintf(md, " %.1f |", 100.0 * num / den); else fprintf(md, " |");
+            }
+            fprintf(md, "\n");
+        }
+        fprintf(md, "\n");
+    }
 }
 
 // The train-max of a task as ./train reports it ("trained on lengths a-b" in train.log).
@@ -672,6 +717,7 @@ static void report(const Cfg *c, const Run *runs, int n) {
                 mrr_n++;
             }
             fprintf(md, "\n");
+            depth_tables(c, &rs, t, md);
             plot_by_length(c, &rs, t, train_max, 0, md, plots, &made);
         } else {
             int context = 0;
@@ -686,7 +732,7 @@ static void report(const Cfg *c, const Run *runs, int n) {
                 for (int k = 0; k < nw; k++) seen |= windows[k] == rs.r[i].length;
                 if (!seen && nw < 64) windows[nw++] = rs.r[i].length;
             }
-            for (int i = 1; i < nw; i++) for (int k = i; k > 0 && windows[k] < windows[k - 1]; k--) { int tmp = windows[k]; windows[k] = windows[k - 1]; windows[k - 1] = tmp; }
+            sort_ints(windows, nw);
             for (int mode = 0; mode < 2; mode++) {
                 char notes[1024] = "";
                 fprintf(md, "%s\n\n| scheme |", mode ? "Sliding window:" : "Non-overlapping windows:");

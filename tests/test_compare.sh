@@ -57,6 +57,13 @@ grep -q ",rope+yarn,1,128,sliding,2048," "$tmp/text/results.csv" && ok || bad "n
 grep -q ",learned,1,128,nonoverlap,.*learned table" "$tmp/text/results.csv" && ok || bad "learned past its table has no note"
 grep -q "^| rope+yarn |" "$tmp/text/summary.md" && ok || bad "summary lacks rope+yarn"
 
+# ---- retrieval: accuracy by haystack length and key depth
+./compare --out "$tmp/find" --task retrieval --schemes nope --eval-per-length 2 --quiet \
+  -- $model --steps 2 --depths 3 --train-max 64 --test-max 128 > "$tmp/log6" 2>&1 || { bad "retrieval grid failed:"; cat "$tmp/log6"; }
+grep -q "^| nope | depth 0.00 | depth 0.50 | depth 1.00 |" "$tmp/find/summary.md" && grep -q "^| 128 |" "$tmp/find/summary.md" \
+  && ok || bad "summary.md lacks the length x depth table"
+grep -q "^retrieval,nope,1,128,0.5,ood," "$tmp/find/results.csv" && ok || bad "results.csv lacks a depth row"
+
 # ---- without gnuplot: a message, the CSV and summary still written, exit 0
 mkdir -p "$tmp/nobin"
 PATH="$tmp/nobin" ./compare --out "$out" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 3 --quiet \
