@@ -146,8 +146,7 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
         gpt_forward(&m, &b);
         gpt_zero_grad(&m);
         gpt_backward(&m, 1.0 / m.weight_sum);
-        gpt_clip_grad(&m, 1.0);
-        gpt_adamw(&m, &o, s + 2);
+        gpt_adamw(&m, &o, s + 2, gpt_clip_scale(gpt_grad_norm(&m), 1.0));
         double dt = now() - t0;
         if (s >= 0) { ms[s] = dt * 1e3; total += dt; }
     }
