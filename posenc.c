@@ -266,18 +266,45 @@ static void kerple_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng)
     for (int h = 0; h < d->n_head; h++) p[d->n_head + h] = (real)rng_uniform(rng);
     kerple_project(c, d, p);
 }
+// A bias cache (bias_prepare) starts with D, the query positions it covers, as an int in its first
+// real; the rest is the scheme's.
+static void cache_set_D(real *cache, int D) { memcpy(cache, &D, sizeof D); }
+static int cache_D(const real *cache, int qpos) {
+    int D;
+    memcpy(&D, cache, sizeof D);
+    CHECK(qpos >= 0 && qpos < D, "internal: a bias cache covers query positions 0..%d, not %d", D - 1, qpos);
+    return D;
+}
+
+// Cache: D, then log(1 + r2_h d) for each head h and distance d < D, so neither direction takes a
+// log per key. The bias is -r1 * that log with or without the cache (the same expression).
+static size_t kerple_cache_size(const PosTables *t, int D) { return 1 + (size_t)t->d.n_head * D; }
+static void kerple_prepare(const PosTables *t, const real *p, int D, real *cache) {
+    int NH = t->d.n_head;
+    cache_set_D(cache, D);
+    for (int h = 0; h < NH; h++)
+        for (int d = 0; d < D; d++) cache[1 + (size_t)h * D + d] = (real)log(1 + p[NH + h] * (real)d);
+}
 static void kerple_bias_forward(const PosTables *t, const real *p, const real *cache, int h, int qpos, const int *kpos,
                                 int n, real *out) {
-    (void)cache;
     int NH = t->d.n_head;
     real r1 = p[h], r2 = p[NH + h];
-    for (int j = 0; j < n; j++) out[j] -= r1 * log(1 + r2 * distance(qpos, kpos[j]));
+    if (cache) {
+        const real *lg = cache + 1 + (size_t)h * cache_D(cache, qpos);
+        for (int j = 0; j < n; j++) out[j] -= r1 * lg[qpos > kpos[j] ? qpos - kpos[j] : 0];
+        return;
+    }
+    for (int j = 0; j < n; j++) out[j] -= r1 * (real)log(1 + r2 * distance(qpos, kpos[j]));
 }
 // d/dr1 = -log(1 + r2 d), d/dr2 = -r1 d / (1 + r2 d)
 static void kerple_bias_backward(const PosTables *t, const real *p, const real *cache, real *dp, real *dcache, int h,
                                  int qpos, const int *kpos, int n, const real *dout) {
-    (void)cache; (void)dcache;
     int NH = t->d.n_head;
+    if (cache && dcache) {      // the gradient of the cached logs' bias, per distance (kerple_finish)
+        real *g = dcache + 1 + (size_t)h * cache_D(cache, qpos);
+        for (int j = 0; j < n; j++) g[qpos > kpos[j] ? qpos - kpos[j] : 0] += dout[j];
+        return;
+    }
     real r1 = p[h], r2 = p[NH + h], g1 = 0, g2 = 0;
     for (int j = 0; j < n; j++) {
         if (dout[j] == 0) continue;
@@ -287,6 +314,16 @@ static void kerple_bias_backward(const PosTables *t, const real *p, const real *
     }
     dp[h] += g1;
     dp[NH + h] += g2;
+}
+static void kerple_finish(const PosTables *t, const real *p, const real *cache, const real *dcache, real *dp) {
+    int NH = t->d.n_head, D = cache_D(cache, 0);
+    for (int h = 0; h < NH; h++) {
+        const real *lg = cache + 1 + (size_t)h * D, *g = dcache + 1 + (size_t)h * D;
+        real r1 = p[h], r2 = p[NH + h], g1 = 0, g2 = 0;
+        for (int d = 0; d < D; d++) { g1 -= g[d] * lg[d]; g2 -= g[d] * r1 * (real)d / (1 + r2 * (real)d); }
+        dp[h] += g1;
+        dp[NH + h] += g2;
+    }
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -375,12 +412,6 @@ static void fire_backward_keys(const FireParams *f, real *dp, int h, const real 
 // the table f_h(psi(d) / (psi(L) + eps)), d < D: the bias of every query before L, where it
 // depends on the distance alone. The table is filled for d < fire_table_len (queries before L).
 static size_t fire_cache_size(const PosTables *t, int D) { return 1 + (size_t)(t->d.n_head + 1) * D; }
-static int fire_cache_D(const real *cache, int qpos) {
-    int D;
-    memcpy(&D, cache, sizeof D);
-    CHECK(qpos >= 0 && qpos < D, "internal: fire's bias cache covers query positions 0..%d, not %d", D - 1, qpos);
-    return D;
-}
 static int fire_table_len(const FireParams *f, int D) {   // query positions q < D with L > q
     int n = 0;
     while (n < D && f->L > n) n++;
@@ -388,7 +419,7 @@ static int fire_table_len(const FireParams *f, int D) {   // query positions q <
 }
 static void fire_prepare(const PosTables *t, const real *p, int D, real *cache) {
     FireParams f = fire_params(t, p);
-    memcpy(cache, &D, sizeof D);
+    cache_set_D(cache, D);
     real *psi = cache + 1, denom = fire_psi(f.c, f.L) + (real)FIRE_EPS, u[FIRE_CHUNK];
     for (int d = 0; d < D; d++) psi[d] = fire_psi(f.c, (real)d);
     int Dt = fire_table_len(&f, D);
@@ -401,7 +432,7 @@ static void fire_prepare(const PosTables *t, const real *p, int D, real *cache) 
 }
 static void fire_finish(const PosTables *t, const real *p, const real *cache, const real *dcache, real *dp) {
     FireParams f = fire_params(t, p);
-    int D = fire_cache_D(cache, 0), Dt = fire_table_len(&f, D);
+    int D = cache_D(cache, 0), Dt = fire_table_len(&f, D);
     const real *psi = cache + 1;
     real x[FIRE_CHUNK];
     for (int h = 0; h < f.NH; h++)
@@ -415,7 +446,7 @@ static void fire_finish(const PosTables *t, const real *p, const real *cache, co
 static void fire_bias_forward(const PosTables *t, const real *p, const real *cache, int h, int qpos, const int *kpos,
                               int n, real *out) {
     FireParams f = fire_params(t, p);
-    int D = cache ? fire_cache_D(cache, qpos) : 0;
+    int D = cache ? cache_D(cache, qpos) : 0;
     const real *psi = cache ? cache + 1 : NULL;
     if (cache && f.L > qpos) {           // a query before L: its bias is the cached table's row
         const real *tab = psi + (size_t)(h + 1) * D;
@@ -436,7 +467,7 @@ static void fire_bias_forward(const PosTables *t, const real *p, const real *cac
 static void fire_bias_backward(const PosTables *t, const real *p, const real *cache, real *dp, real *dcache, int h,
                                int qpos, const int *kpos, int n, const real *dout) {
     FireParams f = fire_params(t, p);
-    int D = cache ? fire_cache_D(cache, qpos) : 0;
+    int D = cache ? cache_D(cache, qpos) : 0;
     const real *psi = cache ? cache + 1 : NULL;
     if (cache && dcache && f.L > qpos) {  // the gradient of the cached table's row (fire_finish carries it to dp)
         real *dtab = dcache + 1 + (size_t)(h + 1) * D;
@@ -485,7 +516,8 @@ static const PosScheme SCHEMES[] = {
     { .name = "kerple", .summary = "learned per-head bias -r1*log(1 + r2*(i-j)), r1, r2 >= 0.01, per "
                                    "layer (Chi et al. 2022, log variant)",
       .hooks = PE_HOOK_BIAS, .param_shape = kerple_shape, .init = kerple_init, .project = kerple_project,
-      .bias_forward = kerple_bias_forward, .bias_backward = kerple_bias_backward },
+      .bias_forward = kerple_bias_forward, .bias_backward = kerple_bias_backward,
+      .bias_cache_size = kerple_cache_size, .bias_prepare = kerple_prepare, .bias_finish = kerple_finish },
     { .name = "fire", .summary = "learned bias f(psi(i-j)/psi(max(L,i))), psi(x) = log(|c|x+1), f a "
                                  "per-layer MLP, c and log L learned (Li et al. 2023)",
       .hooks = PE_HOOK_BIAS, .param_shape = fire_shape, .init = fire_init,
