@@ -6,6 +6,11 @@
 //   ./bench --config NAME    one config; ends with
 //                            RESULT config=NAME tokens_per_s=X gflops=Y peak_fraction=Z peak_rss_mb=W
 //
+// Every config is a training step except small-eval-t32768: one forward pass (no backward, no
+// optimiser) of `small` with nope positions, a model trained at context 256, over one window of
+// 32768 tokens: the time and peak memory of scoring a long window. Its FLOPs are the forward's:
+//   tokens x (2 x (12 L C^2 + V C) + 2 L T C)
+//
 // FLOP count of a training step (forward + backward, the usual 6 x parameters x tokens rule):
 //   tokens x (6 x (12 L C^2 + V C) + 6 L T C)
 // 12 L C^2 are the four linear layers of each block, V C the LM head (tied to wte, which is a lookup
@@ -103,14 +108,17 @@ static double gemm_gflops(const Shape *s, int blas) {
 typedef struct {
     const char *name;
     int L, C, NH, V, B, T, steps;
+    int eval_context;   // 0: training steps; else forward passes only, nope positions, a model of this
+                        // context (the window T may lie far past it), and no warm-up pass
 } Config;
 
 static const Config CONFIGS[] = {
-    { "gpt2-124m", 12, 768, 12, 50257, 4, 64, 3 },
-    { "gpt2-124m-t1024", 12, 768, 12, 50257, 1, 1024, 2 },
-    { "gpt2-124m-t4096", 12, 768, 12, 50257, 1, 4096, 1 },   // the memory target: < 8 GB
-    { "small", 6, 384, 6, 256, 8, 256, 4 },
-    { "tiny", 4, 128, 4, 256, 16, 64, 10 },         // the make run model
+    { "gpt2-124m", 12, 768, 12, 50257, 4, 64, 3, 0 },
+    { "gpt2-124m-t1024", 12, 768, 12, 50257, 1, 1024, 2, 0 },
+    { "gpt2-124m-t4096", 12, 768, 12, 50257, 1, 4096, 1, 0 },   // the memory target: < 8 GB
+    { "small", 6, 384, 6, 256, 8, 256, 4, 0 },
+    { "tiny", 4, 128, 4, 256, 16, 64, 10, 0 },         // the make run model
+    { "small-eval-t32768", 6, 384, 6, 256, 1, 32768, 1, 256 },   // a long window: forward only
 };
 enum { N_CONFIGS = (int)(sizeof(CONFIGS) / sizeof(CONFIGS[0])) };
 
@@ -120,34 +128,39 @@ typedef struct {
 
 static double flops_per_step(const Config *c) {
     double tokens = (double)c->B * c->T, L = c->L, C = c->C;
+    if (c->eval_context) return tokens * (2 * (12 * L * C * C + (double)c->V * C) + 2 * L * c->T * C);
     return tokens * (6 * (12 * L * C * C + (double)c->V * C) + 6 * L * c->T * C);
 }
 
 static int cmp_double(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 
 // Builds the config with positional scheme `pe` (a layer scheme in every layer, or an input
-// scheme), runs one warm-up step and c->steps timed steps (forward, backward, clip, AdamW).
+// scheme), runs one warm-up step and c->steps timed steps (forward, backward, clip, AdamW); an
+// evaluation config (eval_context) runs c->steps timed forward passes and nothing else.
 static StepResult run_steps(const Config *c, const char *pe, int steps) {
-    GPTConfig cfg = { .vocab_size = c->V, .n_layer = c->L, .n_head = c->NH, .n_embd = c->C, .max_seq_len = c->T };
+    int eval = c->eval_context > 0;
+    GPTConfig cfg = { .vocab_size = c->V, .n_layer = c->L, .n_head = c->NH, .n_embd = c->C,
+                      .max_seq_len = eval ? c->eval_context : c->T };
     posenc_defaults(&cfg.pe, c->L);
     char msg[256];
     CHECK(posenc_schedule(&cfg.pe, c->L, pe, NULL, NULL, msg, sizeof msg), "%s", msg);
     GPT m;
-    gpt_build(&m, &cfg, 1, 0);
+    gpt_build(&m, &cfg, 1, c->T);             // position tables for the whole window
     Batch b;
     batch_alloc(&b, c->B, c->T);
     Rng r; rng_seed(&r, 7);
     for (int i = 0; i < c->B * c->T; i++) { b.tokens[i] = (int)(rng_u64(&r) % c->V); b.targets[i] = (int)(rng_u64(&r) % c->V); }
     AdamWConfig o = { 1e-4, 0.9, 0.95, 1e-8, 0.1 };
     double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], total = 0;
-    for (int s = -1; s < steps; s++) {
+    for (int s = eval ? 0 : -1; s < steps; s++) {
         if (s == 0) memcpy(prof0, m.prof, sizeof prof0);
         double t0 = now();
         gpt_forward(&m, &b);
-        gpt_zero_grad(&m);
-        gpt_backward(&m, 1.0 / m.weight_sum);
-        gpt_clip_grad(&m, 1.0);
-        gpt_adamw(&m, &o, s + 2);
+        if (!eval) {
+            gpt_zero_grad(&m);
+            gpt_backward(&m, 1.0 / m.weight_sum);
+            gpt_adamw(&m, &o, s + 2, gpt_clip_scale(gpt_grad_norm(&m), 1.0));
+        }
         double dt = now() - t0;
         if (s >= 0) { ms[s] = dt * 1e3; total += dt; }
     }
@@ -269,7 +282,8 @@ int main(int argc, char **argv) {
             omp_set_num_threads((int)n);
 #endif
         } else {
-            fprintf(stderr, "usage: ./bench [--config NAME [--peak GFLOPS]] [--threads N]\nconfigs:");
+            fprintf(stderr, "usage: ./bench [--config NAME [--peak GFLOPS]] [--threads N]\nconfigs (small-eval-t32768: "
+                            "one forward pass over a 32768-token window):");
             for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
             fprintf(stderr, "\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
@@ -280,8 +294,9 @@ int main(int argc, char **argv) {
 #endif
     if (only) {
         const Config *c = find_config(only);
-        CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny)", only);
-        StepResult r = run_steps(c, "learned", c->steps);          // first, so the RSS is the step's
+        CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
+              "small-eval-t32768)", only);
+        StepResult r = run_steps(c, c->eval_context ? "nope" : "learned", c->steps);   // first, so the RSS is the step's
         double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0);
         printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
                c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
@@ -296,7 +311,8 @@ int main(int argc, char **argv) {
     CHECK(csv, "cannot write bench.csv");
     fprintf(csv, "kind,name,ms_per_step,tokens_per_s,gflops,peak_fraction_or_blas_gflops,peak_rss_mb,matmul_share,attention_share,optimizer_share,rest_share,extra\n");
     double peak = measure_peak(csv, 1);
-    printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps):\n");
+    printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps; the last row\n"
+           "is one forward pass only, see below):\n");
     printf("  %-16s %9s %9s %8s %7s %8s %7s %7s %7s %7s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
            "RSS MiB", "matmul", "attn", "optim", "rest");
     for (int i = 0; i < N_CONFIGS; i++) {
@@ -308,6 +324,8 @@ int main(int argc, char **argv) {
                 r.gflops / peak, r.rss_mb, r.share[0], r.share[1], r.share[2], r.share[3]);
         fflush(stdout);
     }
+    printf("  (small-eval-t32768: one forward pass of `small` with nope positions, trained context 256, over one\n"
+           "   window of 32768 tokens: ms/step is that pass, GFLOP/s counts forward FLOPs, no backward or AdamW)\n");
 
     printf("\npositional schemes on `small` (ms/step; ratio to nope, same run):\n");
     const Config *small = find_config("small");

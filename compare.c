@@ -523,6 +523,7 @@ static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max
         if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
     }
     sort_ints(lengths, nl);
+    double ymin = INFINITY;              // text: the best perplexity, for the y range
     fprintf(d, "# %s", text ? "window" : "length");
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++) fprintf(d, " %s%s%s", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
@@ -540,6 +541,7 @@ static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max
                 }
                 double val = text ? (k ? sum / k : NAN) : (den ? (double)num / den : NAN);
                 if (isnan(val)) fprintf(d, " NaN"); else fprintf(d, " %.6g", val);
+                if (!isnan(val) && val < ymin) ymin = val;
             }
         fprintf(d, "\n");
     }
@@ -548,10 +550,12 @@ static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max
     FILE *g = fopen(path, "w");
     CHECK(g, "cannot write '%s'", path);
     char title[256];
-    if (text) snprintf(title, sizeof title, "perplexity against evaluation window (trained at %d tokens; non-overlapping windows)", context);
+    if (text) snprintf(title, sizeof title, "perplexity against evaluation window (trained at %d tokens; non-overlapping windows; y cut at 4x the best)", context);
     else snprintf(title, sizeof title, "%s: exact-match accuracy against length (trained on lengths <= %d; mean over seeds)", c->tasks[task], train_max);
     gp_begin(g, name, title, text ? "window (tokens)" : "length", text ? "perplexity" : "accuracy");
-    if (text) fprintf(g, "set logscale x 2\nset logscale y\nset arrow from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n", context, context);
+    // text: y from the best perplexity to 4 times it (a scheme that explodes leaves the top)
+    if (text) fprintf(g, "set logscale x 2\nset logscale y\nset yrange [%g:%g]\nset ytics %.3g, 1.25\nset format y '%%.3g'\n"
+                         "set arrow from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n", 0.95 * ymin, 4 * ymin, ymin, context, context);
     else fprintf(g, "set yrange [-0.02:1.02]\nset arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\n", train_max + 0.5, train_max + 0.5);
     fprintf(g, "plot ");
     int col = 2;

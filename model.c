@@ -279,7 +279,8 @@ static real softmax_row(real *a, const int *kdoc, int n, int qdoc, int qpos, int
 // One query row of one head, for the KV cache: output o (hs,) over keys 0..n-1 (key j's vector at
 // K + j*stride, its value at V + j*stride); a (n,) is scratch.
 static void attend_row(real *o, real *a, const real *q, const real *K, const real *V, size_t stride,
-                       const int *kpos, const int *kdoc, int n, int qpos, int qdoc, int h, const AttnPos *ap, int hs) {
+                       const int *kpos, const int *kdoc, int n, int qpos, int qdoc, int h, const AttnPos *ap,
+                       const real *cache, int hs) {
     real scale = 1 / sqrt((real)hs);
     for (int j = 0; j < n; j++) {
         const real *k = K + (size_t)j * stride;
@@ -288,7 +289,7 @@ static void attend_row(real *o, real *a, const real *q, const real *K, const rea
         for (int c = 0; c < hs; c++) dot += q[c] * k[c];
         a[j] = dot * scale;
     }
-    if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, h, qpos, kpos, n, a);   // hook 3
+    if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, qpos, kpos, n, a);   // hook 3
     softmax_row(a, kdoc, n, qdoc, qpos, h);
     for (int c = 0; c < hs; c++) o[c] = 0;
     for (int j = 0; j < n; j++) {
@@ -327,10 +328,11 @@ static inline void block_dots(real *out, size_t ldo, const real *y, const real *
 
 // The scores of a block of nb query rows i0.. of head h against keys 0..nkeys-1 of one batch row
 // (row0: q of its token 0, head h, in (T,3C) qkv; pos_b its position ids): S[r*T + j] =
-// q_i . k_j / sqrt(hs), then hook 3 on each row's keys j < attn_limit. The forward, the backward
-// and attention_probs all score with this one function, so their scores are bit-identical.
-static void block_scores(real *S, const real *row0, const AttnPos *ap, const int *pos_b, int i0, int nb,
-                         int nkeys, int T, int C, int hs, int h) {
+// q_i . k_j / sqrt(hs), then hook 3 on each row's keys j < attn_limit (cache: the call's bias cache
+// or NULL). The forward, the backward and attention_probs all score with this one function, so
+// their scores are bit-identical.
+static void block_scores(real *S, const real *row0, const AttnPos *ap, const real *cache, const int *pos_b, int i0,
+                         int nb, int nkeys, int T, int C, int hs, int h) {
     size_t C3 = (size_t)3 * C;
     real scale = 1 / sqrt((real)hs);
     real qT[hs * ATT_QB] __attribute__((aligned(64)));
@@ -338,8 +340,22 @@ static void block_scores(real *S, const real *row0, const AttnPos *ap, const int
     for (int j = 0; j < nkeys; j++) block_dots(S + j, T, row0 + (size_t)j * C3 + C, qT, nb, hs, scale);
     if (ap->scheme->bias_forward)                                        // hook 3
         for (int r = 0; r < nb; r++)
-            ap->scheme->bias_forward(ap->tables, ap->pe_params, h, pos_b[i0 + r], pos_b,
+            ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, pos_b[i0 + r], pos_b,
                                      attn_limit(ap, i0 + r, T), S + (size_t)r * T);
+}
+
+// Hook 3's per-call cache (PosScheme.bias_prepare) for the query positions pos (n,), filled once
+// before the threads start: NULL when the scheme keeps none. *size receives its length in reals.
+static real *bias_cache_new(const AttnPos *ap, const int *pos, size_t n, size_t *size) {
+    const PosScheme *s = ap->scheme;
+    *size = 0;
+    if (!s->bias_prepare) return NULL;
+    int D = 1;                               // it covers query positions 0 .. D-1
+    for (size_t i = 0; i < n; i++) if (pos[i] >= D) D = pos[i] + 1;
+    *size = s->bias_cache_size(ap->tables, D);
+    real *cache = xmalloc(sizeof(real) * *size);
+    s->bias_prepare(ap->tables, ap->pe_params, D, cache);
+    return cache;
 }
 
 // Row i of p from its scores (in p on entry, nkeys of them): exp(score - lse) at the keys the query
@@ -354,6 +370,8 @@ static void row_probs(real *p, const int *doc_b, int i, int n, int nkeys, real l
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
                        int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
+    size_t ncache;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -364,7 +382,7 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
                 int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
                 int nkeys = attn_limit(ap, i0 + nb - 1, T);              // keys any row of the block may see
                 // scores of the whole block, one key at a time (k_j read once for nb queries)
-                block_scores(S, row0, ap, pos_b, i0, nb, nkeys, T, C, hs, h);
+                block_scores(S, row0, ap, cache, pos_b, i0, nb, nkeys, T, C, hs, h);
                 for (int r = 0; r < nb; r++) {
                     int i = i0 + r, n = attn_limit(ap, i, T);
                     real *a = S + (size_t)r * T;
@@ -386,6 +404,7 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
                 }
             }
         }
+    free(cache);
 }
 
 // dqkv (B,T,3C) +=; dout (B,T,C); lse from the forward; scratch as for the forward. Each (b,h) pair
@@ -399,11 +418,14 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
     real scale = 1 / sqrt((real)hs);
     const PosScheme *s = ap->scheme;
     // A learned bias gets gradient from every (b,h): each thread accumulates into its own copy,
-    // and the copies are added in thread order afterwards (no race, bit-reproducible).
+    // and the copies are added in thread order afterwards (no race, bit-reproducible). So does the
+    // gradient of the bias cache's values, which bias_finish then carries to the parameters.
     int learned_bias = s->bias_backward && ap->pe_dparams;
-    size_t np = learned_bias ? ap->pe_nparams : 0;
+    size_t np = learned_bias ? ap->pe_nparams : 0, ncache;
     CHECK(!learned_bias || np > 0, "internal: attention_backward needs pe_nparams for a learned bias");
     real *dp_threads = learned_bias ? xcalloc((size_t)max_threads() * np, sizeof(real)) : NULL;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
+    real *dcache_threads = learned_bias && cache && s->bias_finish ? xcalloc((size_t)max_threads() * ncache, sizeof(real)) : NULL;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -417,7 +439,7 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
                 int nkeys = attn_limit(ap, i0 + nb - 1, T);
                 // recompute scores exactly as the forward did (same function, same order), then dP,
                 // one key at a time
-                block_scores(P, row0, ap, pos_b, i0, nb, nkeys, T, C, hs, h);
+                block_scores(P, row0, ap, cache, pos_b, i0, nb, nkeys, T, C, hs, h);
                 real dT[hs * ATT_QB] __attribute__((aligned(64)));
                 block_transpose(dT, dout + ((size_t)b * T + i0) * C + h * hs, C, nb, hs);
                 for (int j = 0; j < nkeys; j++) block_dots(D + j, T, row0 + (size_t)j * C3 + 2 * C, dT, nb, hs, 1);
@@ -430,8 +452,9 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
                     for (int j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - dot_sum);
                     for (int j = n; j < nkeys; j++) ds[j] = 0;
                     if (learned_bias)
-                        s->bias_backward(ap->tables, ap->pe_params, dp_threads + (size_t)thread_id() * np, h, pos_b[i],
-                                         pos_b, n, ds);
+                        s->bias_backward(ap->tables, ap->pe_params, cache, dp_threads + (size_t)thread_id() * np,
+                                         dcache_threads ? dcache_threads + (size_t)thread_id() * ncache : NULL,
+                                         h, pos_b[i], pos_b, n, ds);
                 }
                 // dv_j, dk_j and dq_i, one key at a time
                 for (int j = 0; j < nkeys; j++) {
@@ -453,6 +476,13 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
             for (size_t k = 0; k < np; k++) ap->pe_dparams[k] += dp_threads[(size_t)t * np + k];
         free(dp_threads);
     }
+    if (dcache_threads) {
+        for (int t = 1; t < max_threads(); t++)
+            for (size_t k = 0; k < ncache; k++) dcache_threads[k] += dcache_threads[(size_t)t * ncache + k];
+        s->bias_finish(ap->tables, ap->pe_params, cache, dcache_threads, ap->pe_dparams);
+        free(dcache_threads);
+    }
+    free(cache);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -837,15 +867,18 @@ void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
     const int *pos_b = bt->pos + (size_t)b * T, *doc_b = bt->doc + (size_t)b * T;
     const real *row0 = la.qkv + (size_t)b * T * 3 * C + head * hs;
     const real *lse = la.att_lse + ((size_t)b * NH + head) * T;
+    size_t ncache;
+    real *cache = bias_cache_new(&ap, pos_b, (size_t)T, &ncache);
     for (int i0 = 0; i0 < T; i0 += ATT_QB) {
         int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
         real *S = out + (size_t)i0 * T;
-        block_scores(S, row0, &ap, pos_b, i0, nb, attn_limit(&ap, i0 + nb - 1, T), T, C, hs, head);
+        block_scores(S, row0, &ap, cache, pos_b, i0, nb, attn_limit(&ap, i0 + nb - 1, T), T, C, hs, head);
         for (int r = 0; r < nb; r++) {
             int i = i0 + r;
             row_probs(S + (size_t)r * T, doc_b, i, attn_limit(&ap, i, T), T, lse[i]);
         }
     }
+    free(cache);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -905,13 +938,16 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
             memcpy(Kl + (size_t)(P + t) * C, la.qkv + (size_t)t * 3 * C + C, sizeof(real) * C);
             memcpy(Vl + (size_t)(P + t) * C, la.qkv + (size_t)t * 3 * C + 2 * C, sizeof(real) * C);
         }
+        size_t ncache;
+        real *cache = bias_cache_new(&ap, pos, (size_t)T, &ncache);
         #pragma omp parallel for collapse(2) schedule(static)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
                 real *row = kc->att_row + (size_t)thread_id() * kc->cap;
                 attend_row(la.atty + (size_t)t * C + h * hs, row, la.qkv + (size_t)t * 3 * C + h * hs,
-                           Kl + h * hs, Vl + h * hs, C, kc->pos, kc->doc, P + t + 1, pos[t], 0, h, &ap, hs);
+                           Kl + h * hs, Vl + h * hs, C, kc->pos, kc->doc, P + t + 1, pos[t], 0, h, &ap, cache, hs);
             }
+        free(cache);
         matmul_forward(a->scratch, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, T, C, C);
         residual_add(la.residual2, residual, a->scratch, (size_t)T * C);
         layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, T, C);
@@ -993,37 +1029,93 @@ void gpt_backward(GPT *m, double grad_scale) {
 // ----------------------------------------------------------------------------------------------
 // optimiser
 
-double gpt_clip_grad(GPT *m, double max_norm) {
-    double t0 = wall(), ss = 0;
-    for (size_t i = 0; i < m->num_params; i++) ss += (double)m->grads[i] * m->grads[i];
-    double norm = sqrt(ss);
-    if (max_norm > 0 && norm > max_norm) {
-        real s = (real)(max_norm / norm);
-        for (size_t i = 0; i < m->num_params; i++) m->grads[i] *= s;
-    }
-    m->prof[PROF_OPTIMIZER] += wall() - t0;
-    return norm;
+// Two passes over the buffers per step: the gradient's global norm, then AdamW with the clipping
+// scale applied inside the update (the gradient buffer is read, never scaled in place). In each pass
+// every thread takes one contiguous span of the parameter buffer (one parallel region), and inside
+// it walks the runs of consecutive tensors that share a weight-decay setting, so the inner loop is
+// a plain vectorised loop with no per-element tensor lookup.
+
+// This thread's span [*lo, *hi) of n elements: contiguous, split in multiples of 16 (a cache line
+// of floats), the same for every pass of a given thread count.
+static void thread_span(size_t n, size_t *lo, size_t *hi) {
+#ifdef _OPENMP
+    size_t nt = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
+#else
+    size_t nt = 1, t = 0;
+#endif
+    size_t per = (n + nt - 1) / nt;
+    per = (per + 15) / 16 * 16;
+    *lo = t * per < n ? t * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
 }
 
-void gpt_adamw(GPT *m, const AdamWConfig *o, int t) {
+double gpt_grad_norm(GPT *m) {
+    double t0 = wall();
+    int nt = max_threads();
+    double *part = xcalloc((size_t)nt, sizeof(double)), ss = 0;
+    const real *g = m->grads;
+    #pragma omp parallel
+    {
+        size_t lo, hi;
+        thread_span(m->num_params, &lo, &hi);
+        double acc = 0;
+        #pragma omp simd reduction(+:acc)
+        for (size_t i = lo; i < hi; i++) acc += (double)g[i] * g[i];
+        part[thread_id()] = acc;
+    }
+    for (int t = 0; t < nt; t++) ss += part[t];   // in thread order: the same bits for the same threads
+    free(part);
+    m->prof[PROF_OPTIMIZER] += wall() - t0;
+    return sqrt(ss);
+}
+
+double gpt_clip_scale(double norm, double max_norm) {
+    return max_norm > 0 && norm > max_norm ? max_norm / norm : 1;
+}
+
+// AdamW on n elements of one run of tensors (weight decay wd), on the gradient times gs
+static void adamw_span(real *restrict w, real *restrict mm, real *restrict vv, const real *restrict grad, size_t n,
+                       const AdamWConfig *o, real ibc1, real ibc2, real wd, real gs) {
+    real lr = (real)o->lr, b1 = (real)o->beta1, b2 = (real)o->beta2, eps = (real)o->eps;
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        real g = grad[i] * gs;
+        real mi = b1 * mm[i] + (1 - b1) * g;
+        real vi = b2 * vv[i] + (1 - b2) * g * g;
+        mm[i] = mi; vv[i] = vi;
+        w[i] -= lr * ((mi * ibc1) / (sqrt(vi * ibc2) + eps) + wd * w[i]);
+    }
+}
+
+void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale) {
     double t0 = wall();
     if (!m->m) { m->m = xcalloc(m->num_params, sizeof(real)); m->v = xcalloc(m->num_params, sizeof(real)); }
     double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
+    real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;
+    // runs of consecutive tensors with the same decay setting: run r is [begin[r], begin[r+1])
+    size_t *begin = xmalloc(sizeof(size_t) * (size_t)(m->n_tensors + 1));
+    int *decay = xmalloc(sizeof(int) * (size_t)(m->n_tensors + 1)), runs = 0;
     for (int k = 0; k < m->n_tensors; k++) {
         const TensorInfo *ti = &m->tensors[k];
-        size_t begin = ti->offset, end = begin + (size_t)ti->rows * ti->cols;
-        real wd = ti->decay ? (real)o->weight_decay : 0;
-        real lr = (real)o->lr, b1 = (real)o->beta1, b2 = (real)o->beta2, eps = (real)o->eps;
-        real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2);
-        #pragma omp parallel for schedule(static)
-        for (size_t i = begin; i < end; i++) {
-            real g = m->grads[i];
-            real mi = b1 * m->m[i] + (1 - b1) * g;
-            real vi = b2 * m->v[i] + (1 - b2) * g * g;
-            m->m[i] = mi; m->v[i] = vi;
-            m->params[i] -= lr * ((mi * ibc1) / (sqrt(vi * ibc2) + eps) + wd * m->params[i]);
+        CHECK(ti->offset == (k ? m->tensors[k - 1].offset + (size_t)m->tensors[k - 1].rows * m->tensors[k - 1].cols : 0),
+              "internal: the tensors do not tile the parameter buffer");
+        if (runs == 0 || decay[runs - 1] != ti->decay) { begin[runs] = ti->offset; decay[runs++] = ti->decay; }
+    }
+    begin[runs] = m->num_params;
+    #pragma omp parallel
+    {
+        size_t lo, hi;
+        thread_span(m->num_params, &lo, &hi);
+        for (int r = 0; r < runs; r++) {
+            size_t a = begin[r] > lo ? begin[r] : lo, b = begin[r + 1] < hi ? begin[r + 1] : hi;
+            if (a < b) adamw_span(m->params + a, m->m + a, m->v + a, m->grads + a, b - a, o, ibc1, ibc2,
+                                  decay[r] ? (real)o->weight_decay : 0, gs);
         }
-        // a scheme may constrain its parameters (KERPLE keeps r1, r2 >= 0.01 as the paper's code does)
+    }
+    free(begin); free(decay);
+    // a scheme may constrain its parameters (KERPLE keeps r1, r2 >= 0.01 as the paper's code does)
+    for (int k = 0; k < m->n_tensors; k++) {
+        const TensorInfo *ti = &m->tensors[k];
         const PosScheme *sc = ti->scheme >= 0 ? posenc_scheme(ti->scheme) : NULL;
         if (sc && sc->project) { PosDims d = dims_of(&m->cfg); sc->project(&m->cfg.pe, &d, m->params + ti->offset); }
     }

@@ -172,11 +172,18 @@ void gpt_forward_cached(GPT *m, KVCache *c, const int *tokens, const int *pos, i
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
 } AdamWConfig;
-// One AdamW step (decoupled weight decay on tensors with decay=1); t is the 1-based step.
-void gpt_adamw(GPT *m, const AdamWConfig *o, int t);
-// Global L2 norm of the gradient; if max_norm > 0 and the norm exceeds it, scales the gradient
-// down to max_norm. Returns the norm before clipping.
-double gpt_clip_grad(GPT *m, double max_norm);
+// A step's update is two passes over the buffers: the gradient's global L2 norm, then AdamW on
+// the gradient times grad_scale, where clipping puts gpt_clip_scale(norm, max_norm):
+//     double norm = gpt_grad_norm(m);
+//     gpt_adamw(m, &o, t, gpt_clip_scale(norm, max_norm));
+// The norm is summed in a fixed order for a given thread count (the same bits run after run); the
+// gradient buffer is left as it is.
+double gpt_grad_norm(GPT *m);
+// max_norm / norm when max_norm > 0 and norm > max_norm, else 1
+double gpt_clip_scale(double norm, double max_norm);
+// One AdamW step (decoupled weight decay on tensors with decay=1) on grads * grad_scale; t is the
+// 1-based step.
+void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale);
 
 const TensorInfo *gpt_find_tensor(const GPT *m, const char *name);
 // Position ids the model can take: 0 .. limit-1 (its tables; a learned input table: its context).

@@ -202,8 +202,9 @@ static void alibi_build(PosTables *t) {
     posenc_alibi_slopes(t->d.n_head, t->alibi_slope);
 }
 
-static void alibi_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
-    (void)p;
+static void alibi_bias_forward(const PosTables *t, const real *p, const real *cache, int h, int qpos, const int *kpos,
+                               int n, real *out) {
+    (void)p; (void)cache;
     real m = (real)t->alibi_slope[h];
     for (int j = 0; j < n; j++) out[j] -= m * distance(qpos, kpos[j]);
 }
@@ -226,7 +227,9 @@ static void t5_build(PosTables *t) {
     t->t5_bucket = xmalloc(sizeof(int) * t->max_pos);
     for (int n = 0; n < t->max_pos; n++) t->t5_bucket[n] = posenc_t5_bucket(n, t->cfg.t5_num_buckets, t->cfg.t5_max_distance);
 }
-static void t5_bias_forward(const PosTables *t, const real *table, int h, int qpos, const int *kpos, int n, real *out) {
+static void t5_bias_forward(const PosTables *t, const real *table, const real *cache, int h, int qpos, const int *kpos,
+                            int n, real *out) {
+    (void)cache;
     int NH = t->d.n_head;
     for (int j = 0; j < n; j++) {
         int dist = qpos - kpos[j];
@@ -234,8 +237,9 @@ static void t5_bias_forward(const PosTables *t, const real *table, int h, int qp
         out[j] += table[(size_t)t->t5_bucket[dist < 0 ? 0 : dist] * NH + h];
     }
 }
-static void t5_bias_backward(const PosTables *t, const real *table, real *dtable, int h, int qpos, const int *kpos, int n, const real *dout) {
-    (void)table;
+static void t5_bias_backward(const PosTables *t, const real *table, const real *cache, real *dtable, real *dcache, int h,
+                             int qpos, const int *kpos, int n, const real *dout) {
+    (void)table; (void)cache; (void)dcache;
     int NH = t->d.n_head;
     for (int j = 0; j < n; j++) {
         int dist = qpos - kpos[j];
@@ -262,14 +266,45 @@ static void kerple_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng)
     for (int h = 0; h < d->n_head; h++) p[d->n_head + h] = (real)rng_uniform(rng);
     kerple_project(c, d, p);
 }
-static void kerple_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
+// A bias cache (bias_prepare) starts with D, the query positions it covers, as an int in its first
+// real; the rest is the scheme's.
+static void cache_set_D(real *cache, int D) { memcpy(cache, &D, sizeof D); }
+static int cache_D(const real *cache, int qpos) {
+    int D;
+    memcpy(&D, cache, sizeof D);
+    CHECK(qpos >= 0 && qpos < D, "internal: a bias cache covers query positions 0..%d, not %d", D - 1, qpos);
+    return D;
+}
+
+// Cache: D, then log(1 + r2_h d) for each head h and distance d < D, so neither direction takes a
+// log per key. The bias is -r1 * that log with or without the cache (the same expression).
+static size_t kerple_cache_size(const PosTables *t, int D) { return 1 + (size_t)t->d.n_head * D; }
+static void kerple_prepare(const PosTables *t, const real *p, int D, real *cache) {
+    int NH = t->d.n_head;
+    cache_set_D(cache, D);
+    for (int h = 0; h < NH; h++)
+        for (int d = 0; d < D; d++) cache[1 + (size_t)h * D + d] = (real)log(1 + p[NH + h] * (real)d);
+}
+static void kerple_bias_forward(const PosTables *t, const real *p, const real *cache, int h, int qpos, const int *kpos,
+                                int n, real *out) {
     int NH = t->d.n_head;
     real r1 = p[h], r2 = p[NH + h];
-    for (int j = 0; j < n; j++) out[j] -= r1 * log(1 + r2 * distance(qpos, kpos[j]));
+    if (cache) {
+        const real *lg = cache + 1 + (size_t)h * cache_D(cache, qpos);
+        for (int j = 0; j < n; j++) out[j] -= r1 * lg[qpos > kpos[j] ? qpos - kpos[j] : 0];
+        return;
+    }
+    for (int j = 0; j < n; j++) out[j] -= r1 * (real)log(1 + r2 * distance(qpos, kpos[j]));
 }
 // d/dr1 = -log(1 + r2 d), d/dr2 = -r1 d / (1 + r2 d)
-static void kerple_bias_backward(const PosTables *t, const real *p, real *dp, int h, int qpos, const int *kpos, int n, const real *dout) {
+static void kerple_bias_backward(const PosTables *t, const real *p, const real *cache, real *dp, real *dcache, int h,
+                                 int qpos, const int *kpos, int n, const real *dout) {
     int NH = t->d.n_head;
+    if (cache && dcache) {      // the gradient of the cached logs' bias, per distance (kerple_finish)
+        real *g = dcache + 1 + (size_t)h * cache_D(cache, qpos);
+        for (int j = 0; j < n; j++) g[qpos > kpos[j] ? qpos - kpos[j] : 0] += dout[j];
+        return;
+    }
     real r1 = p[h], r2 = p[NH + h], g1 = 0, g2 = 0;
     for (int j = 0; j < n; j++) {
         if (dout[j] == 0) continue;
@@ -280,6 +315,16 @@ static void kerple_bias_backward(const PosTables *t, const real *p, real *dp, in
     dp[h] += g1;
     dp[NH + h] += g2;
 }
+static void kerple_finish(const PosTables *t, const real *p, const real *cache, const real *dcache, real *dp) {
+    int NH = t->d.n_head, D = cache_D(cache, 0);
+    for (int h = 0; h < NH; h++) {
+        const real *lg = cache + 1 + (size_t)h * D, *g = dcache + 1 + (size_t)h * D;
+        real r1 = p[h], r2 = p[NH + h], g1 = 0, g2 = 0;
+        for (int d = 0; d < D; d++) { g1 -= g[d] * lg[d]; g2 -= g[d] * r1 * (real)d / (1 + r2 * (real)d); }
+        dp[h] += g1;
+        dp[NH + h] += g2;
+    }
+}
 
 // ----------------------------------------------------------------------------------------------
 // FIRE (Li et al. 2023): score(i, j) += f(psi(i - j) / psi(max(L, i)))_h, psi(x) = log(|c| x + 1),
@@ -287,8 +332,13 @@ static void kerple_bias_backward(const PosTables *t, const real *p, real *dp, in
 // through lambda = log L, so that Adam moves it at a rate that does not depend on its size (the
 // paper learns a multiplier of an initial L for the same reason).
 // Parameters (flat): [w1 (W), b1 (W), w2 (NH, W), b2 (NH), c, lambda].
+// Speed: for a query before L the bias depends on the distance alone, so the model's per-call cache
+// (bias_prepare) holds it for every distance and head: the attention's inner loop reads a table,
+// and its backward adds dscore into a table's gradient that fire_finish takes through the MLP once
+// per distance. Queries at or past L (evaluation beyond L, or L learned below the context) run the
+// MLP per key, vectorised across keys, on psi(d) from the cache's table (no log per key).
 
-enum { FIRE_W = 32 };
+enum { FIRE_W = 32, FIRE_CHUNK = 64 };
 #define FIRE_EPS 1e-6
 static void fire_shape(const PosConfig *c, const PosDims *d, int *rows, int *cols) {
     (void)c; *rows = 1; *cols = 2 * FIRE_W + d->n_head * FIRE_W + d->n_head + 2;
@@ -303,49 +353,137 @@ static void fire_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng) {
     cl[0] = (real)0.1;                       // c
     cl[1] = (real)log((double)d->max_seq_len);   // lambda: L starts at the training context
 }
-static void fire_bias_forward(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out) {
+
+// One layer's parameters by name; c = |c_raw|, L = exp(lambda).
+typedef struct { const real *w1, *b1, *w2, *b2; real craw, c, L; int NH; } FireParams;
+static FireParams fire_params(const PosTables *t, const real *p) {
     int NH = t->d.n_head;
-    const real *w1 = p, *b1 = w1 + FIRE_W, *w2 = b1 + FIRE_W + h * FIRE_W, *b2 = b1 + FIRE_W + NH * FIRE_W;
-    real c = fabs(b2[NH]), L = exp(b2[NH + 1]);
-    real denom = log(c * (L > qpos ? L : (real)qpos) + 1) + (real)FIRE_EPS;
-    for (int j = 0; j < n; j++) {
-        real u = log(c * distance(qpos, kpos[j]) + 1) / denom, acc = b2[h];
-        #pragma omp simd reduction(+:acc)
-        for (int w = 0; w < FIRE_W; w++) {
-            real hid = w1[w] * u + b1[w];
-            acc += w2[w] * (hid > 0 ? hid : 0);             // ReLU
-        }
-        out[j] += acc;
+    FireParams f = { p, p + FIRE_W, p + 2 * FIRE_W, p + 2 * FIRE_W + NH * FIRE_W, 0, 0, 0, NH };
+    f.craw = f.b2[NH]; f.c = (real)fabs(f.craw); f.L = (real)exp(f.b2[NH + 1]);
+    return f;
+}
+// psi(x) = log(c x + 1), rounded to real once, so the cached table and the direct path agree
+static inline real fire_psi(real c, real x) { return (real)log(c * x + 1); }
+static inline int fire_dist(int qpos, int kpos) { return qpos > kpos ? qpos - kpos : 0; }   // as distance()
+
+// y[k] = f_h(u[k]) for k < n: b2_h, then + w2_hw relu(w1_w u + b1_w) for w = 0, 1, ... in this
+// order, vectorised across k. The cached table and the direct path both evaluate f here.
+static void fire_mlp(const FireParams *f, int h, const real *u, int n, real *y) {
+    const real *w2 = f->w2 + (size_t)h * FIRE_W;
+    for (int k = 0; k < n; k++) y[k] = f->b2[h];
+    for (int w = 0; w < FIRE_W; w++) {
+        real a = f->w1[w], b = f->b1[w], o = w2[w];
+        #pragma omp simd
+        for (int k = 0; k < n; k++) { real hid = a * u[k] + b; y[k] += o * (hid > 0 ? hid : 0); }
     }
 }
-static void fire_bias_backward(const PosTables *t, const real *p, real *dp, int h, int qpos, const int *kpos, int n, const real *dout) {
-    int NH = t->d.n_head;
-    const real *w1 = p, *b1 = w1 + FIRE_W, *w2 = b1 + FIRE_W + h * FIRE_W, *b2 = b1 + FIRE_W + NH * FIRE_W;
-    real *dw1 = dp, *db1 = dw1 + FIRE_W, *dw2 = db1 + FIRE_W + h * FIRE_W, *db2 = db1 + FIRE_W + NH * FIRE_W;
-    real craw = b2[NH], c = fabs(craw), sc = craw >= 0 ? 1 : -1, L = exp(b2[NH + 1]);
-    real M = L > qpos ? L : (real)qpos;                 // max(L, i)
-    real denom = log(c * M + 1) + (real)FIRE_EPS;
-    // d denom / d c and d denom / d lambda (= d denom / dL * L, only while L > i)
-    real ddenom_dc = sc * M / (c * M + 1), ddenom_dlam = L > qpos ? c * L / (c * L + 1) : 0;
-    real dc = 0, dlam = 0;
-    for (int j = 0; j < n; j++) {
-        real g = dout[j];
-        if (g == 0) continue;
-        real d = distance(qpos, kpos[j]), A = log(c * d + 1), u = A / denom, du = 0;
-        db2[h] += g;
-        #pragma omp simd reduction(+:du)
-        for (int w = 0; w < FIRE_W; w++) {
-            real hid = w1[w] * u + b1[w], on = hid > 0 ? 1 : 0;   // ReLU and its derivative
-            dw2[w] += g * hid * on;
-            real dh = g * w2[w] * on;
-            dw1[w] += dh * u; db1[w] += dh; du += dh * w1[w];
+
+// Backward of sum_k g[k] b_h for n keys at distances x[k] with A[k] = psi(x[k]), u = A / denom,
+// denom = psi(M) + eps, M = max(L, query position); lam: 1 when M = L (denom then moves with
+// lambda). Accumulates into dp (the layout of p).
+static void fire_backward_keys(const FireParams *f, real *dp, int h, const real *x, const real *A, const real *g,
+                               int n, real M, int lam) {
+    int NH = f->NH;
+    real *dw1 = dp, *db1 = dp + FIRE_W, *dw2 = dp + 2 * FIRE_W + (size_t)h * FIRE_W, *db2 = dp + 2 * FIRE_W + (size_t)NH * FIRE_W;
+    const real *w2 = f->w2 + (size_t)h * FIRE_W;
+    real c = f->c, denom = fire_psi(c, M) + (real)FIRE_EPS, sc = f->craw >= 0 ? 1 : -1;
+    real u[FIRE_CHUNK], du[FIRE_CHUNK], gs = 0;
+    for (int k = 0; k < n; k++) { u[k] = A[k] / denom; du[k] = 0; gs += g[k]; }
+    db2[h] += gs;
+    for (int w = 0; w < FIRE_W; w++) {      // the MLP; du[k] = g[k] f_h'(u[k])
+        real a = f->w1[w], b = f->b1[w], o = w2[w], s2 = 0, s1 = 0, s0 = 0;
+        #pragma omp simd reduction(+:s2, s1, s0)
+        for (int k = 0; k < n; k++) {
+            real hid = a * u[k] + b, on = hid > 0 ? 1 : 0, dh = g[k] * o * on;   // ReLU and its derivative
+            s2 += g[k] * hid * on; s1 += dh * u[k]; s0 += dh; du[k] += dh * a;
         }
-        // u = A(c) / denom(c, lambda)
-        dc += du * (sc * d / (c * d + 1) / denom - A / (denom * denom) * ddenom_dc);
-        dlam += du * (-A / (denom * denom) * ddenom_dlam);
+        dw2[w] += s2; dw1[w] += s1; db1[w] += s0;
     }
-    db2[NH] += dc;
-    db2[NH + 1] += dlam;
+    // u = A(c) / denom(c, lambda): dA/dc = sc x / (c x + 1), ddenom/dc = sc M / (c M + 1),
+    // ddenom/dlambda = c L / (c L + 1) (L = M)
+    real sdA = 0, suA = 0;
+    #pragma omp simd reduction(+:sdA, suA)
+    for (int k = 0; k < n; k++) { sdA += du[k] * x[k] / (c * x[k] + 1); suA += du[k] * A[k]; }
+    db2[NH] += sc * (sdA / denom - suA / (denom * denom) * M / (c * M + 1));
+    if (lam) db2[NH + 1] += -suA / (denom * denom) * (c * M / (c * M + 1));
+}
+
+// The cache (bias_prepare): D (an int in the first real), psi(d) for d < D, then for each head h
+// the table f_h(psi(d) / (psi(L) + eps)), d < D: the bias of every query before L, where it
+// depends on the distance alone. The table is filled for d < fire_table_len (queries before L).
+static size_t fire_cache_size(const PosTables *t, int D) { return 1 + (size_t)(t->d.n_head + 1) * D; }
+static int fire_table_len(const FireParams *f, int D) {   // query positions q < D with L > q
+    int n = 0;
+    while (n < D && f->L > n) n++;
+    return n;
+}
+static void fire_prepare(const PosTables *t, const real *p, int D, real *cache) {
+    FireParams f = fire_params(t, p);
+    cache_set_D(cache, D);
+    real *psi = cache + 1, denom = fire_psi(f.c, f.L) + (real)FIRE_EPS, u[FIRE_CHUNK];
+    for (int d = 0; d < D; d++) psi[d] = fire_psi(f.c, (real)d);
+    int Dt = fire_table_len(&f, D);
+    for (int h = 0; h < f.NH; h++)
+        for (int d0 = 0; d0 < Dt; d0 += FIRE_CHUNK) {
+            int n = Dt - d0 < FIRE_CHUNK ? Dt - d0 : FIRE_CHUNK;
+            for (int k = 0; k < n; k++) u[k] = psi[d0 + k] / denom;
+            fire_mlp(&f, h, u, n, psi + (size_t)(h + 1) * D + d0);
+        }
+}
+static void fire_finish(const PosTables *t, const real *p, const real *cache, const real *dcache, real *dp) {
+    FireParams f = fire_params(t, p);
+    int D = cache_D(cache, 0), Dt = fire_table_len(&f, D);
+    const real *psi = cache + 1;
+    real x[FIRE_CHUNK];
+    for (int h = 0; h < f.NH; h++)
+        for (int d0 = 0; d0 < Dt; d0 += FIRE_CHUNK) {
+            int n = Dt - d0 < FIRE_CHUNK ? Dt - d0 : FIRE_CHUNK;
+            for (int k = 0; k < n; k++) x[k] = (real)(d0 + k);
+            fire_backward_keys(&f, dp, h, x, psi + d0, dcache + 1 + (size_t)(h + 1) * D + d0, n, f.L, 1);
+        }
+}
+
+static void fire_bias_forward(const PosTables *t, const real *p, const real *cache, int h, int qpos, const int *kpos,
+                              int n, real *out) {
+    FireParams f = fire_params(t, p);
+    int D = cache ? cache_D(cache, qpos) : 0;
+    const real *psi = cache ? cache + 1 : NULL;
+    if (cache && f.L > qpos) {           // a query before L: its bias is the cached table's row
+        const real *tab = psi + (size_t)(h + 1) * D;
+        for (int j = 0; j < n; j++) out[j] += tab[fire_dist(qpos, kpos[j])];
+        return;
+    }
+    real M = f.L > qpos ? f.L : (real)qpos, denom = fire_psi(f.c, M) + (real)FIRE_EPS, u[FIRE_CHUNK], y[FIRE_CHUNK];
+    for (int j0 = 0; j0 < n; j0 += FIRE_CHUNK) {
+        int m = n - j0 < FIRE_CHUNK ? n - j0 : FIRE_CHUNK;
+        for (int k = 0; k < m; k++) {
+            int d = fire_dist(qpos, kpos[j0 + k]);
+            u[k] = (psi ? psi[d] : fire_psi(f.c, (real)d)) / denom;
+        }
+        fire_mlp(&f, h, u, m, y);
+        for (int k = 0; k < m; k++) out[j0 + k] += y[k];
+    }
+}
+static void fire_bias_backward(const PosTables *t, const real *p, const real *cache, real *dp, real *dcache, int h,
+                               int qpos, const int *kpos, int n, const real *dout) {
+    FireParams f = fire_params(t, p);
+    int D = cache ? cache_D(cache, qpos) : 0;
+    const real *psi = cache ? cache + 1 : NULL;
+    if (cache && dcache && f.L > qpos) {  // the gradient of the cached table's row (fire_finish carries it to dp)
+        real *dtab = dcache + 1 + (size_t)(h + 1) * D;
+        for (int j = 0; j < n; j++) dtab[fire_dist(qpos, kpos[j])] += dout[j];
+        return;
+    }
+    real M = f.L > qpos ? f.L : (real)qpos, x[FIRE_CHUNK], A[FIRE_CHUNK];
+    for (int j0 = 0; j0 < n; j0 += FIRE_CHUNK) {
+        int m = n - j0 < FIRE_CHUNK ? n - j0 : FIRE_CHUNK;
+        for (int k = 0; k < m; k++) {
+            int d = fire_dist(qpos, kpos[j0 + k]);
+            x[k] = (real)d;
+            A[k] = psi ? psi[d] : fire_psi(f.c, x[k]);
+        }
+        fire_backward_keys(&f, dp, h, x, A, dout + j0, m, M, f.L > qpos);
+    }
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -378,11 +516,13 @@ static const PosScheme SCHEMES[] = {
     { .name = "kerple", .summary = "learned per-head bias -r1*log(1 + r2*(i-j)), r1, r2 >= 0.01, per "
                                    "layer (Chi et al. 2022, log variant)",
       .hooks = PE_HOOK_BIAS, .param_shape = kerple_shape, .init = kerple_init, .project = kerple_project,
-      .bias_forward = kerple_bias_forward, .bias_backward = kerple_bias_backward },
+      .bias_forward = kerple_bias_forward, .bias_backward = kerple_bias_backward,
+      .bias_cache_size = kerple_cache_size, .bias_prepare = kerple_prepare, .bias_finish = kerple_finish },
     { .name = "fire", .summary = "learned bias f(psi(i-j)/psi(max(L,i))), psi(x) = log(|c|x+1), f a "
                                  "per-layer MLP, c and log L learned (Li et al. 2023)",
       .hooks = PE_HOOK_BIAS, .param_shape = fire_shape, .init = fire_init,
-      .bias_forward = fire_bias_forward, .bias_backward = fire_bias_backward },
+      .bias_forward = fire_bias_forward, .bias_backward = fire_bias_backward,
+      .bias_cache_size = fire_cache_size, .bias_prepare = fire_prepare, .bias_finish = fire_finish },
     { .name = "xpos", .summary = "RoPE with per-pair exponential scaling of q and k, a decay with "
                                  "distance (Sun et al. 2022); --xpos-scale-base and the rope flags",
       .hooks = PE_HOOK_QK, .check = rope_check, .build = xpos_build,

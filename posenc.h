@@ -94,9 +94,24 @@ typedef struct PosScheme {
     void (*qk_backward)(const PosTables *t, real *dx, int pos, int is_key);
     // hook 3: out[j] += b_h(qpos, kpos[j]) for j < n (scores already scaled by 1/sqrt(hs)).
     // backward accumulates sum_j dout[j] * d b_h(qpos, kpos[j]) / d p into dp (NULL: fixed bias).
-    void (*bias_forward)(const PosTables *t, const real *p, int h, int qpos, const int *kpos, int n, real *out);
-    void (*bias_backward)(const PosTables *t, const real *p, real *dp, int h, int qpos, const int *kpos, int n,
-                          const real *dout);
+    // cache: NULL, or what bias_prepare filled for this call (below); the bias is the same, bit for
+    // bit, with or without it. dcache: NULL, or a zeroed buffer of the cache's size into which
+    // backward may accumulate the gradient of the cached values instead of dp (bias_finish then
+    // carries it to dp); without it everything goes to dp.
+    void (*bias_forward)(const PosTables *t, const real *p, const real *cache, int h, int qpos,
+                         const int *kpos, int n, real *out);
+    void (*bias_backward)(const PosTables *t, const real *p, const real *cache, real *dp, real *dcache, int h,
+                          int qpos, const int *kpos, int n, const real *dout);
+    // Optional per-call cache of hook 3, for a bias that is costly per (query, key) but cheap per
+    // distance (FIRE's MLP): the model fills it once per attention call, before the hooks run
+    // (from several threads, read-only), instead of evaluating the bias per (head, query, key).
+    //   bias_cache_size(t, D): reals it takes for query positions < D;
+    //   bias_prepare(t, p, D, cache): fills it from the parameters p;
+    //   bias_finish(t, p, cache, dcache, dp): dp += what the gradient dcache of the cached values
+    //   (summed over every bias_backward of the call) means for the parameters.
+    size_t (*bias_cache_size)(const PosTables *t, int D);
+    void (*bias_prepare)(const PosTables *t, const real *p, int D, real *cache);
+    void (*bias_finish)(const PosTables *t, const real *p, const real *cache, const real *dcache, real *dp);
 } PosScheme;
 
 int posenc_count(void);

@@ -798,10 +798,10 @@ int main(int argc, char **argv) {
         }
         // stop before a diverged step reaches the weights or a checkpoint
         CHECK(isfinite(loss), "the training loss is %g at step %d: training diverged; lower --lr or keep --clip", loss, step + 1);
-        double norm = gpt_clip_grad(&model, o->clip);
+        double norm = gpt_grad_norm(&model);
         CHECK(isfinite(norm), "the gradient norm is %g at step %d: training diverged; lower --lr", norm, step + 1);
         adam.lr = lr_at(o, step);
-        gpt_adamw(&model, &adam, step + 1);
+        gpt_adamw(&model, &adam, step + 1, gpt_clip_scale(norm, o->clip));   // clipping inside the update
         double dt = now_seconds() - ts;
         tokens_done += (double)o->accum * o->batch * o->seq;
         int last = step + 1 == o->steps;

@@ -255,7 +255,7 @@ static int draw_bias(GPT *m, int l, const PosScheme *s, int T, const char *dir) 
         for (int i = 0; i < T; i++) {
             real *row = bh + (size_t)i * T;
             for (int j = 0; j < T; j++) row[j] = j <= i ? 0 : NAN;
-            s->bias_forward(&m->pt, m->p.pe_layer[l], h, i, pos, i + 1, row);
+            s->bias_forward(&m->pt, m->p.pe_layer[l], NULL, h, i, pos, i + 1, row);
         }
         sym[h] = max_abs(bh, TT);
         snprintf(titles[h], sizeof titles[h], "layer %d head %d", l, h);

@@ -36,8 +36,7 @@ static void train(GPT *m, const TaskConfig *tc, int steps, uint64_t seed) {
         gpt_zero_grad(m);
         gpt_forward(m, &b);
         gpt_backward(m, 1.0 / w);
-        gpt_clip_grad(m, 1.0);
-        gpt_adamw(m, &o, s + 1);
+        gpt_adamw(m, &o, s + 1, gpt_clip_scale(gpt_grad_norm(m), 1.0));
     }
     batch_free(&b);
 }

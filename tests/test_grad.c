@@ -155,7 +155,7 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
             #define VV(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + 2 * C + h * hs + (c)]
             for (int i = 0; i < T; i++) {
                 for (int j = 0; j < T; j++) bias[j] = 0;
-                if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, h, pos[i], pos, i + 1, bias);
+                if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, NULL, h, pos[i], pos, i + 1, bias);
                 double mx = -1e300, sum = 0;
                 for (int j = 0; j <= i; j++) {
                     double sc = 0;

@@ -166,7 +166,7 @@ static void test_alibi_slopes(void) {
     PosTables t = tables_for("none", "alibi", 8, 4, 16, 0, 1);
     real out[3] = { 0, 0, 0 };
     int kpos[3] = { 2, 5, 9 };
-    posenc_scheme(posenc_find("alibi"))->bias_forward(&t, NULL, 1, 9, kpos, 3, out);
+    posenc_scheme(posenc_find("alibi"))->bias_forward(&t, NULL, NULL, 1, 9, kpos, 3, out);
     EXPECT_NEAR(out[0], -pow(2, -4) * 7, 1e-12, 0, "alibi bias head 1, distance 7");
     EXPECT_NEAR(out[2], 0, 1e-12, 0, "alibi bias at distance 0");
     posenc_tables_free(&t);
@@ -322,7 +322,7 @@ static void test_kerple(void) {
     real p[4] = { 1.0, 0.5, 1.0, 2.0 };        // r1 = (1, 0.5), r2 = (1, 2) for heads 0, 1
     int kpos[4] = { 9, 7, 4, 0 };
     real out[4] = { 0 };
-    s->bias_forward(&t, p, 1, 9, kpos, 4, out);
+    s->bias_forward(&t, p, NULL, 1, 9, kpos, 4, out);
     EXPECT_NEAR(out[1], -0.5 * log(1 + 2 * 2.0), 1e-12, 0, "kerple bias, head 1, distance 2");
     EXPECT(out[0] == 0 && out[0] > out[1] && out[1] > out[2] && out[2] > out[3], "kerple bias decreases with distance");
     real below[4] = { 0.001, -2, 0.3, 0.01 };
@@ -342,14 +342,64 @@ static void test_fire(void) {
     p[3 * W] = 0; p[3 * W + 1] = (real)0.1; p[3 * W + 2] = (real)log(16.0);     // b2, c, lambda = log L
     int kpos[3] = { 8, 4, 0 };
     real out[3] = { 0 };
-    s->bias_forward(&t, p, 0, 8, kpos, 3, out);           // query at 8 < L = 16
+    s->bias_forward(&t, p, NULL, 0, 8, kpos, 3, out);           // query at 8 < L = 16
     EXPECT_NEAR(out[0], 0, 1e-12, 0, "fire bias at distance 0");
     EXPECT_NEAR(out[1], log(1.4) / (log(2.6) + 1e-6), 1e-9, 0, "fire: u = psi(4)/psi(L) for a query before L");
     int kfar[1] = { 0 };
     real far[1] = { 0 };
-    s->bias_forward(&t, p, 0, 40, kfar, 1, far);          // query at 40 > L: normalised by psi(40)
+    s->bias_forward(&t, p, NULL, 0, 40, kfar, 1, far);          // query at 40 > L: normalised by psi(40)
     EXPECT_NEAR(far[0], log(5.0) / (log(5.0) + 1e-6), 1e-9, 0, "fire: u = psi(i)/psi(i) at the first key past L");
     posenc_tables_free(&t);
+}
+
+// The bias cache (PosScheme.bias_prepare): for every scheme that keeps one, the bias with the cache
+// equals the bias without it bit for bit, and the gradient through the cache (dcache, then
+// bias_finish) equals the direct gradient. FIRE's L is near 40 of 150 positions, so queries before
+// and past L are both covered; some keys sit at larger positions than the query (other documents).
+static void test_bias_cache(void) {
+    enum { NH = 3, D = 150 };                 // D spans several of FIRE's 64-key chunks
+    int kpos[D], seen = 0;
+    real dout[D];
+    for (int j = 0; j < D; j++) { kpos[j] = j % 5 == 3 ? (j * 7) % D : j; dout[j] = (real)uni(); }
+    for (int id = 0; id < posenc_count(); id++) {
+        const PosScheme *s = posenc_scheme(id);
+        if (!s->bias_prepare) continue;
+        seen++;
+        PosConfig c; posenc_defaults(&c, 1);
+        c.input = PE_NOPE; c.layer[0] = id;
+        PosDims d = { 1, NH, 4 * NH, 4, 40 };
+        PosTables t; posenc_tables_build(&t, &c, &d, D);
+        int rows, cols;
+        s->param_shape(&c, &d, &rows, &cols);
+        size_t np = (size_t)rows * cols, nc = s->bias_cache_size(&t, D);
+        real *p = xmalloc(np * sizeof(real)), *dp_direct = xcalloc(np, sizeof(real)), *dp_cached = xcalloc(np, sizeof(real));
+        Rng r; rng_seed(&r, 11);
+        if (s->init) s->init(&c, &d, p, &r);
+        for (size_t k = 0; k < np; k++) p[k] += (real)(0.05 * uni());
+        if (s->project) s->project(&c, &d, p);
+        real *cache = xmalloc(nc * sizeof(real)), *dcache = xcalloc(nc, sizeof(real));
+        s->bias_prepare(&t, p, D, cache);
+        int differ = 0;
+        for (int h = 0; h < NH; h++)
+            for (int q = 0; q < D; q++) {
+                real a[D], b[D];
+                for (int j = 0; j <= q; j++) a[j] = b[j] = (real)(0.1 * j);
+                s->bias_forward(&t, p, NULL, h, q, kpos, q + 1, a);
+                s->bias_forward(&t, p, cache, h, q, kpos, q + 1, b);
+                differ += memcmp(a, b, sizeof(real) * (q + 1)) != 0;
+                s->bias_backward(&t, p, NULL, dp_direct, NULL, h, q, kpos, q + 1, dout);
+                s->bias_backward(&t, p, cache, dp_cached, dcache, h, q, kpos, q + 1, dout);
+            }
+        s->bias_finish(&t, p, cache, dcache, dp_cached);
+        EXPECT(differ == 0, "%s: the bias with its cache differs from the bias without it in %d rows", s->name, differ);
+        double worst = 0, scale = 0;
+        for (size_t k = 0; k < np; k++) { worst = fmax(worst, fabs(dp_direct[k] - dp_cached[k])); scale = fmax(scale, fabs(dp_direct[k])); }
+        EXPECT(worst <= 1e-12 * scale && scale > 0, "%s: the gradient through the bias cache differs by %.3g (scale %.3g)",
+               s->name, worst, scale);
+        free(p); free(dp_direct); free(dp_cached); free(cache); free(dcache);
+        posenc_tables_free(&t);
+    }
+    EXPECT(seen > 0, "no scheme keeps a bias cache (fire should)");
 }
 
 // Precision: at positions near 1e6 the tables keep distinct angles because they are computed in
@@ -420,6 +470,7 @@ int main(void) {
     test_xpos_decay();
     test_kerple();
     test_fire();
+    test_bias_cache();
     test_precision();
     test_schedule();
     return test_summary("test_posenc");

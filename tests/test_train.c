@@ -3,7 +3,10 @@
 //   - the same seed and thread count give bit-identical losses;
 //   - gradient accumulation over two micro-batches equals one batch of both;
 //   - tokens with loss weight 0 change neither the loss nor the gradient;
-//   - a checkpoint round trip restores every parameter and optimiser moment exactly.
+//   - a checkpoint round trip restores every parameter and optimiser moment exactly;
+//   - the fused update (gradient norm, then AdamW with the clip scale inside) equals clipping the
+//     gradient in place and then a plain AdamW loop per tensor.
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,8 +35,7 @@ static double train_steps(GPT *m, Batch *b, int steps, double lr, double *losses
         if (losses) losses[s] = loss;
         gpt_zero_grad(m);
         gpt_backward(m, 1.0 / m->weight_sum);
-        gpt_clip_grad(m, 1.0);
-        gpt_adamw(m, &o, s + 1);
+        gpt_adamw(m, &o, s + 1, gpt_clip_scale(gpt_grad_norm(m), 1.0));
     }
     return gpt_forward(m, b);
 }
@@ -162,6 +164,64 @@ static void test_loader(void) {
     batch_free(&b);
 }
 
+// The update as the definition states it, one tensor at a time: the norm, the gradient scaled in
+// place when it exceeds max_norm, then AdamW (decay on tensors with decay=1) and the scheme's
+// projection. Returns the norm.
+static double reference_update(GPT *m, real *mm, real *vv, const AdamWConfig *o, int t, double max_norm) {
+    double ss = 0;
+    for (size_t i = 0; i < m->num_params; i++) ss += (double)m->grads[i] * m->grads[i];
+    double norm = sqrt(ss);
+    if (max_norm > 0 && norm > max_norm)
+        for (size_t i = 0; i < m->num_params; i++) m->grads[i] *= (real)(max_norm / norm);
+    real ibc1 = (real)(1 / (1 - pow(o->beta1, t))), ibc2 = (real)(1 / (1 - pow(o->beta2, t)));
+    real lr = (real)o->lr, b1 = (real)o->beta1, b2 = (real)o->beta2, eps = (real)o->eps;
+    for (int k = 0; k < m->n_tensors; k++) {
+        const TensorInfo *ti = &m->tensors[k];
+        real wd = ti->decay ? (real)o->weight_decay : 0;
+        for (size_t i = ti->offset; i < ti->offset + (size_t)ti->rows * ti->cols; i++) {
+            real g = m->grads[i];
+            mm[i] = b1 * mm[i] + (1 - b1) * g;
+            vv[i] = b2 * vv[i] + (1 - b2) * g * g;
+            m->params[i] -= lr * ((mm[i] * ibc1) / (sqrtf(vv[i] * ibc2) + eps) + wd * m->params[i]);
+        }
+        if (ti->scheme >= 0 && posenc_scheme(ti->scheme)->project) {
+            PosDims d = { m->cfg.n_layer, m->cfg.n_head, m->cfg.n_embd, m->cfg.n_embd / m->cfg.n_head, m->cfg.max_seq_len };
+            posenc_scheme(ti->scheme)->project(&m->cfg.pe, &d, m->params + ti->offset);
+        }
+    }
+    return norm;
+}
+
+// Three steps (clipped, with a large norm, then not clipped), a learned input table (decay) and
+// kerple layers (no decay, projected): the fused update against reference_update.
+static void test_fused_update(void) {
+    GPTConfig c = small_config(NULL, "kerple,kerple", "learned");
+    GPT a, r;
+    gpt_build(&a, &c, 5, 0); gpt_build(&r, &c, 5, 0);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 17);
+    real *mm = xcalloc(r.num_params, sizeof(real)), *vv = xcalloc(r.num_params, sizeof(real));
+    double clips[3] = { 0.05, 0.05, 1e9 };
+    for (int t = 1; t <= 3; t++) {
+        AdamWConfig o = { 1e-2, 0.9, 0.95, 1e-8, 0.1 };
+        gpt_forward(&a, &b); gpt_zero_grad(&a); gpt_backward(&a, 1.0 / a.weight_sum);
+        gpt_forward(&r, &b); gpt_zero_grad(&r); gpt_backward(&r, 1.0 / r.weight_sum);
+        double norm = gpt_grad_norm(&a);
+        gpt_adamw(&a, &o, t, gpt_clip_scale(norm, clips[t - 1]));
+        double want = reference_update(&r, mm, vv, &o, t, clips[t - 1]);
+        EXPECT(fabs(norm - want) <= 1e-12 * want, "step %d: gradient norm %.17g, expected %.17g", t, norm, want);
+        EXPECT(t == 3 || norm > clips[t - 1], "step %d: the norm %g should be clipped at %g", t, norm, clips[t - 1]);
+        double worst = 0, worst_m = 0;
+        for (size_t i = 0; i < a.num_params; i++) {
+            worst = fmax(worst, fabs(a.params[i] - r.params[i]) / (fabs(r.params[i]) + 1e-3));
+            worst_m = fmax(worst_m, fabs(a.m[i] - mm[i]) / (fabs(mm[i]) + 1e-6) + fabs(a.v[i] - vv[i]) / (fabs(vv[i]) + 1e-9));
+        }
+        EXPECT(worst < 1e-6 && worst_m < 1e-5, "step %d: fused update differs from clip-then-AdamW: params %.3g, moments %.3g",
+               t, worst, worst_m);
+    }
+    free(mm); free(vv); batch_free(&b); gpt_free(&a); gpt_free(&r);
+}
+
 int main(void) {
     test_loader();
     for (int s = 0; s < posenc_count(); s++) test_overfit(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL);
@@ -170,5 +230,6 @@ int main(void) {
     test_accumulation();
     test_loss_weights();
     test_checkpoint_roundtrip();
+    test_fused_update();
     return test_summary("test_train");
 }

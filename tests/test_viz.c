@@ -69,7 +69,7 @@ static void test_probs(const char *label, GPT *m) {
                         double dot = 0;
                         for (int c = 0; c < hs; c++) dot += (double)q[c] * k[c];
                         real bias = 0;
-                        if (s->bias_forward) s->bias_forward(&m->pt, m->p.pe_layer[l], h, pos[i], pos + j, 1, &bias);
+                        if (s->bias_forward) s->bias_forward(&m->pt, m->p.pe_layer[l], NULL, h, pos[i], pos + j, 1, &bias);
                         ref[j] = dot / sqrt((double)hs) + bias;
                         if (ref[j] > mx) mx = ref[j];
                     }
