@@ -687,23 +687,25 @@ static void report(const Cfg *c, const Run *runs, int n) {
             int train_max = 0;
             for (int i = 0; i < n && !train_max; i++) if (runs[i].task == t && (runs[i].state == 2 || runs[i].state == 4)) train_max = task_train_max(&runs[i]);
             fprintf(md, "## %s\n\nExact-match accuracy of the greedy answer (%%), mean +- std over %d seed%s; "
-                        "in-distribution: lengths <= %d, longer: the rest up to the longest test length.\n\n"
-                        "| scheme | in-distribution | longer than training | per seed (longer) |\n|---|---|---|---|\n",
+                        "in-distribution: lengths <= %d, longer: the rest up to the longest test length, all: every "
+                        "test length with equal weight.\n\n"
+                        "| scheme | in-distribution | longer than training | all lengths | per seed (longer) |\n|---|---|---|---|---|\n",
                     c->tasks[t], c->n_seeds, c->n_seeds > 1 ? "s" : "", train_max);
-            double acc[MAX_ITEMS][MAX_ITEMS][2];       // [scheme][seed][ood]
+            double acc[MAX_ITEMS][MAX_ITEMS][3];       // [scheme][seed][in-distribution, longer, all]
             for (int sc = 0; sc < c->n_schemes; sc++)
                 for (int sd = 0; sd < c->n_seeds; sd++) {
                     int ri = run_index(c, t, sc, sd);
-                    for (int o = 0; o < 2; o++) {
+                    for (int o = 0; o < 3; o++) {
                         long long num = 0, den = 0;
-                        for (int i = 0; i < rs.n; i++) if (rs.r[i].run == ri && rs.r[i].ood == o) { num += rs.r[i].correct; den += rs.r[i].n; }
+                        for (int i = 0; i < rs.n; i++)
+                            if (rs.r[i].run == ri && (o == 2 || rs.r[i].ood == o)) { num += rs.r[i].correct; den += rs.r[i].n; }
                         acc[sc][sd][o] = den ? 100.0 * num / den : NAN;
                     }
                 }
             for (int sc = 0; sc < c->n_schemes; sc++) {
-                double x[2][MAX_ITEMS], m[2], s[2];
-                for (int o = 0; o < 2; o++) { for (int sd = 0; sd < c->n_seeds; sd++) x[o][sd] = acc[sc][sd][o]; mean_std(x[o], c->n_seeds, &m[o], &s[o]); }
-                fprintf(md, "| %s | %.1f +- %.1f | %.1f +- %.1f | ", c->schemes[sc].label, m[0], s[0], m[1], s[1]);
+                double x[3][MAX_ITEMS], m[3], s[3];
+                for (int o = 0; o < 3; o++) { for (int sd = 0; sd < c->n_seeds; sd++) x[o][sd] = acc[sc][sd][o]; mean_std(x[o], c->n_seeds, &m[o], &s[o]); }
+                fprintf(md, "| %s | %.1f +- %.1f | %.1f +- %.1f | %.1f +- %.1f | ", c->schemes[sc].label, m[0], s[0], m[1], s[1], m[2], s[2]);
                 for (int sd = 0; sd < c->n_seeds; sd++) fprintf(md, "%s%.1f", sd ? " " : "", acc[sc][sd][1]);
                 fprintf(md, " |\n");
             }
