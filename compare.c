@@ -408,11 +408,17 @@ static int fields(char *line, char **f, int cap) {
     return n;
 }
 
-static void read_eval(const char *path, int run, Rows *rs) {
+// Opens a finished run's CSV past its header line.
+static FILE *open_result(const char *path, char *line, int cap) {
     FILE *f = fopen(path, "r");
     CHECK(f, "cannot read '%s' (the run's done marker exists; remove it to redo the run)", path);
+    CHECK(fgets(line, cap, f), "'%s' is empty; remove the run's folder to redo it", path);
+    return f;
+}
+
+static void read_eval(const char *path, int run, Rows *rs) {
     char line[1024], *fl[16];
-    CHECK(fgets(line, sizeof line, f), "'%s' is empty; remove the run's folder to redo it", path);
+    FILE *f = open_result(path, line, sizeof line);
     while (fgets(line, sizeof line, f)) {
         int k = fields(line, fl, 16);
         CHECK(k >= 10, "'%s': a row has %d fields, expected 10 (task,scheme,seed,length,depth,split,n,correct,accuracy,skipped)", path, k);
@@ -426,10 +432,8 @@ static void read_eval(const char *path, int run, Rows *rs) {
 }
 
 static void read_ppl(const char *path, int run, int variant, Rows *rs) {
-    FILE *f = fopen(path, "r");
-    CHECK(f, "cannot read '%s' (the run's done marker exists; remove it to redo the run)", path);
     char line[1024], *fl[16];
-    CHECK(fgets(line, sizeof line, f), "'%s' is empty; remove the run's folder to redo it", path);
+    FILE *f = open_result(path, line, sizeof line);
     while (fgets(line, sizeof line, f)) {
         int k = fields(line, fl, 16);
         CHECK(k >= 5, "'%s': a row has %d fields, expected window,mode,tokens,loss,ppl,note", path, k);
