@@ -95,40 +95,6 @@ static void write_tokenizer(const char *path, int version, int n, int eot, const
     free(b);
 }
 
-// Runs fn(arg) in a child with stderr captured; returns 1 when the child exited with status 1 and
-// its message contains every non-NULL needle. Prints the message on a mismatch.
-typedef void (*ChildFn)(const void *arg);
-static int dies_with(ChildFn fn, const void *arg, const char *needle1, const char *needle2) {
-    char *log = make_temp("stderr");
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork failed: %s", strerror(errno));
-    if (pid == 0) {
-        FILE *f = freopen(log, "w", stderr);
-        if (!f) _exit(99);
-        fn(arg);
-        _exit(0);  // the function returned instead of failing
-    }
-    int status = 0;
-    CHECK(waitpid(pid, &status, 0) == pid, "waitpid failed");
-    size_t n = 0;
-    unsigned char *raw = read_bytes(log, &n);
-    char *msg = xmalloc(n + 1);
-    memcpy(msg, raw, n);
-    msg[n] = '\0';
-    free(raw);
-    remove(log);
-    free(log);
-    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "error:") &&
-             (!needle1 || strstr(msg, needle1)) && (!needle2 || strstr(msg, needle2));
-    if (!ok)
-        fprintf(stderr, "  child status %d (exited %d, code %d), message: %s\n", status, WIFEXITED(status),
-                WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
-    free(msg);
-    return ok;
-}
-
 static void child_load(const void *arg) {
     TokenData d;
     data_load((const char *)arg, &d);

@@ -209,39 +209,6 @@ static const char *check_instance(int task, const char *s, int len, Parsed *pr) 
     return NULL;
 }
 
-// Runs fn(arg) in a child with stderr captured; returns 1 when the child exited with status 1 and
-// its message contains "error:" and every non-NULL needle. Prints the message on a mismatch.
-typedef void (*ChildFn)(const void *arg);
-static int dies_with(ChildFn fn, const void *arg, const char *needle1, const char *needle2) {
-    char log[] = "/tmp/test_tasks_stderr_XXXXXX";
-    int fd = mkstemp(log);
-    CHECK(fd >= 0, "mkstemp failed: %s", strerror(errno));
-    close(fd);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork failed: %s", strerror(errno));
-    if (pid == 0) {
-        FILE *f = freopen(log, "w", stderr);
-        if (!f) _exit(99);
-        fn(arg);
-        _exit(0);  // the function returned instead of failing
-    }
-    int status = 0;
-    CHECK(waitpid(pid, &status, 0) == pid, "waitpid failed");
-    char msg[1024] = {0};
-    FILE *f = fopen(log, "r");
-    CHECK(f, "cannot read %s", log);
-    size_t got = fread(msg, 1, sizeof msg - 1, f);
-    msg[got] = '\0';
-    fclose(f);
-    remove(log);
-    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "error:") &&
-             (!needle1 || strstr(msg, needle1)) && (!needle2 || strstr(msg, needle2));
-    if (!ok) fprintf(stderr, "  child status %d, message: %s\n", status, msg);
-    return ok;
-}
-
 // ---------------------------------------------------------------------------------------------
 // tests
 

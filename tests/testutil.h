@@ -6,6 +6,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int tu_pass = 0, tu_fail = 0;
 
@@ -27,6 +31,39 @@ static int tu_pass = 0, tu_fail = 0;
         EXPECT(fabs(tu_a - tu_b) <= (atol) + (rtol) * fabs(tu_b),           \
                "%s: got %.9g, expected %.9g", (what), tu_a, tu_b);          \
     } while (0)
+
+// dies_with(fn, arg, needle1, needle2): runs fn(arg) in a child with stderr captured; returns 1
+// when the child exited with status 1 (the CHECK macro's exit) and its message contains "error:"
+// and every non-NULL needle. Prints the message on a mismatch. For the error paths of readers.
+typedef void (*ChildFn)(const void *arg);
+static inline int dies_with(ChildFn fn, const void *arg, const char *needle1, const char *needle2) {
+    char log[] = "/tmp/test_stderr_XXXXXX";
+    int fd = mkstemp(log);
+    if (fd < 0) { perror("mkstemp"); exit(2); }
+    close(fd);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); exit(2); }
+    if (pid == 0) {
+        FILE *f = freopen(log, "w", stderr);
+        if (!f) _exit(99);
+        fn(arg);
+        _exit(0);  // the function returned instead of failing
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) { perror("waitpid"); exit(2); }
+    char msg[4096] = {0};
+    FILE *f = fopen(log, "r");
+    size_t got = f ? fread(msg, 1, sizeof msg - 1, f) : 0;
+    msg[got] = '\0';
+    if (f) fclose(f);
+    remove(log);
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "error:") &&
+             (!needle1 || strstr(msg, needle1)) && (!needle2 || strstr(msg, needle2));
+    if (!ok) fprintf(stderr, "  child status %d, message: %s\n", status, msg);
+    return ok;
+}
 
 static inline int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, tu_pass, tu_fail);
