@@ -277,8 +277,7 @@ static void print_piece(const Tokenizer *tok, int id) {
 // Picks the next token from logits (V,): greedy at temperature 0, else softmax(logits/temp) over
 // the top_k most likely (all when 0). An explicit RNG keeps sampling reproducible.
 static int sample_token(const real *logits, int V, double temp, int top_k, Rng *rng) {
-    int best = 0;
-    for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+    int best = argmax_token(logits, V);
     if (temp == 0) return best;
     double *p = xmalloc(sizeof(double) * V);
     double kth = -INFINITY;

@@ -277,6 +277,15 @@ static int draw_bias(GPT *m, int l, const PosScheme *s, int T, const char *dir) 
     return render(dir, name);
 }
 
+// <q rotated at position p, k rotated at position 0> (q and k are hooked in place)
+static double rotated_dot(GPT *m, const PosScheme *s, real *q, real *k, int p, int hs) {
+    s->qk_forward(&m->pt, q, p, 0);
+    s->qk_forward(&m->pt, k, 0, 1);
+    double dot = 0;
+    for (int c = 0; c < hs; c++) dot += (double)q[c] * k[c];
+    return dot;
+}
+
 // hook 2: the rotation kernel. Block 0 (positions x channels): <R(p) e_c, R(0) e_c>, q = e_c at
 // position p, k = e_c at position 0 (cos(p theta) of the pair of c; 1 for channels that do not
 // turn). Block 1: distance d, <R(d) 1, R(0) 1> / hs, the score of all-ones q (position d) and k
@@ -288,18 +297,10 @@ static int draw_rope(GPT *m, int l, const PosScheme *s, int T, const char *dir) 
     for (int p = 0; p < T; p++) {
         for (int ch = 0; ch < hs; ch++) {
             for (int c = 0; c < hs; c++) q[c] = k[c] = c == ch;
-            s->qk_forward(&m->pt, q, p, 0);
-            s->qk_forward(&m->pt, k, 0, 1);
-            double dot = 0;
-            for (int c = 0; c < hs; c++) dot += (double)q[c] * k[c];
-            kern[(size_t)p * hs + ch] = (real)dot;
+            kern[(size_t)p * hs + ch] = (real)rotated_dot(m, s, q, k, p, hs);
         }
         for (int c = 0; c < hs; c++) q[c] = k[c] = 1;
-        s->qk_forward(&m->pt, q, p, 0);
-        s->qk_forward(&m->pt, k, 0, 1);
-        double dot = 0;
-        for (int c = 0; c < hs; c++) dot += (double)q[c] * k[c];
-        score[p] = (real)(dot / hs);
+        score[p] = (real)(rotated_dot(m, s, q, k, p, hs) / hs);
     }
     char name[64], title[160];
     snprintf(name, sizeof name, "pos_rope_layer%d", l);
