@@ -13,17 +13,17 @@
 #define VL ((int)(64 / sizeof(real)))
 typedef real vec __attribute__((vector_size(64), aligned(sizeof(real))));
 
-enum { MR = 6 };                 // rows of the register tile
+enum { MR = 6, MR_MAX = 8 };     // rows of gemm's register tile; most rows of any tile (gemm_tile's)
 #define NR (2 * VL)              // columns of the register tile: two vectors
 enum { KC = 256, MC = 72 };      // a K block; rows of A per work item (a multiple of MR)
-#define NC (8 * NR)              // columns of C per work item
+enum { NC_TILES = 8 };           // most column tiles (NR wide) per work item
 
-// C tile (mr <= MR rows, NR columns) (+)= A (mr, kc) @ B (kc, NR), all in registers for the whole
-// k loop. Called with mr = MR for the full tiles (inlined, so the row loops unroll) and with fewer
-// rows for those left over at the bottom of C.
+// C tile (mr <= MR_MAX rows, NR columns) (+)= A (mr, kc) @ B (kc, NR), all in registers for the
+// whole k loop. Called with a constant mr for the full tiles (inlined, so the row loops unroll) and
+// with fewer rows for those left over at the bottom of C.
 static inline __attribute__((always_inline)) void tile_rows(int mr, int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                              real *c, size_t ldc, int accumulate) {
-    vec c0[MR], c1[MR];
+    vec c0[MR_MAX], c1[MR_MAX];
     for (int r = 0; r < mr; r++) {
         if (accumulate) { c0[r] = *(const vec *)(c + r * ldc); c1[r] = *(const vec *)(c + r * ldc + VL); }
         else { c0[r] = (vec){ 0 }; c1[r] = (vec){ 0 }; }
@@ -92,17 +92,27 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
         if (!accumulate) for (int i = 0; i < M; i++) memset(c + (size_t)i * ldc, 0, sizeof(real) * N);
         return;
     }
-    // Work items: (column chunk of NC columns) x (row block of MC rows), column chunk outermost.
+    // Work items: (column chunk of ncw columns) x (row block of MC rows), column chunk outermost.
     // One thread owns each C tile for a whole K block and K blocks run in order, so every sum has
-    // a fixed order. Each thread copies the B chunk (kc, NC) it works on into a contiguous buffer,
-    // panel by panel, once for all the row blocks that use it: rows of B lie ldb apart, and with
-    // ldb a multiple of 1024 floats they would all fall into a few cache sets.
-    int nrb = (M + MC - 1) / MC, ncb = (N + NC - 1) / NC, nthr = 1;
+    // a fixed order (the same for any blocking and thread count). Each thread copies the B chunk
+    // (kc, ncw) it works on into a contiguous buffer, panel by panel, once for all the row blocks
+    // that use it: rows of B lie ldb apart, and with ldb a multiple of 1024 floats they would all
+    // fall into a few cache sets.
+    // The chunks are of equal width where possible (N = 384 as 256 + 128 gave one thread 2/3 of the
+    // work under the static schedule): tiles per chunk, from NC_TILES down to half that, leaving the
+    // fewest empty columns.
+    int nt = (N + NR - 1) / NR, tpc = NC_TILES;
+    for (int t = NC_TILES, waste = nt; t >= (NC_TILES + 1) / 2; t--) {
+        int w = (nt + t - 1) / t * t - nt;
+        if (w < waste) { waste = w; tpc = t; }
+    }
+    if (tpc > nt) tpc = nt;
+    int ncw = tpc * NR, nrb = (M + MC - 1) / MC, ncb = (N + ncw - 1) / ncw, nthr = 1;
 #ifdef _OPENMP
     nthr = omp_get_max_threads();
 #endif
-    // per thread one chunk of kcap x ccap (no larger than the problem: tiny products stay cheap)
-    size_t kcap = K < KC ? (size_t)K : KC, ccap = N < NC ? (size_t)(N + NR - 1) / NR * NR : NC;
+    // per thread one chunk of kcap x ncw (no larger than the problem: tiny products stay cheap)
+    size_t kcap = K < KC ? (size_t)K : KC, ccap = (size_t)ncw;
     size_t bytes = (sizeof(real) * nthr * kcap * ccap + 63) / 64 * 64;   // aligned_alloc wants a multiple
     real *bufs = aligned_alloc(64, bytes);
     CHECK(bufs, "out of memory for the gemm buffers (%zu bytes)", bytes);
@@ -119,7 +129,7 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
             #pragma omp for collapse(2) schedule(static)
             for (int jb = 0; jb < ncb; jb++)
                 for (int ib = 0; ib < nrb; ib++) {
-                    int j0 = jb * NC, j1 = j0 + NC < N ? j0 + NC : N;
+                    int j0 = jb * ncw, j1 = j0 + ncw < N ? j0 + ncw : N;
                     if (have != jb) {                   // panels (kc, NR) of full width, back to back
                         for (int j = j0; j + NR <= j1; j += NR)
                             for (int k = 0; k < kc; k++)
@@ -143,6 +153,27 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
         }
     }
     free(bufs);
+}
+
+// Attention's products: small operands already in cache, one thread (the caller's), no copy of B.
+// Tiles of 8 rows: 16 accumulators and 2 rows of B fill 18 of AVX-512's 32 registers.
+void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+               real *c, size_t ldc, int accumulate) {
+    if (K == 0) {
+        if (!accumulate) for (int i = 0; i < M; i++) memset(c + (size_t)i * ldc, 0, sizeof(real) * N);
+        return;
+    }
+    for (int j = 0; j < N; j += NR) {
+        int nr = N - j < NR ? N - j : NR;
+        for (int i = 0; i < M; i += MR_MAX) {
+            int mr = M - i < MR_MAX ? M - i : MR_MAX;
+            const real *ap = a + (size_t)i * a_rs;
+            real *cp = c + (size_t)i * ldc + j;
+            if (mr == MR_MAX && nr == NR) tile_rows(MR_MAX, K, ap, a_rs, a_cs, b + j, ldb, cp, ldc, accumulate);
+            else if (nr == NR) tile_rows(mr, K, ap, a_rs, a_cs, b + j, ldb, cp, ldc, accumulate);
+            else tile_edge(mr, nr, K, ap, a_rs, a_cs, b + j, ldb, cp, ldc, accumulate);
+        }
+    }
 }
 
 void gemm_ref(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
