@@ -208,7 +208,7 @@ static void attention_scaling(FILE *csv) {
         size_t N = (size_t)B * T;
         real *qkv = xmalloc(sizeof(real) * N * 3 * C), *out = xmalloc(sizeof(real) * N * C), *dout = xmalloc(sizeof(real) * N * C);
         real *dqkv = xcalloc(N * 3 * C, sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
-        real *scratch = xmalloc(sizeof(real) * threads() * ATT_SCRATCH(T));
+        real *scratch = xmalloc(sizeof(real) * threads() * ATT_SCRATCH(C / NH));
         int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
         for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
         for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
@@ -219,10 +219,10 @@ static void attention_scaling(FILE *csv) {
         AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
         double t0 = now();
         attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
-        attention_backward(dqkv, scratch, dout, qkv, lse, &ap, B, T, C, NH);
+        attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
         double ms = (now() - t0) * 1e3;
         // what attention keeps between forward and backward, plus its per-thread scratch
-        double mb = (sizeof(real) * (double)B * NH * T + sizeof(real) * threads() * (double)ATT_SCRATCH(T)) / 1e6;
+        double mb = (sizeof(real) * (double)B * NH * T + sizeof(real) * threads() * (double)ATT_SCRATCH(C / NH)) / 1e6;
         double full = sizeof(real) * (double)B * NH * T * T / 1e6;
         printf("  %6d %10.1f %14.3f %19.1f MB\n", T, ms, mb, full);
         fprintf(csv, "attention,T=%d,%.3f,,,,%.4f,,,,,%.1f\n", T, ms, mb, full);

@@ -18,6 +18,11 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
               real *c, size_t ldc, int accumulate);
 const char *gemm_backend(void);   // "ours (...)" or "openblas"
 
+// The same product on the calling thread only, without copying B: for small operands already in
+// cache (attention's tiles, model.c), called from inside a parallel region. Any M, N, K.
+void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+               real *c, size_t ldc, int accumulate);
+
 // The reference every kernel test compares with: the definition, one dot product per element.
 void gemm_ref(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
               real *c, size_t ldc, int accumulate);

@@ -188,20 +188,23 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
 // -ffast-math): 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, p the degree-6 Taylor polynomial
 // (relative error ~2.3e-7 against libm). n is rounded with the 1.5 * 2^23 trick and 2^n is built
 // from its bits, so no float-to-int conversion (which keeps GCC from vectorising) is needed.
-// x is clamped to [-87, 88] (no inf, no denormals); a NaN stays NaN.
+// x is clamped to [-87, 88] (no inf, no denormals) and below -87 the result is exactly 0 (so the
+// -inf of a masked attention score gives a probability of exactly 0); a NaN stays NaN.
 static inline float exp_vec(float x) {
-    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float t = x * 1.44269504088896341f + 12582912.0f;       // 1.5 * 2^23: round to an integer
+    float xc = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float t = xc * 1.44269504088896341f + 12582912.0f;      // 1.5 * 2^23: round to an integer
     float n = t - 12582912.0f;
-    float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;   // ln2 split in two for exactness
+    float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-06f;   // ln2 split in two for exactness
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
     uint32_t bits, scale;
     memcpy(&bits, &t, 4);                                  // the low bits of t hold n + 2^22 + 2^23
     scale = (bits - 0x4B400000u + 127u) << 23;
     float f;
     memcpy(&f, &scale, 4);
-    return p * f;
+    return x < -87.0f ? 0.0f : p * f;
 }
+// exp_vec in the float build; the double build (gradient checks) keeps libm's exp
+static inline real exp_fast(real x) { return sizeof(real) == sizeof(float) ? (real)exp_vec((float)x) : exp(x); }
 
 // tanh(u) = 1 - 2/(exp(2u) + 1): in the float build through exp_vec (absolute error ~2e-7, which is
 // what GELU's 0.5 x (1 + tanh) needs); the double build keeps libm's tanh for exact gradient checks.
@@ -263,7 +266,8 @@ static inline int key_visible(int kdoc, int qdoc) { return kdoc == qdoc; }
 
 // The softmax of one row of scores a (n,) over the keys of the query's document (kdoc[j] == qdoc;
 // the query's own key is always among them), in place: a becomes the probabilities (0 for other
-// documents). Returns the row's log-sum-exp. Shared by the training kernel and the KV cache.
+// documents). Returns the row's log-sum-exp. The KV cache's softmax (the training kernel's is tiled,
+// below).
 static real softmax_row(real *a, const int *kdoc, int n, int qdoc, int qpos, int h) {
     real mx = -INFINITY;
     for (int j = 0; j < n; j++) if (key_visible(kdoc[j], qdoc) && a[j] > mx) mx = a[j];
@@ -301,47 +305,88 @@ static void attend_row(real *o, real *a, const real *q, const real *K, const rea
     }
 }
 
-// Queries are processed in blocks of ATT_QB rows (model.h; two 64-byte vectors of reals): each key
-// and value vector is then read once per block instead of once per row, and the dot products of a
-// key with the block's queries are computed across the queries, two vectors at a time, from the
-// block stored transposed (hs, ATT_QB): no horizontal sums.
-typedef real attvec __attribute__((vector_size(64), aligned(sizeof(real))));
-enum { ATT_VL = (int)(64 / sizeof(real)) };
+// ---- the fused kernel ----------------------------------------------------------------------------
+// Work is split by (batch row b, head h): one thread owns a pair, and with it the pair's slices of
+// out, lse, dq, dk and dv (no two threads write the same number). Inside a pair, queries go in
+// blocks of QB = ATT_QB rows i0 .. i0+nb-1 and keys in tiles of up to KB = ATT_KB keys
+// j0 .. j0+nk-1. A tile's scores are kept TRANSPOSED, S (nk, QB) with S[j*QB + r] the score of
+// query i0+r against key j0+j, so that the softmax runs down the keys with the block's queries in
+// the lanes of two vectors (no horizontal sums). Every product of a tile is a small matrix
+// product on the thread's own cache-resident operands (gemm_tile, kernels.c):
+//   forward    S    = K_t qT     (nk, QB) = (nk, hs) (hs, QB)   qT: the block's q, transposed, x 1/sqrt(hs)
+//              O   += P V_t      (nb, hs) = (nb, nk) (nk, hs)   P read out of S through its strides
+//   backward   dP^T = V_t dOT    (nk, QB) = (nk, hs) (hs, QB)   dOT: the block's dout, transposed
+//              dV_t += P^T dO    (nk, hs) = (nk, nb) (nb, hs)
+//              dK_t += dS^T Q    (nk, hs) = (nk, nb) (nb, hs)
+//              dQ   += dS K_t    (nb, hs) = (nb, nk) (nk, hs)
+// The forward's softmax is online (running max m and sum l per row, O rescaled when m grows);
+// the backward recomputes P = exp(score - lse) tile by tile and uses D_i = dout_i . out_i for
+// sum_j P(i,j) dP(i,j), so it needs no pass over a whole row either.
 
-// xT (hs, ATT_QB) = the block of nb rows x_r (row stride `stride`), zero past nb
-static void block_transpose(real *xT, const real *x, size_t stride, int nb, int hs) {
+// A thread's scratch (ATT_SCRATCH(hs) reals, model.h): S and dS (KB, QB) tiles, qT and dOT
+// (hs, QB), the forward's output block O (QB, hs), and one row of a tile for hook 3.
+typedef struct { real *S, *dS, *xT, *yT, *O, *row; } AttScratch;
+static AttScratch att_scratch(real *scratch, int hs) {
+    real *p = scratch + (size_t)thread_id() * ATT_SCRATCH(hs);
+    AttScratch w;
+    w.S = p; p += (size_t)ATT_KB * ATT_QB;
+    w.dS = p; p += (size_t)ATT_KB * ATT_QB;
+    w.xT = p; p += (size_t)hs * ATT_QB;
+    w.yT = p; p += (size_t)hs * ATT_QB;
+    w.O = p; p += (size_t)ATT_QB * hs;
+    w.row = p;
+    return w;
+}
+
+// xT (hs, QB) = scale x the block of nb rows x_r (row stride `stride`), transposed; zero past nb
+static void block_transpose(real *xT, const real *x, size_t stride, int nb, int hs, real scale) {
     for (int c = 0; c < hs; c++)
-        for (int r = 0; r < ATT_QB; r++) xT[c * ATT_QB + r] = r < nb ? x[(size_t)r * stride + c] : 0;
+        for (int r = 0; r < ATT_QB; r++) xT[c * ATT_QB + r] = r < nb ? x[(size_t)r * stride + c] * scale : 0;
 }
 
-// out[r * ldo] = scale * (y . xT[:, r]) for the block's rows r < nb: one key (or value) y against
-// every query of the block
-static inline void block_dots(real *out, size_t ldo, const real *y, const real *xT, int nb, int hs, real scale) {
-    attvec a0 = { 0 }, a1 = { 0 };
-    for (int c = 0; c < hs; c++) {
-        real yc = y[c];
-        a0 += yc * *(const attvec *)(xT + c * ATT_QB);
-        a1 += yc * *(const attvec *)(xT + c * ATT_QB + ATT_VL);
-    }
-    for (int r = 0; r < nb; r++) out[(size_t)r * ldo] = (r < ATT_VL ? a0[r] : a1[r - ATT_VL]) * scale;
+// The key tile after j0 for a block starting at query i0 whose queries see keys < nkeys: tiles of
+// KB keys below the block, then the block's own diagonal square (QB wide): only that one is masked
+// by causality.
+static int tile_width(int j0, int i0, int nkeys) {
+    int end = j0 < i0 ? i0 : nkeys;
+    return end - j0 < ATT_KB ? end - j0 : ATT_KB;
 }
 
-// The scores of a block of nb query rows i0.. of head h against keys 0..nkeys-1 of one batch row
-// (row0: q of its token 0, head h, in (T,3C) qkv; pos_b its position ids): S[r*T + j] =
-// q_i . k_j / sqrt(hs), then hook 3 on each row's keys j < attn_limit (cache: the call's bias cache
-// or NULL). The forward, the backward and attention_probs all score with this one function, so
-// their scores are bit-identical.
-static void block_scores(real *S, const real *row0, const AttnPos *ap, const real *cache, const int *pos_b, int i0,
-                         int nb, int nkeys, int T, int C, int hs, int h) {
+// The scores of the block's queries (qT from block_transpose, scaled by 1/sqrt(hs)) against keys
+// j0 .. j0+nk-1 of one batch row (row0: q of its token 0, head h, in (T,3C) qkv; pos_b, doc_b its
+// position and document ids), transposed into S (nk, QB): q.k/sqrt(hs), plus hook 3 (cache: the
+// call's bias cache or NULL), and -inf where the query may not attend the key (attn_limit,
+// key_visible) and in the rows r >= nb. Returns 0, with S unfilled, when no query of the block may
+// attend any key of the tile. The forward, the backward and attention_probs all score with this
+// one function, so their scores are bit-identical.
+static int tile_scores(real *S, real *row, const real *qT, const real *row0, const AttnPos *ap, const real *cache,
+                       const int *pos_b, const int *doc_b, int i0, int nb, int j0, int nk, int T, int C, int hs, int h) {
     size_t C3 = (size_t)3 * C;
-    real scale = 1 / sqrt((real)hs);
-    real qT[hs * ATT_QB] __attribute__((aligned(64)));
-    block_transpose(qT, row0 + (size_t)i0 * C3, C3, nb, hs);
-    for (int j = 0; j < nkeys; j++) block_dots(S + j, T, row0 + (size_t)j * C3 + C, qT, nb, hs, scale);
-    if (ap->scheme->bias_forward)                                        // hook 3
-        for (int r = 0; r < nb; r++)
-            ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, pos_b[i0 + r], pos_b,
-                                     attn_limit(ap, i0 + r, T), S + (size_t)r * T);
+    // all visible: every key below the first query's limit, one document for all keys and queries
+    int all = nb == ATT_QB && j0 + nk <= attn_limit(ap, i0, T);
+    for (int j = j0; all && j < j0 + nk; j++) all = key_visible(doc_b[j], doc_b[i0]);
+    for (int i = i0 + 1; all && i < i0 + nb; i++) all = doc_b[i] == doc_b[i0];
+    if (!all) {      // the mask itself, 0 or -inf, onto which the products are then added
+        int any = 0;
+        for (int j = 0; j < nk; j++)
+            for (int r = 0; r < ATT_QB; r++) {
+                int i = i0 + r, vis = r < nb && j0 + j < attn_limit(ap, i, T) && key_visible(doc_b[j0 + j], doc_b[i]);
+                S[(size_t)j * ATT_QB + r] = vis ? 0 : -INFINITY;
+                any |= vis;
+            }
+        if (!any) return 0;
+    }
+    gemm_tile(nk, ATT_QB, hs, row0 + (size_t)j0 * C3 + C, C3, 1, qT, ATT_QB, S, ATT_QB, !all);   // S (+)= K_t qT
+    if (ap->scheme->bias_forward)                                        // hook 3, one query row at a time
+        for (int r = 0; r < nb; r++) {
+            int n = attn_limit(ap, i0 + r, T) - j0;
+            if (n > nk) n = nk;
+            if (n <= 0) continue;
+            for (int j = 0; j < n; j++) row[j] = 0;
+            ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, pos_b[i0 + r], pos_b + j0, n, row);
+            for (int j = 0; j < n; j++) S[(size_t)j * ATT_QB + r] += row[j];
+        }
+    return 1;
 }
 
 // Hook 3's per-call cache (PosScheme.bias_prepare) for the query positions pos (n,), filled once
@@ -358,63 +403,85 @@ static real *bias_cache_new(const AttnPos *ap, const int *pos, size_t n, size_t 
     return cache;
 }
 
-// Row i of p from its scores (in p on entry, nkeys of them): exp(score - lse) at the keys the query
-// may attend (j < n = attn_limit, same document), 0 at every other key j < nkeys.
-static void row_probs(real *p, const int *doc_b, int i, int n, int nkeys, real lse) {
-    for (int j = 0; j < n; j++) p[j] = key_visible(doc_b[j], doc_b[i]) ? exp(p[j] - lse) : 0;
-    for (int j = n; j < nkeys; j++) p[j] = 0;
+// S (nk, QB) = exp(S - shift[r]) down each column r (shift: QB reals; exp_fast, so a masked -inf
+// gives exactly 0); col_sum (QB,) += the column sums, when not NULL
+static void tile_exp(real *S, int nk, const real *shift, real *col_sum) {
+    real sum[ATT_QB] __attribute__((aligned(64))) = { 0 };
+    for (int j = 0; j < nk; j++) {
+        real *p = S + (size_t)j * ATT_QB;
+        #pragma omp simd
+        for (int r = 0; r < ATT_QB; r++) { p[r] = exp_fast(p[r] - shift[r]); sum[r] += p[r]; }
+    }
+    if (col_sum) for (int r = 0; r < ATT_QB; r++) col_sum[r] += sum[r];
 }
 
 // out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
-// scratch (threads, ATT_SCRATCH(T)). Memory O(B*NH*T + threads*T), never (T, T).
+// scratch (threads, ATT_SCRATCH(hs)). Memory: lse and the scratch, never (T, T).
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
                        int B, int T, int C, int NH) {
-    int hs = C / NH, C3 = 3 * C;
-    size_t ncache;
+    int hs = C / NH;
+    size_t C3 = (size_t)3 * C, ncache;
+    real scale = 1 / sqrt((real)hs);
     real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
             const real *row0 = qkv + (size_t)b * T * C3 + h * hs;       // q of token 0, head h
-            real *S = scratch + (size_t)thread_id() * ATT_SCRATCH(T);  // (ATT_QB, T) scores, then p
+            AttScratch w = att_scratch(scratch, hs);
             for (int i0 = 0; i0 < T; i0 += ATT_QB) {
-                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
-                int nkeys = attn_limit(ap, i0 + nb - 1, T);              // keys any row of the block may see
-                // scores of the whole block, one key at a time (k_j read once for nb queries)
-                block_scores(S, row0, ap, cache, pos_b, i0, nb, nkeys, T, C, hs, h);
-                for (int r = 0; r < nb; r++) {
-                    int i = i0 + r, n = attn_limit(ap, i, T);
-                    real *a = S + (size_t)r * T;
-                    lse[((size_t)b * NH + h) * T + i] = softmax_row(a, doc_b, n, doc_b[i], pos_b[i], h);
-                    for (int j = n; j < nkeys; j++) a[j] = 0;            // keys beyond this row's limit
-                    real *o = out + ((size_t)b * T + i) * C + h * hs;
-                    for (int c = 0; c < hs; c++) o[c] = 0;
-                }
-                // outputs of the block, one value vector at a time
-                for (int j = 0; j < nkeys; j++) {
-                    const real *v = row0 + (size_t)j * C3 + 2 * C;
-                    for (int r = 0; r < nb; r++) {
-                        real pj = S[(size_t)r * T + j];
-                        if (pj == 0) continue;
-                        real *o = out + ((size_t)b * T + i0 + r) * C + h * hs;
+                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
+                // per query row: running max m, sum l of exp(score - m), and the shift used for exp
+                real m[ATT_QB] __attribute__((aligned(64))), l[ATT_QB] __attribute__((aligned(64)));
+                real mt[ATT_QB] __attribute__((aligned(64))), shift[ATT_QB] __attribute__((aligned(64)));
+                for (int r = 0; r < ATT_QB; r++) { m[r] = -INFINITY; l[r] = 0; }
+                memset(w.O, 0, sizeof(real) * (size_t)nb * hs);
+                block_transpose(w.xT, row0 + (size_t)i0 * C3, C3, nb, hs, scale);
+                for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
+                    nk = tile_width(j0, i0, nkeys);
+                    if (!tile_scores(w.S, w.row, w.xT, row0, ap, cache, pos_b, doc_b, i0, nb, j0, nk, T, C, hs, h)) continue;
+                    for (int r = 0; r < ATT_QB; r++) mt[r] = -INFINITY;
+                    for (int j = 0; j < nk; j++) {
+                        const real *s = w.S + (size_t)j * ATT_QB;
                         #pragma omp simd
-                        for (int c = 0; c < hs; c++) o[c] += pj * v[c];
+                        for (int r = 0; r < ATT_QB; r++) mt[r] = s[r] > mt[r] ? s[r] : mt[r];
                     }
+                    for (int r = 0; r < ATT_QB; r++) {
+                        real mn = mt[r] > m[r] ? mt[r] : m[r];
+                        if (mn != m[r]) {              // the max grew: rescale what was summed so far
+                            real alpha = exp(m[r] - mn);    // 0 when m was -inf (nothing summed yet)
+                            l[r] *= alpha;
+                            if (r < nb) for (int c = 0; c < hs; c++) w.O[(size_t)r * hs + c] *= alpha;
+                            m[r] = mn;
+                        }
+                        shift[r] = m[r] == -INFINITY ? 0 : m[r];   // a row that sees no key yet: exp(-inf) = 0
+                    }
+                    tile_exp(w.S, nk, shift, l);
+                    gemm_tile(nb, hs, nk, w.S, 1, ATT_QB, row0 + (size_t)j0 * C3 + 2 * C, C3, w.O, hs, 1);   // O += P V_t
+                }
+                for (int r = 0; r < nb; r++) {
+                    int i = i0 + r;
+                    CHECK(isfinite(m[r]), "attention scores became %g (query position %d, head %d): the model has diverged; "
+                          "lower --lr", (double)m[r], pos_b[i], h);
+                    real inv = 1 / l[r], *o = out + ((size_t)b * T + i) * C + h * hs;
+                    for (int c = 0; c < hs; c++) o[c] = w.O[(size_t)r * hs + c] * inv;
+                    lse[((size_t)b * NH + h) * T + i] = m[r] + log(l[r]);
                 }
             }
         }
     free(cache);
 }
 
-// dqkv (B,T,3C) +=; dout (B,T,C); lse from the forward; scratch as for the forward. Each (b,h) pair
-// owns its slices of dq, dk, dv. Per block of query rows, after recomputing p(i,j) = exp(score - lse_i):
+// dqkv (B,T,3C) +=; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the
+// forward's. Per block of query rows and tile of keys, after recomputing p(i,j) = exp(score - lse_i):
 //   dP(i,j) = dout_i . v_j,   dv_j += sum_i p(i,j) dout_i,
-//   dscore(i,j) = p(i,j) (dP(i,j) - sum_k p(i,k) dP(i,k))     (softmax backward; a learned bias gets it)
+//   dscore(i,j) = p(i,j) (dP(i,j) - D_i),  D_i = dout_i . out_i = sum_j p(i,j) dP(i,j)
+//                                                     (softmax backward; a learned bias gets dscore)
 //   dq_i += scale sum_j dscore(i,j) k_j,   dk_j += scale sum_i dscore(i,j) q_i
-void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *lse,
-                        const AttnPos *ap, int B, int T, int C, int NH) {
-    int hs = C / NH, C3 = 3 * C;
+void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *out,
+                        const real *lse, const AttnPos *ap, int B, int T, int C, int NH) {
+    int hs = C / NH;
+    size_t C3 = (size_t)3 * C;
     real scale = 1 / sqrt((real)hs);
     const PosScheme *s = ap->scheme;
     // A learned bias gets gradient from every (b,h): each thread accumulates into its own copy,
@@ -432,42 +499,49 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
             const real *row0 = qkv + (size_t)b * T * C3 + h * hs;
             real *grad0 = dqkv + (size_t)b * T * C3 + h * hs;
-            real *P = scratch + (size_t)thread_id() * ATT_SCRATCH(T);   // (ATT_QB, T) probabilities
-            real *D = P + (size_t)ATT_QB * T;                          // (ATT_QB, T) dP, then dscore
+            AttScratch w = att_scratch(scratch, hs);
             for (int i0 = 0; i0 < T; i0 += ATT_QB) {
-                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
-                int nkeys = attn_limit(ap, i0 + nb - 1, T);
-                // recompute scores exactly as the forward did (same function, same order), then dP,
-                // one key at a time
-                block_scores(P, row0, ap, cache, pos_b, i0, nb, nkeys, T, C, hs, h);
-                real dT[hs * ATT_QB] __attribute__((aligned(64)));
-                block_transpose(dT, dout + ((size_t)b * T + i0) * C + h * hs, C, nb, hs);
-                for (int j = 0; j < nkeys; j++) block_dots(D + j, T, row0 + (size_t)j * C3 + 2 * C, dT, nb, hs, 1);
-                for (int r = 0; r < nb; r++) {
-                    int i = i0 + r, n = attn_limit(ap, i, T);
-                    real *p = P + (size_t)r * T, *ds = D + (size_t)r * T;
-                    row_probs(p, doc_b, i, n, nkeys, lse[((size_t)b * NH + h) * T + i]);
-                    real dot_sum = 0;
-                    for (int j = 0; j < n; j++) dot_sum += p[j] * ds[j];
-                    for (int j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - dot_sum);
-                    for (int j = n; j < nkeys; j++) ds[j] = 0;
-                    if (learned_bias)
-                        s->bias_backward(ap->tables, ap->pe_params, cache, dp_threads + (size_t)thread_id() * np,
-                                         dcache_threads ? dcache_threads + (size_t)thread_id() * ncache : NULL,
-                                         h, pos_b[i], pos_b, n, ds);
-                }
-                // dv_j, dk_j and dq_i, one key at a time
-                for (int j = 0; j < nkeys; j++) {
-                    const real *k = row0 + (size_t)j * C3 + C;
-                    real *dk = grad0 + (size_t)j * C3 + C, *dv = grad0 + (size_t)j * C3 + 2 * C;
-                    for (int r = 0; r < nb; r++) {
-                        real pj = P[(size_t)r * T + j], g = D[(size_t)r * T + j] * scale;
-                        if (pj == 0 && g == 0) continue;
-                        const real *q = row0 + (size_t)(i0 + r) * C3, *d = dout + ((size_t)b * T + i0 + r) * C + h * hs;
-                        real *dq = grad0 + (size_t)(i0 + r) * C3;
-                        #pragma omp simd
-                        for (int c = 0; c < hs; c++) { dv[c] += pj * d[c]; dq[c] += g * k[c]; dk[c] += g * q[c]; }
+                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
+                const real *dout0 = dout + ((size_t)b * T + i0) * C + h * hs;      // dout of query i0, head h
+                real L[ATT_QB] __attribute__((aligned(64))), D[ATT_QB] __attribute__((aligned(64)));
+                for (int r = 0; r < ATT_QB; r++) {
+                    L[r] = r < nb ? lse[((size_t)b * NH + h) * T + i0 + r] : 0;
+                    real d = 0;
+                    if (r < nb) {
+                        const real *o = out + ((size_t)b * T + i0 + r) * C + h * hs, *g = dout0 + (size_t)r * C;
+                        for (int c = 0; c < hs; c++) d += g[c] * o[c];
                     }
+                    D[r] = d;
+                }
+                block_transpose(w.xT, row0 + (size_t)i0 * C3, C3, nb, hs, scale);
+                block_transpose(w.yT, dout0, C, nb, hs, 1);
+                for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
+                    nk = tile_width(j0, i0, nkeys);
+                    // the forward's scores again (same function), then P = exp(score - lse)
+                    if (!tile_scores(w.S, w.row, w.xT, row0, ap, cache, pos_b, doc_b, i0, nb, j0, nk, T, C, hs, h)) continue;
+                    tile_exp(w.S, nk, L, NULL);
+                    gemm_tile(nk, ATT_QB, hs, row0 + (size_t)j0 * C3 + 2 * C, C3, 1, w.yT, ATT_QB, w.dS, ATT_QB, 0);  // dP^T = V_t dOT
+                    for (int j = 0; j < nk; j++) {     // dscore = p (dP - D)
+                        const real *p = w.S + (size_t)j * ATT_QB;
+                        real *g = w.dS + (size_t)j * ATT_QB;
+                        #pragma omp simd
+                        for (int r = 0; r < ATT_QB; r++) g[r] = p[r] * (g[r] - D[r]);
+                    }
+                    if (learned_bias)                  // hook 3's backward, one query row at a time
+                        for (int r = 0; r < nb; r++) {
+                            int n = attn_limit(ap, i0 + r, T) - j0;
+                            if (n > nk) n = nk;
+                            if (n <= 0) continue;
+                            for (int j = 0; j < n; j++) w.row[j] = w.dS[(size_t)j * ATT_QB + r];
+                            s->bias_backward(ap->tables, ap->pe_params, cache, dp_threads + (size_t)thread_id() * np,
+                                             dcache_threads ? dcache_threads + (size_t)thread_id() * ncache : NULL,
+                                             h, pos_b[i0 + r], pos_b + j0, n, w.row);
+                        }
+                    for (int j = 0; j < nk * ATT_QB; j++) w.dS[j] *= scale;
+                    real *dq = grad0 + (size_t)i0 * C3, *dk = grad0 + (size_t)j0 * C3 + C, *dv = dk + C;
+                    gemm_tile(nk, hs, nb, w.S, ATT_QB, 1, dout0, C, dv, C3, 1);                       // dV_t += P^T dO
+                    gemm_tile(nk, hs, nb, w.dS, ATT_QB, 1, row0 + (size_t)i0 * C3, C3, dk, C3, 1);    // dK_t += dS^T Q
+                    gemm_tile(nb, hs, nk, w.dS, 1, ATT_QB, row0 + (size_t)j0 * C3 + C, C3, dq, C3, 1); // dQ += dS K_t
                 }
             }
         }
@@ -751,7 +825,7 @@ static void alloc_acts(GPT *m, int B, int T) {
     g->datty = xmalloc(sizeof(real) * N * C);
     g->dfch = xmalloc(sizeof(real) * N * 4 * C);
     g->dfch_gelu = xmalloc(sizeof(real) * N * 4 * C);
-    a->att_scratch = xmalloc(sizeof(real) * (size_t)max_threads() * ATT_SCRATCH(T));
+    a->att_scratch = xmalloc(sizeof(real) * (size_t)max_threads() * ATT_SCRATCH(C / NH));
     m->act_B = B; m->act_T = T; m->act_threads = max_threads();
 }
 
@@ -853,7 +927,8 @@ double gpt_forward(GPT *m, const Batch *b) {
 }
 
 // The attention probabilities of one layer, head and batch row of the last gpt_forward, recomputed
-// with the forward's own scoring (block_scores), mask (attn_limit, key_visible) and log-sum-exp.
+// with the forward's own scoring (tile_scores: same tiles, mask and hook 3), its exp and its
+// log-sum-exp: out (T, T), row i the probabilities of query i (0 at keys it may not attend).
 void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
     const Batch *bt = m->batch;
     const GPTConfig *c = &m->cfg;
@@ -869,15 +944,23 @@ void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
     const real *lse = la.att_lse + ((size_t)b * NH + head) * T;
     size_t ncache;
     real *cache = bias_cache_new(&ap, pos_b, (size_t)T, &ncache);
+    real *scratch = xmalloc(sizeof(real) * ATT_SCRATCH(hs));
+    AttScratch w = att_scratch(scratch, hs);
+    memset(out, 0, sizeof(real) * (size_t)T * T);
     for (int i0 = 0; i0 < T; i0 += ATT_QB) {
-        int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
-        real *S = out + (size_t)i0 * T;
-        block_scores(S, row0, &ap, cache, pos_b, i0, nb, attn_limit(&ap, i0 + nb - 1, T), T, C, hs, head);
-        for (int r = 0; r < nb; r++) {
-            int i = i0 + r;
-            row_probs(S + (size_t)r * T, doc_b, i, attn_limit(&ap, i, T), T, lse[i]);
+        int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(&ap, i0 + nb - 1, T);
+        real L[ATT_QB] __attribute__((aligned(64)));
+        for (int r = 0; r < ATT_QB; r++) L[r] = r < nb ? lse[i0 + r] : 0;
+        block_transpose(w.xT, row0 + (size_t)i0 * 3 * C, (size_t)3 * C, nb, hs, 1 / sqrt((real)hs));
+        for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
+            nk = tile_width(j0, i0, nkeys);
+            if (!tile_scores(w.S, w.row, w.xT, row0, &ap, cache, pos_b, doc_b, i0, nb, j0, nk, T, C, hs, head)) continue;
+            tile_exp(w.S, nk, L, NULL);
+            for (int j = 0; j < nk; j++)
+                for (int r = 0; r < nb; r++) out[(size_t)(i0 + r) * T + j0 + j] = w.S[(size_t)j * ATT_QB + r];
         }
     }
+    free(scratch);
     free(cache);
 }
 
@@ -1013,7 +1096,7 @@ void gpt_backward(GPT *m, double grad_scale) {
         TIMED(m, PROF_MATMUL, matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, g->dresidual, la.atty,
                         p->attprojw + (size_t)l * C * C, N, C, C));
         memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
-        TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.att_lse, &ap, B, T, C, NH));
+        TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
         TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
         memset(g->dln, 0, sizeof(real) * N * C);
         TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,

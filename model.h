@@ -94,7 +94,7 @@ typedef struct {
     real *probs;       // (B,T,Vp), turned into dlogits in place by backward
     real *losses;      // (B,T) per-token cross-entropy
     real *scratch;     // (B,T,C) projection outputs before the residual add
-    real *att_scratch; // (threads, ATT_SCRATCH(T)) a block of attention rows per thread
+    real *att_scratch; // (threads, ATT_SCRATCH(hs)) attention tiles per thread
 } Activations;
 
 typedef struct {
@@ -221,15 +221,19 @@ typedef struct {
     int bidirectional;         // 1: no causal limit (keys j > i allowed; tests of equivariance)
 } AttnPos;
 
-// out (B,T,C), lse (B,NH,T) one log-sum-exp per row; qkv (B,T,3C) holds q, k, v (q and k already
-// hooked); scratch (threads, ATT_SCRATCH(T)): two blocks of ATT_QB rows of T. Memory O(B*NH*T), never (T, T).
+// Fused causal attention (model.c), tiled: blocks of ATT_QB query rows against tiles of up to
+// ATT_KB keys, with an online softmax. Memory: lse, one number per (b, h, query row), and a scratch
+// of ATT_SCRATCH(hs) reals per thread that does not grow with T; never a (T, T) matrix.
 #define ATT_QB ((int)(128 / sizeof(real)))              // query rows per block: 32 floats, 16 doubles
-#define ATT_SCRATCH(T) ((size_t)2 * ATT_QB * (size_t)(T))
+#define ATT_KB (2 * ATT_QB)                             // keys per tile: 64 floats, 32 doubles
+#define ATT_SCRATCH(hs) ((size_t)ATT_QB * (2 * ATT_KB + 3 * (size_t)(hs)) + ATT_KB)
+// out (B,T,C), lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
+// scratch (threads, ATT_SCRATCH(C/NH))
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
                        int B, int T, int C, int NH);
-// dqkv (B,T,3C) +=; dout (B,T,C); lse from the forward; scratch (threads, ATT_SCRATCH(T))
-void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *lse,
-                        const AttnPos *ap, int B, int T, int C, int NH);
+// dqkv (B,T,3C) +=; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the forward's
+void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *out,
+                        const real *lse, const AttnPos *ap, int B, int T, int C, int NH);
 // hook 2 over a whole qkv buffer (B,T,3C): rotate q and k of every head (QK_FORWARD), or their
 // gradient by the transpose (QK_BACKWARD). Does nothing for schemes without a q/k hook.
 enum { QK_FORWARD = 1, QK_BACKWARD = -1 };

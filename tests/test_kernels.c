@@ -1,5 +1,6 @@
-// tests/test_kernels.c: the blocked, vectorised gemm (kernels.c) against its plain reference, on
-// shapes that are not multiples of the register tile (6 x 2 vectors) or of the K block (256), with
+// tests/test_kernels.c: the blocked, vectorised gemm and the attention tiles' gemm_tile (kernels.c)
+// against their plain reference, on shapes that are not multiples of the register tiles (6 or 8 x 2
+// vectors), of the column chunks or of the K block (384), with
 // every operand layout the model uses (A plain, A transposed through its strides), overwriting and
 // accumulating; and the matmul layer's three products against the definition. Float build, so
 // the tolerance is relative to the size of the sums.
@@ -14,29 +15,34 @@ static Rng rng;
 static void fill(real *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = (real)(2 * rng_uniform(&rng) - 1); }
 
 // A (M,K) stored plainly (row stride K + 2) or transposed (k*(M + 1) + i); B with ldb = N + 5 and
-// C with ldc = N + 3, so that no stride equals a size. Our kernel (gemm_own) and gemm (OpenBLAS in
-// a BLAS=openblas build) against the reference.
+// C with ldc = N + 3, so that no stride equals a size. Our kernel (gemm_own), gemm (OpenBLAS in a
+// BLAS=openblas build) and gemm_tile against the reference.
 static void check_gemm(int M, int N, int K, int transposed_a, int accumulate) {
     size_t a_rs = transposed_a ? 1 : (size_t)K + 2, a_cs = transposed_a ? (size_t)M + 1 : 1;
     size_t na = transposed_a ? (size_t)(K + 1) * (M + 1) : (size_t)(M + 1) * (K + 2), nb = (size_t)(K + 1) * (N + 5);
     size_t nc = (size_t)(M + 1) * (N + 3);
     real *a = xmalloc(sizeof(real) * na), *b = xmalloc(sizeof(real) * nb);
-    real *c = xmalloc(sizeof(real) * nc), *c2 = xmalloc(sizeof(real) * nc), *r = xmalloc(sizeof(real) * nc);
+    real *c = xmalloc(sizeof(real) * nc), *c2 = xmalloc(sizeof(real) * nc), *c3 = xmalloc(sizeof(real) * nc);
+    real *r = xmalloc(sizeof(real) * nc);
     fill(a, na); fill(b, nb); fill(c, nc);
     memcpy(r, c, sizeof(real) * nc);
     memcpy(c2, c, sizeof(real) * nc);
+    memcpy(c3, c, sizeof(real) * nc);
     gemm_own(M, N, K, a, a_rs, a_cs, b, N + 5, c, N + 3, accumulate);
     gemm(M, N, K, a, a_rs, a_cs, b, N + 5, c2, N + 3, accumulate);
+    gemm_tile(M, N, K, a, a_rs, a_cs, b, N + 5, c3, N + 3, accumulate);
     gemm_ref(M, N, K, a, a_rs, a_cs, b, N + 5, r, N + 3, accumulate);
-    double err = 0, err2 = 0;
+    double err = 0, err2 = 0, err3 = 0;
     for (size_t i = 0; i < nc; i++) {
         err = isfinite(c[i]) ? fmax(err, fabs(c[i] - r[i])) : INFINITY;
         err2 = isfinite(c2[i]) ? fmax(err2, fabs(c2[i] - r[i])) : INFINITY;
+        err3 = isfinite(c3[i]) ? fmax(err3, fabs(c3[i] - r[i])) : INFINITY;
     }
-    EXPECT(err <= 1e-5 * sqrt((double)K + 1) && err2 <= 1e-5 * sqrt((double)K + 1),
-           "gemm %dx%dx%d (A %s, %s): max error %.3g (ours), %.3g (gemm)", M, N, K,
-           transposed_a ? "transposed" : "plain", accumulate ? "accumulate" : "overwrite", err, err2);
-    free(a); free(b); free(c); free(c2); free(r);
+    double tol = 1e-5 * sqrt((double)K + 1);
+    EXPECT(err <= tol && err2 <= tol && err3 <= tol,
+           "gemm %dx%dx%d (A %s, %s): max error %.3g (ours), %.3g (gemm), %.3g (gemm_tile)", M, N, K,
+           transposed_a ? "transposed" : "plain", accumulate ? "accumulate" : "overwrite", err, err2, err3);
+    free(a); free(b); free(c); free(c2); free(c3); free(r);
 }
 
 // The same product with 1, 2 and 3 threads: bit-identical (each sum runs in a fixed order)
@@ -119,7 +125,8 @@ int main(void) {
     rng_seed(&rng, 11);
     static const int shapes[][3] = { { 1, 1, 1 }, { 6, 32, 5 }, { 7, 33, 13 }, { 13, 37, 257 }, { 72, 64, 256 },
                                      { 73, 65, 300 }, { 150, 100, 513 }, { 5, 200, 3 }, { 300, 31, 40 },
-                                     { 100, 600, 600 }, { 256, 1100, 40 }, { 1, 700, 9 } };
+                                     { 100, 600, 600 }, { 256, 1100, 40 }, { 1, 700, 9 },
+                                     { 33, 384, 385 }, { 20, 1152, 769 }, { 64, 32, 64 }, { 9, 64, 17 } };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 2; t++)
             for (int acc = 0; acc < 2; acc++) check_gemm(shapes[s][0], shapes[s][1], shapes[s][2], t, acc);

@@ -179,7 +179,8 @@ static double equivariance_error(const char *scheme, int bidirectional) {
     int perm[5] = { 2, 0, 4, 1, 3 }, pos[5] = { 0, 1, 2, 3, 4 }, doc[5] = { 0 };
     PosTables t = tables_for("none", scheme, C, NH, 8, 0, 1);
     AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(posenc_find(scheme)), .tables = &t, .bidirectional = bidirectional };
-    real qkv[5 * 24], pqkv[5 * 24], out[40], pout[40], lse[2 * 5], scratch[64 * ATT_SCRATCH(5)];
+    real qkv[5 * 24], pqkv[5 * 24], out[40], pout[40], lse[2 * 5];
+    real *scratch = xmalloc(sizeof(real) * 64 * ATT_SCRATCH(C / NH));   // up to 64 threads
     for (int i = 0; i < 5 * 24; i++) qkv[i] = (real)uni();
     for (int i = 0; i < T; i++) memcpy(pqkv + i * 24, qkv + perm[i] * 24, sizeof(real) * 24);
     qk_hook(qkv, &ap, T, C, NH, QK_FORWARD);
@@ -190,6 +191,7 @@ static double equivariance_error(const char *scheme, int bidirectional) {
     for (int i = 0; i < T; i++)
         for (int c = 0; c < C; c++) err = fmax(err, fabs(pout[i * C + c] - out[perm[i] * C + c]));
     posenc_tables_free(&t);
+    free(scratch);
     return err;
 }
 
