@@ -5,6 +5,7 @@
 //                            stdout and the same numbers in bench.csv
 //   ./bench --config NAME    one config; ends with
 //                            RESULT config=NAME tokens_per_s=X gflops=Y peak_fraction=Z peak_rss_mb=W
+//   ./bench --schemes        only the cost of each positional scheme (no CSV)
 //
 // Every config is a training step except small-eval-t32768: one forward pass (no backward, no
 // optimiser) of `small` with nope positions, a model trained at context 256, over one window of
@@ -72,18 +73,25 @@ static double fma_peak_gflops(void) {
     return (double)threads() * iters * 12 * 16 * 2 / dt / 1e9;
 }
 
-typedef struct { int M, N, K; const char *what; } Shape;
+// The products of a training step as matmul_forward / matmul_backward call them: forward
+// out = inp @ W^T; backward dinp += dout @ W and dW += dout^T @ inp (A read transposed, through its
+// strides; OpenBLAS gets CblasTrans), both accumulating.
+typedef struct { int M, N, K, trans_a; const char *what; } Shape;
 static const Shape SHAPES[] = {
-    { 2048, 1152, 384, "small: qkv" }, { 2048, 1536, 384, "small: fc" }, { 2048, 384, 1536, "small: fc proj" },
-    { 256, 2304, 768, "gpt2 B=4 T=64: qkv" }, { 256, 3072, 768, "gpt2: fc" }, { 256, 50304, 768, "gpt2: LM head" },
-    { 1024, 3072, 768, "gpt2 T=1024: fc" },
+    { 2048, 1152, 384, 0, "small: qkv" }, { 2048, 1536, 384, 0, "small: fc" }, { 2048, 384, 1536, 0, "small: fc proj" },
+    { 1536, 384, 2048, 1, "small: fc dW" }, { 384, 1536, 2048, 1, "small: fc proj dW" },
+    { 256, 2304, 768, 0, "gpt2 B=4 T=64: qkv" }, { 256, 3072, 768, 0, "gpt2: fc" }, { 256, 50304, 768, 0, "gpt2: LM head" },
+    { 256, 768, 50304, 0, "gpt2: LM head dinp" }, { 50304, 768, 256, 1, "gpt2: LM head dW" }, { 3072, 768, 256, 1, "gpt2: fc dW" },
+    { 1024, 3072, 768, 0, "gpt2 T=1024: fc" },
 };
 enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
 
-// GFLOP/s of C (M,N) = A (M,K) @ B (K,N), best of a few runs: ours, or OpenBLAS sgemm
+// GFLOP/s of C (M,N) = A (M,K) @ B (K,N) (C += for the backward's transposed A), best of a few
+// runs: ours, or OpenBLAS sgemm
 static double gemm_gflops(const Shape *s, int blas) {
     float *a = xmalloc(sizeof(float) * s->M * s->K), *b = xmalloc(sizeof(float) * s->K * s->N);
-    float *c = xmalloc(sizeof(float) * s->M * s->N);
+    float *c = xcalloc((size_t)s->M * s->N, sizeof(float));
+    int lda = s->trans_a ? s->M : s->K, acc = s->trans_a;
     for (size_t i = 0; i < (size_t)s->M * s->K; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (size_t i = 0; i < (size_t)s->K * s->N; i++) b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
     double best = 1e30;
@@ -91,10 +99,11 @@ static double gemm_gflops(const Shape *s, int blas) {
         double t0 = now();
         if (blas) {
 #ifdef BENCH_OPENBLAS
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a, s->K, b, s->N, 0.0f, c, s->N);
+            cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a, lda,
+                        b, s->N, acc ? 1.0f : 0.0f, c, s->N);
 #endif
         } else {
-            gemm_own(s->M, s->N, s->K, a, s->K, 1, b, s->N, c, s->N, 0);
+            gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->N, c, s->N, acc);
         }
         double dt = now() - t0;
         if (r > 0 && dt < best) best = dt;       // the first run warms caches and threads
@@ -198,6 +207,44 @@ static StepResult run_isolated(const Config *c, double peak) {
     return r;
 }
 
+static const Config *find_config(const char *name) {
+    for (int i = 0; i < N_CONFIGS; i++) if (strcmp(CONFIGS[i].name, name) == 0) return &CONFIGS[i];
+    return NULL;
+}
+
+// ---- the cost of each positional scheme ----------------------------------------------------------
+
+// Rounds over every scheme on `small`, each run 2 timed steps; a scheme's time is its median over
+// the rounds. In a single pass the first scheme measured (nope) came out 5-15% slower than every
+// other, whichever scheme it was (the process's first big allocations, the machine's drift); rounds
+// spread that over all schemes instead of loading it onto the baseline. csv: NULL or the CSV.
+static void scheme_overheads(FILE *csv) {
+    enum { ROUNDS = 3 };
+    int ns = posenc_count();
+    printf("\npositional schemes on `small` (ms/step, median of %d rounds over all schemes; ratio to nope, same run):\n", ROUNDS);
+    const Config *small = find_config("small");
+    StepResult *sr = xcalloc((size_t)ns * ROUNDS, sizeof(StepResult));
+    run_steps(small, "nope", 1);                    // a throwaway run: page faults, thread start-up
+    for (int round = 0; round < ROUNDS; round++)
+        for (int s = 0; s < ns; s++) sr[(size_t)s * ROUNDS + round] = run_steps(small, posenc_scheme(s)->name, 2);
+    double base = 0;
+    for (int s = 0; s < ns; s++) {
+        double ms[ROUNDS], att[ROUNDS];
+        for (int k = 0; k < ROUNDS; k++) { ms[k] = sr[(size_t)s * ROUNDS + k].ms; att[k] = sr[(size_t)s * ROUNDS + k].share[1]; }
+        qsort(ms, ROUNDS, sizeof(double), cmp_double);
+        qsort(att, ROUNDS, sizeof(double), cmp_double);
+        double med = ms[ROUNDS / 2];
+        if (s == PE_NOPE) base = med;
+        const char *name = posenc_scheme(s)->name;
+        printf("  %-11s %9.1f ms  %6.3f  (attention %4.1f%% of the step; rounds", name, med, med / base, 100 * att[ROUNDS / 2]);
+        for (int k = 0; k < ROUNDS; k++) printf(" %.0f", sr[(size_t)s * ROUNDS + k].ms);
+        printf(")\n");
+        if (csv) fprintf(csv, "scheme,%s,%.2f,%.1f,%.2f,,,,%.4f,,,%.4f\n", name, med, small->B * small->T / (med / 1e3),
+                flops_per_step(small) / (med / 1e3) / 1e9, att[ROUNDS / 2], med / base);
+    }
+    free(sr);
+}
+
 // ---- attention alone as T doubles ---------------------------------------------------------------
 
 static void attention_scaling(FILE *csv) {
@@ -233,10 +280,6 @@ static void attention_scaling(FILE *csv) {
 
 // ---- main ---------------------------------------------------------------------------------------
 
-static const Config *find_config(const char *name) {
-    for (int i = 0; i < N_CONFIGS; i++) if (strcmp(CONFIGS[i].name, name) == 0) return &CONFIGS[i];
-    return NULL;
-}
 
 static double measure_peak(FILE *csv, int verbose) {
     double fma = fma_peak_gflops(), sgemm = 0, again = fma_peak_gflops();   // best of two: the first
@@ -245,14 +288,15 @@ static double measure_peak(FILE *csv, int verbose) {
     if (verbose) printf("FMA loop peak: %.1f GFLOP/s\n", fma);
     if (csv) fprintf(csv, "peak,fma,,,%.2f,,,,,,,\n", fma);
 #ifdef BENCH_OPENBLAS
-    if (verbose) printf("\nmatrix products on training shapes, GFLOP/s (ours vs OpenBLAS sgemm, same run):\n"
+    if (verbose) printf("\nmatrix products on training shapes, GFLOP/s (ours vs OpenBLAS sgemm, same run; T: A transposed,\n"
+                        "C +=, as the backward's dW = dout^T inp):\n"
                         "  %-24s %18s %9s %9s %7s\n", "shape", "M x N x K", "ours", "OpenBLAS", "ratio");
     for (int i = 0; i < N_SHAPES; i++) {
         const Shape *s = &SHAPES[i];
         double ours = gemm_gflops(s, 0), blas = gemm_gflops(s, 1);
         if (blas > sgemm) sgemm = blas;
         char dims[48];
-        snprintf(dims, sizeof dims, "%dx%dx%d", s->M, s->N, s->K);
+        snprintf(dims, sizeof dims, "%dx%dx%d%s", s->M, s->N, s->K, s->trans_a ? "T" : "");
         if (verbose) printf("  %-24s %18s %9.1f %9.1f %7.2f\n", s->what, dims, ours, blas, ours / blas);
         if (csv) fprintf(csv, "gemm,%s,,,%.2f,%.2f,,,,,,\n", dims, ours, blas);
     }
@@ -260,7 +304,9 @@ static double measure_peak(FILE *csv, int verbose) {
 #else
     if (verbose) {
         printf("\nmatrix products on training shapes, GFLOP/s (ours; build with OpenBLAS to compare):\n");
-        for (int i = 0; i < N_SHAPES; i++) printf("  %-24s %dx%dx%d %9.1f\n", SHAPES[i].what, SHAPES[i].M, SHAPES[i].N, SHAPES[i].K, gemm_gflops(&SHAPES[i], 0));
+        for (int i = 0; i < N_SHAPES; i++)
+            printf("  %-24s %dx%dx%d%s %9.1f\n", SHAPES[i].what, SHAPES[i].M, SHAPES[i].N, SHAPES[i].K, SHAPES[i].trans_a ? "T" : "",
+                   gemm_gflops(&SHAPES[i], 0));
     }
 #endif
     return sgemm > fma ? sgemm : fma;
@@ -269,9 +315,11 @@ static double measure_peak(FILE *csv, int verbose) {
 int main(int argc, char **argv) {
     const char *only = NULL;
     double given_peak = 0;
+    int schemes_only = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--schemes") == 0) schemes_only = 1;
         else if (strcmp(argv[i], "--peak") == 0 && i + 1 < argc) {
             given_peak = strtod(argv[++i], &end);
             CHECK(*end == 0 && given_peak > 0, "--peak must be a positive number of GFLOP/s");
@@ -282,7 +330,8 @@ int main(int argc, char **argv) {
             omp_set_num_threads((int)n);
 #endif
         } else {
-            fprintf(stderr, "usage: ./bench [--config NAME [--peak GFLOPS]] [--threads N]\nconfigs (small-eval-t32768: "
+            fprintf(stderr, "usage: ./bench [--config NAME [--peak GFLOPS] | --schemes] [--threads N]\n"
+                            "  --schemes: only the table of positional schemes (no CSV)\nconfigs (small-eval-t32768: "
                             "one forward pass over a 32768-token window):");
             for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
             fprintf(stderr, "\n");
@@ -292,6 +341,10 @@ int main(int argc, char **argv) {
 #ifdef BENCH_OPENBLAS
     openblas_set_num_threads(threads());          // the sgemm reference gets the same threads as we do
 #endif
+    if (schemes_only) {
+        scheme_overheads(NULL);
+        return 0;
+    }
     if (only) {
         const Config *c = find_config(only);
         CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
@@ -327,18 +380,7 @@ int main(int argc, char **argv) {
     printf("  (small-eval-t32768: one forward pass of `small` with nope positions, trained context 256, over one\n"
            "   window of 32768 tokens: ms/step is that pass, GFLOP/s counts forward FLOPs, no backward or AdamW)\n");
 
-    printf("\npositional schemes on `small` (ms/step; ratio to nope, same run):\n");
-    const Config *small = find_config("small");
-    double base = 0;
-    run_steps(small, "nope", 1);                    // a throwaway run: page faults, thread start-up
-    for (int s = 0; s < posenc_count(); s++) {
-        const char *name = posenc_scheme(s)->name;
-        StepResult r = run_steps(small, name, 2);
-        if (s == PE_NOPE) base = r.ms;
-        printf("  %-11s %9.1f ms  %6.3f  (attention %4.1f%% of the step)\n", name, r.ms, r.ms / base, 100 * r.share[1]);
-        fprintf(csv, "scheme,%s,%.2f,%.1f,%.2f,,,,%.4f,,,%.4f\n", name, r.ms, r.tokens_per_s, r.gflops, r.share[1], r.ms / base);
-        fflush(stdout);
-    }
+    scheme_overheads(csv);
     attention_scaling(csv);
     fclose(csv);
     printf("\nwrote bench.csv\n");

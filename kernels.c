@@ -144,6 +144,14 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
                             const real *ap = a + (size_t)i * a_rs + (size_t)pc * a_cs;
                             real *cp = c + (size_t)i * ldc + j;
                             const real *panel = chunk + (size_t)(j - j0) * kc;
+                            // the next tile's rows of C start on their way from memory now (for
+                            // dW of the LM head, 50304 x 768, C is 154 MB and every tile is cold)
+                            int ni = i + MR < i0 + mc ? i + MR : i0, nj = i + MR < i0 + mc ? j : j + NR;
+                            if (nj < j1)
+                                for (int r = 0; r < MR && ni + r < i0 + mc; r++) {
+                                    __builtin_prefetch(c + (size_t)(ni + r) * ldc + nj, 1);
+                                    if (nj + VL < j1) __builtin_prefetch(c + (size_t)(ni + r) * ldc + nj + VL, 1);
+                                }
                             if (mr == MR && nr == NR) tile_rows(MR, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
                             else if (nr == NR) tile_rows(mr, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
                             else tile_edge(mr, nr, kc, ap, a_rs, a_cs, b + (size_t)pc * ldb + j, ldb, cp, ldc, acc);
