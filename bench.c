@@ -214,10 +214,11 @@ static const Config *find_config(const char *name) {
 
 // ---- the cost of each positional scheme ----------------------------------------------------------
 
-// Rounds over every scheme on `small`, each run 2 timed steps; a scheme's time is its median over
-// the rounds. In a single pass the first scheme measured (nope) came out 5-15% slower than every
-// other, whichever scheme it was (the process's first big allocations, the machine's drift); rounds
-// spread that over all schemes instead of loading it onto the baseline. csv: NULL or the CSV.
+// Rounds over every scheme on `small`, each run 2 timed steps, each round starting at another scheme;
+// a scheme's time is its median over the rounds. In a single pass the first scheme measured (nope)
+// came out 5-15% slower than every other (the process's first big allocations, the machine's
+// drift); rotated rounds spread that over all schemes instead of loading it onto the baseline.
+// csv: NULL or the CSV.
 static void scheme_overheads(FILE *csv) {
     enum { ROUNDS = 3 };
     int ns = posenc_count();
@@ -225,8 +226,11 @@ static void scheme_overheads(FILE *csv) {
     const Config *small = find_config("small");
     StepResult *sr = xcalloc((size_t)ns * ROUNDS, sizeof(StepResult));
     run_steps(small, "nope", 1);                    // a throwaway run: page faults, thread start-up
-    for (int round = 0; round < ROUNDS; round++)
-        for (int s = 0; s < ns; s++) sr[(size_t)s * ROUNDS + round] = run_steps(small, posenc_scheme(s)->name, 2);
+    for (int round = 0; round < ROUNDS; round++)          // each round starts at another scheme
+        for (int k = 0; k < ns; k++) {
+            int s = (k + round * ns / ROUNDS) % ns;
+            sr[(size_t)s * ROUNDS + round] = run_steps(small, posenc_scheme(s)->name, 2);
+        }
     double base = 0;
     for (int s = 0; s < ns; s++) {
         double ms[ROUNDS], att[ROUNDS];

@@ -170,11 +170,19 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
     gemm(N, C, OC, dout, OC, 1, weight, C, dinp, C, 1);          // A = dout (N,OC), B = weight (OC,C)
     gemm(OC, C, N, dout, 1, OC, inp, C, dweight, C, 1);          // A = dout^T (OC,N), B = inp (N,C)
     if (dbias) {
+        // dbias[o] += sum_n dout[n,o], n in order; threads take blocks of 64 columns, and each row
+        // of a block is read as one contiguous run (not one column at a time, 4*OC bytes apart)
+        enum { OB = 64 };
         #pragma omp parallel for schedule(static)
-        for (int o = 0; o < OC; o++) {
-            real db = 0;
-            for (int n = 0; n < N; n++) db += dout[(size_t)n * OC + o];
-            dbias[o] += db;
+        for (int o0 = 0; o0 < OC; o0 += OB) {
+            int no = OC - o0 < OB ? OC - o0 : OB;
+            real db[OB] = { 0 };
+            for (int n = 0; n < N; n++) {
+                const real *d = dout + (size_t)n * OC + o0;
+                #pragma omp simd
+                for (int o = 0; o < no; o++) db[o] += d[o];
+            }
+            for (int o = 0; o < no; o++) dbias[o0 + o] += db[o];
         }
     }
 }
