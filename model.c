@@ -745,8 +745,8 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
     size_t pe_input_off, pe_layer_off[PE_MAX_LAYERS];
     layout(m, off);
     layout_pe(m, &pe_input_off, pe_layer_off);
-    m->params = xcalloc(m->num_params, sizeof(real));
-    m->grads = xcalloc(m->num_params, sizeof(real));
+    m->params = xcalloc_big(m->num_params, sizeof(real));
+    m->grads = xcalloc_big(m->num_params, sizeof(real));
     point_tensors(&m->p, m->params, off, pe_input_off, pe_layer_off, cfg->n_layer);
     point_tensors(&m->g, m->grads, off, pe_input_off, pe_layer_off, cfg->n_layer);
     // Initialise each tensor from its own stream, seeded by (seed, name): adding a positional
@@ -805,35 +805,35 @@ static void alloc_acts(GPT *m, int B, int T) {
     size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
     size_t N = (size_t)B * T;
     Activations *a = &m->a;
-    a->encoded = xmalloc(sizeof(real) * N * C);
-    a->ln1 = xmalloc(sizeof(real) * L * N * C);
-    a->ln1_mean = xmalloc(sizeof(real) * L * N);
-    a->ln1_rstd = xmalloc(sizeof(real) * L * N);
-    a->qkv = xmalloc(sizeof(real) * L * N * 3 * C);
-    a->atty = xmalloc(sizeof(real) * L * N * C);
-    a->att_lse = xmalloc(sizeof(real) * L * B * NH * T);
-    a->residual2 = xmalloc(sizeof(real) * L * N * C);
-    a->ln2 = xmalloc(sizeof(real) * L * N * C);
-    a->ln2_mean = xmalloc(sizeof(real) * L * N);
-    a->ln2_rstd = xmalloc(sizeof(real) * L * N);
-    a->fch = xmalloc(sizeof(real) * L * N * 4 * C);
-    a->fch_gelu = xmalloc(sizeof(real) * L * N * 4 * C);
-    a->residual3 = xmalloc(sizeof(real) * L * N * C);
-    a->lnf = xmalloc(sizeof(real) * N * C);
-    a->lnf_mean = xmalloc(sizeof(real) * N);
-    a->lnf_rstd = xmalloc(sizeof(real) * N);
-    a->logits = xmalloc(sizeof(real) * N * Vp);
-    a->probs = xmalloc(sizeof(real) * N * Vp);
-    a->losses = xmalloc(sizeof(real) * N);
-    a->scratch = xmalloc(sizeof(real) * N * C);
+    a->encoded = xmalloc_big(sizeof(real) * N * C);
+    a->ln1 = xmalloc_big(sizeof(real) * L * N * C);
+    a->ln1_mean = xmalloc_big(sizeof(real) * L * N);
+    a->ln1_rstd = xmalloc_big(sizeof(real) * L * N);
+    a->qkv = xmalloc_big(sizeof(real) * L * N * 3 * C);
+    a->atty = xmalloc_big(sizeof(real) * L * N * C);
+    a->att_lse = xmalloc_big(sizeof(real) * L * B * NH * T);
+    a->residual2 = xmalloc_big(sizeof(real) * L * N * C);
+    a->ln2 = xmalloc_big(sizeof(real) * L * N * C);
+    a->ln2_mean = xmalloc_big(sizeof(real) * L * N);
+    a->ln2_rstd = xmalloc_big(sizeof(real) * L * N);
+    a->fch = xmalloc_big(sizeof(real) * L * N * 4 * C);
+    a->fch_gelu = xmalloc_big(sizeof(real) * L * N * 4 * C);
+    a->residual3 = xmalloc_big(sizeof(real) * L * N * C);
+    a->lnf = xmalloc_big(sizeof(real) * N * C);
+    a->lnf_mean = xmalloc_big(sizeof(real) * N);
+    a->lnf_rstd = xmalloc_big(sizeof(real) * N);
+    a->logits = xmalloc_big(sizeof(real) * N * Vp);
+    a->probs = xmalloc_big(sizeof(real) * N * Vp);
+    a->losses = xmalloc_big(sizeof(real) * N);
+    a->scratch = xmalloc_big(sizeof(real) * N * C);
     GradActivations *g = &m->ga;
-    g->dresidual = xmalloc(sizeof(real) * N * C);
-    g->dln = xmalloc(sizeof(real) * N * C);
-    g->dqkv = xmalloc(sizeof(real) * N * 3 * C);
-    g->datty = xmalloc(sizeof(real) * N * C);
-    g->dfch = xmalloc(sizeof(real) * N * 4 * C);
-    g->dfch_gelu = xmalloc(sizeof(real) * N * 4 * C);
-    a->att_scratch = xmalloc(sizeof(real) * (size_t)max_threads() * ATT_SCRATCH(C / NH));
+    g->dresidual = xmalloc_big(sizeof(real) * N * C);
+    g->dln = xmalloc_big(sizeof(real) * N * C);
+    g->dqkv = xmalloc_big(sizeof(real) * N * 3 * C);
+    g->datty = xmalloc_big(sizeof(real) * N * C);
+    g->dfch = xmalloc_big(sizeof(real) * N * 4 * C);
+    g->dfch_gelu = xmalloc_big(sizeof(real) * N * 4 * C);
+    a->att_scratch = xmalloc_big(sizeof(real) * (size_t)max_threads() * ATT_SCRATCH(C / NH));
     m->act_B = B; m->act_T = T; m->act_threads = max_threads();
 }
 
@@ -1180,7 +1180,7 @@ static void adamw_span(real *restrict w, real *restrict mm, real *restrict vv, c
 
 void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale) {
     double t0 = wall();
-    if (!m->m) { m->m = xcalloc(m->num_params, sizeof(real)); m->v = xcalloc(m->num_params, sizeof(real)); }
+    if (!m->m) { m->m = xcalloc_big(m->num_params, sizeof(real)); m->v = xcalloc_big(m->num_params, sizeof(real)); }
     double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
     real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;
     // runs of consecutive tensors with the same decay setting: run r is [begin[r], begin[r+1])
