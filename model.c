@@ -331,11 +331,10 @@ static void attend_row(real *o, real *a, const real *q, const real *K, const rea
 // the backward recomputes P = exp(score - lse) tile by tile and uses D_i = dout_i . out_i for
 // sum_j P(i,j) dP(i,j), so it needs no pass over a whole row either.
 
-// A thread's scratch (ATT_SCRATCH(hs) reals, model.h): S and dS (KB, QB) tiles, qT and dOT
-// (hs, QB), the forward's output block O (QB, hs), and one row of a tile for hook 3.
+// One thread's scratch, ATT_SCRATCH(hs) reals from p (model.h): S and dS (KB, QB) tiles, qT and
+// dOT (hs, QB), the forward's output block O (QB, hs), and one row of a tile for hook 3.
 typedef struct { real *S, *dS, *xT, *yT, *O, *row; } AttScratch;
-static AttScratch att_scratch(real *scratch, int hs) {
-    real *p = scratch + (size_t)thread_id() * ATT_SCRATCH(hs);
+static AttScratch att_scratch(real *p, int hs) {
     AttScratch w;
     w.S = p; p += (size_t)ATT_KB * ATT_QB;
     w.dS = p; p += (size_t)ATT_KB * ATT_QB;
@@ -436,7 +435,7 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
         for (int h = 0; h < NH; h++) {
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
             const real *row0 = qkv + (size_t)b * T * C3 + h * hs;       // q of token 0, head h
-            AttScratch w = att_scratch(scratch, hs);
+            AttScratch w = att_scratch(scratch + (size_t)thread_id() * ATT_SCRATCH(hs), hs);
             for (int i0 = 0; i0 < T; i0 += ATT_QB) {
                 int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
                 // per query row: running max m, sum l of exp(score - m), and the shift used for exp
@@ -507,7 +506,7 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
             const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
             const real *row0 = qkv + (size_t)b * T * C3 + h * hs;
             real *grad0 = dqkv + (size_t)b * T * C3 + h * hs;
-            AttScratch w = att_scratch(scratch, hs);
+            AttScratch w = att_scratch(scratch + (size_t)thread_id() * ATT_SCRATCH(hs), hs);
             for (int i0 = 0; i0 < T; i0 += ATT_QB) {
                 int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
                 const real *dout0 = dout + ((size_t)b * T + i0) * C + h * hs;      // dout of query i0, head h
