@@ -155,6 +155,7 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     CHECK(posenc_schedule(&cfg.pe, c->L, pe, NULL, NULL, msg, sizeof msg), "%s", msg);
     GPT m;
     gpt_build(&m, &cfg, 1, c->T);             // position tables for the whole window
+    gpt_set_forward_only(&m, eval);           // evaluation keeps one layer's activations, as ppl does
     Batch b;
     batch_alloc(&b, c->B, c->T);
     Rng r; rng_seed(&r, 7);

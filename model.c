@@ -795,13 +795,16 @@ void gpt_free(GPT *m) {
     memset(m, 0, sizeof *m);
 }
 
-// Activations are sized for (act_B, act_T) and reused by any batch that fits in both.
+// Activations are sized for (act_B, act_T) and reused by any batch that fits in both. Forward-only
+// (gpt_set_forward_only): one layer's slices, which every layer reuses, and no gradient buffers.
 static void alloc_acts(GPT *m, int B, int T) {
-    if (B <= m->act_B && T <= m->act_T && max_threads() <= m->act_threads) return;
-    if (B < m->act_B) B = m->act_B;
-    if (T < m->act_T) T = m->act_T;
+    if (B <= m->act_B && T <= m->act_T && max_threads() <= m->act_threads && m->forward_only == m->act_forward_only) return;
+    if (m->forward_only == m->act_forward_only) {   // grow, never shrink, while the mode stays
+        if (B < m->act_B) B = m->act_B;
+        if (T < m->act_T) T = m->act_T;
+    }
     free_acts(m);
-    size_t L = m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
+    size_t L = m->forward_only ? 1 : m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
     size_t N = (size_t)B * T;
     Activations *a = &m->a;
     a->encoded = xmalloc_big(sizeof(real) * N * C);
@@ -825,6 +828,9 @@ static void alloc_acts(GPT *m, int B, int T) {
     a->probs = xmalloc_big(sizeof(real) * N * Vp);
     a->losses = xmalloc_big(sizeof(real) * N);
     a->scratch = xmalloc_big(sizeof(real) * N * C);
+    a->att_scratch = xmalloc_big(sizeof(real) * (size_t)max_threads() * ATT_SCRATCH(C / NH));
+    m->act_B = B; m->act_T = T; m->act_threads = max_threads(); m->act_forward_only = m->forward_only;
+    if (m->forward_only) return;
     GradActivations *g = &m->ga;
     g->dresidual = xmalloc_big(sizeof(real) * N * C);
     g->dln = xmalloc_big(sizeof(real) * N * C);
@@ -832,11 +838,13 @@ static void alloc_acts(GPT *m, int B, int T) {
     g->datty = xmalloc_big(sizeof(real) * N * C);
     g->dfch = xmalloc_big(sizeof(real) * N * 4 * C);
     g->dfch_gelu = xmalloc_big(sizeof(real) * N * 4 * C);
-    a->att_scratch = xmalloc_big(sizeof(real) * (size_t)max_threads() * ATT_SCRATCH(C / NH));
-    m->act_B = B; m->act_T = T; m->act_threads = max_threads();
 }
 
-// The slices of layer l's activations (each buffer holds L layers back to back).
+void gpt_set_forward_only(GPT *m, int on) { m->forward_only = on != 0; }
+
+// The slices of layer l's activations (each buffer holds L layers back to back; forward-only, one
+// layer, whose slices every layer overwrites in turn: a layer reads only its input residual, which
+// it has consumed before it writes its own residual2 and residual3 over the slices).
 typedef struct {
     real *ln1, *ln1_mean, *ln1_rstd;   // (N,C), (N), (N)
     real *qkv;                         // (N,3C)
@@ -848,8 +856,10 @@ typedef struct {
     real *residual3;                   // (N,C)
 } LayerActs;
 
-static LayerActs layer_acts(const Activations *a, int l, int B, int T, int C, int NH) {
-    size_t N = (size_t)B * T;
+static LayerActs layer_acts(const GPT *m, int l, int B, int T) {
+    const Activations *a = &m->a;
+    size_t N = (size_t)B * T, C = m->cfg.n_embd, NH = m->cfg.n_head;
+    if (m->act_forward_only) l = 0;
     LayerActs la = {
         a->ln1 + l * N * C, a->ln1_mean + l * N, a->ln1_rstd + l * N,
         a->qkv + l * N * 3 * C, a->atty + l * N * C, a->att_lse + (size_t)l * B * NH * T,
@@ -903,7 +913,7 @@ double gpt_forward(GPT *m, const Batch *b) {
 
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
-        LayerActs la = layer_acts(a, l, B, T, C, NH);
+        LayerActs la = layer_acts(m, l, B, T);
         real *ln1 = la.ln1, *qkv = la.qkv, *atty = la.atty, *lse = la.att_lse, *residual2 = la.residual2;
         real *ln2 = la.ln2, *fch = la.fch, *fch_gelu = la.fch_gelu, *residual3 = la.residual3;
         AttnPos ap = attn_pos(m, b, l, 0);
@@ -944,7 +954,9 @@ void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
           "internal: attention_probs(layer %d, row %d, head %d) outside %d layers, %d rows, %d heads",
           layer, b, head, c->n_layer, bt->B, c->n_head);
     int B = bt->B, T = bt->T, C = c->n_embd, NH = c->n_head, hs = C / NH;
-    LayerActs la = layer_acts(&m->a, layer, B, T, C, NH);
+    CHECK(!m->act_forward_only, "internal: attention_probs needs every layer's activations; the last forward "
+          "was forward-only (gpt_set_forward_only)");
+    LayerActs la = layer_acts(m, layer, B, T);
     AttnPos ap = attn_pos(m, bt, layer, 0);
     const int *pos_b = bt->pos + (size_t)b * T, *doc_b = bt->doc + (size_t)b * T;
     const real *row0 = la.qkv + (size_t)b * T * 3 * C + head * hs;
@@ -1017,7 +1029,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     if (in->input_forward) in->input_forward(&m->pt, p->pe_input, a->encoded, pos, T);
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
-        LayerActs la = layer_acts(a, l, 1, T, C, NH);
+        LayerActs la = layer_acts(m, l, 1, T);
         AttnPos ap = { .pos = pos, .doc = zero_doc, .scheme = posenc_scheme(c->pe.layer[l]), .tables = &m->pt,
                        .pe_params = m->p.pe_layer[l] };
         layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, T, C);
@@ -1057,6 +1069,8 @@ void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); 
 void gpt_backward(GPT *m, double grad_scale) {
     const Batch *b = m->batch;
     CHECK(b && b->targets, "internal: gpt_backward needs a forward pass with targets first");
+    CHECK(!m->act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
+          "the activations of the earlier layers are gone");
     const GPTConfig *c = &m->cfg;
     int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;
@@ -1083,7 +1097,7 @@ void gpt_backward(GPT *m, double grad_scale) {
 
     for (int l = L - 1; l >= 0; l--) {
         const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;
-        LayerActs la = layer_acts(a, l, B, T, C, NH);
+        LayerActs la = layer_acts(m, l, B, T);
         AttnPos ap = attn_pos(m, b, l, 1);
 
         // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms.

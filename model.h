@@ -120,6 +120,8 @@ typedef struct {
     TensorInfo *tensors; int n_tensors;
     // activations, allocated for the largest B*T seen so far
     int act_B, act_T, act_threads;   // act_threads: rows of the per-thread scratch
+    int forward_only;                // gpt_set_forward_only: the next forwards keep one layer's activations
+    int act_forward_only;            // the mode the activations were allocated in
     Activations a;
     GradActivations ga;
     const Batch *batch;            // the batch of the last forward
@@ -140,6 +142,12 @@ int gpt_config_check(GPTConfig *cfg, char *msg, size_t cap);
 // Forward over a batch: fills activations; returns the weighted mean cross-entropy over tokens
 // (sum w*loss / sum w; 0 when every weight is 0). targets may be NULL (inference: logits only).
 double gpt_forward(GPT *m, const Batch *b);
+// Forward-only mode (on = 1) for evaluation: every layer reuses one layer's activation slices and
+// no gradient buffers exist, so memory is about L times smaller (a 32768-token window of `small`:
+// 4.9 GB -> see README, Speed). Losses and logits are bit-identical to the normal forward;
+// gpt_backward and attention_probs refuse to run after such a forward. Takes effect at the next
+// forward (the activations are reallocated when the mode changes); on = 0 restores training mode.
+void gpt_set_forward_only(GPT *m, int on);
 void gpt_zero_grad(GPT *m);
 // The attention probabilities p(i,j) (T,T) of layer `layer`, head `head`, batch row b of the last
 // gpt_forward (m->batch must still be alive), recomputed as the forward computed them: row i sums

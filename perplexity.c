@@ -129,6 +129,8 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     }
     if (batch_tokens <= 0) batch_tokens = PPL_BATCH_TOKENS;
     int Bmax = batch_tokens / W > 1 ? batch_tokens / W : 1;
+    int was_forward_only = m->forward_only;
+    gpt_set_forward_only(m, 1);      // one layer's activations: a long window takes ~L times less memory
 
     size_t nw = make_windows(N, W, mode, S, NULL);
     Window *win = xmalloc(sizeof(Window) * nw);
@@ -189,6 +191,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     b.B = Bmax; b.T = W;
     batch_free(&b);
     free(win); free(pos_sum); free(pos_cnt);
+    gpt_set_forward_only(m, was_forward_only);
 }
 
 void ppl_run(GPT *m, const int *tokens, size_t N, const int *W, int nw, double stride_frac,

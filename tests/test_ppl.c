@@ -6,6 +6,8 @@
 //   (c) every window size and mode scores the same N tokens; how N is chosen;
 //   (d) the per-position means average to the overall mean;
 //   (e) a learned-table model gets no number beyond its context (CSV: empty loss, a note);
+//   (f) forward-only mode (gpt_set_forward_only, which ppl uses): losses and logits bit-identical to
+//       the normal forward; backward and attention_probs refuse to run after it; back to training;
 // plus the window-list parser and the CSV files.
 #include <string.h>
 #include <unistd.h>
@@ -225,8 +227,49 @@ static void test_parse(void) {
            ppl_stride(3, 0.1) == 1 && ppl_stride(7, 1.0) == 7, "strides");
 }
 
+// (f)
+static GPT *fo_model;
+static void fo_backward(const void *arg) { (void)arg; gpt_backward(fo_model, 1.0); }
+static void fo_probs(const void *arg) { real p[CTX * CTX]; attention_probs(fo_model, 0, 0, 0, p); (void)arg; }
+static void test_forward_only(const char *pe) {
+    GPTConfig c = config(pe, "none");
+    c.n_layer = 3;
+    posenc_defaults(&c.pe, c.n_layer);
+    char msg[256];
+    CHECK(posenc_schedule(&c.pe, c.n_layer, pe, NULL, "none", msg, sizeof msg), "%s", msg);
+    GPT m; gpt_build(&m, &c, 3, 0);
+    int *tok = text(2 * CTX + 1, 5);
+    Batch b; batch_alloc(&b, 2, CTX);
+    for (int i = 0; i < 2 * CTX; i++) { b.tokens[i] = tok[i]; b.targets[i] = tok[i + 1]; b.pos[i] = i % CTX; }
+    size_t nl = (size_t)2 * CTX * c.padded_vocab;
+    double full = gpt_forward(&m, &b);
+    real *logits = xmalloc(sizeof(real) * nl), *losses = xmalloc(sizeof(real) * 2 * CTX);
+    memcpy(logits, m.a.logits, sizeof(real) * nl);
+    memcpy(losses, m.a.losses, sizeof(real) * 2 * CTX);
+    gpt_set_forward_only(&m, 1);
+    double fo = gpt_forward(&m, &b);
+    EXPECT(fo == full && memcmp(logits, m.a.logits, sizeof(real) * nl) == 0 &&
+           memcmp(losses, m.a.losses, sizeof(real) * 2 * CTX) == 0,
+           "%s: the forward-only pass must give the normal forward's logits and losses bit for bit", pe);
+    EXPECT(m.ga.dqkv == NULL, "%s: a forward-only model keeps no gradient buffers", pe);
+    fo_model = &m;
+    EXPECT(dies_with(fo_backward, NULL, "forward-only", NULL), "%s: gpt_backward after a forward-only pass must refuse", pe);
+    EXPECT(dies_with(fo_probs, NULL, "forward-only", NULL), "%s: attention_probs after a forward-only pass must refuse", pe);
+    gpt_set_forward_only(&m, 0);
+    EXPECT(gpt_forward(&m, &b) == full, "%s: back in training mode, the same loss", pe);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.weight_sum);
+    EXPECT(isfinite(m.grads[0]), "%s: back in training mode, backward runs", pe);
+    free(logits); free(losses); free(tok);
+    batch_free(&b);
+    gpt_free(&m);
+}
+
 int main(void) {
     test_parse();
+    test_forward_only("nope");
+    test_forward_only("rope");
+    test_forward_only("t5");
     test_token_losses("nope");
     test_token_losses("alibi");
     test_token_losses("rope");
