@@ -1,7 +1,7 @@
 # Makefile: build, test, and the main job.
 #
 #   make            build ./train and the test programs
-#   make run        the comparison: six schemes x 2 seeds on copy-repeat, results in runs/default/
+#   make run        the comparison: six schemes x 3 seeds on copy-repeat, results in runs/default/
 #   make reproduce-nope   the NoPE paper's protocol scaled down (~1 hour), results in runs/nope/
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x (needs make kjv), runs/alibi/
 #   make test       every test program; stops at the first failure
@@ -91,12 +91,12 @@ test: all
 	./tests/test_rules.sh
 	@echo "make test: all test programs passed"
 
-# make run: the comparison on the default task. Six schemes x 2 seeds of the tiny model on
+# make run: the comparison on the default task. Six schemes x 3 seeds of the tiny model on
 # copy-repeat (train on lengths <= 20, test to 40), two runs at a time; about 10 minutes on 2 cores.
 # Writes runs/default/ (results.csv, summary.md, plots); finished runs are kept when run again.
 RUN_SCHEMES = nope,learned,sinusoidal,rope,alibi,t5
 run: train compare
-	./compare --out runs/default --task copy-repeat --schemes $(RUN_SCHEMES) --seeds 1,2 --jobs 2 \
+	./compare --out runs/default --task copy-repeat --schemes $(RUN_SCHEMES) --seeds 1,2,3 --jobs 2 \
 	  --eval-per-length 50 -- --steps 600 --lr 3e-3 --log-every 100
 
 # make reproduce-nope: the NoPE paper's protocol (Kazemnejad et al. 2023) scaled to this machine:

@@ -9,13 +9,23 @@
 #include <cblas.h>
 #endif
 
-// One vector of 64 bytes: 16 floats or 8 doubles. aligned(sizeof(real)) allows unaligned access.
-#define VL ((int)(64 / sizeof(real)))
-typedef real vec __attribute__((vector_size(64), aligned(sizeof(real))));
+// One vector: the machine's widest, as -march tells the compiler: 64 bytes with AVX-512 (16 floats),
+// 32 with AVX/AVX2, 16 otherwise (SSE, NEON). aligned(sizeof(real)) allows unaligned access.
+// A register tile is MR x 2 vectors of C, plus two vectors of B: 6 x 2 + 2 = 14 of the 16
+// registers of AVX2 or SSE; AVX-512 has 32, and gemm_tile uses 8 x 2 + 2 there.
+#if defined(__AVX512F__)
+#define VBYTES 64
+#elif defined(__AVX__)
+#define VBYTES 32
+#else
+#define VBYTES 16
+#endif
+#define VL ((int)(VBYTES / sizeof(real)))
+typedef real vec __attribute__((vector_size(VBYTES), aligned(sizeof(real))));
 
-enum { MR = 6, MR_MAX = 8 };     // rows of gemm's register tile; most rows of any tile (gemm_tile's)
+enum { MR = 6, MR_MAX = VBYTES == 64 ? 8 : 6 };   // rows of gemm's tile; rows of gemm_tile's (the most of any)
 #define NR (2 * VL)              // columns of the register tile: two vectors
-enum { KC = 256, MC = 72 };      // a K block; rows of A per work item (a multiple of MR)
+enum { KC = 384, MC = 72 };      // a K block; rows of A per work item (a multiple of MR)
 enum { NC_TILES = 8 };           // most column tiles (NR wide) per work item
 
 // C tile (mr <= MR_MAX rows, NR columns) (+)= A (mr, kc) @ B (kc, NR), all in registers for the
@@ -74,7 +84,8 @@ const char *gemm_backend(void) {
 #ifdef USE_OPENBLAS
     return "openblas";
 #else
-    return VL == 16 ? "ours (16-float vectors)" : "ours (8-double vectors)";
+    return sizeof(real) == sizeof(float) ? (VL == 16 ? "ours (16-float vectors)" : VL == 8 ? "ours (8-float vectors)" : "ours (4-float vectors)")
+                                         : (VL == 8 ? "ours (8-double vectors)" : VL == 4 ? "ours (4-double vectors)" : "ours (2-double vectors)");
 #endif
 }
 
@@ -148,10 +159,9 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
                             // dW of the LM head, 50304 x 768, C is 154 MB and every tile is cold)
                             int ni = i + MR < i0 + mc ? i + MR : i0, nj = i + MR < i0 + mc ? j : j + NR;
                             if (nj < j1)
-                                for (int r = 0; r < MR && ni + r < i0 + mc; r++) {
-                                    __builtin_prefetch(c + (size_t)(ni + r) * ldc + nj, 1);
-                                    if (nj + VL < j1) __builtin_prefetch(c + (size_t)(ni + r) * ldc + nj + VL, 1);
-                                }
+                                for (int r = 0; r < MR && ni + r < i0 + mc; r++)
+                                    for (int off = 0; off < NR && nj + off < j1; off += (int)(64 / sizeof(real)))   // cache lines
+                                        __builtin_prefetch(c + (size_t)(ni + r) * ldc + nj + off, 1);
                             if (mr == MR && nr == NR) tile_rows(MR, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
                             else if (nr == NR) tile_rows(mr, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
                             else tile_edge(mr, nr, kc, ap, a_rs, a_cs, b + (size_t)pc * ldb + j, ldb, cp, ldc, acc);
@@ -164,7 +174,7 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
 }
 
 // Attention's products: small operands already in cache, one thread (the caller's), no copy of B.
-// Tiles of 8 rows: 16 accumulators and 2 rows of B fill 18 of AVX-512's 32 registers.
+// Tiles of MR_MAX rows: with AVX-512, 8 x 2 accumulators and 2 rows of B fill 18 of its 32 registers.
 void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                real *c, size_t ldc, int accumulate) {
     if (K == 0) {

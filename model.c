@@ -319,7 +319,7 @@ static void attend_row(real *o, real *a, const real *q, const real *K, const rea
 // blocks of QB = ATT_QB rows i0 .. i0+nb-1 and keys in tiles of up to KB = ATT_KB keys
 // j0 .. j0+nk-1. A tile's scores are kept TRANSPOSED, S (nk, QB) with S[j*QB + r] the score of
 // query i0+r against key j0+j, so that the softmax runs down the keys with the block's queries in
-// the lanes of two vectors (no horizontal sums). Every product of a tile is a small matrix
+// vector lanes (no horizontal sums). Every product of a tile is a small matrix
 // product on the thread's own cache-resident operands (gemm_tile, kernels.c):
 //   forward    S    = K_t qT     (nk, QB) = (nk, hs) (hs, QB)   qT: the block's q, transposed, x 1/sqrt(hs)
 //              O   += P V_t      (nb, hs) = (nb, nk) (nk, hs)   P read out of S through its strides
