@@ -75,14 +75,14 @@ static double fma_peak_gflops(void) {
 
 // The products of a training step as matmul_forward / matmul_backward call them: forward
 // out = inp @ W^T; backward dinp += dout @ W and dW += dout^T @ inp (A read transposed, through its
-// strides; OpenBLAS gets CblasTrans), both accumulating.
-typedef struct { int M, N, K, trans_a; const char *what; } Shape;
+// strides; OpenBLAS gets CblasTrans), both accumulating (acc: C +=).
+typedef struct { int M, N, K, trans_a, acc; const char *what; } Shape;
 static const Shape SHAPES[] = {
-    { 2048, 1152, 384, 0, "small: qkv" }, { 2048, 1536, 384, 0, "small: fc" }, { 2048, 384, 1536, 0, "small: fc proj" },
-    { 1536, 384, 2048, 1, "small: fc dW" }, { 384, 1536, 2048, 1, "small: fc proj dW" },
-    { 256, 2304, 768, 0, "gpt2 B=4 T=64: qkv" }, { 256, 3072, 768, 0, "gpt2: fc" }, { 256, 50304, 768, 0, "gpt2: LM head" },
-    { 256, 768, 50304, 0, "gpt2: LM head dinp" }, { 50304, 768, 256, 1, "gpt2: LM head dW" }, { 3072, 768, 256, 1, "gpt2: fc dW" },
-    { 1024, 3072, 768, 0, "gpt2 T=1024: fc" },
+    { 2048, 1152, 384, 0, 0, "small: qkv" }, { 2048, 1536, 384, 0, 0, "small: fc" }, { 2048, 384, 1536, 0, 0, "small: fc proj" },
+    { 1536, 384, 2048, 1, 1, "small: fc dW" }, { 384, 1536, 2048, 1, 1, "small: fc proj dW" },
+    { 256, 2304, 768, 0, 0, "gpt2 B=4 T=64: qkv" }, { 256, 3072, 768, 0, 0, "gpt2: fc" }, { 256, 50304, 768, 0, 0, "gpt2: LM head" },
+    { 256, 768, 50304, 0, 1, "gpt2: LM head dinp" }, { 50304, 768, 256, 1, 1, "gpt2: LM head dW" }, { 3072, 768, 256, 1, 1, "gpt2: fc dW" },
+    { 1024, 3072, 768, 0, 0, "gpt2 T=1024: fc" },
 };
 enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
 
@@ -91,7 +91,7 @@ enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
 static double gemm_gflops(const Shape *s, int blas) {
     float *a = xmalloc(sizeof(float) * s->M * s->K), *b = xmalloc(sizeof(float) * s->K * s->N);
     float *c = xcalloc((size_t)s->M * s->N, sizeof(float));
-    int lda = s->trans_a ? s->M : s->K, acc = s->trans_a;
+    int lda = s->trans_a ? s->M : s->K, acc = s->acc;
     for (size_t i = 0; i < (size_t)s->M * s->K; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (size_t i = 0; i < (size_t)s->K * s->N; i++) b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
     double best = 1e30;
@@ -294,7 +294,7 @@ static double measure_peak(FILE *csv, int verbose) {
     if (csv) fprintf(csv, "peak,fma,,,%.2f,,,,,,,\n", fma);
 #ifdef BENCH_OPENBLAS
     if (verbose) printf("\nmatrix products on training shapes, GFLOP/s (ours vs OpenBLAS sgemm, same run; T: A transposed,\n"
-                        "C +=, as the backward's dW = dout^T inp):\n"
+                        "as the backward's dW = dout^T inp; the backward's products accumulate, C +=):\n"
                         "  %-24s %18s %9s %9s %7s\n", "shape", "M x N x K", "ours", "OpenBLAS", "ratio");
     for (int i = 0; i < N_SHAPES; i++) {
         const Shape *s = &SHAPES[i];

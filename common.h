@@ -65,6 +65,7 @@ static inline void *xmalloc_big_at(size_t bytes, const char *file, int line) {
     return p;
 }
 static inline void *xcalloc_big_at(size_t n, size_t size, const char *file, int line) {
+    if (size && n > SIZE_MAX / size) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu x %zu bytes\n", file, line, n, size); exit(1); }
     void *p = xmalloc_big_at(n * size, file, line);
     memset(p, 0, n * size);
     return p;

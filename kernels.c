@@ -23,7 +23,8 @@
 #define VL ((int)(VBYTES / sizeof(real)))
 typedef real vec __attribute__((vector_size(VBYTES), aligned(sizeof(real))));
 
-enum { MR = 6, MR_MAX = VBYTES == 64 ? 8 : 6 };   // rows of gemm's tile; rows of gemm_tile's (the most of any)
+enum { MR = 6 };                                  // rows of gemm's register tile
+enum { MR_MAX = VBYTES == 64 ? 8 : 6 };           // rows of gemm_tile's (AVX-512: 8), the most tile_rows takes
 #define NR (2 * VL)              // columns of the register tile: two vectors
 enum { KC = 384, MC = 72 };      // a K block; rows of A per work item (a multiple of MR)
 enum { NC_TILES = 8 };           // most column tiles (NR wide) per work item

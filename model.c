@@ -263,8 +263,9 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
 //   score(i,j) = q_i . k_j / sqrt(hs) + bias_h(pos_i, pos_j)      (hook 3, if the scheme has one)
 //   p(i,j)     = exp(score(i,j) - lse_i), lse_i = log sum_j exp(score(i,j)) over allowed keys
 //   out_i      = sum_j p(i,j) v_j
-// The forward pass keeps only lse (one number per row); the backward pass recomputes the scores
-// of a row from q, k and the bias with the same code (block_dots), so no (T, T) matrix is ever stored.
+// The forward pass keeps only lse (one number per row); the backward pass recomputes the scores,
+// tile by tile, from q, k and the bias with the same code (tile_scores, below), so no (T, T)
+// matrix is ever stored.
 
 // The mask, in one place (forward, backward, KV cache, attention_probs): query i may attend the
 // keys j < attn_limit(ap, i, T) whose document is its own (key_visible; padding has doc -1, so a
@@ -351,9 +352,10 @@ static void block_transpose(real *xT, const real *x, size_t stride, int nb, int 
         for (int r = 0; r < ATT_QB; r++) xT[c * ATT_QB + r] = r < nb ? x[(size_t)r * stride + c] * scale : 0;
 }
 
-// The key tile after j0 for a block starting at query i0 whose queries see keys < nkeys: tiles of
-// KB keys below the block, then the block's own diagonal square (QB wide): only that one is masked
-// by causality.
+// The width of the key tile at j0 for the block of queries i0 .. i0+nb-1, which see keys < nkeys:
+// tiles of up to KB keys end at i0 (the last of them narrower when i0 is not a multiple of KB), then
+// come the keys from i0 on: causal, one tile of nb keys (the block's own diagonal square, the only
+// tile the causal limit cuts through); bidirectional, tiles of up to KB keys until T.
 static int tile_width(int j0, int i0, int nkeys) {
     int end = j0 < i0 ? i0 : nkeys;
     return end - j0 < ATT_KB ? end - j0 : ATT_KB;
@@ -947,6 +949,8 @@ double gpt_forward(GPT *m, const Batch *b) {
 // with the forward's own scoring (tile_scores: same tiles, mask and hook 3), its exp and its
 // log-sum-exp: out (T, T), row i the probabilities of query i (0 at keys it may not attend).
 void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
+    CHECK(!m->act_forward_only, "internal: attention_probs needs every layer's activations; the last forward "
+          "was forward-only (gpt_set_forward_only)");
     const Batch *bt = m->batch;
     const GPTConfig *c = &m->cfg;
     CHECK(bt, "internal: attention_probs needs a gpt_forward first (a cached forward keeps no batch)");
@@ -954,8 +958,6 @@ void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
           "internal: attention_probs(layer %d, row %d, head %d) outside %d layers, %d rows, %d heads",
           layer, b, head, c->n_layer, bt->B, c->n_head);
     int B = bt->B, T = bt->T, C = c->n_embd, NH = c->n_head, hs = C / NH;
-    CHECK(!m->act_forward_only, "internal: attention_probs needs every layer's activations; the last forward "
-          "was forward-only (gpt_set_forward_only)");
     LayerActs la = layer_acts(m, layer, B, T);
     AttnPos ap = attn_pos(m, bt, layer, 0);
     const int *pos_b = bt->pos + (size_t)b * T, *doc_b = bt->doc + (size_t)b * T;
@@ -1067,10 +1069,10 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); }
 
 void gpt_backward(GPT *m, double grad_scale) {
-    const Batch *b = m->batch;
-    CHECK(b && b->targets, "internal: gpt_backward needs a forward pass with targets first");
     CHECK(!m->act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
           "the activations of the earlier layers are gone");
+    const Batch *b = m->batch;
+    CHECK(b && b->targets, "internal: gpt_backward needs a forward pass with targets first");
     const GPTConfig *c = &m->cfg;
     int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;

@@ -143,8 +143,8 @@ int gpt_config_check(GPTConfig *cfg, char *msg, size_t cap);
 // (sum w*loss / sum w; 0 when every weight is 0). targets may be NULL (inference: logits only).
 double gpt_forward(GPT *m, const Batch *b);
 // Forward-only mode (on = 1) for evaluation: every layer reuses one layer's activation slices and
-// no gradient buffers exist, so memory is about L times smaller (a 32768-token window of `small`:
-// 4.9 GB -> see README, Speed). Losses and logits are bit-identical to the normal forward;
+// no gradient buffers exist: 16 T C floats of layer activations instead of 16 L T C (the logits
+// and probabilities, 2 T Vp, stay; a 32768-token window of `small` took 4.9 GB, now 1.1 GB). Losses and logits are bit-identical to the normal forward;
 // gpt_backward and attention_probs refuse to run after such a forward. Takes effect at the next
 // forward (the activations are reallocated when the mode changes); on = 0 restores training mode.
 void gpt_set_forward_only(GPT *m, int on);

@@ -154,17 +154,18 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
             #define K(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + C + h * hs + (c)]
             #define VV(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + 2 * C + h * hs + (c)]
             for (int i = 0; i < T; i++) {
+                int lim = ap->bidirectional ? T : i + 1;      // keys j < lim (and of i's document)
                 for (int j = 0; j < T; j++) bias[j] = 0;
-                if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, NULL, h, pos[i], pos, i + 1, bias);
+                if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, NULL, h, pos[i], pos, lim, bias);
                 double mx = -1e300, sum = 0;
-                for (int j = 0; j <= i; j++) {
+                for (int j = 0; j < lim; j++) {
                     double sc = 0;
                     for (int c = 0; c < hs; c++) sc += Q(i, c) * K(j, c);
                     P[i * T + j] = sc / sqrt((double)hs) + bias[j];
                     if (doc[j] == doc[i] && P[i * T + j] > mx) mx = P[i * T + j];
                 }
                 for (int j = 0; j < T; j++) {
-                    P[i * T + j] = j <= i && doc[j] == doc[i] ? exp(P[i * T + j] - mx) : 0;
+                    P[i * T + j] = j < lim && doc[j] == doc[i] ? exp(P[i * T + j] - mx) : 0;
                     sum += P[i * T + j];
                 }
                 for (int j = 0; j < T; j++) P[i * T + j] /= sum;
@@ -206,7 +207,7 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
 }
 // T = 6 is one block of queries in the kernel; T = 37 spans three, the last one partial.
 // Row 1 holds two packed documents: tokens 0..T/2-1 and T/2..T-1.
-static void test_attention(int scheme, int interleaved, double fraction, int T, int finite_differences) {
+static void test_attention(int scheme, int interleaved, double fraction, int T, int finite_differences, int bidirectional) {
     AttCtx c = { .B = 2, .T = T, .C = 12, .NH = 3 };
     int N = c.B * c.T, half = T / 2;
     size_t nq = (size_t)N * 3 * c.C, no = (size_t)N * c.C;
@@ -234,7 +235,8 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
         if (s->init) s->init(&pc, &d, p, &r); else fill(p, np, 0.5);
         for (size_t k = 0; k < np; k++) p[k] += (real)(0.05 * uni());
     }
-    c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = s, .tables = &t, .pe_params = p, .pe_dparams = dp, .pe_nparams = np };
+    c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = s, .tables = &t, .pe_params = p, .pe_dparams = dp, .pe_nparams = np,
+                      .bidirectional = bidirectional };
     c.qkv_raw = xmalloc(nq * sizeof(real)); c.qkv = xmalloc(nq * sizeof(real));
     c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
     c.lse = xmalloc((size_t)c.B * c.NH * c.T * sizeof(real));
@@ -253,8 +255,9 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
     for (size_t k = 0; k < nq; k++) big_b = fmax(big_b, fabs(pdqkv[k]));
     for (size_t k = 0; k < no; k++) ef = isfinite(c.out[k]) ? fmax(ef, fabs(pout[k] - c.out[k]) / big_f) : INFINITY;
     for (size_t k = 0; k < nq; k++) eb = isfinite(dqkv[k]) ? fmax(eb, fabs(pdqkv[k] - dqkv[k]) / big_b) : INFINITY;
-    EXPECT(ef < 1e-12 && eb < 1e-12, "%s (T = %d): O(T) attention differs from the plain attention: forward %.3g, "
-           "backward %.3g (relative to the largest value, %.3g and %.3g)", s->name, T, ef, eb, big_f, big_b);
+    EXPECT(ef < 1e-12 && eb < 1e-12, "%s (T = %d%s): O(T) attention differs from the plain attention: forward %.3g, "
+           "backward %.3g (relative to the largest value, %.3g and %.3g)", s->name, T,
+           bidirectional ? ", bidirectional" : "", ef, eb, big_f, big_b);
     // masking: row 1's second document never sees the first
     real *saved = xmalloc(no * sizeof(real));
     memcpy(saved, c.out, no * sizeof(real));
@@ -338,13 +341,14 @@ int main(void) {
     test_encoder();
     for (int s = 0; s < posenc_count(); s++) {
         if (posenc_scheme(s)->hooks & PE_HOOK_INPUT) continue;     // input schemes: model cases
-        test_attention(s, 0, 1.0, 6, 1);
-        test_attention(s, 0, 1.0, 37, 1);        // several blocks of queries, the last partial
+        test_attention(s, 0, 1.0, 6, 1, 0);
+        test_attention(s, 0, 1.0, 37, 1, 0);     // several blocks of queries, the last partial
         // (double build: blocks of 16 queries, tiles of 32 keys) several full key tiles before the
         // diagonal, tiles with no key visible to a block (row 1's second document against its
         // first) and rows that see no key of a tile: against the plain attention only
-        test_attention(s, 0, 1.0, 70, 0);
-        if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0, 6, 1); test_attention(s, 0, 0.5, 6, 1); test_attention(s, 1, 0.5, 6, 1); }
+        test_attention(s, 0, 1.0, 70, 0, 0);
+        test_attention(s, 0, 1.0, 70, 0, 1);     // bidirectional: key tiles past the diagonal too
+        if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0, 6, 1, 0); test_attention(s, 0, 0.5, 6, 1, 0); test_attention(s, 1, 0.5, 6, 1, 0); }
     }
     // every scheme in the table, through --pe
     for (int s = 0; s < posenc_count(); s++) {
