@@ -2,7 +2,7 @@
 #
 #   make            build ./train and the test programs
 #   make run        the comparison: six schemes x 3 seeds on copy-repeat, results in runs/default/
-#   make reproduce-nope   the NoPE paper's protocol scaled down (~1 hour), results in runs/nope/
+#   make reproduce-nope   the NoPE paper's protocol scaled down (~50 min), results in runs/nope/
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x (needs make kjv), runs/alibi/
 #   make test       every test program; stops at the first failure
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -102,7 +102,7 @@ run: train compare
 # make reproduce-nope: the NoPE paper's protocol (Kazemnejad et al. 2023) scaled to this machine:
 # its five schemes (Rotary as in the paper: 25% of each head, interleaved pairs), copy and reverse
 # variants (train <= 20, test to 40), addition and sort (train <= 8, test to 16), parity (train <=
-# 20, test to 40), 3 seeds, exact match of greedy answers, MRR. About an hour on 2 cores.
+# 20, test to 40), 3 seeds, exact match of greedy answers, MRR. About 50 minutes on 2 cores.
 NOPE_TASKS = copy,copy-repeat,reverse,addition,sort,parity
 reproduce-nope: train compare
 	./compare --out runs/nope --task $(NOPE_TASKS) --seeds 1,2,3 --jobs 2 --eval-per-length 50 \

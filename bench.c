@@ -52,17 +52,28 @@ static int threads(void) {
 
 // ---- the machine's peak ------------------------------------------------------------------------
 
-typedef float v16 __attribute__((vector_size(64)));
+// The machine's widest float vector, as for gemm (kernels.c): 16 floats with AVX-512, 8 with AVX,
+// 4 otherwise. (A 64-byte vector on an AVX2 machine is not two registers' worth of speed: GCC's
+// lowering of such code ran gemm at 1.7 GFLOP/s there, 60x below the 32-byte version.)
+#if defined(__AVX512F__)
+enum { FMA_LANES = 16 };
+#elif defined(__AVX__)
+enum { FMA_LANES = 8 };
+#else
+enum { FMA_LANES = 4 };
+#endif
+typedef float fvec __attribute__((vector_size(FMA_LANES * sizeof(float))));
 
-// 12 independent FMA chains per thread on 16-float vectors: enough to fill two FMA pipes
+// 12 independent FMA chains per thread (12 of 16 registers on AVX2, fewer than AVX-512's 32):
+// enough to fill two FMA pipes
 static double fma_peak_gflops(void) {
     const long iters = 20000000;
     double t0 = now();
     float sink = 0;
     #pragma omp parallel reduction(+:sink)
     {
-        v16 acc[12], x = { 0 }, y = { 0 };
-        for (int i = 0; i < 16; i++) { x[i] = 0.999999f; y[i] = 1e-6f * i; }
+        fvec acc[12], x = { 0 }, y = { 0 };
+        for (int i = 0; i < FMA_LANES; i++) { x[i] = 0.999999f; y[i] = 1e-6f * i; }
         for (int k = 0; k < 12; k++) acc[k] = x * (float)k;
         for (long it = 0; it < iters; it++)
             for (int k = 0; k < 12; k++) acc[k] = acc[k] * x + y;
@@ -70,7 +81,7 @@ static double fma_peak_gflops(void) {
     }
     double dt = now() - t0;
     if (sink == 12345.0f) printf(" ");        // keep the loop alive
-    return (double)threads() * iters * 12 * 16 * 2 / dt / 1e9;
+    return (double)threads() * iters * 12 * FMA_LANES * 2 / dt / 1e9;
 }
 
 // The products of a training step as matmul_forward / matmul_backward call them: forward
@@ -86,30 +97,37 @@ static const Shape SHAPES[] = {
 };
 enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
 
-// GFLOP/s of C (M,N) = A (M,K) @ B (K,N) (C += for the backward's transposed A), best of a few
-// runs: ours, or OpenBLAS sgemm
-static double gemm_gflops(const Shape *s, int blas) {
+// GFLOP/s of C (M,N) = A (M,K) @ B (K,N) (C += for the backward's products): ours in gf[0] and,
+// when built with OpenBLAS, sgemm in gf[1]. The two alternate, 6 rounds, and each keeps its best
+// round after the first (which warms caches and threads): a stall of the shared machine (a few
+// runs lost 2x to one) then has to hit every round of one side to show.
+static void gemm_gflops(const Shape *s, double gf[2]) {
     float *a = xmalloc(sizeof(float) * s->M * s->K), *b = xmalloc(sizeof(float) * s->K * s->N);
     float *c = xcalloc((size_t)s->M * s->N, sizeof(float));
-    int lda = s->trans_a ? s->M : s->K, acc = s->acc;
+    int lda = s->trans_a ? s->M : s->K, acc = s->acc, sides = 1;
+#ifdef BENCH_OPENBLAS
+    sides = 2;
+#endif
     for (size_t i = 0; i < (size_t)s->M * s->K; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (size_t i = 0; i < (size_t)s->K * s->N; i++) b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
-    double best = 1e30;
-    for (int r = 0; r < 4; r++) {
-        double t0 = now();
-        if (blas) {
+    double best[2] = { 1e30, 1e30 };
+    for (int r = 0; r < 6; r++)
+        for (int side = 0; side < sides; side++) {
+            double t0 = now();
+            if (side == 1) {
 #ifdef BENCH_OPENBLAS
-            cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a, lda,
-                        b, s->N, acc ? 1.0f : 0.0f, c, s->N);
+                cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a,
+                            lda, b, s->N, acc ? 1.0f : 0.0f, c, s->N);
 #endif
-        } else {
-            gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->N, c, s->N, acc);
+            } else {
+                gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->N, c, s->N, acc);
+            }
+            double dt = now() - t0;
+            if (r > 0 && dt < best[side]) best[side] = dt;
         }
-        double dt = now() - t0;
-        if (r > 0 && dt < best) best = dt;       // the first run warms caches and threads
-    }
+    (void)lda;
+    for (int side = 0; side < 2; side++) gf[side] = side < sides ? 2.0 * s->M * s->N * s->K / best[side] / 1e9 : 0;
     free(a); free(b); free(c);
-    return 2.0 * s->M * s->N * s->K / best / 1e9;
 }
 
 // ---- training steps -----------------------------------------------------------------------------
@@ -298,7 +316,9 @@ static double measure_peak(FILE *csv, int verbose) {
                         "  %-24s %18s %9s %9s %7s\n", "shape", "M x N x K", "ours", "OpenBLAS", "ratio");
     for (int i = 0; i < N_SHAPES; i++) {
         const Shape *s = &SHAPES[i];
-        double ours = gemm_gflops(s, 0), blas = gemm_gflops(s, 1);
+        double gf[2];
+        gemm_gflops(s, gf);
+        double ours = gf[0], blas = gf[1];
         if (blas > sgemm) sgemm = blas;
         char dims[48];
         snprintf(dims, sizeof dims, "%dx%dx%d%s", s->M, s->N, s->K, s->trans_a ? "T" : "");
@@ -309,9 +329,11 @@ static double measure_peak(FILE *csv, int verbose) {
 #else
     if (verbose) {
         printf("\nmatrix products on training shapes, GFLOP/s (ours; build with OpenBLAS to compare):\n");
-        for (int i = 0; i < N_SHAPES; i++)
-            printf("  %-24s %dx%dx%d%s %9.1f\n", SHAPES[i].what, SHAPES[i].M, SHAPES[i].N, SHAPES[i].K, SHAPES[i].trans_a ? "T" : "",
-                   gemm_gflops(&SHAPES[i], 0));
+        for (int i = 0; i < N_SHAPES; i++) {
+            double gf[2];
+            gemm_gflops(&SHAPES[i], gf);
+            printf("  %-24s %dx%dx%d%s %9.1f\n", SHAPES[i].what, SHAPES[i].M, SHAPES[i].N, SHAPES[i].K, SHAPES[i].trans_a ? "T" : "", gf[0]);
+        }
     }
 #endif
     return sgemm > fma ? sgemm : fma;
