@@ -98,9 +98,10 @@ static const Shape SHAPES[] = {
 enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
 
 // GFLOP/s of C (M,N) = A (M,K) @ B (K,N) (C += for the backward's products): ours in gf[0] and,
-// when built with OpenBLAS, sgemm in gf[1]. The two alternate, 6 rounds, and each keeps its best
-// round after the first (which warms caches and threads): a stall of the shared machine (a few
-// runs lost 2x to one) then has to hit every round of one side to show.
+// when built with OpenBLAS, sgemm in gf[1]. Two rounds; in each, every side runs 4 times in a row
+// and keeps its best after the first. The first run of a block pays for the other library's idle
+// threads still spinning (alternating call by call cost OpenBLAS up to half its speed on the
+// small shapes); the second round gives a stall of the shared machine a second chance to miss.
 static void gemm_gflops(const Shape *s, double gf[2]) {
     float *a = xmalloc(sizeof(float) * s->M * s->K), *b = xmalloc(sizeof(float) * s->K * s->N);
     float *c = xcalloc((size_t)s->M * s->N, sizeof(float));
@@ -111,20 +112,21 @@ static void gemm_gflops(const Shape *s, double gf[2]) {
     for (size_t i = 0; i < (size_t)s->M * s->K; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (size_t i = 0; i < (size_t)s->K * s->N; i++) b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
     double best[2] = { 1e30, 1e30 };
-    for (int r = 0; r < 6; r++)
-        for (int side = 0; side < sides; side++) {
-            double t0 = now();
-            if (side == 1) {
+    for (int round = 0; round < 2; round++)
+        for (int side = 0; side < sides; side++)
+            for (int r = 0; r < 4; r++) {
+                double t0 = now();
+                if (side == 1) {
 #ifdef BENCH_OPENBLAS
-                cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a,
-                            lda, b, s->N, acc ? 1.0f : 0.0f, c, s->N);
+                    cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a,
+                                lda, b, s->N, acc ? 1.0f : 0.0f, c, s->N);
 #endif
-            } else {
-                gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->N, c, s->N, acc);
+                } else {
+                    gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->N, c, s->N, acc);
+                }
+                double dt = now() - t0;
+                if (r > 0 && dt < best[side]) best[side] = dt;
             }
-            double dt = now() - t0;
-            if (r > 0 && dt < best[side]) best[side] = dt;
-        }
     (void)lda;
     for (int side = 0; side < 2; side++) gf[side] = side < sides ? 2.0 * s->M * s->N * s->K / best[side] / 1e9 : 0;
     free(a); free(b); free(c);
