@@ -361,6 +361,13 @@ static int tile_width(int j0, int i0, int nkeys) {
     return end - j0 < ATT_KB ? end - j0 : ATT_KB;
 }
 
+// How many keys of the tile j0 .. j0+nk-1 lie below query i's limit (hook 3 runs on those, forward
+// and backward alike): 0 .. nk.
+static int tile_row_keys(const AttnPos *ap, int i, int j0, int nk, int T) {
+    int n = attn_limit(ap, i, T) - j0;
+    return n < 0 ? 0 : n > nk ? nk : n;
+}
+
 // The scores of the block's queries (qT from block_transpose, scaled by 1/sqrt(hs)) against keys
 // j0 .. j0+nk-1 of one batch row (row0: q of its token 0, head h, in (T,3C) qkv; pos_b, doc_b its
 // position and document ids), transposed into S (nk, QB): q.k/sqrt(hs), plus hook 3 (cache: the
@@ -388,9 +395,8 @@ static int tile_scores(real *S, real *row, const real *qT, const real *row0, con
     gemm_tile(nk, ATT_QB, hs, row0 + (size_t)j0 * C3 + C, C3, 1, qT, ATT_QB, S, ATT_QB, !all);   // S (+)= K_t qT
     if (ap->scheme->bias_forward)                                        // hook 3, one query row at a time
         for (int r = 0; r < nb; r++) {
-            int n = attn_limit(ap, i0 + r, T) - j0;
-            if (n > nk) n = nk;
-            if (n <= 0) continue;
+            int n = tile_row_keys(ap, i0 + r, j0, nk, T);
+            if (n == 0) continue;
             for (int j = 0; j < n; j++) row[j] = 0;
             ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, pos_b[i0 + r], pos_b + j0, n, row);
             for (int j = 0; j < n; j++) S[(size_t)j * ATT_QB + r] += row[j];
@@ -538,9 +544,8 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
                     }
                     if (learned_bias)                  // hook 3's backward, one query row at a time
                         for (int r = 0; r < nb; r++) {
-                            int n = attn_limit(ap, i0 + r, T) - j0;
-                            if (n > nk) n = nk;
-                            if (n <= 0) continue;
+                            int n = tile_row_keys(ap, i0 + r, j0, nk, T);
+                            if (n == 0) continue;
                             for (int j = 0; j < n; j++) w.row[j] = w.dS[(size_t)j * ATT_QB + r];
                             s->bias_backward(ap->tables, ap->pe_params, cache, dp_threads + (size_t)thread_id() * np,
                                              dcache_threads ? dcache_threads + (size_t)thread_id() * ncache : NULL,
