@@ -30,9 +30,9 @@ endif
 LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
-CORE = model.c posenc.c kernels.c
+CORE = model.c posenc.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h kernels.h model.h posenc.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
+HDR = common.h kernels.h model.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval
 
 .PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
@@ -59,8 +59,8 @@ tests/test_train: tests/test_train.c $(LIB) $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_train.c $(LIB) $(LDLIBS)
 tests/test_data: tests/test_data.c dataset/data.c dataset/corpus.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_data.c dataset/data.c dataset/corpus.c $(LDLIBS)
-tests/test_tasks: tests/test_tasks.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_tasks.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(LDLIBS)
+tests/test_tasks: tests/test_tasks.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c $(HDR) tests/testutil.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_tasks.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c $(LDLIBS)
 tests/test_safetensors: tests/test_safetensors.c safetensors.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_safetensors.c safetensors.c $(LDLIBS)
 tests/test_eval: tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(HDR) dataset/tasks.h tests/testutil.h

@@ -10,6 +10,7 @@
 #define MODEL_H
 
 #include "common.h"
+#include "dataset/batch.h"
 #include "posenc.h"
 
 typedef struct {
@@ -21,23 +22,6 @@ typedef struct {
     int max_seq_len;    // the model's context: the learned table size, the longest training T
     PosConfig pe;       // input scheme, per-layer schedule and scheme settings
 } GPTConfig;
-
-// One batch as data. Positions and documents are per token, never loop indices (DESIGN.md):
-// query i may attend key j of the same row when j <= i, doc[j] == doc[i]. Padding has doc -1,
-// so real tokens never see it; its loss weight must be 0.
-typedef struct {
-    int B, T;
-    int *tokens;        // (B,T) input ids in [0, V)
-    int *targets;       // (B,T) next-token ids in [0, V)
-    float *weights;     // (B,T) loss weight: 1 counts the token, 0 excludes it (prompt, padding)
-    int *pos;           // (B,T) position ids
-    int *doc;           // (B,T) document ids
-} Batch;
-
-void batch_alloc(Batch *b, int B, int T);
-void batch_free(Batch *b);
-// Fills pos = t and doc = 0 and weights = 1 for every row (a plain contiguous batch).
-void batch_default_positions(Batch *b);
 
 // Parameter tensors; all point into one contiguous buffer (gradients and AdamW moments share it).
 typedef struct {

@@ -3,7 +3,7 @@
 #define LOADER_H
 
 #include "dataset/data.h"
-#include "model.h"
+#include "dataset/batch.h"
 
 typedef struct {
     const TokenData *d;

@@ -26,7 +26,7 @@
 #define TASKS_H
 
 #include "common.h"
-#include "model.h"
+#include "dataset/batch.h"
 
 #define TASK_TEST_MOD 8          // 1 in 8 instances (by content hash) is reserved for testing
 #define TASK_MAX_DEPTHS 8

@@ -14,7 +14,6 @@
 
 #include "common.h"
 #include "dataset/tasks.h"
-#include "model.h"
 #include "tests/testutil.h"
 
 enum { N_TASKS = 12, BUF = 4096 };
