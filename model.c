@@ -10,21 +10,6 @@
 #include <omp.h>
 #endif
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-static int thread_id(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 static double wall(void) {
 #ifdef _OPENMP
     return omp_get_wtime();
@@ -165,28 +150,6 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
 
 #define GELU_SCALE 0.7978845608028654   // sqrt(2/pi)
 
-// exp for floats in a form the compiler vectorises (libm's expf/tanhf are scalar calls without
-// -ffast-math): 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, p the degree-6 Taylor polynomial
-// (relative error ~2.3e-7 against libm). n is rounded with the 1.5 * 2^23 trick and 2^n is built
-// from its bits, so no float-to-int conversion (which keeps GCC from vectorising) is needed.
-// x is clamped to [-87, 88] (no inf, no denormals) and below -87 the result is exactly 0 (so the
-// -inf of a masked attention score gives a probability of exactly 0); a NaN stays NaN.
-static inline float exp_vec(float x) {
-    float xc = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float t = xc * 1.44269504088896341f + 12582912.0f;      // 1.5 * 2^23: round to an integer
-    float n = t - 12582912.0f;
-    float r = xc - n * 0.693145751953125f - n * 1.428606765330187e-06f;   // ln2 split in two for exactness
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
-    uint32_t bits, scale;
-    memcpy(&bits, &t, 4);                                  // the low bits of t hold n + 2^22 + 2^23
-    scale = (bits - 0x4B400000u + 127u) << 23;
-    float f;
-    memcpy(&f, &scale, 4);
-    return x < -87.0f ? 0.0f : p * f;
-}
-// exp_vec in the float build; the double build (gradient checks) keeps libm's exp
-static inline real exp_fast(real x) { return sizeof(real) == sizeof(float) ? (real)exp_vec((float)x) : exp(x); }
-
 // tanh(u) = 1 - 2/(exp(2u) + 1): in the float build through exp_vec (absolute error ~2e-7, which is
 // what GELU's 0.5 x (1 + tanh) needs); the double build keeps libm's tanh for exact gradient checks.
 static inline real tanh_fast(real u) {
@@ -211,339 +174,6 @@ void gelu_backward(real *dinp, const real *inp, const real *dout, int n) {
         real grad = (real)0.5 * (1 + th) + (real)0.5 * x * sech2 * (real)GELU_SCALE * (1 + (real)3 * (real)0.044715 * x * x);
         dinp[i] += grad * dout[i];
     }
-}
-
-// ----------------------------------------------------------------------------------------------
-// hook 2 over a qkv buffer (N,3C): q at [0,C), k at [C,2C), each NH heads of hs
-
-void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
-    const PosScheme *s = ap->scheme;
-    if (!(s->hooks & PE_HOOK_QK)) return;
-    int hs = C / NH;
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++)
-        for (int h = 0; h < NH; h++) {
-            real *q = qkv + (size_t)n * 3 * C + h * hs, *k = q + C;
-            if (dir == QK_FORWARD) { s->qk_forward(ap->tables, q, ap->pos[n], 0); s->qk_forward(ap->tables, k, ap->pos[n], 1); }
-            else { s->qk_backward(ap->tables, q, ap->pos[n], 0); s->qk_backward(ap->tables, k, ap->pos[n], 1); }
-        }
-}
-
-// ----------------------------------------------------------------------------------------------
-// causal attention with positions as data, in O(T) memory per row.
-// Query i of row b may attend key j when j <= i and doc[b,j] == doc[b,i] (j <= T-1 instead of
-// j <= i when ap->bidirectional is set).
-//   score(i,j) = q_i . k_j / sqrt(hs) + bias_h(pos_i, pos_j)      (hook 3, if the scheme has one)
-//   p(i,j)     = exp(score(i,j) - lse_i), lse_i = log sum_j exp(score(i,j)) over allowed keys
-//   out_i      = sum_j p(i,j) v_j
-// The forward pass keeps only lse (one number per row); the backward pass recomputes the scores,
-// tile by tile, from q, k and the bias with the same code (tile_scores, below), so no (T, T)
-// matrix is ever stored.
-
-// The mask, in one place (forward, backward, KV cache, attention_probs): query i may attend the
-// keys j < attn_limit(ap, i, T) whose document is its own (key_visible; padding has doc -1, so a
-// real token never sees it).
-static inline int attn_limit(const AttnPos *ap, int i, int T) { return ap->bidirectional ? T : i + 1; }
-static inline int key_visible(int kdoc, int qdoc) { return kdoc == qdoc; }
-
-// The softmax of one row of scores a (n,) over the keys of the query's document (kdoc[j] == qdoc;
-// the query's own key is always among them), in place: a becomes the probabilities (0 for other
-// documents). Returns the row's log-sum-exp. The KV cache's softmax (the training kernel's is tiled,
-// below).
-static real softmax_row(real *a, const int *kdoc, int n, int qdoc, int qpos, int h) {
-    real mx = -INFINITY;
-    for (int j = 0; j < n; j++) if (key_visible(kdoc[j], qdoc) && a[j] > mx) mx = a[j];
-    CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model has diverged; "
-          "lower --lr", (double)mx, qpos, h);
-    real sum = 0;
-    for (int j = 0; j < n; j++) { a[j] = key_visible(kdoc[j], qdoc) ? exp(a[j] - mx) : 0; sum += a[j]; }
-    real inv = 1 / sum;
-    for (int j = 0; j < n; j++) a[j] *= inv;
-    return mx + log(sum);
-}
-
-// One query row of one head, for the KV cache: output o (hs,) over keys 0..n-1 (key j's vector at
-// K + j*stride, its value at V + j*stride); a (n,) is scratch.
-static void attend_row(real *o, real *a, const real *q, const real *K, const real *V, size_t stride,
-                       const int *kpos, const int *kdoc, int n, int qpos, int qdoc, int h, const AttnPos *ap,
-                       const real *cache, int hs) {
-    real scale = 1 / sqrt((real)hs);
-    for (int j = 0; j < n; j++) {
-        const real *k = K + (size_t)j * stride;
-        real dot = 0;
-        #pragma omp simd reduction(+:dot)
-        for (int c = 0; c < hs; c++) dot += q[c] * k[c];
-        a[j] = dot * scale;
-    }
-    if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, qpos, kpos, n, a);   // hook 3
-    softmax_row(a, kdoc, n, qdoc, qpos, h);
-    for (int c = 0; c < hs; c++) o[c] = 0;
-    for (int j = 0; j < n; j++) {
-        if (a[j] == 0) continue;
-        const real *v = V + (size_t)j * stride;
-        real pj = a[j];
-        #pragma omp simd
-        for (int c = 0; c < hs; c++) o[c] += pj * v[c];
-    }
-}
-
-// ---- the fused kernel ----------------------------------------------------------------------------
-// Work is split by (batch row b, head h): one thread owns a pair, and with it the pair's slices of
-// out, lse, dq, dk and dv (no two threads write the same number). Inside a pair, queries go in
-// blocks of QB = ATT_QB rows i0 .. i0+nb-1 and keys in tiles of up to KB = ATT_KB keys
-// j0 .. j0+nk-1. A tile's scores are kept TRANSPOSED, S (nk, QB) with S[j*QB + r] the score of
-// query i0+r against key j0+j, so that the softmax runs down the keys with the block's queries in
-// vector lanes (no horizontal sums). Every product of a tile is a small matrix
-// product on the thread's own cache-resident operands (gemm_tile, kernels.c):
-//   forward    S    = K_t qT     (nk, QB) = (nk, hs) (hs, QB)   qT: the block's q, transposed, x 1/sqrt(hs)
-//              O   += P V_t      (nb, hs) = (nb, nk) (nk, hs)   P read out of S through its strides
-//   backward   dP^T = V_t dOT    (nk, QB) = (nk, hs) (hs, QB)   dOT: the block's dout, transposed
-//              dV_t += P^T dO    (nk, hs) = (nk, nb) (nb, hs)
-//              dK_t += dS^T Q    (nk, hs) = (nk, nb) (nb, hs)
-//              dQ   += dS K_t    (nb, hs) = (nb, nk) (nk, hs)
-// The forward's softmax is online (running max m and sum l per row, O rescaled when m grows);
-// the backward recomputes P = exp(score - lse) tile by tile and uses D_i = dout_i . out_i for
-// sum_j P(i,j) dP(i,j), so it needs no pass over a whole row either.
-
-// One thread's scratch, ATT_SCRATCH(hs) reals from p (model.h): S and dS (KB, QB) tiles, qT and
-// dOT (hs, QB), the forward's output block O (QB, hs), and one row of a tile for hook 3.
-typedef struct { real *S, *dS, *xT, *yT, *O, *row; } AttScratch;
-static AttScratch att_scratch(real *p, int hs) {
-    AttScratch w;
-    w.S = p; p += (size_t)ATT_KB * ATT_QB;
-    w.dS = p; p += (size_t)ATT_KB * ATT_QB;
-    w.xT = p; p += (size_t)hs * ATT_QB;
-    w.yT = p; p += (size_t)hs * ATT_QB;
-    w.O = p; p += (size_t)ATT_QB * hs;
-    w.row = p;
-    return w;
-}
-
-// xT (hs, QB) = scale x the block of nb rows x_r (row stride `stride`), transposed; zero past nb
-static void block_transpose(real *xT, const real *x, size_t stride, int nb, int hs, real scale) {
-    for (int c = 0; c < hs; c++)
-        for (int r = 0; r < ATT_QB; r++) xT[c * ATT_QB + r] = r < nb ? x[(size_t)r * stride + c] * scale : 0;
-}
-
-// The width of the key tile at j0 for the block of queries i0 .. i0+nb-1, which see keys < nkeys:
-// tiles of up to KB keys end at i0 (the last of them narrower when i0 is not a multiple of KB), then
-// come the keys from i0 on: causal, one tile of nb keys (the block's own diagonal square, the only
-// tile the causal limit cuts through); bidirectional, tiles of up to KB keys until T.
-static int tile_width(int j0, int i0, int nkeys) {
-    int end = j0 < i0 ? i0 : nkeys;
-    return end - j0 < ATT_KB ? end - j0 : ATT_KB;
-}
-
-// How many keys of the tile j0 .. j0+nk-1 lie below query i's limit (hook 3 runs on those, forward
-// and backward alike): 0 .. nk.
-static int tile_row_keys(const AttnPos *ap, int i, int j0, int nk, int T) {
-    int n = attn_limit(ap, i, T) - j0;
-    return n < 0 ? 0 : n > nk ? nk : n;
-}
-
-// The scores of the block's queries (qT from block_transpose, scaled by 1/sqrt(hs)) against keys
-// j0 .. j0+nk-1 of one batch row (row0: q of its token 0, head h, in (T,3C) qkv; pos_b, doc_b its
-// position and document ids), transposed into S (nk, QB): q.k/sqrt(hs), plus hook 3 (cache: the
-// call's bias cache or NULL), and -inf where the query may not attend the key (attn_limit,
-// key_visible) and in the rows r >= nb. Returns 0, with S unfilled, when no query of the block may
-// attend any key of the tile. The forward, the backward and attention_probs all score with this
-// one function, so their scores are bit-identical.
-static int tile_scores(real *S, real *row, const real *qT, const real *row0, const AttnPos *ap, const real *cache,
-                       const int *pos_b, const int *doc_b, int i0, int nb, int j0, int nk, int T, int C, int hs, int h) {
-    size_t C3 = (size_t)3 * C;
-    // all visible: every key below the first query's limit, one document for all keys and queries
-    int all = nb == ATT_QB && j0 + nk <= attn_limit(ap, i0, T);
-    for (int j = j0; all && j < j0 + nk; j++) all = key_visible(doc_b[j], doc_b[i0]);
-    for (int i = i0 + 1; all && i < i0 + nb; i++) all = doc_b[i] == doc_b[i0];
-    if (!all) {      // the mask itself, 0 or -inf, onto which the products are then added
-        int any = 0;
-        for (int j = 0; j < nk; j++)
-            for (int r = 0; r < ATT_QB; r++) {
-                int i = i0 + r, vis = r < nb && j0 + j < attn_limit(ap, i, T) && key_visible(doc_b[j0 + j], doc_b[i]);
-                S[(size_t)j * ATT_QB + r] = vis ? 0 : -INFINITY;
-                any |= vis;
-            }
-        if (!any) return 0;
-    }
-    gemm_tile(nk, ATT_QB, hs, row0 + (size_t)j0 * C3 + C, C3, 1, qT, ATT_QB, S, ATT_QB, !all);   // S (+)= K_t qT
-    if (ap->scheme->bias_forward)                                        // hook 3, one query row at a time
-        for (int r = 0; r < nb; r++) {
-            int n = tile_row_keys(ap, i0 + r, j0, nk, T);
-            if (n == 0) continue;
-            for (int j = 0; j < n; j++) row[j] = 0;
-            ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, pos_b[i0 + r], pos_b + j0, n, row);
-            for (int j = 0; j < n; j++) S[(size_t)j * ATT_QB + r] += row[j];
-        }
-    return 1;
-}
-
-// Hook 3's per-call cache (PosScheme.bias_prepare) for the query positions pos (n,), filled once
-// before the threads start: NULL when the scheme keeps none. *size receives its length in reals.
-static real *bias_cache_new(const AttnPos *ap, const int *pos, size_t n, size_t *size) {
-    const PosScheme *s = ap->scheme;
-    *size = 0;
-    if (!s->bias_prepare) return NULL;
-    int D = 1;                               // it covers query positions 0 .. D-1
-    for (size_t i = 0; i < n; i++) if (pos[i] >= D) D = pos[i] + 1;
-    *size = s->bias_cache_size(ap->tables, D);
-    real *cache = xmalloc(sizeof(real) * *size);
-    s->bias_prepare(ap->tables, ap->pe_params, D, cache);
-    return cache;
-}
-
-// S (nk, QB) = exp(S - shift[r]) down each column r (shift: QB reals; exp_fast, so a masked -inf
-// gives exactly 0); col_sum (QB,) += the column sums, when not NULL
-static void tile_exp(real *S, int nk, const real *shift, real *col_sum) {
-    real sum[ATT_QB] __attribute__((aligned(64))) = { 0 };
-    for (int j = 0; j < nk; j++) {
-        real *p = S + (size_t)j * ATT_QB;
-        #pragma omp simd
-        for (int r = 0; r < ATT_QB; r++) { p[r] = exp_fast(p[r] - shift[r]); sum[r] += p[r]; }
-    }
-    if (col_sum) for (int r = 0; r < ATT_QB; r++) col_sum[r] += sum[r];
-}
-
-// out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
-// scratch (threads, ATT_SCRATCH(hs)). Memory: lse and the scratch, never (T, T).
-void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
-                       int B, int T, int C, int NH) {
-    int hs = C / NH;
-    size_t C3 = (size_t)3 * C, ncache;
-    real scale = 1 / sqrt((real)hs);
-    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
-            const real *row0 = qkv + (size_t)b * T * C3 + h * hs;       // q of token 0, head h
-            AttScratch w = att_scratch(scratch + (size_t)thread_id() * ATT_SCRATCH(hs), hs);
-            for (int i0 = 0; i0 < T; i0 += ATT_QB) {
-                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
-                // per query row: running max m, sum l of exp(score - m), and the shift used for exp
-                real m[ATT_QB] __attribute__((aligned(64))), l[ATT_QB] __attribute__((aligned(64)));
-                real mt[ATT_QB] __attribute__((aligned(64))), shift[ATT_QB] __attribute__((aligned(64)));
-                for (int r = 0; r < ATT_QB; r++) { m[r] = -INFINITY; l[r] = 0; }
-                memset(w.O, 0, sizeof(real) * (size_t)nb * hs);
-                block_transpose(w.xT, row0 + (size_t)i0 * C3, C3, nb, hs, scale);
-                for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
-                    nk = tile_width(j0, i0, nkeys);
-                    if (!tile_scores(w.S, w.row, w.xT, row0, ap, cache, pos_b, doc_b, i0, nb, j0, nk, T, C, hs, h)) continue;
-                    for (int r = 0; r < ATT_QB; r++) mt[r] = -INFINITY;
-                    for (int j = 0; j < nk; j++) {
-                        const real *s = w.S + (size_t)j * ATT_QB;
-                        #pragma omp simd
-                        for (int r = 0; r < ATT_QB; r++) mt[r] = s[r] > mt[r] ? s[r] : mt[r];
-                    }
-                    for (int r = 0; r < ATT_QB; r++) {
-                        real mn = mt[r] > m[r] ? mt[r] : m[r];
-                        if (mn != m[r]) {              // the max grew: rescale what was summed so far
-                            real alpha = exp(m[r] - mn);    // 0 when m was -inf (nothing summed yet)
-                            l[r] *= alpha;
-                            if (r < nb) for (int c = 0; c < hs; c++) w.O[(size_t)r * hs + c] *= alpha;
-                            m[r] = mn;
-                        }
-                        shift[r] = m[r] == -INFINITY ? 0 : m[r];   // a row that sees no key yet: exp(-inf) = 0
-                    }
-                    tile_exp(w.S, nk, shift, l);
-                    gemm_tile(nb, hs, nk, w.S, 1, ATT_QB, row0 + (size_t)j0 * C3 + 2 * C, C3, w.O, hs, 1);   // O += P V_t
-                }
-                for (int r = 0; r < nb; r++) {
-                    int i = i0 + r;
-                    CHECK(isfinite(m[r]), "attention scores became %g (query position %d, head %d): the model has diverged; "
-                          "lower --lr", (double)m[r], pos_b[i], h);
-                    real inv = 1 / l[r], *o = out + ((size_t)b * T + i) * C + h * hs;
-                    for (int c = 0; c < hs; c++) o[c] = w.O[(size_t)r * hs + c] * inv;
-                    lse[((size_t)b * NH + h) * T + i] = m[r] + log(l[r]);
-                }
-            }
-        }
-    free(cache);
-}
-
-// dqkv (B,T,3C) +=; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the
-// forward's. Per block of query rows and tile of keys, after recomputing p(i,j) = exp(score - lse_i):
-//   dP(i,j) = dout_i . v_j,   dv_j += sum_i p(i,j) dout_i,
-//   dscore(i,j) = p(i,j) (dP(i,j) - D_i),  D_i = dout_i . out_i = sum_j p(i,j) dP(i,j)
-//                                                     (softmax backward; a learned bias gets dscore)
-//   dq_i += scale sum_j dscore(i,j) k_j,   dk_j += scale sum_i dscore(i,j) q_i
-void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *out,
-                        const real *lse, const AttnPos *ap, int B, int T, int C, int NH) {
-    int hs = C / NH;
-    size_t C3 = (size_t)3 * C;
-    real scale = 1 / sqrt((real)hs);
-    const PosScheme *s = ap->scheme;
-    // A learned bias gets gradient from every (b,h): each thread accumulates into its own copy,
-    // and the copies are added in thread order afterwards (no race, bit-reproducible). So does the
-    // gradient of the bias cache's values, which bias_finish then carries to the parameters.
-    int learned_bias = s->bias_backward && ap->pe_dparams;
-    size_t np = learned_bias ? ap->pe_nparams : 0, ncache;
-    CHECK(!learned_bias || np > 0, "internal: attention_backward needs pe_nparams for a learned bias");
-    real *dp_threads = learned_bias ? xcalloc((size_t)max_threads() * np, sizeof(real)) : NULL;
-    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
-    real *dcache_threads = learned_bias && cache && s->bias_finish ? xcalloc((size_t)max_threads() * ncache, sizeof(real)) : NULL;
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const int *pos_b = ap->pos + (size_t)b * T, *doc_b = ap->doc + (size_t)b * T;
-            const real *row0 = qkv + (size_t)b * T * C3 + h * hs;
-            real *grad0 = dqkv + (size_t)b * T * C3 + h * hs;
-            AttScratch w = att_scratch(scratch + (size_t)thread_id() * ATT_SCRATCH(hs), hs);
-            for (int i0 = 0; i0 < T; i0 += ATT_QB) {
-                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
-                const real *dout0 = dout + ((size_t)b * T + i0) * C + h * hs;      // dout of query i0, head h
-                real L[ATT_QB] __attribute__((aligned(64))), D[ATT_QB] __attribute__((aligned(64)));
-                for (int r = 0; r < ATT_QB; r++) {
-                    L[r] = r < nb ? lse[((size_t)b * NH + h) * T + i0 + r] : 0;
-                    real d = 0;
-                    if (r < nb) {
-                        const real *o = out + ((size_t)b * T + i0 + r) * C + h * hs, *g = dout0 + (size_t)r * C;
-                        for (int c = 0; c < hs; c++) d += g[c] * o[c];
-                    }
-                    D[r] = d;
-                }
-                block_transpose(w.xT, row0 + (size_t)i0 * C3, C3, nb, hs, scale);
-                block_transpose(w.yT, dout0, C, nb, hs, 1);
-                for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
-                    nk = tile_width(j0, i0, nkeys);
-                    // the forward's scores again (same function), then P = exp(score - lse)
-                    if (!tile_scores(w.S, w.row, w.xT, row0, ap, cache, pos_b, doc_b, i0, nb, j0, nk, T, C, hs, h)) continue;
-                    tile_exp(w.S, nk, L, NULL);
-                    gemm_tile(nk, ATT_QB, hs, row0 + (size_t)j0 * C3 + 2 * C, C3, 1, w.yT, ATT_QB, w.dS, ATT_QB, 0);  // dP^T = V_t dOT
-                    for (int j = 0; j < nk; j++) {     // dscore = p (dP - D)
-                        const real *p = w.S + (size_t)j * ATT_QB;
-                        real *g = w.dS + (size_t)j * ATT_QB;
-                        #pragma omp simd
-                        for (int r = 0; r < ATT_QB; r++) g[r] = p[r] * (g[r] - D[r]);
-                    }
-                    if (learned_bias)                  // hook 3's backward, one query row at a time
-                        for (int r = 0; r < nb; r++) {
-                            int n = tile_row_keys(ap, i0 + r, j0, nk, T);
-                            if (n == 0) continue;
-                            for (int j = 0; j < n; j++) w.row[j] = w.dS[(size_t)j * ATT_QB + r];
-                            s->bias_backward(ap->tables, ap->pe_params, cache, dp_threads + (size_t)thread_id() * np,
-                                             dcache_threads ? dcache_threads + (size_t)thread_id() * ncache : NULL,
-                                             h, pos_b[i0 + r], pos_b + j0, n, w.row);
-                        }
-                    for (int j = 0; j < nk * ATT_QB; j++) w.dS[j] *= scale;
-                    real *dq = grad0 + (size_t)i0 * C3, *dk = grad0 + (size_t)j0 * C3 + C, *dv = dk + C;
-                    gemm_tile(nk, hs, nb, w.S, ATT_QB, 1, dout0, C, dv, C3, 1);                       // dV_t += P^T dO
-                    gemm_tile(nk, hs, nb, w.dS, ATT_QB, 1, row0 + (size_t)i0 * C3, C3, dk, C3, 1);    // dK_t += dS^T Q
-                    gemm_tile(nb, hs, nk, w.dS, 1, ATT_QB, row0 + (size_t)j0 * C3 + C, C3, dq, C3, 1); // dQ += dS K_t
-                }
-            }
-        }
-    if (learned_bias) {
-        for (int t = 0; t < max_threads(); t++)
-            for (size_t k = 0; k < np; k++) ap->pe_dparams[k] += dp_threads[(size_t)t * np + k];
-        free(dp_threads);
-    }
-    if (dcache_threads) {
-        for (int t = 1; t < max_threads(); t++)
-            for (size_t k = 0; k < ncache; k++) dcache_threads[k] += dcache_threads[(size_t)t * ncache + k];
-        s->bias_finish(ap->tables, ap->pe_params, cache, dcache_threads, ap->pe_dparams);
-        free(dcache_threads);
-    }
-    free(cache);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -871,9 +501,49 @@ static void check_positions(const GPT *m, const int *pos, size_t N) {
               "position of the context" : "");
 }
 
+// Layer l's attention from its qkv (N,3C, hooked) into atty (N,C): the tiled kernel over the batch
+// (B,T) when kc is NULL; otherwise the chunk's T queries (B = 1) against the KV cache, to which
+// the chunk's keys and values are appended first.
+static void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *ap, int B, int T, KVCache *kc) {
+    int C = m->cfg.n_embd, NH = m->cfg.n_head;
+    if (!kc) { attention_forward(la->atty, la->att_lse, la->qkv, ap, m->a.att_scratch, B, T, C, NH); return; }
+    int P = kc->len;
+    real *Kl = kc->k + (size_t)l * kc->cap * C, *Vl = kc->v + (size_t)l * kc->cap * C;
+    for (int t = 0; t < T; t++) {      // append this chunk's keys and values
+        memcpy(Kl + (size_t)(P + t) * C, la->qkv + (size_t)t * 3 * C + C, sizeof(real) * C);
+        memcpy(Vl + (size_t)(P + t) * C, la->qkv + (size_t)t * 3 * C + 2 * C, sizeof(real) * C);
+    }
+    KVKeys kv = { .k = Kl, .v = Vl, .pos = kc->pos, .doc = kc->doc, .P = P, .rows = kc->att_row, .row_cap = kc->cap };
+    attention_forward_cached(la->atty, la->qkv, ap, &kv, T, C, NH);
+}
+
+// Transformer block l on the N = B*T tokens of residual (N,C), into layer l's activations; returns
+// its output residual3 (N,C). ap: the layer's positions; kc: NULL, or the KV cache (block_attention).
+//   residual2 = residual + attproj(attention(qkv(ln1(residual))))      (hook 2 on q, k; hook 3 inside)
+//   residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
+static const real *block_forward(GPT *m, int l, const real *residual, const AttnPos *ap, int B, int T, KVCache *kc) {
+    int C = m->cfg.n_embd, NH = m->cfg.n_head;
+    size_t N = (size_t)B * T;
+    const ParamTensors *p = &m->p;
+    real *proj = m->a.scratch;                                  // (N,C) each projection before its residual add
+    LayerActs la = layer_acts(m, l, B, T);
+    layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
+    TIMED(m, PROF_MATMUL, matmul_forward(la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
+    TIMED(m, PROF_ATTENTION, qk_hook(la.qkv, ap, N, C, NH, QK_FORWARD));                                      // hook 2
+    TIMED(m, PROF_ATTENTION, block_attention(m, l, &la, ap, B, T, kc));
+    TIMED(m, PROF_MATMUL, matmul_forward(proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
+    residual_add(la.residual2, residual, proj, N * C);
+    layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
+    TIMED(m, PROF_MATMUL, matmul_forward(la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
+    gelu_forward(la.fch_gelu, la.fch, N * 4 * C);
+    TIMED(m, PROF_MATMUL, matmul_forward(proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
+    residual_add(la.residual3, la.residual2, proj, N * C);
+    return la.residual3;
+}
+
 double gpt_forward(GPT *m, const Batch *b) {
     const GPTConfig *c = &m->cfg;
-    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = c->padded_vocab;
+    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;
     check_positions(m, b->pos, N);
     for (size_t n = 0; n < N; n++) {
@@ -893,23 +563,8 @@ double gpt_forward(GPT *m, const Batch *b) {
 
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
-        LayerActs la = layer_acts(m, l, B, T);
-        real *ln1 = la.ln1, *qkv = la.qkv, *atty = la.atty, *lse = la.att_lse, *residual2 = la.residual2;
-        real *ln2 = la.ln2, *fch = la.fch, *fch_gelu = la.fch_gelu, *residual3 = la.residual3;
         AttnPos ap = attn_pos(m, b, l, 0);
-
-        layernorm_forward(ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
-        TIMED(m, PROF_MATMUL, matmul_forward(qkv, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
-        TIMED(m, PROF_ATTENTION, qk_hook(qkv, &ap, N, C, NH, QK_FORWARD));                                           // hook 2
-        TIMED(m, PROF_ATTENTION, attention_forward(atty, lse, qkv, &ap, a->att_scratch, B, T, C, NH));              // hook 3 inside
-        TIMED(m, PROF_MATMUL, matmul_forward(a->scratch, atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
-        residual_add(residual2, residual, a->scratch, N * C);
-        layernorm_forward(ln2, la.ln2_mean, la.ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
-        TIMED(m, PROF_MATMUL, matmul_forward(fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
-        gelu_forward(fch_gelu, fch, N * 4 * C);
-        TIMED(m, PROF_MATMUL, matmul_forward(a->scratch, fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
-        residual_add(residual3, residual2, a->scratch, N * C);
-        residual = residual3;
+        residual = block_forward(m, l, residual, &ap, B, T, NULL);
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, N, C);
     TIMED(m, PROF_MATMUL, matmul_forward(a->logits, a->lnf, p->wte, NULL, N, C, Vp));     // LM head tied to wte
@@ -923,9 +578,8 @@ double gpt_forward(GPT *m, const Batch *b) {
     return m->loss;
 }
 
-// The attention probabilities of one layer, head and batch row of the last gpt_forward, recomputed
-// with the forward's own scoring (tile_scores: same tiles, mask and hook 3), its exp and its
-// log-sum-exp: out (T, T), row i the probabilities of query i (0 at keys it may not attend).
+// The attention probabilities of one layer, head and batch row of the last gpt_forward: out (T, T),
+// recomputed from the row's q, k and log-sum-exps by attention_head_probs (attention.c).
 void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
     CHECK(!m->act_forward_only, "internal: attention_probs needs every layer's activations; the last forward "
           "was forward-only (gpt_set_forward_only)");
@@ -935,32 +589,11 @@ void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
     CHECK(layer >= 0 && layer < c->n_layer && b >= 0 && b < bt->B && head >= 0 && head < c->n_head,
           "internal: attention_probs(layer %d, row %d, head %d) outside %d layers, %d rows, %d heads",
           layer, b, head, c->n_layer, bt->B, c->n_head);
-    int B = bt->B, T = bt->T, C = c->n_embd, NH = c->n_head, hs = C / NH;
-    LayerActs la = layer_acts(m, layer, B, T);
+    int T = bt->T, C = c->n_embd, NH = c->n_head;
+    LayerActs la = layer_acts(m, layer, bt->B, T);
     AttnPos ap = attn_pos(m, bt, layer, 0);
-    const int *pos_b = bt->pos + (size_t)b * T, *doc_b = bt->doc + (size_t)b * T;
-    const real *row0 = la.qkv + (size_t)b * T * 3 * C + head * hs;
-    const real *lse = la.att_lse + ((size_t)b * NH + head) * T;
-    size_t ncache;
-    real *cache = bias_cache_new(&ap, pos_b, (size_t)T, &ncache);
-    real *scratch = xmalloc(sizeof(real) * ATT_SCRATCH(hs));
-    AttScratch w = att_scratch(scratch, hs);
-    memset(out, 0, sizeof(real) * (size_t)T * T);
-    for (int i0 = 0; i0 < T; i0 += ATT_QB) {
-        int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(&ap, i0 + nb - 1, T);
-        real L[ATT_QB] __attribute__((aligned(64)));
-        for (int r = 0; r < ATT_QB; r++) L[r] = r < nb ? lse[i0 + r] : 0;
-        block_transpose(w.xT, row0 + (size_t)i0 * 3 * C, (size_t)3 * C, nb, hs, 1 / sqrt((real)hs));
-        for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
-            nk = tile_width(j0, i0, nkeys);
-            if (!tile_scores(w.S, w.row, w.xT, row0, &ap, cache, pos_b, doc_b, i0, nb, j0, nk, T, C, hs, head)) continue;
-            tile_exp(w.S, nk, L, NULL);
-            for (int j = 0; j < nk; j++)
-                for (int r = 0; r < nb; r++) out[(size_t)(i0 + r) * T + j0 + j] = w.S[(size_t)j * ATT_QB + r];
-        }
-    }
-    free(scratch);
-    free(cache);
+    ap.pos += (size_t)b * T; ap.doc += (size_t)b * T;                  // row b's ids
+    attention_head_probs(out, la.qkv + (size_t)b * T * 3 * C, la.att_lse + (size_t)b * NH * T, &ap, T, C, NH, head);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -986,7 +619,7 @@ void kv_cache_free(KVCache *c) {
 // values of every earlier token from the cache: query i of the chunk sees cached keys 0..P+i.
 void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, int T) {
     const GPTConfig *c = &m->cfg;
-    int L = c->n_layer, C = c->n_embd, NH = c->n_head, hs = C / NH, V = c->vocab_size, Vp = c->padded_vocab;
+    int L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
     int P = kc->len;
     CHECK(P + T <= kc->cap, "internal: the KV cache holds %d tokens; %d + %d do not fit", kc->cap, P, T);
     for (int t = 0; t < T; t++)
@@ -1002,42 +635,15 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     Activations *a = &m->a;
     const ParamTensors *p = &m->p;
     for (int t = 0; t < T; t++) { kc->pos[P + t] = pos[t]; kc->doc[P + t] = 0; }
-    int zero_doc[1] = { 0 };
 
     encoder_forward(a->encoded, tokens, p->wte, T, C);
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_forward) in->input_forward(&m->pt, p->pe_input, a->encoded, pos, T);
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
-        LayerActs la = layer_acts(m, l, 1, T);
-        AttnPos ap = { .pos = pos, .doc = zero_doc, .scheme = posenc_scheme(c->pe.layer[l]), .tables = &m->pt,
+        AttnPos ap = { .pos = pos, .doc = kc->doc + P, .scheme = posenc_scheme(c->pe.layer[l]), .tables = &m->pt,
                        .pe_params = m->p.pe_layer[l] };
-        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, T, C);
-        matmul_forward(la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, T, C, 3 * C);
-        qk_hook(la.qkv, &ap, T, C, NH, QK_FORWARD);
-        real *Kl = kc->k + (size_t)l * kc->cap * C, *Vl = kc->v + (size_t)l * kc->cap * C;
-        for (int t = 0; t < T; t++) {      // append this chunk's keys and values
-            memcpy(Kl + (size_t)(P + t) * C, la.qkv + (size_t)t * 3 * C + C, sizeof(real) * C);
-            memcpy(Vl + (size_t)(P + t) * C, la.qkv + (size_t)t * 3 * C + 2 * C, sizeof(real) * C);
-        }
-        size_t ncache;
-        real *cache = bias_cache_new(&ap, pos, (size_t)T, &ncache);
-        #pragma omp parallel for collapse(2) schedule(static)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++) {
-                real *row = kc->att_row + (size_t)thread_id() * kc->cap;
-                attend_row(la.atty + (size_t)t * C + h * hs, row, la.qkv + (size_t)t * 3 * C + h * hs,
-                           Kl + h * hs, Vl + h * hs, C, kc->pos, kc->doc, P + t + 1, pos[t], 0, h, &ap, cache, hs);
-            }
-        free(cache);
-        matmul_forward(a->scratch, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, T, C, C);
-        residual_add(la.residual2, residual, a->scratch, (size_t)T * C);
-        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, T, C);
-        matmul_forward(la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, T, C, 4 * C);
-        gelu_forward(la.fch_gelu, la.fch, T * 4 * C);
-        matmul_forward(a->scratch, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, T, 4 * C, C);
-        residual_add(la.residual3, la.residual2, a->scratch, (size_t)T * C);
-        residual = la.residual3;
+        residual = block_forward(m, l, residual, &ap, 1, T, kc);
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, T, C);
     matmul_forward(a->logits, a->lnf, p->wte, NULL, T, C, Vp);

@@ -10,6 +10,7 @@
 #define MODEL_H
 
 #include "common.h"
+#include "attention.h"
 #include "dataset/batch.h"
 #include "posenc.h"
 
@@ -200,35 +201,5 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
                      const real *weight, int N, int C, int OC);
 void gelu_forward(real *out, const real *inp, int n);
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n);
-
-// What attention needs to know about positions: the batch's ids and the layer's scheme.
-typedef struct {
-    const int *pos;            // (B,T)
-    const int *doc;            // (B,T)
-    const PosScheme *scheme;   // the layer's scheme (its bias hook is used here)
-    const PosTables *tables;
-    const real *pe_params;     // the layer's scheme parameters or NULL
-    real *pe_dparams;          // their gradient or NULL
-    size_t pe_nparams;         // their number
-    int bidirectional;         // 1: no causal limit (keys j > i allowed; tests of equivariance)
-} AttnPos;
-
-// Fused causal attention (model.c), tiled: blocks of ATT_QB query rows against tiles of up to
-// ATT_KB keys, with an online softmax. Memory: lse, one number per (b, h, query row), and a scratch
-// of ATT_SCRATCH(hs) reals per thread that does not grow with T; never a (T, T) matrix.
-#define ATT_QB ((int)(128 / sizeof(real)))              // query rows per block: 32 floats, 16 doubles
-#define ATT_KB (2 * ATT_QB)                             // keys per tile: 64 floats, 32 doubles
-#define ATT_SCRATCH(hs) ((size_t)ATT_QB * (2 * ATT_KB + 3 * (size_t)(hs)) + ATT_KB)
-// out (B,T,C), lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
-// scratch (threads, ATT_SCRATCH(C/NH))
-void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
-                       int B, int T, int C, int NH);
-// dqkv (B,T,3C) +=; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the forward's
-void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *out,
-                        const real *lse, const AttnPos *ap, int B, int T, int C, int NH);
-// hook 2 over a whole qkv buffer (B,T,3C): rotate q and k of every head (QK_FORWARD), or their
-// gradient by the transpose (QK_BACKWARD). Does nothing for schemes without a q/k hook.
-enum { QK_FORWARD = 1, QK_BACKWARD = -1 };
-void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir);
 
 #endif
