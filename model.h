@@ -6,12 +6,15 @@
 // Weights are stored (out, in): a linear layer is out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC).
 // Backward functions ACCUMULATE into their gradient outputs (+=); the caller zeroes them
 // (gpt_zero_grad) before a step. This is what makes gradient accumulation free.
+// The layers are declared in layers.h, attention in attention.h, the batch in dataset/batch.h (all
+// three included here).
 #ifndef MODEL_H
 #define MODEL_H
 
 #include "common.h"
 #include "attention.h"
 #include "dataset/batch.h"
+#include "layers.h"
 #include "posenc.h"
 
 typedef struct {
@@ -129,7 +132,8 @@ int gpt_config_check(GPTConfig *cfg, char *msg, size_t cap);
 double gpt_forward(GPT *m, const Batch *b);
 // Forward-only mode (on = 1) for evaluation: every layer reuses one layer's activation slices and
 // no gradient buffers exist: 16 T C floats of layer activations instead of 16 L T C (the logits
-// and probabilities, 2 T Vp, stay; a 32768-token window of `small` took 4.9 GB, now 1.1 GB). Losses and logits are bit-identical to the normal forward;
+// and probabilities, 2 T Vp, stay), so a 32768-token window of `small` needs 1.1 GB instead of the
+// training mode's 4.9 GB. Losses and logits are bit-identical to the normal forward;
 // gpt_backward and attention_probs refuse to run after such a forward. Takes effect at the next
 // forward (the activations are reallocated when the mode changes); on = 0 restores training mode.
 void gpt_set_forward_only(GPT *m, int on);
@@ -188,18 +192,5 @@ void gpt_reserve_positions(GPT *m, int max_pos);
 // Runs the model at another context (the length its position tables are built for; dynamic NTK
 // scaling reads the sequence length from it) and rebuilds the tables; parameters are untouched.
 void gpt_set_context(GPT *m, int context);
-
-// Layers, exposed for the per-layer gradient checks.
-void encoder_forward(real *out, const int *inp, const real *wte, int N, int C);
-void encoder_backward(real *dwte, const real *dout, const int *inp, int N, int C);
-void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *weight,
-                       const real *bias, int N, int C);
-void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                        const real *weight, const real *mean, const real *rstd, int N, int C);
-void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
-void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC);
-void gelu_forward(real *out, const real *inp, int n);
-void gelu_backward(real *dinp, const real *inp, const real *dout, int n);
 
 #endif

@@ -1,0 +1,165 @@
+// layers.c: the GPT-2 layers as forward/backward pairs (layers.h): token embedding, LayerNorm, the
+// linear layer, GELU. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its
+// outputs.
+#include "layers.h"
+
+#include "kernels.h"
+
+#include <string.h>
+#include <tgmath.h>   // sqrt, tanh follow the type of `real` (sqrtf in the float build)
+
+// ----------------------------------------------------------------------------------------------
+// encoder: out (N,C) = wte[inp[n]]; wte is (Vp,C). The input positional hook is applied after.
+
+void encoder_forward(real *out, const int *inp, const real *wte, int N, int C) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) memcpy(out + (size_t)n * C, wte + (size_t)inp[n] * C, sizeof(real) * C);
+}
+
+// dwte[inp[n]] += dout[n]; serial so that repeated tokens never race
+void encoder_backward(real *dwte, const real *dout, const int *inp, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        real *row = dwte + (size_t)inp[n] * C;
+        const real *d = dout + (size_t)n * C;
+        for (int c = 0; c < C; c++) row[c] += d[c];
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// layernorm: out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N,) kept for backward
+
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *weight,
+                       const real *bias, int N, int C) {
+    const real eps = (real)1e-5;
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *x = inp + (size_t)n * C;
+        real m = 0;
+        #pragma omp simd reduction(+:m)
+        for (int c = 0; c < C; c++) m += x[c];
+        m /= C;
+        real v = 0;
+        #pragma omp simd reduction(+:v)
+        for (int c = 0; c < C; c++) { real d = x[c] - m; v += d * d; }
+        v /= C;
+        real s = 1 / sqrt(v + eps);
+        real *o = out + (size_t)n * C;
+        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+        mean[n] = m; rstd[n] = s;
+    }
+}
+
+// dinp (N,C) +=, dweight (C) +=, dbias (C) +=; dout (N,C)
+void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                        const real *weight, const real *mean, const real *rstd, int N, int C) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+        real m = mean[n], s = rstd[n];
+        // dnorm = dout * weight; dinp = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+        real dnorm_mean = 0, dnorm_norm_mean = 0;
+        #pragma omp simd reduction(+:dnorm_mean, dnorm_norm_mean)
+        for (int c = 0; c < C; c++) {
+            real norm = (x[c] - m) * s, dnorm = weight[c] * d[c];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C; dnorm_norm_mean /= C;
+        real *di = dinp + (size_t)n * C;
+        for (int c = 0; c < C; c++) {
+            real norm = (x[c] - m) * s, dnorm = weight[c] * d[c];
+            di[c] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
+        }
+    }
+    // parameter gradients: each thread owns a range of channels, summing rows in order
+    #pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+        real dw = 0, db = 0;
+        for (int n = 0; n < N; n++) {
+            real dv = dout[(size_t)n * C + c];
+            dw += dv * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+            db += dv;
+        }
+        dweight[c] += dw; dbias[c] += db;
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC); bias may be NULL.
+// All three products go through gemm (kernels.c). The forward needs weight^T row-major, so it packs
+// 512 output channels of weight^T at a time (a copy of C x 512, once per call).
+
+enum { PACK_COLS = 512 };
+
+void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC) {
+    real *wt = xmalloc(sizeof(real) * (size_t)C * (OC < PACK_COLS ? OC : PACK_COLS));   // (C, nc) slice of weight^T
+    for (int j0 = 0; j0 < OC; j0 += PACK_COLS) {
+        int nc = OC - j0 < PACK_COLS ? OC - j0 : PACK_COLS;
+        #pragma omp parallel for schedule(static)
+        for (int k = 0; k < C; k++)
+            for (int j = 0; j < nc; j++) wt[(size_t)k * nc + j] = weight[(size_t)(j0 + j) * C + k];
+        gemm(N, nc, C, inp, C, 1, wt, nc, out + j0, OC, 0);
+    }
+    free(wt);
+    if (bias) {
+        #pragma omp parallel for schedule(static)
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
+    }
+}
+
+// dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += sum_n dout.
+// gemm splits the rows of its output between threads and sums over k in a fixed order, so no two
+// threads write the same gradient and the result is bit-reproducible.
+void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC) {
+    gemm(N, C, OC, dout, OC, 1, weight, C, dinp, C, 1);          // A = dout (N,OC), B = weight (OC,C)
+    gemm(OC, C, N, dout, 1, OC, inp, C, dweight, C, 1);          // A = dout^T (OC,N), B = inp (N,C)
+    if (dbias) {
+        // dbias[o] += sum_n dout[n,o], n in order; threads take blocks of 64 columns, and each row
+        // of a block is read as one contiguous run (not one column at a time, 4*OC bytes apart)
+        enum { OB = 64 };
+        #pragma omp parallel for schedule(static)
+        for (int o0 = 0; o0 < OC; o0 += OB) {
+            int no = OC - o0 < OB ? OC - o0 : OB;
+            real db[OB] = { 0 };
+            for (int n = 0; n < N; n++) {
+                const real *d = dout + (size_t)n * OC + o0;
+                #pragma omp simd
+                for (int o = 0; o < no; o++) db[o] += d[o];
+            }
+            for (int o = 0; o < no; o++) dbias[o0 + o] += db[o];
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+
+#define GELU_SCALE 0.7978845608028654   // sqrt(2/pi)
+
+// tanh(u) = 1 - 2/(exp(2u) + 1): in the float build through exp_vec (absolute error ~2e-7, which is
+// what GELU's 0.5 x (1 + tanh) needs); the double build keeps libm's tanh for exact gradient checks.
+static inline real tanh_fast(real u) {
+    if (sizeof(real) != sizeof(float)) return tanh(u);
+    return (real)(1.0f - 2.0f / (exp_vec(2.0f * (float)u) + 1.0f));
+}
+
+void gelu_forward(real *out, const real *inp, int n) {
+    #pragma omp parallel for simd schedule(static)
+    for (int i = 0; i < n; i++) {
+        real x = inp[i];
+        out[i] = (real)0.5 * x * (1 + tanh_fast((real)GELU_SCALE * (x + (real)0.044715 * x * x * x)));
+    }
+}
+
+void gelu_backward(real *dinp, const real *inp, const real *dout, int n) {
+    #pragma omp parallel for simd schedule(static)
+    for (int i = 0; i < n; i++) {
+        real x = inp[i];
+        real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
+        real th = tanh_fast(u), sech2 = 1 - th * th;
+        real grad = (real)0.5 * (1 + th) + (real)0.5 * x * sech2 * (real)GELU_SCALE * (1 + (real)3 * (real)0.044715 * x * x);
+        dinp[i] += grad * dout[i];
+    }
+}

@@ -1,0 +1,28 @@
+// layers.h: the GPT-2 layers as forward/backward pairs, outputs first, then inputs, then sizes.
+// N tokens of C channels (model.h's legend); weights are stored (out, in). Backward functions
+// ACCUMULATE (+=) into their gradient outputs. The model strings them together (model.c); the
+// gradient checks test each alone.
+#ifndef LAYERS_H
+#define LAYERS_H
+
+#include "common.h"
+
+// token embedding: out (N,C) = wte[inp[n]], wte (Vp,C), inp (N,); dwte += dout (N,C) row by row
+void encoder_forward(real *out, const int *inp, const real *wte, int N, int C);
+void encoder_backward(real *dwte, const real *dout, const int *inp, int N, int C);
+// LayerNorm: out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N,) kept for the backward;
+// weight, bias (C). Backward: dinp (N,C) +=, dweight (C) +=, dbias (C) +=; dout (N,C).
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *weight,
+                       const real *bias, int N, int C);
+void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                        const real *weight, const real *mean, const real *rstd, int N, int C);
+// linear: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC), bias may be NULL.
+// Backward: dinp (N,C) +=, dweight (OC,C) +=, dbias (OC) += (dbias may be NULL); dout (N,OC).
+void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
+void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                     const real *weight, int N, int C, int OC);
+// GELU (tanh approximation), elementwise on n numbers: out = gelu(inp); dinp += gelu'(inp) dout.
+void gelu_forward(real *out, const real *inp, int n);
+void gelu_backward(real *dinp, const real *inp, const real *dout, int n);
+
+#endif
