@@ -141,7 +141,7 @@ static double att_loss(void *p) {
 }
 
 // The plain attention, written from the definition with the full (T, T) probability matrix: the
-// reference that the O(T)-memory kernel in model.c must equal, forward and backward.
+// reference that the O(T)-memory kernel in attention.c must equal, forward and backward.
 static void plain_attention(real *out, real *dqkv, const real *qkv, const real *dout, const AttnPos *ap,
                             int B, int T, int C, int NH) {
     int hs = C / NH;
