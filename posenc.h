@@ -1,4 +1,5 @@
-// posenc.h: every positional scheme behind one interface, and the per-layer schedule.
+// posenc.h: every positional scheme behind one interface, and the per-layer schedule
+// (posenc_schemes.c: the schemes' hooks and tables; posenc.c: settings, schedule, serialisation).
 //
 // Position can enter a GPT at three hook points (shared/DESIGN.md):
 //   1. input:  x(N,C) += a vector per position            (learned, sinusoidal)
@@ -170,15 +171,15 @@ void posenc_rope_freqs(const PosConfig *c, int d_rot, int context, double *out, 
 int posenc_t5_bucket(int n, int num_buckets, int max_distance);
 int posenc_rope_width(const PosConfig *c, int head_size);
 
-// Serialisation: "key=value\n" lines (checkpoints) and JSON members (export metadata), so a new
-// scheme setting touches only posenc.c. posenc_set parses one key; returns 0 if the key is not
-// posenc's, -1 (with msg) if the value is bad, 1 on success.
+// Serialisation: "key=value\n" lines (checkpoints) and JSON members (export metadata), all from the
+// settings table, so a new scheme setting is one row of it. posenc_set parses one key; returns 0 if
+// the key is not posenc's, -1 (with msg) if the value is bad, 1 on success.
 void posenc_write_kv(const PosConfig *c, FILE *f);
 int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size_t cap);
-// Appends ,"input_pe":"...","layer_pe":[...],"rope_base":... to buf (JSON, no braces).
+// Writes "input_pe":"...","layer_pe":[...],"rope_base":... into buf (JSON members, no braces).
 size_t posenc_json(const PosConfig *c, char *buf, size_t cap);
-// The same settings as top-level safetensors metadata entries with string values (what a reader
-// that does not parse the config JSON sees): appends ,"rope_scaling":"none",... to buf.
+// The settings marked metadata as top-level safetensors metadata entries with string values (what
+// a reader that does not parse the config JSON sees): writes ,"rope_scaling":"none",... into buf.
 size_t posenc_metadata(const PosConfig *c, char *buf, size_t cap);
 // "nope,rope,..." for the layers
 void posenc_layer_list(const PosConfig *c, char *buf, size_t cap);
