@@ -49,7 +49,7 @@ typedef struct {
     size_t off;
     double min, max;
     int kind;
-    const char *arg, *help;     // help NULL: a schedule flag, whose help posenc writes
+    const char *arg, *help;     // help NULL: a schedule flag (--pe ...), whose help posenc_schedule_help writes
 } Flag;
 
 #define O(f) offsetof(Options, f)
@@ -76,7 +76,6 @@ static const Flag FLAGS[] = {
     { "layers", F_INT, O(layers), 1, 64, K_MODEL, "L", "transformer blocks (4)" },
     { "heads", F_INT, O(heads), 1, 4096, K_MODEL, "H", "attention heads (4)" },
     { "dim", F_INT, O(dim), 1, 65536, K_MODEL, "C", "channels, a multiple of --heads (128)" },
-    // the schedule: posenc_schedule; its help from posenc_schedule_help, which knows the schemes
     { "pe", F_STR, O(pe), 0, 0, K_MODEL, "NAME", NULL },
     { "pe-layers", F_STR, O(pe_layers), 0, 0, K_MODEL, "a,b,...", NULL },
     { "input-pe", F_STR, O(input_pe), 0, 0, K_MODEL, "S", NULL },
@@ -347,9 +346,8 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
     if (a->set[find_flag("context") - FLAGS] && o->context != cfg->max_seq_len) {
         CHECK(!o->resume, "--context %d differs from the context %d of the checkpoint; --resume continues "
               "the same run (use --load to change the context)", o->context, cfg->max_seq_len);
-        const PosScheme *fixed = posenc_fixed_table(&cfg->pe);
-        CHECK(!fixed, "--context %d: the model's %s position table has %d rows and cannot serve another context",
-              o->context, fixed->name, cfg->max_seq_len);
+        CHECK(!posenc_fixed_table(&cfg->pe), "--context %d: the model's %s position table has %d rows and cannot "
+              "serve another context", o->context, posenc_scheme(cfg->pe.input)->name, cfg->max_seq_len);
         cfg->max_seq_len = o->context;
     }
     for (int i = 0; i < a->n_pe; i++) {
