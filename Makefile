@@ -30,7 +30,7 @@ endif
 LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
-CORE = model.c layers.c attention.c posenc.c kernels.c dataset/batch.c
+CORE = model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
 HDR = common.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval
@@ -41,8 +41,9 @@ all: train compare $(TESTS)
 train: train.c $(LIB) $(HDR)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ train.c $(LIB) $(LDLIBS)
 
-compare: compare.c common.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c $(LDLIBS)
+# compare asks posenc which schemes the RoPE context-extension settings act on
+compare: compare.c posenc.c posenc_schemes.c common.h posenc.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c posenc.c posenc_schemes.c $(LDLIBS)
 
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
 tests/test_grad: tests/test_grad.c $(CORE) $(HDR) tests/testutil.h

@@ -164,7 +164,7 @@ static double flops_per_step(const Config *c) {
 static int cmp_double(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 
 // Builds the config with positional scheme `pe` (a layer scheme in every layer, or an input
-// scheme), runs one warm-up step and c->steps timed steps (forward, backward, clip, AdamW); an
+// scheme; NULL: the default positions), runs one warm-up step and c->steps timed steps (forward, backward, clip, AdamW); an
 // evaluation config (eval_context) runs c->steps timed forward passes and nothing else.
 static StepResult run_steps(const Config *c, const char *pe, int steps) {
     int eval = c->eval_context > 0;
@@ -246,7 +246,7 @@ static void scheme_overheads(FILE *csv) {
     printf("\npositional schemes on `small` (ms/step, median of %d rounds over all schemes; ratio to nope, same run):\n", ROUNDS);
     const Config *small = find_config("small");
     StepResult *sr = xcalloc((size_t)ns * ROUNDS, sizeof(StepResult));
-    run_steps(small, "nope", 1);                    // a throwaway run: page faults, thread start-up
+    run_steps(small, posenc_scheme(PE_NOPE)->name, 1);   // a throwaway run: page faults, thread start-up
     for (int round = 0; round < ROUNDS; round++)          // each round starts at another scheme
         for (int k = 0; k < ns; k++) {
             int s = (k + round * ns / ROUNDS) % ns;
@@ -378,7 +378,8 @@ int main(int argc, char **argv) {
         const Config *c = find_config(only);
         CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
               "small-eval-t32768)", only);
-        StepResult r = run_steps(c, c->eval_context ? "nope" : "learned", c->steps);   // first, so the RSS is the step's
+        // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
+        StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, c->steps);
         double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0);
         printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
                c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);

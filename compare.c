@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "posenc.h"
 
 #define MAX_ITEMS 64
 #define MAX_ARGS 256
@@ -61,7 +62,7 @@ static void usage(FILE *f) {
         "  --out DIR              the results folder (created)\n"
         "  --task LIST            synthetic tasks (./train --help lists them); accuracy by length\n"
         "  --data FILE            text instead: perplexity against context length (--val-data FILE optional)\n"
-        "  --schemes LIST         scheme names, each run as --pe NAME (default nope,learned,sinusoidal,rope,alibi,t5)\n"
+        "  --schemes LIST         scheme names, each run as --pe NAME (default " PE_DEFAULT_COMPARISON ")\n"
         "  --scheme LABEL=FLAGS   a scheme given by its ./train flags, e.g. 'rope25=--pe rope --rope-fraction 0.25'\n"
         "  --seeds LIST           seeds (default 1)\n"
         "  --rope-extensions LIST text: also evaluate RoPE runs with these --rope-scaling methods (linear,dynamic,yarn,llama3)\n"
@@ -84,13 +85,13 @@ static int split_list(char *s, char **out, int cap, const char *flag) {
     return n;
 }
 
-// 1 when a scheme's flags put a RoPE-family scheme (rope, p-rope, xpos) in some layer: those runs
-// are also evaluated with the --rope-extensions methods
+// 1 when a scheme's flags put a RoPE-family scheme (one that takes the context-extension settings,
+// posenc_takes_extension) in some layer: those runs are also evaluated with the --rope-extensions methods
 static int uses_rope(const Scheme *s) {
     char tmp[512];
     snprintf(tmp, sizeof tmp, "%s", s->flags);
     for (char *w = strtok(tmp, " \t,="); w; w = strtok(NULL, " \t,="))
-        if (!strcmp(w, "rope") || !strcmp(w, "p-rope") || !strcmp(w, "xpos") || !strcmp(w, "smollm3")) return 1;
+        if (posenc_takes_extension(w)) return 1;
     return 0;
 }
 
@@ -163,8 +164,10 @@ static void parse(Cfg *c, int argc, char **argv) {
     CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
     if (c->data) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
     if (!c->n_schemes) {
-        static const char *def[] = { "nope", "learned", "sinusoidal", "rope", "alibi", "t5" };
-        for (int k = 0; k < 6; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", def[k]); add_scheme(c, def[k], fl); }
+        static char def[] = PE_DEFAULT_COMPARISON;
+        char *names[MAX_ITEMS];
+        int n = split_list(def, names, MAX_ITEMS, "--schemes");
+        for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
     }
     if (!c->n_seeds) { c->seeds[0] = 1; c->n_seeds = 1; }
     if (!c->threads) {

@@ -70,7 +70,7 @@ int gpt_config_check(GPTConfig *c, char *msg, size_t cap) {
     if (c->n_head < 1) { snprintf(msg, cap, "--heads must be >= 1 (got %d)", c->n_head); return 0; }
     if (c->n_embd < 1 || c->n_embd % c->n_head) { snprintf(msg, cap, "--dim %d must be a positive multiple of --heads %d", c->n_embd, c->n_head); return 0; }
     if (c->max_seq_len < 1) { snprintf(msg, cap, "the context length must be >= 1 (got %d)", c->max_seq_len); return 0; }
-    if (c->pe.rope_original_context == 0) c->pe.rope_original_context = c->max_seq_len;   // L0 default
+    posenc_resolve(&c->pe, c->max_seq_len);      // settings whose default is the model's context
     if (c->pe.n_layer != c->n_layer) { snprintf(msg, cap, "the positional schedule has %d layers but the model %d", c->pe.n_layer, c->n_layer); return 0; }
     PosDims d = dims_of(c);
     return posenc_validate(&c->pe, &d, msg, cap);

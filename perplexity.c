@@ -80,8 +80,9 @@ size_t ppl_token_count(size_t text_tokens, size_t requested, int max_window) {
 }
 
 int ppl_window_ok(const GPT *m, int W, char *note, size_t cap) {
-    if (m->cfg.pe.input == posenc_find("learned") && W > m->cfg.max_seq_len) {
-        snprintf(note, cap, "learned table has %d rows", m->cfg.max_seq_len);
+    const PosScheme *fixed = posenc_fixed_table(&m->cfg.pe);
+    if (fixed && W > m->cfg.max_seq_len) {
+        snprintf(note, cap, "%s table has %d rows", fixed->name, m->cfg.max_seq_len);
         return 0;
     }
     if (note && cap) note[0] = 0;
@@ -122,11 +123,9 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     int S = mode == PPL_SLIDING ? stride : W;
     CHECK(S >= 1 && S <= W, "internal: stride %d for window %d", S, W);
     gpt_reserve_positions(m, W);
-    // dynamic NTK scaling follows the length of the sequence: the base grows with W past L0
-    if (m->cfg.pe.rope_scaling == ROPE_SCALING_DYNAMIC) {
-        int L0 = m->cfg.pe.rope_original_context, ctx = W > L0 ? W : L0;
-        if (ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
-    }
+    // tables that follow the window's length (dynamic NTK scaling: the base grows with W past L0)
+    int ctx = posenc_window_context(&m->cfg.pe, W);
+    if (ctx && ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
     if (batch_tokens <= 0) batch_tokens = PPL_BATCH_TOKENS;
     int Bmax = batch_tokens / W > 1 ? batch_tokens / W : 1;
     int was_forward_only = m->forward_only;

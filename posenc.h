@@ -1,4 +1,5 @@
-// posenc.h: every positional scheme behind one interface, and the per-layer schedule.
+// posenc.h: every positional scheme behind one interface, and the per-layer schedule
+// (posenc_schemes.c: the schemes' hooks and tables; posenc.c: settings, schedule, serialisation).
 //
 // Position can enter a GPT at three hook points (shared/DESIGN.md):
 //   1. input:  x(N,C) += a vector per position            (learned, sinusoidal)
@@ -16,6 +17,9 @@ enum { PE_MAX_LAYERS = 64 };
 
 // Scheme ids index the table returned by posenc_scheme(); 0 is always "nope".
 enum { PE_NOPE = 0 };
+
+// The schemes a comparison runs when not told which (./compare without --schemes)
+#define PE_DEFAULT_COMPARISON "nope,learned,sinusoidal,rope,alibi,t5"
 
 // RoPE context extension (shared/REFERENCE.md; HF rope_type values)
 typedef enum { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_DYNAMIC, ROPE_SCALING_YARN,
@@ -70,6 +74,10 @@ typedef struct PosScheme {
     const char *name;
     const char *summary;        // one line for --help and README
     int hooks;                  // PE_HOOK_* bits
+    // What the rest of the program may ask about a scheme (through posenc_*, never by its name):
+    int fixed_context;          // 1: its table has one row per position of the model's context and
+                                // none beyond (learned): the model takes no other context
+    int takes_extension;        // 1: the context-extension settings (--rope-scaling ...) act on it
     // Parameters (learned schemes): one block per layer that uses the scheme, or, with shared=1, one
     // block for all of them. param_shape gives its (rows, cols) (NULL: no parameters).
     int shared;
@@ -118,8 +126,28 @@ int posenc_count(void);
 const PosScheme *posenc_scheme(int id);
 int posenc_find(const char *name);              // -1 if unknown
 
-// Defaults: learned input, nope layers, rope 10000 / 1.0 / split.
+// A scheme setting: one row of posenc.c's SETTINGS[] gives its default, its flag (the key with '-'
+// for '_': rope_base -> --rope-base), its checkpoint line, JSON member, metadata entry and --help.
+typedef enum { PE_SET_DOUBLE, PE_SET_INT, PE_SET_ENUM } PosSettingType;
+typedef struct {
+    const char *key;            // "rope_base": checkpoint key and JSON member
+    PosSettingType type;        // the field: a double, or an int (an enum: the index of its value name)
+    size_t offset;              // of the field in PosConfig
+    double def;                 // default value (an enum: the index of its value name)
+    double lo, hi;              // valid values: [lo, hi], (lo, hi] with lo_open; an int with hi INT_MAX: >= lo
+    int lo_open;
+    const char *const *names;   // enum: its value names (printed, parsed), NULL-terminated
+    const char *arg, *help;     // --help: "--rope-base X   help"
+    int eval;                   // 1: how a trained model is run (context extension), may change with --load
+    int metadata;               // 1: also a top-level safetensors metadata entry
+} PosSetting;
+int posenc_setting_count(void);
+const PosSetting *posenc_setting(int i);
+
+// Defaults: learned input, nope layers, every setting its row's default.
 void posenc_defaults(PosConfig *c, int n_layer);
+// Fills the settings whose default depends on the model's context (RoPE's L0 = the context).
+void posenc_resolve(PosConfig *c, int context);
 
 // The schedule from the command line. pe: one name for every layer (an input scheme name means
 // that input scheme with nope layers); pe_layers: comma list with one name per layer; input_pe:
@@ -143,20 +171,29 @@ void posenc_rope_freqs(const PosConfig *c, int d_rot, int context, double *out, 
 int posenc_t5_bucket(int n, int num_buckets, int max_distance);
 int posenc_rope_width(const PosConfig *c, int head_size);
 
-// Serialisation: "key=value\n" lines (checkpoints) and JSON members (export metadata), so a new
-// scheme setting touches only posenc.c. posenc_set parses one key; returns 0 if the key is not
-// posenc's, -1 (with msg) if the value is bad, 1 on success.
+// Serialisation: "key=value\n" lines (checkpoints) and JSON members (export metadata), all from the
+// settings table, so a new scheme setting is one row of it. posenc_set parses one key; returns 0 if
+// the key is not posenc's, -1 (with msg) if the value is bad, 1 on success.
 void posenc_write_kv(const PosConfig *c, FILE *f);
 int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size_t cap);
-// Appends ,"input_pe":"...","layer_pe":[...],"rope_base":... to buf (JSON, no braces).
+// Writes "input_pe":"...","layer_pe":[...],"rope_base":... into buf (JSON members, no braces).
 size_t posenc_json(const PosConfig *c, char *buf, size_t cap);
-// The same settings as top-level safetensors metadata entries with string values (what a reader
-// that does not parse the config JSON sees): appends ,"rope_scaling":"none",... to buf.
+// The settings marked metadata as top-level safetensors metadata entries with string values (what
+// a reader that does not parse the config JSON sees): writes ,"rope_scaling":"none",... into buf.
 size_t posenc_metadata(const PosConfig *c, char *buf, size_t cap);
 // "nope,rope,..." for the layers
 void posenc_layer_list(const PosConfig *c, char *buf, size_t cap);
 // Position ids a model with config c, tables t and this context can take: 0 .. limit-1.
 int posenc_position_limit(const PosConfig *c, const PosTables *t, int context);
+// The input scheme whose table fixes the positions to those of the model's context (fixed_context:
+// learned), or NULL: the tables of every scheme in c grow to any position (gpt_reserve_positions).
+const PosScheme *posenc_fixed_table(const PosConfig *c);
+// Windows of W tokens (perplexity): the context to build the tables for when they depend on the
+// window's length (dynamic NTK scaling: the base grows with W past L0), else 0.
+int posenc_window_context(const PosConfig *c, int W);
+// 1 if NAME is a scheme, or a --pe-layers preset with a layer of a scheme, on which the
+// context-extension settings act (takes_extension: the RoPE family).
+int posenc_takes_extension(const char *name);
 // A short name of the positions, without commas (for tables and CSV): "rope" when every layer
 // uses it, "learned" for an input table over nope layers, else "sinusoidal+rope/nope/...".
 void posenc_label(const PosConfig *c, char *buf, size_t cap);
@@ -169,5 +206,7 @@ int posenc_preset(const char *name, int n_layer, char *out, size_t cap);
 int posenc_is_gpt2(const PosConfig *c);
 // Prints the schemes and the scheme flags (--rope-base ...) for --help.
 void posenc_help(FILE *f);
+// The --help text of a schedule flag ("pe", "pe-layers", "input-pe"), written into buf.
+const char *posenc_schedule_help(const char *flag, char *buf, size_t cap);
 
 #endif

@@ -49,7 +49,7 @@ typedef struct {
     size_t off;
     double min, max;
     int kind;
-    const char *arg, *help;
+    const char *arg, *help;     // help NULL: a schedule flag (--pe ...), whose help posenc_schedule_help writes
 } Flag;
 
 #define O(f) offsetof(Options, f)
@@ -76,9 +76,9 @@ static const Flag FLAGS[] = {
     { "layers", F_INT, O(layers), 1, 64, K_MODEL, "L", "transformer blocks (4)" },
     { "heads", F_INT, O(heads), 1, 4096, K_MODEL, "H", "attention heads (4)" },
     { "dim", F_INT, O(dim), 1, 65536, K_MODEL, "C", "channels, a multiple of --heads (128)" },
-    { "pe", F_STR, O(pe), 0, 0, K_MODEL, "NAME", "scheme of every layer, or an input scheme with nope layers (learned)" },
-    { "pe-layers", F_STR, O(pe_layers), 0, 0, K_MODEL, "a,b,...", "one layer scheme per layer, e.g. rope,rope,rope,nope" },
-    { "input-pe", F_STR, O(input_pe), 0, 0, K_MODEL, "S", "input scheme: none, learned or sinusoidal" },
+    { "pe", F_STR, O(pe), 0, 0, K_MODEL, "NAME", NULL },
+    { "pe-layers", F_STR, O(pe_layers), 0, 0, K_MODEL, "a,b,...", NULL },
+    { "input-pe", F_STR, O(input_pe), 0, 0, K_MODEL, "S", NULL },
     { "lr", F_DBL, O(lr), 0, 10, K_TRAIN, "X", "peak learning rate (1e-3)" },
     { "min-lr-frac", F_DBL, O(min_lr_frac), 0, 1, K_TRAIN, "F", "cosine decay ends at lr*F (0.1)" },
     { "warmup", F_INT, O(warmup), 0, 1e9, K_TRAIN, "N", "linear warm-up steps (default steps/10)" },
@@ -127,9 +127,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: ./train [flags]\n"
                "Trains a GPT-2 style model whose positional encoding is a plug; see README.md.\n\nFlags:\n");
     for (int i = 0; i < N_FLAGS; i++) {
-        char left[64];
+        char left[64], help[256];
         snprintf(left, sizeof left, "--%s %s", FLAGS[i].name, FLAGS[i].arg);
-        fprintf(f, "  %-22s %s\n", left, FLAGS[i].help);
+        fprintf(f, "  %-22s %s\n", left, FLAGS[i].help ? FLAGS[i].help : posenc_schedule_help(FLAGS[i].name, help, sizeof help));
     }
     fprintf(f, "  %-22s %s\n\n", "--help", "this text");
     posenc_help(f);
@@ -346,8 +346,8 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
     if (a->set[find_flag("context") - FLAGS] && o->context != cfg->max_seq_len) {
         CHECK(!o->resume, "--context %d differs from the context %d of the checkpoint; --resume continues "
               "the same run (use --load to change the context)", o->context, cfg->max_seq_len);
-        CHECK(cfg->pe.input != posenc_find("learned"), "--context %d: the model's learned position table has %d "
-              "rows and cannot serve another context", o->context, cfg->max_seq_len);
+        CHECK(!posenc_fixed_table(&cfg->pe), "--context %d: the model's %s position table has %d rows and cannot "
+              "serve another context", o->context, posenc_scheme(cfg->pe.input)->name, cfg->max_seq_len);
         cfg->max_seq_len = o->context;
     }
     for (int i = 0; i < a->n_pe; i++) {

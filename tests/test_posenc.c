@@ -452,6 +452,74 @@ static void test_schedule(void) {
     EXPECT(strcmp(list, "rope,rope,rope,nope,rope,rope,rope,nope") == 0, "smollm3 on 8 layers: %s", list);
 }
 
+// key=value lines of c (a checkpoint's), in a malloc'd string
+static char *kv_text(const PosConfig *c) {
+    char *buf = NULL; size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    posenc_write_kv(c, f);
+    fclose(f);
+    return buf;
+}
+
+// Every row of the settings table: a value other than its default survives write_kv -> posenc_set,
+// a value out of its range is refused naming the flag, and the flag is known and in --help.
+static void test_settings(void) {
+    char *help = NULL; size_t help_size = 0;
+    FILE *hf = open_memstream(&help, &help_size);
+    posenc_help(hf);
+    fclose(hf);
+    for (int i = 0; i < posenc_setting_count(); i++) {
+        const PosSetting *s = posenc_setting(i);
+        char flag[64], value[64], bad[64], msg[256], json[4096], meta[4096];
+        size_t k = 0;
+        for (; s->key[k]; k++) flag[k] = s->key[k] == '_' ? '-' : s->key[k];
+        flag[k] = 0;
+        int n_names = 0;
+        if (s->type == PE_SET_ENUM) while (s->names[n_names]) n_names++;
+        if (s->type == PE_SET_DOUBLE) {
+            snprintf(value, sizeof value, "%.17g", s->lo + 0.3 * (s->hi - s->lo));
+            snprintf(bad, sizeof bad, "%.17g", s->hi * 2 + 1);
+        } else if (s->type == PE_SET_INT) {
+            snprintf(value, sizeof value, "%d", (int)s->lo + 1);
+            snprintf(bad, sizeof bad, "%d", (int)s->lo - 1);
+        } else {
+            snprintf(value, sizeof value, "%s", s->names[n_names - 1]);
+            snprintf(bad, sizeof bad, "bogus");
+        }
+        PosConfig c, back, def;
+        posenc_defaults(&c, 3);
+        posenc_defaults(&back, 3);
+        posenc_defaults(&def, 3);
+        EXPECT(posenc_set(&c, s->key, value, msg, sizeof msg) == 1, "%s=%s accepted: %s", s->key, value, msg);
+        EXPECT(memcmp((char *)&c + s->offset, (char *)&def + s->offset, s->type == PE_SET_DOUBLE ? sizeof(double) : sizeof(int)),
+               "%s=%s differs from the default", s->key, value);
+        posenc_resolve(&c, 64);      // as a model's config is (gpt_config_check) before a checkpoint is written
+        char *text = kv_text(&c), *line = text, *eol;
+        for (; (eol = strchr(line, '\n')); line = eol + 1) {
+            *eol = 0;
+            char *eq = strchr(line, '=');
+            *eq = 0;
+            EXPECT(posenc_set(&back, line, eq + 1, msg, sizeof msg) == 1, "line %s=%s reads back: %s", line, eq + 1, msg);
+        }
+        free(text);
+        char *t1 = kv_text(&c), *t2 = kv_text(&back);
+        EXPECT(strcmp(t1, t2) == 0 && !memcmp((char *)&c + s->offset, (char *)&back + s->offset,
+                                              s->type == PE_SET_DOUBLE ? sizeof(double) : sizeof(int)),
+               "%s=%s: write_kv -> posenc_set gives the same config", s->key, value);
+        free(t1); free(t2);
+        char want[128];
+        snprintf(want, sizeof want, "--%s ", flag);
+        EXPECT(posenc_set(&c, s->key, bad, msg, sizeof msg) == -1 && strstr(msg, want), "%s=%s refused: %s", s->key, bad, msg);
+        EXPECT(posenc_is_flag(flag) == (s->eval ? 2 : 1), "--%s is a scheme flag", flag);
+        EXPECT(strstr(help, want) != NULL, "--help lists %s", want);
+        posenc_json(&c, json, sizeof json);
+        posenc_metadata(&c, meta, sizeof meta);
+        snprintf(want, sizeof want, "\"%s\":", s->key);
+        EXPECT(strstr(json, want) && !strstr(meta, want) == !s->metadata, "%s in the JSON (and in the metadata iff marked)", s->key);
+    }
+    free(help);
+}
+
 int main(void) {
     rng_seed(&rng, 7);
     test_sinusoid_table();
@@ -475,5 +543,6 @@ int main(void) {
     test_bias_cache();
     test_precision();
     test_schedule();
+    test_settings();
     return test_summary("test_posenc");
 }
