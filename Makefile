@@ -38,8 +38,8 @@ TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz te
 .PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
 
-train: train.c $(LIB) $(HDR)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ train.c $(LIB) $(LDLIBS)
+train: train.c train_options.c train_options.h $(LIB) $(HDR)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ train.c train_options.c $(LIB) $(LDLIBS)
 
 compare: compare.c common.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c $(LDLIBS)
