@@ -41,8 +41,8 @@ all: train compare $(TESTS)
 train: train.c train_options.c train_options.h $(LIB) $(HDR)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ train.c train_options.c $(LIB) $(LDLIBS)
 
-compare: compare.c common.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c $(LDLIBS)
+compare: compare.c compare_report.c compare.h common.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c compare_report.c $(LDLIBS)
 
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
 tests/test_grad: tests/test_grad.c $(CORE) $(HDR) tests/testutil.h
