@@ -21,7 +21,6 @@
 // A run whose `done` file exists is not redone: run the command again to finish an interrupted grid.
 #define _GNU_SOURCE
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
