@@ -38,12 +38,12 @@ TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz te
 .PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
 
-train: train.c $(LIB) $(HDR)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ train.c $(LIB) $(LDLIBS)
+train: train.c train_options.c train_options.h $(LIB) $(HDR)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ train.c train_options.c $(LIB) $(LDLIBS)
 
 # compare asks posenc which schemes the RoPE context-extension settings act on
-compare: compare.c posenc.c posenc_schemes.c common.h posenc.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c posenc.c posenc_schemes.c $(LDLIBS)
+compare: compare.c compare_report.c compare.h posenc.c posenc_schemes.c common.h posenc.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c compare_report.c posenc.c posenc_schemes.c $(LDLIBS)
 
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
 tests/test_grad: tests/test_grad.c $(CORE) $(HDR) tests/testutil.h

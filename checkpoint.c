@@ -23,10 +23,14 @@ static void out_write(Out *o, const void *p, size_t size) {
     }
 }
 
+// Parameters are stored as float32 whatever `real` is: they pass through a float buffer of
+// CHUNK values at a time.
+enum { CHUNK = 4096 };
+
 static void out_reals(Out *o, const real *x, size_t n) {
-    float buf[4096];
-    for (size_t i = 0; i < n; i += 4096) {
-        size_t k = n - i < 4096 ? n - i : 4096;
+    float buf[CHUNK];
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t k = n - i < CHUNK ? n - i : CHUNK;
         for (size_t j = 0; j < k; j++) buf[j] = (float)x[i + j];
         out_write(o, buf, k * sizeof(float));
     }
@@ -90,9 +94,9 @@ static void in_read(In *in, void *p, size_t size, const char *what) {
 }
 
 static void in_reals(In *in, real *x, size_t n, const char *what) {
-    float buf[4096];
-    for (size_t i = 0; i < n; i += 4096) {
-        size_t k = n - i < 4096 ? n - i : 4096;
+    float buf[CHUNK];
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t k = n - i < CHUNK ? n - i : CHUNK;
         in_read(in, buf, k * sizeof(float), what);
         for (size_t j = 0; j < k; j++) x[i + j] = buf[j];
     }
@@ -114,6 +118,11 @@ static void parse_config(const char *path, char *text, GPTConfig *cfg, char **tr
     cfg->pe.input = PE_NOPE;
     size_t tlen = 0, tcap = strlen(text) + 1;
     char *train = xcalloc(tcap, 1);
+    // the integer keys every config holds; `have` counts the lines that set one
+    const struct { const char *key; int *field; } ints[] = {
+        { "vocab_size", &cfg->vocab_size }, { "n_layer", &cfg->n_layer }, { "n_head", &cfg->n_head },
+        { "n_embd", &cfg->n_embd }, { "max_seq_len", &cfg->max_seq_len } };
+    const int n_ints = (int)(sizeof ints / sizeof ints[0]);
     int have = 0;
     char msg[512];
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
@@ -121,9 +130,8 @@ static void parse_config(const char *path, char *text, GPTConfig *cfg, char **tr
         CHECK(eq, "checkpoint '%s': config line '%s' is not key=value (a damaged or foreign file)", path, line);
         *eq = 0;
         const char *key = line, *val = eq + 1;
-        int *field = strcmp(key, "vocab_size") == 0 ? &cfg->vocab_size : strcmp(key, "n_layer") == 0 ? &cfg->n_layer
-                   : strcmp(key, "n_head") == 0 ? &cfg->n_head : strcmp(key, "n_embd") == 0 ? &cfg->n_embd
-                   : strcmp(key, "max_seq_len") == 0 ? &cfg->max_seq_len : NULL;
+        int *field = NULL;
+        for (int i = 0; i < n_ints; i++) if (strcmp(key, ints[i].key) == 0) field = ints[i].field;
         if (field) {
             CHECK(parse_int_value(val, field), "checkpoint '%s': %s=%s is not an integer", path, key, val);
             have++;
@@ -135,7 +143,7 @@ static void parse_config(const char *path, char *text, GPTConfig *cfg, char **tr
             CHECK(r > 0, "checkpoint '%s': %s", path, msg);
         }
     }
-    CHECK(have == 5, "checkpoint '%s' lacks part of the model config (vocab_size, n_layer, n_head, "
+    CHECK(have == n_ints, "checkpoint '%s' lacks part of the model config (vocab_size, n_layer, n_head, "
           "n_embd, max_seq_len)", path);
     CHECK(cfg->pe.n_layer == cfg->n_layer, "checkpoint '%s': layer_pe names %d layers but n_layer is %d",
           path, cfg->pe.n_layer, cfg->n_layer);

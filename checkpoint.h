@@ -10,7 +10,8 @@
 //   uint64       number of parameters P
 //   float32[P]   parameters, in the model's layout (model.h)
 //   if flags & 1: float32[P] AdamW m, float32[P] AdamW v, int64 step (steps done),
-//                uint64 RNG state, uint64 data position (next training token index)
+//                uint64 sampling RNG state, uint64 data position (text: the next training
+//                token index; a --task run: the state of its instance stream's RNG)
 // The size must match exactly; a file is written to PATH.tmp and renamed, so a crash never
 // leaves a half-written checkpoint under the real name.
 #ifndef CHECKPOINT_H
@@ -21,8 +22,9 @@
 typedef struct {
     int has_opt;         // optimiser state present
     int64_t step;        // optimiser steps done
-    uint64_t rng;        // RNG state
-    uint64_t data_pos;   // next training token index
+    uint64_t rng;        // the sampling RNG's state (--sample)
+    uint64_t data_pos;   // where the training data stands: text, the next training token index
+                         // (Loader.pos); a --task run, its instance stream's RNG state
 } TrainState;
 
 // train_kv: extra "train.key=value\n" lines (may be NULL). st: NULL for weights only.

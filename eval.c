@@ -75,8 +75,8 @@ void task_exact_match(GPT *m, int *const *inst, const int *len, const int *plen,
 }
 
 int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, TaskScore *out, int cap, int progress) {
-    int lengths[4096]; double depths[TASK_MAX_DEPTHS];
-    int nl = task_test_lengths(c, lengths, 4096), nd = task_test_depths(c, depths, TASK_MAX_DEPTHS);
+    int lengths[EVAL_MAX_LENGTHS]; double depths[TASK_MAX_DEPTHS];
+    int nl = task_test_lengths(c, lengths, EVAL_MAX_LENGTHS), nd = task_test_depths(c, depths, TASK_MAX_DEPTHS);
     int **inst = xmalloc(sizeof(int *) * (size_t)per_length);
     int *len = xmalloc(sizeof(int) * (size_t)per_length), *plen = xmalloc(sizeof(int) * (size_t)per_length);
     int *ok = xmalloc(sizeof(int) * (size_t)per_length);

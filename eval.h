@@ -13,6 +13,10 @@
 #include "dataset/tasks.h"
 #include "model.h"
 
+// The most test lengths a task is evaluated at (each length a bucket, times the retrieval depths);
+// train.c refuses a --test-max with more, except for retrieval, whose test lengths double.
+#define EVAL_MAX_LENGTHS 4096
+
 typedef struct {
     int length;        // the task length n of the bucket
     double depth;      // retrieval: the key's relative depth; other tasks: -1

@@ -14,7 +14,7 @@ int ppl_parse_multiples(const char *list, double *out, int cap, char *msg, size_
         size_t len = comma ? (size_t)(comma - s) : strlen(s);
         char item[64];
         if (len == 0 || len >= sizeof item) {
-            snprintf(msg, msgcap, "'%s' is not a comma-separated list of numbers (e.g. 0.5,1,2,4,8)", list);
+            snprintf(msg, msgcap, "'%s' is not a comma-separated list of numbers (e.g. " PPL_DEFAULT_WINDOWS ")", list);
             return 0;
         }
         memcpy(item, s, len);

@@ -565,14 +565,8 @@ static void parse_tensor_entry(Parser *p, StTensor *t, Span *span) {
     span->end = off[1];
 }
 
-void st_read(const char *path, StFile *f) {
-    CHECK(host_is_little_endian(), "st_read %s: safetensors is little-endian and this host is not", path);
-    f->t = NULL;
-    f->n = 0;
-    f->metadata_json = NULL;
-
-    size_t size;
-    unsigned char *file = read_whole_file(path, &size);
+// The 8-byte little-endian header length, checked against the file's size.
+static uint64_t header_length(const char *path, const unsigned char *file, size_t size) {
     CHECK(size >= 8, "safetensors file %s is %zu bytes, too short to hold the 8-byte header length; "
                      "the file is truncated", path, size);
     uint64_t hlen = 0;
@@ -582,55 +576,61 @@ void st_read(const char *path, StFile *f) {
           path, (unsigned long long)hlen, size - 8);
     CHECK(hlen >= 2, "safetensors file %s has a %llu-byte header, too short for a JSON object",
           path, (unsigned long long)hlen);
-    const unsigned char *data = file + 8 + hlen;
-    uint64_t data_size = size - 8 - hlen;
+    return hlen;
+}
 
-    Parser p = {path, (const char *)file + 8, (size_t)hlen, 0};
-    int cap = 16;
+// The header's top-level object: each tensor entry into f->t (name, dtype, shape; no data yet) and
+// its data offsets into *spans, the __metadata__ object's text into f->metadata_json.
+static void parse_header(Parser *p, StFile *f, Span **spans) {
+    int cap = 16, n = 0;
     StTensor *ts = xcalloc((size_t)cap, sizeof *ts);
-    Span *spans = xcalloc((size_t)cap, sizeof *spans);
-    int n = 0;
-
-    expect_char(&p, '{');
-    if (peek(&p) == '}') p.i++;
+    Span *sp = xcalloc((size_t)cap, sizeof *sp);
+    expect_char(p, '{');
+    if (peek(p) == '}') p->i++;
     else {
         for (;;) {
-            char *key = parse_string(&p, 1);
-            expect_char(&p, ':');
+            char *key = parse_string(p, 1);
+            expect_char(p, ':');
             if (strcmp(key, "__metadata__") == 0) {
-                if (f->metadata_json) parse_fail(&p, "two __metadata__ entries");
-                if (peek(&p) != '{') parse_fail(&p, "__metadata__ must be an object");
-                size_t start = p.i;
-                skip_value(&p, 0);
-                size_t len = p.i - start;
+                if (f->metadata_json) parse_fail(p, "two __metadata__ entries");
+                if (peek(p) != '{') parse_fail(p, "__metadata__ must be an object");
+                size_t start = p->i;
+                skip_value(p, 0);
+                size_t len = p->i - start;
                 f->metadata_json = xmalloc(len + 1);
-                memcpy(f->metadata_json, p.s + start, len);
+                memcpy(f->metadata_json, p->s + start, len);
                 f->metadata_json[len] = '\0';
                 free(key);
             } else {
                 for (int k = 0; k < n; k++)
-                    if (strcmp(ts[k].name, key) == 0) parse_fail(&p, "tensor %s appears twice", key);
+                    if (strcmp(ts[k].name, key) == 0) parse_fail(p, "tensor %s appears twice", key);
                 if (n == cap) {
                     cap *= 2;
                     ts = realloc(ts, (size_t)cap * sizeof *ts);
-                    spans = realloc(spans, (size_t)cap * sizeof *spans);
-                    CHECK(ts && spans, "out of memory reading the header of %s", path);
+                    sp = realloc(sp, (size_t)cap * sizeof *sp);
+                    CHECK(ts && sp, "out of memory reading the header of %s", p->path);
                 }
                 memset(&ts[n], 0, sizeof ts[n]);
                 ts[n].name = key;
-                parse_tensor_entry(&p, &ts[n], &spans[n]);
-                spans[n].index = n;
+                parse_tensor_entry(p, &ts[n], &sp[n]);
+                sp[n].index = n;
                 n++;
             }
-            int c = peek(&p);
-            if (c == ',') { p.i++; continue; }
-            if (c == '}') { p.i++; break; }
-            parse_fail(&p, "expected ',' or '}' after an entry of the top-level object");
+            int c = peek(p);
+            if (c == ',') { p->i++; continue; }
+            if (c == '}') { p->i++; break; }
+            parse_fail(p, "expected ',' or '}' after an entry of the top-level object");
         }
     }
-    if (peek(&p) != -1) parse_fail(&p, "text after the top-level object");
+    if (peek(p) != -1) parse_fail(p, "text after the top-level object");
+    f->t = ts;
+    f->n = n;
+    *spans = sp;
+}
 
-    // Offsets inside the data section, sizes equal to dtype * numel.
+// Every tensor's bytes lie inside the data section, as many as its dtype and shape need, and no
+// two tensors share bytes (empty tensors occupy nothing).
+static void check_spans(const char *path, StTensor *ts, const Span *spans, int n, uint64_t data_size) {
     for (int k = 0; k < n; k++) {
         StTensor *t = &ts[k];
         const Span *s = &spans[k];
@@ -648,7 +648,6 @@ void st_read(const char *path, StFile *f) {
               path, t->name, (unsigned long long)(s->end - s->begin), dtype_name(t->dtype),
               (unsigned long long)want);
     }
-    // No two tensors share bytes (empty tensors occupy nothing).
     Span *sorted = xmalloc((size_t)(n ? n : 1) * sizeof *sorted);
     int m = 0;
     for (int k = 0; k < n; k++) if (spans[k].end > spans[k].begin) sorted[m++] = spans[k];
@@ -658,17 +657,33 @@ void st_read(const char *path, StFile *f) {
               "safetensors file %s: tensors %s and %s overlap in the data section; the file is corrupt",
               path, ts[sorted[k - 1].index].name, ts[sorted[k].index].name);
     free(sorted);
+}
+
+void st_read(const char *path, StFile *f) {
+    CHECK(host_is_little_endian(), "st_read %s: safetensors is little-endian and this host is not", path);
+    f->t = NULL;
+    f->n = 0;
+    f->metadata_json = NULL;
+
+    size_t size;
+    unsigned char *file = read_whole_file(path, &size);
+    uint64_t hlen = header_length(path, file, size);
+    const unsigned char *data = file + 8 + hlen;
+    uint64_t data_size = size - 8 - hlen;
+
+    Parser p = {path, (const char *)file + 8, (size_t)hlen, 0};
+    Span *spans;
+    parse_header(&p, f, &spans);
+    check_spans(path, f->t, spans, f->n, data_size);
 
     // Each tensor gets its own allocation, so data is aligned whatever the offsets are.
-    for (int k = 0; k < n; k++) {
-        size_t bytes = ts[k].numel * dtype_size(ts[k].dtype);
-        ts[k].data = xmalloc(bytes);
-        if (bytes) memcpy(ts[k].data, data + spans[k].begin, bytes);
+    for (int k = 0; k < f->n; k++) {
+        size_t bytes = f->t[k].numel * dtype_size(f->t[k].dtype);
+        f->t[k].data = xmalloc(bytes);
+        if (bytes) memcpy(f->t[k].data, data + spans[k].begin, bytes);
     }
     free(spans);
     free(file);
-    f->t = ts;
-    f->n = n;
 }
 
 const StTensor *st_find(const StFile *f, const char *name) {

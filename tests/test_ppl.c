@@ -214,7 +214,7 @@ static void test_parse(void) {
     double mult[PPL_MAX_WINDOWS];
     int W[PPL_MAX_WINDOWS];
     char msg[256];
-    int n = ppl_parse_multiples("0.5,1,2,4,8", mult, PPL_MAX_WINDOWS, msg, sizeof msg);
+    int n = ppl_parse_multiples(PPL_DEFAULT_WINDOWS, mult, PPL_MAX_WINDOWS, msg, sizeof msg);
     EXPECT(n == 5 && ppl_windows(mult, n, 64, W, msg, sizeof msg) && W[0] == 32 && W[4] == 512, "default list at T 64");
     const char *bad[] = { "", "1,,2", "a", "1,x", "0", "-1", "1,nan", "2,inf", "1,", ",1" };
     for (int i = 0; i < 10; i++)

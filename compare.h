@@ -1,0 +1,61 @@
+// compare.h: what the grid runner (compare.c) and the report (compare_report.c) of ./compare
+// share: the settings, the schemes and the runs with their states.
+#ifndef COMPARE_H
+#define COMPARE_H
+
+#include <sys/types.h>
+
+#include "common.h"
+
+#define MAX_ITEMS 64
+
+typedef struct { char label[64]; char flags[512]; } Scheme;
+
+typedef struct {
+    const char *out, *data, *val_data, *train_bin, *eval_flags;
+    char *tasks[MAX_ITEMS]; int n_tasks;
+    Scheme schemes[MAX_ITEMS]; int n_schemes;
+    long long seeds[MAX_ITEMS]; int n_seeds;
+    char *extensions[MAX_ITEMS]; int n_ext;      // text: RoPE context-extension methods at evaluation
+    double ext_factor;
+    int jobs, threads, per_length, quiet;
+    char **extra; int n_extra;                    // flags after --, given to every training run
+} Cfg;
+
+typedef enum {
+    RUN_TODO,          // to train
+    RUN_RUNNING,
+    RUN_DONE,          // trained now
+    RUN_FAILED,
+    RUN_FOUND_DONE,    // trained by an earlier command (its `done` file holds the same settings)
+} RunState;
+
+typedef struct {
+    int task, scheme, seed;
+    char dir[4096];
+    pid_t pid;
+    double t0;
+    RunState state;
+} Run;
+
+// 1 when the run has results to report (trained now or before).
+static inline int run_has_results(const Run *r) { return r->state == RUN_DONE || r->state == RUN_FOUND_DONE; }
+
+// runs[] is ordered task, then seed, then scheme.
+static inline int run_index(const Cfg *c, int task, int scheme, int seed) {
+    return (task * c->n_seeds + seed) * c->n_schemes + scheme;
+}
+
+// compare.c
+// 1 when a scheme's flags put a RoPE-family scheme in some layer: those runs are also evaluated
+// with the --rope-extensions methods.
+int uses_rope(const Scheme *s);
+// The last line of a run's train.log that starts with prefix ("" into out when none).
+void last_line(const char *dir, const char *prefix, char *out, size_t cap);
+
+// compare_report.c
+// Reads every finished run's results and writes OUT/results.csv, OUT/summary.md and the plots,
+// then prints the summary.
+void report(const Cfg *c, const Run *runs, int n);
+
+#endif

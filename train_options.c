@@ -1,0 +1,204 @@
+// train_options.c: ./train's flags: the table, the defaults, --help, strict parsing, and the
+// training settings a checkpoint stores for --resume.
+#include "train_options.h"
+
+#include <errno.h>
+#include <math.h>
+
+#include "dataset/tasks.h"
+#include "perplexity.h"
+#include "posenc.h"
+
+#define O(f) offsetof(Options, f)
+const Flag FLAGS[] = {
+    { "data", F_STR, O(data), 0, 0, K_TRAIN, "FILE", "training data: an llm.c token shard, or any file read as bytes (default: the embedded corpus)" },
+    { "val-data", F_STR, O(val_data), 0, 0, K_TRAIN, "FILE", "validation data (default: the last --val-frac of --data)" },
+    { "val-frac", F_DBL, O(val_frac), 0, 0.5, K_TRAIN, "F", "fraction of the data held out for validation (0.1)" },
+    { "tokenizer", F_STR, O(tokenizer), 0, 0, K_RUN, "FILE", "llm.c tokenizer file to print samples of token data" },
+    { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1", "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
+    { "task", F_STR, O(task), 0, 0, K_TRAIN, "NAME", "train on a synthetic length-generalisation task instead of text (see the task table below)" },
+    { "train-min", F_INT, O(train_min), 0, 100000, K_TRAIN, "N", "--task: shortest training length, 0 = the task's" },
+    { "train-max", F_INT, O(train_max), 0, 100000, K_TRAIN, "N", "--task: longest training length; longer is out-of-distribution, 0 = the task's" },
+    { "test-max", F_INT, O(test_max), 0, 100000, K_TRAIN, "N", "--task: longest test length, 0 = the task's ratio x --train-max (2x; retrieval 4x)" },
+    { "distractors", F_INT, O(distractors), -1, 20, K_TRAIN, "N", "--task retrieval: decoy keys with other labels in each haystack, -1 = 3" },
+    { "depths", F_INT, O(depths), 0, 8, K_TRAIN, "N", "--task retrieval: key depths tested, evenly spaced in [0, 1], 0 = 5" },
+    { "eval-per-length", F_INT, O(eval_per_length), 0, 1000000, K_RUN, "N", "--task: test instances per length (and depth) for the accuracy after training, 0 = none (100)" },
+    { "eval-out", F_STR, O(eval_out), 0, 0, K_RUN, "FILE", "--task: write the accuracy by length as CSV (task,scheme,seed,length,depth,split,n,correct,accuracy,skipped)" },
+    { "show", F_INT, O(show), 0, 1000, K_RUN, "N", "--task: print N test prompts with the model's greedy answers at the longest training and test lengths (0)" },
+    { "steps", F_INT, O(steps), 0, 1e9, K_TRAIN, "N", "optimiser steps (default 300)" },
+    { "batch", F_INT, O(batch), 1, 1e6, K_TRAIN, "B", "sequences per micro-batch (16)" },
+    { "seq", F_INT, O(seq), 1, 1e7, K_TRAIN, "T", "tokens per sequence (64)" },
+    { "accum", F_INT, O(accum), 1, 1e6, K_TRAIN, "N", "micro-batches per optimiser step, gradients accumulated (1)" },
+    { "context", F_INT, O(context), 1, 1e7, K_MODEL, "N", "the model's context length, the learned table size (default --seq)" },
+    { "layers", F_INT, O(layers), 1, 64, K_MODEL, "L", "transformer blocks (4)" },
+    { "heads", F_INT, O(heads), 1, 4096, K_MODEL, "H", "attention heads (4)" },
+    { "dim", F_INT, O(dim), 1, 65536, K_MODEL, "C", "channels, a multiple of --heads (128)" },
+    { "pe", F_STR, O(pe), 0, 0, K_MODEL, "NAME", NULL },
+    { "pe-layers", F_STR, O(pe_layers), 0, 0, K_MODEL, "a,b,...", NULL },
+    { "input-pe", F_STR, O(input_pe), 0, 0, K_MODEL, "S", NULL },
+    { "lr", F_DBL, O(lr), 0, 10, K_TRAIN, "X", "peak learning rate (1e-3)" },
+    { "min-lr-frac", F_DBL, O(min_lr_frac), 0, 1, K_TRAIN, "F", "cosine decay ends at lr*F (0.1)" },
+    { "warmup", F_INT, O(warmup), 0, 1e9, K_TRAIN, "N", "linear warm-up steps (default steps/10)" },
+    { "wd", F_DBL, O(wd), 0, 10, K_TRAIN, "X", "AdamW weight decay on matrices and embedding tables (0.1)" },
+    { "clip", F_DBL, O(clip), 0, 1e9, K_TRAIN, "X", "clip the global gradient norm to X, 0 = off (1.0)" },
+    { "beta1", F_DBL, O(beta1), 0, 0.999999, K_TRAIN, "X", "AdamW beta1 (0.9)" },
+    { "beta2", F_DBL, O(beta2), 0, 0.999999, K_TRAIN, "X", "AdamW beta2 (0.95)" },
+    { "eps", F_DBL, O(eps), 1e-30, 1, K_TRAIN, "X", "AdamW epsilon (1e-8)" },
+    { "seed", F_LL, O(seed), 0, 9.2e18, K_TRAIN, "N", "seed of the initial weights and of sampling (1337)" },
+    { "val-every", F_INT, O(val_every), 0, 1e9, K_TRAIN, "N", "validation loss every N steps, 0 = only at the end (100)" },
+    { "val-batches", F_INT, O(val_batches), 1, 1e6, K_TRAIN, "N", "micro-batches per validation (8)" },
+    { "threads", F_INT, O(threads), 1, 1024, K_RUN, "N", "OpenMP threads (default: all cores)" },
+    { "log", F_STR, O(log), 0, 0, K_RUN, "FILE", "CSV log: step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s" },
+    { "log-every", F_INT, O(log_every), 1, 1e9, K_RUN, "N", "progress line every N steps (10)" },
+    { "save", F_STR, O(save), 0, 0, K_RUN, "FILE", "write a checkpoint at the end (and every --save-every steps); {step} in FILE becomes the step" },
+    { "save-every", F_INT, O(save_every), 0, 1e9, K_RUN, "N", "also checkpoint every N steps (0 = only at the end)" },
+    { "load", F_STR, O(load), 0, 0, K_RUN, "FILE", "start from a checkpoint's weights (fresh optimiser)" },
+    { "resume", F_STR, O(resume), 0, 0, K_RUN, "FILE", "continue a run exactly: weights, optimiser, step, data position" },
+    { "sample", F_INT, O(sample), 0, 1e7, K_RUN, "N", "generate N tokens after training (or from --load)" },
+    { "prompt", F_STR, O(prompt), 0, 0, K_RUN, "TEXT", "text to continue when sampling" },
+    { "temperature", F_DBL, O(temperature), 0, 100, K_RUN, "X", "sampling temperature, 0 = greedy (1.0)" },
+    { "top-k", F_INT, O(top_k), 0, 1e9, K_RUN, "K", "sample among the K most likely tokens, 0 = all (0)" },
+    { "eval-batches", F_INT, O(eval_batches), 0, 1e6, K_RUN, "N", "evaluate the --load model on N validation batches of --batch x --seq, then exit" },
+    { "ppl-out", F_STR, O(ppl_out), 0, 0, K_RUN, "FILE", "perplexity of the --load model on validation windows shorter and longer than its context, as CSV (window,mode,tokens,loss,ppl,note), then exit" },
+    { "ppl-positions", F_STR, O(ppl_positions), 0, 0, K_RUN, "FILE", "with the perplexity evaluation: mean loss at each position of the window, nonoverlap mode, as CSV (window,position,loss)" },
+    { "ppl-windows", F_STR, O(ppl_windows), 0, 0, K_RUN, "LIST", "perplexity windows as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
+    { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F", "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
+    { "ppl-tokens", F_INT, O(ppl_tokens), 1, 1e9, K_RUN, "N", "tokens scored at every window length, the same ones (default: all the validation text holds, at most 65536)" },
+    { "export", F_STR, O(export_path), 0, 0, K_RUN, "FILE", "write the model as safetensors with HF GPT-2 names, then exit" },
+    { "dump-step", F_STR, O(dump), 0, 0, K_RUN, "FILE", "write one forward/backward on the first batch as safetensors, then exit" },
+    { "attention-map", F_STR, O(attention_map), 0, 0, K_RUN, "DIR", "draw every head's attention on --prompt (or a --task test instance) and the positional signal as PNG in DIR (gnuplot), then exit; needs --load" },
+};
+#undef O
+enum { N_FLAGS = (int)(sizeof(FLAGS) / sizeof(FLAGS[0])) };
+_Static_assert(N_FLAGS <= MAX_FLAGS, "raise MAX_FLAGS in train_options.h: Args.set has a slot per flag");
+
+static void defaults(Options *o) {
+    memset(o, 0, sizeof *o);
+    o->steps = 300; o->batch = 16; o->seq = 64; o->accum = 1; o->layers = 4; o->heads = 4; o->dim = 128;
+    o->warmup = -1; o->lr = 1e-3; o->min_lr_frac = 0.1; o->wd = 0.1; o->clip = 1.0; o->beta1 = 0.9;
+    o->beta2 = 0.95; o->eps = 1e-8; o->seed = 1337; o->val_every = 100; o->val_batches = 8;
+    o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0; o->ppl_stride = 0.5;
+    o->distractors = -1; o->eval_per_length = 100; o->ppl_windows = PPL_DEFAULT_WINDOWS;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: ./train [flags]\n"
+               "Trains a GPT-2 style model whose positional encoding is a plug; see README.md.\n\nFlags:\n");
+    for (int i = 0; i < N_FLAGS; i++) {
+        char left[64], help[256];
+        snprintf(left, sizeof left, "--%s %s", FLAGS[i].name, FLAGS[i].arg);
+        fprintf(f, "  %-22s %s\n", left, FLAGS[i].help ? FLAGS[i].help : posenc_schedule_help(FLAGS[i].name, help, sizeof help));
+    }
+    fprintf(f, "  %-22s %s\n\n", "--help", "this text");
+    posenc_help(f);
+    fprintf(f, "\n");
+    task_help(f);
+}
+
+const Flag *find_flag(const char *name) {
+    for (int i = 0; i < N_FLAGS; i++) if (strcmp(FLAGS[i].name, name) == 0) return &FLAGS[i];
+    return NULL;
+}
+
+// Strict parsing: the whole value must be a number in [min, max]; never clamped.
+static void set_flag(Options *o, const Flag *f, const char *v, const char *source) {
+    char *end;
+    void *p = (char *)o + f->off;
+    errno = 0;
+    if (f->type == F_STR) {
+        CHECK(*v, "%s --%s needs a non-empty value", source, f->name);
+        *(const char **)p = v;
+    } else if (f->type == F_DBL) {
+        double x = strtod(v, &end);
+        CHECK(*v && !*end && !errno && isfinite(x), "%s --%s: '%s' is not a number", source, f->name, v);
+        CHECK(x >= f->min && x <= f->max, "%s --%s %s is out of range [%g, %g]", source, f->name, v, f->min, f->max);
+        *(double *)p = x;
+    } else {
+        long long x = strtoll(v, &end, 10);
+        CHECK(*v && !*end && !errno, "%s --%s: '%s' is not an integer", source, f->name, v);
+        CHECK(x >= f->min && (double)x <= f->max, "%s --%s %s is out of range [%.0f, %.0f]", source, f->name, v, f->min, f->max);
+        if (f->type == F_INT) *(int *)p = (int)x; else *(long long *)p = x;
+    }
+}
+
+void parse_args(Args *a, int argc, char **argv) {
+    defaults(&a->o);
+    memset(a->set, 0, sizeof a->set);
+    a->n_pe = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) { usage(stdout); exit(0); }
+        CHECK(strncmp(s, "--", 2) == 0, "unexpected argument '%s'; flags start with -- (see --help)", s);
+        const char *name = s + 2;
+        const Flag *f = find_flag(name);
+        CHECK(f || posenc_is_flag(name), "unknown flag --%s (see --help)", name);
+        CHECK(i + 1 < argc, "--%s needs a value (see --help)", name);
+        const char *v = argv[++i];
+        if (f) { set_flag(&a->o, f, v, "flag"); a->set[f - FLAGS] = 1; continue; }
+        // scheme settings belong to posenc: --rope-base -> rope_base
+        char key[64];
+        size_t k = 0;
+        for (; name[k]; k++) key[k] = name[k] == '-' ? '_' : name[k];
+        key[k] = 0;
+        PosConfig probe; posenc_defaults(&probe, 1);
+        char msg[256];
+        CHECK(posenc_set(&probe, key, v, msg, sizeof msg) > 0, "%s", msg);
+        CHECK(a->n_pe < MAX_PE_SETTINGS, "too many scheme settings");
+        memcpy(a->pe_key[a->n_pe], key, sizeof key);
+        a->pe_val[a->n_pe++] = v;
+    }
+}
+
+char *train_kv(const Options *o) {
+    char *buf = NULL; size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    for (int i = 0; i < N_FLAGS; i++) {
+        const Flag *fl = &FLAGS[i];
+        if (fl->kind != K_TRAIN) continue;
+        const void *p = (const char *)o + fl->off;
+        if (fl->type == F_STR) { if (*(const char *const *)p) fprintf(f, "train.%s=%s\n", fl->name, *(const char *const *)p); }
+        else if (fl->type == F_DBL) fprintf(f, "train.%s=%.17g\n", fl->name, *(const double *)p);
+        else if (fl->type == F_INT) fprintf(f, "train.%s=%d\n", fl->name, *(const int *)p);
+        else fprintf(f, "train.%s=%lld\n", fl->name, *(const long long *)p);
+    }
+    fclose(f);
+    return buf;
+}
+
+void apply_stored(Args *a, char *kv, const char *path) {
+    for (char *line = strtok(kv, "\n"); line; line = strtok(NULL, "\n")) {
+        char *eq = strchr(line, '=');
+        if (!eq || strncmp(line, "train.", 6) != 0) continue;
+        *eq = 0;
+        const Flag *f = find_flag(line + 6);
+        CHECK(f, "checkpoint '%s' stores an unknown training setting '%s'", path, line + 6);
+        if (a->set[f - FLAGS]) continue;
+        set_flag(&a->o, f, eq + 1, path);
+    }
+}
+
+int flag_set(const Args *a, const char *name) { return a->set[find_flag(name) - FLAGS]; }
+
+void refuse_model_flags(const Args *a, const char *ckpt) {
+    for (int i = 0; i < N_FLAGS; i++)
+        CHECK(!(a->set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0,
+              "--%s cannot change the architecture of the model in '%s'; drop the flag", FLAGS[i].name, ckpt);
+}
+
+void apply_stored_task(Args *a, char *kv, const char *path) {
+    static const char *names[] = { "train-min", "train-max", "test-max", "distractors", "depths" };
+    char *copy = strdup(kv), *task = NULL;
+    for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strncmp(line, "train.task=", 11)) task = line + 11;
+    if (task && !strcmp(task, a->o.task)) {
+        strcpy(copy, kv);
+        for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
+            char *eq = strchr(line, '=');
+            if (!eq || strncmp(line, "train.", 6)) continue;
+            *eq = 0;
+            for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+                if (!strcmp(line + 6, names[i]) && !flag_set(a, names[i])) set_flag(&a->o, find_flag(names[i]), eq + 1, path);
+        }
+    }
+    free(copy);
+}

@@ -1,0 +1,66 @@
+// train_options.h: ./train's command line. One table of flags (train_options.c) drives parsing,
+// --help, the training settings stored in a checkpoint (for --resume) and the conflict checks.
+#ifndef TRAIN_OPTIONS_H
+#define TRAIN_OPTIONS_H
+
+#include "common.h"
+
+typedef struct {
+    const char *data, *val_data, *tokenizer, *save, *load, *resume, *export_path, *dump, *log, *prompt;
+    const char *pe, *pe_layers, *input_pe;
+    const char *attention_map;
+    const char *task, *eval_out;
+    int train_min, train_max, test_max, distractors, depths, eval_per_length, show;
+    int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
+    int threads, sample, top_k, save_every, log_every, pack, eval_batches;
+    double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
+    long long seed;
+    const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
+    double ppl_stride;
+    int ppl_tokens;
+} Options;
+
+typedef enum { F_INT, F_DBL, F_STR, F_LL } FlagType;
+enum { K_RUN = 0, K_MODEL = 1, K_TRAIN = 2 };   // run-only, architecture, stored for --resume
+
+typedef struct {
+    const char *name;    // without the leading --
+    FlagType type;
+    size_t off;          // offsetof(Options, field)
+    double min, max;     // numbers outside [min, max] are refused
+    int kind;            // K_RUN, K_MODEL or K_TRAIN
+    const char *arg, *help;     // help NULL: a schedule flag (--pe ...), whose help posenc_schedule_help writes
+} Flag;
+
+extern const Flag FLAGS[];                 // every flag, in --help order
+const Flag *find_flag(const char *name);   // NULL if there is none
+
+#define MAX_FLAGS 128                      // room in Args.set (train_options.c checks the table fits)
+#define MAX_PE_SETTINGS 16                 // scheme settings on one command line
+
+typedef struct {
+    Options o;
+    int set[MAX_FLAGS];                    // FLAGS[i] was given on the command line
+    char pe_key[MAX_PE_SETTINGS][64];      // scheme settings (--rope-base -> rope_base) for posenc
+    const char *pe_val[MAX_PE_SETTINGS];
+    int n_pe;
+} Args;
+
+// The defaults, then argv; --help prints the usage and exits, any bad flag or value exits with a
+// message (values are never clamped).
+void parse_args(Args *a, int argc, char **argv);
+// 1 when the flag --name was given on the command line.
+int flag_set(const Args *a, const char *name);
+// With a checkpoint: exits when an architecture flag (K_MODEL, except --context) was given.
+void refuse_model_flags(const Args *a, const char *ckpt);
+
+// The train.* lines stored in a checkpoint: every K_TRAIN flag's value (caller frees).
+char *train_kv(const Options *o);
+// On --resume: stored training settings apply unless the command line gives the flag.
+// String values point into kv, which must outlive the options. path: the checkpoint, for messages.
+void apply_stored(Args *a, char *kv, const char *path);
+// --load CKPT --task NAME: the lengths the model was trained with (stored in the checkpoint) are
+// the split between in-distribution and longer, unless the command line gives them.
+void apply_stored_task(Args *a, char *kv, const char *path);
+
+#endif
