@@ -62,6 +62,16 @@ static void test_cache(const char *label, GPT *m, const int *tokens) {
     }
 }
 
+// per-token losses (n) of one forward pass over tokens at positions 0..n-1 with their targets
+static void alone_losses(GPT *m, const int *tokens, const int *targets, int n, real *out) {
+    Batch b; batch_alloc(&b, 1, n);
+    memcpy(b.tokens, tokens, sizeof(int) * n);
+    memcpy(b.targets, targets, sizeof(int) * n);
+    gpt_forward(m, &b);
+    memcpy(out, m->a.losses, sizeof(real) * n);
+    batch_free(&b);
+}
+
 // Packing: row = document A (5 tokens) then B (7 tokens), positions restarting at B, doc ids 0, 1.
 static void test_packing(const char *label, GPT *m, const int *tokens, const int *targets) {
     int nA = 5, nB = T - nA;
@@ -80,6 +90,11 @@ static void test_packing(const char *label, GPT *m, const int *tokens, const int
     full_logits(m, tokens + nA, nB, alone + nA * V);
     double d = max_diff(plog, alone, T * V);
     EXPECT(d < TOL, "%s: packed logits differ from each document alone by %.3g", label, d);
+    real aloss[T];
+    alone_losses(m, tokens, targets, nA, aloss);
+    alone_losses(m, tokens + nA, targets + nA, nB, aloss + nA);
+    d = max_diff(ploss, aloss, T);
+    EXPECT(d < TOL, "%s: packed per-token losses differ from each document alone by %.3g", label, d);
     // gradients: the loss of document B only (weights 1 on B), packed vs alone
     size_t P = m->num_params;
     real *g_packed = xmalloc(sizeof(real) * P);
@@ -97,7 +112,6 @@ static void test_packing(const char *label, GPT *m, const int *tokens, const int
     double gd = max_diff(g_packed, m->grads, (int)P), gmax = 0;
     for (size_t i = 0; i < P; i++) gmax = fmax(gmax, fabs(m->grads[i]));
     EXPECT(gd < TOL * (1 + gmax) && gmax > 0, "%s: document B's gradient packed vs alone differs by %.3g", label, gd);
-    (void)ploss;
     free(g_packed); batch_free(&b); batch_free(&packed);
 }
 

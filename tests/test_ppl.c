@@ -7,7 +7,8 @@
 //   (d) the per-position means average to the overall mean;
 //   (e) a learned-table model gets no number beyond its context (CSV: empty loss, a note);
 //   (f) forward-only mode (gpt_set_forward_only, which ppl uses): losses and logits bit-identical to
-//       the normal forward; backward and attention_probs refuse to run after it; back to training;
+//       the normal forward; backward and attention_probs refuse to run after it; back in training
+//       mode, the gradients of a model that never switched;
 // plus the window-list parser and the CSV files.
 #include <string.h>
 #include <unistd.h>
@@ -259,10 +260,19 @@ static void test_forward_only(const char *pe) {
     EXPECT(gpt_forward(&m, &b) == full, "%s: back in training mode, the same loss", pe);
     gpt_zero_grad(&m);
     gpt_backward(&m, 1.0 / m.weight_sum);
-    EXPECT(isfinite(m.grads[0]), "%s: back in training mode, backward runs", pe);
+    // the gradients of a twin (same seed) that never left training mode, bit for bit, and not zero
+    GPT twin; gpt_build(&twin, &c, 3, 0);
+    gpt_forward(&twin, &b);
+    gpt_zero_grad(&twin);
+    gpt_backward(&twin, 1.0 / twin.weight_sum);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < m.num_params; i++) nonzero += m.grads[i] != 0;
+    EXPECT(memcmp(m.grads, twin.grads, sizeof(real) * m.num_params) == 0 && nonzero > m.num_params / 2,
+           "%s: back in training mode, backward gives the gradients of a model never switched (%zu of %zu nonzero)",
+           pe, nonzero, m.num_params);
     free(logits); free(losses); free(tok);
     batch_free(&b);
-    gpt_free(&m);
+    gpt_free(&m); gpt_free(&twin);
 }
 
 int main(void) {

@@ -5,7 +5,12 @@
 //     softmax computed here from m->a.qkv and the scheme's bias hook called one key at a time, and
 //     reproduces the attention output the forward stored (sum_j p(i,j) v_j);
 //   - viz_attention and viz_positions write their data and scripts for every kind of scheme (with
-//     gnuplot hidden from PATH: no rendering here; tests/test_cli.sh renders through ./train).
+//     gnuplot hidden from PATH: no rendering here; tests/test_cli.sh renders through ./train), and
+//     the data hold the right numbers: attn_layer*.dat the attention_probs of each head (rows sum
+//     to 1, 0 above the diagonal); pos_input.dat the learned table or the sinusoidal formula;
+//     pos_bias_layer*.dat the bias hook key by key, and for alibi, t5 and kerple their formulas
+//     (shared/REFERENCE.md); pos_rope_layer*.dat cos(p theta_k) (times xpos's zeta_k^(p/gamma),
+//     theta_k = 0 for the frequencies p-rope drops) and the all-ones score.
 #include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -104,6 +109,173 @@ static void test_probs(const char *label, GPT *m) {
     batch_free(&b);
 }
 
+// Block `block` of DIR/NAME (gnuplot data: '#' comments, blocks separated by two blank lines) into
+// out (rows, cols); 1 when that block has exactly rows lines of cols numbers ("NaN" reads as NaN).
+static int read_block(const char *dir, const char *name, int block, int rows, int cols, double *out) {
+    char path[512], line[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int k = 0, blank = 0, r = 0, ok = 1, seen = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '\n') { blank++; continue; }
+        if (blank >= 2 && seen) k++;
+        blank = 0; seen = 1;
+        if (line[0] == '#' || k != block) continue;
+        char *s = line, *end;
+        int c = 0;
+        for (double x = strtod(s, &end); end != s; x = strtod(s, &end)) {
+            if (r < rows && c < cols) out[(size_t)r * cols + c] = x;
+            c++; s = end;
+        }
+        ok &= c == cols;
+        r++;
+    }
+    fclose(f);
+    return ok && r == rows;
+}
+
+// the largest |got - want| relative to max(1, |want|); infinite where exactly one is NaN
+static double dat_diff(const double *got, const double *want, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++)
+        d = isnan(got[i]) || isnan(want[i]) ? (isnan(got[i]) && isnan(want[i]) ? d : INFINITY)
+                                            : fmax(d, fabs(got[i] - want[i]) / fmax(1, fabs(want[i])));
+    return d;
+}
+
+// the files hold 6 significant digits
+#define DAT_TOL 1e-5
+enum { VT = 12, VP = 20 };          // tokens drawn by viz_attention, positions by viz_positions
+
+// attn_layer*.dat: per head the attention_probs of a forward over the same tokens; rows sum to 1;
+// exactly 0 above the diagonal
+static void check_attention_dat(GPT *m, const int *tokens, const char *dir, const char *label) {
+    Batch b; batch_alloc(&b, 1, VT);
+    memcpy(b.tokens, tokens, sizeof(int) * VT);
+    int *targets = b.targets; b.targets = NULL;
+    gpt_forward(m, &b);
+    b.targets = targets;
+    real P[VT * VT];
+    double got[VT * VT], want[VT * VT];
+    for (int l = 0; l < NL; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "attn_layer%d.dat", l);
+        for (int h = 0; h < NH; h++) {
+            attention_probs(m, l, 0, h, P);
+            for (int i = 0; i < VT * VT; i++) want[i] = P[i];
+            if (!read_block(dir, name, h, VT, VT, got)) {
+                EXPECT(0, "%s: %s head %d: not %d x %d numbers", label, name, h, VT, VT);
+                continue;
+            }
+            double worst_sum = 0;
+            int above = 0;
+            for (int i = 0; i < VT; i++) {
+                double sum = 0;
+                for (int j = 0; j < VT; j++) { sum += got[i * VT + j]; above += j > i && got[i * VT + j] != 0; }
+                worst_sum = fmax(worst_sum, fabs(sum - 1));
+            }
+            double d = dat_diff(got, want, VT * VT);
+            EXPECT(d < DAT_TOL, "%s: %s head %d differs from attention_probs by %.3g", label, name, h, d);
+            EXPECT(worst_sum < DAT_TOL * VT, "%s: %s head %d: a row sums to 1 +- %.3g", label, name, h, worst_sum);
+            EXPECT(above == 0, "%s: %s head %d: %d entries above the diagonal are not 0", label, name, h, above);
+        }
+    }
+    batch_free(&b);
+    m->batch = NULL;
+}
+
+// pos_input.dat: the learned table's rows 0..VP-1, or PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos
+static void check_input_dat(GPT *m, const char *dir, const char *input_pe) {
+    double got[VP * C], want[VP * C];
+    for (int p = 0; p < VP; p++)
+        for (int c = 0; c < C; c++) {
+            double ang = p / pow(10000.0, (double)(c - c % 2) / C);
+            want[p * C + c] = strcmp(input_pe, "learned") == 0 ? m->p.pe_input[(size_t)p * C + c] : c % 2 ? cos(ang) : sin(ang);
+        }
+    int ok = read_block(dir, "pos_input.dat", 0, VP, C, got);
+    double d = ok ? dat_diff(got, want, VP * C) : INFINITY;
+    EXPECT(d < DAT_TOL, "%s input: pos_input.dat differs from the table by %.3g", input_pe, d);
+}
+
+// the T5 decoder bucket of distance n (shared/REFERENCE.md)
+static int t5_bucket_ref(int n, int nb, int md) {
+    int exact = nb / 2;
+    if (n < exact) return n;
+    int b = exact + (int)floor(log((double)n / exact) / log((double)md / exact) * (nb - exact));
+    return b < nb - 1 ? b : nb - 1;
+}
+
+// pos_bias_layer{l}.dat: per head b(i, j) = the bias hook called one key at a time, NaN above the
+// diagonal; for alibi -m_h (i - j) with m_h = 2^(-8(h+1)/NH) (NH a power of two), for t5
+// table[bucket(i - j), h], for kerple -r1_h log(1 + r2_h (i - j))
+static void check_bias_dat(GPT *m, int l, const char *dir) {
+    const PosScheme *s = posenc_scheme(m->cfg.pe.layer[l]);
+    const real *w = m->p.pe_layer[l];
+    const PosConfig *pc = &m->cfg.pe;
+    char name[64];
+    snprintf(name, sizeof name, "pos_bias_layer%d.dat", l);
+    double got[VP * VP], hook[VP * VP], formula[VP * VP];
+    int pos[VP], has_formula = 1;
+    for (int t = 0; t < VP; t++) pos[t] = t;
+    for (int h = 0; h < NH; h++) {
+        for (int i = 0; i < VP; i++)
+            for (int j = 0; j < VP; j++) {
+                real b = 0;
+                if (j <= i) s->bias_forward(&m->pt, w, NULL, h, i, pos + j, 1, &b);
+                hook[i * VP + j] = j <= i ? b : NAN;
+                int n = i - j;
+                double f = NAN;
+                if (strcmp(s->name, "alibi") == 0) f = -pow(2.0, -8.0 * (h + 1) / NH) * n;
+                else if (strcmp(s->name, "t5") == 0)
+                    f = n >= 0 ? w[t5_bucket_ref(n, pc->t5_num_buckets, pc->t5_max_distance) * NH + h] : 0;
+                else if (strcmp(s->name, "kerple") == 0) f = -w[h] * log(1 + w[NH + h] * n);
+                else has_formula = 0;
+                formula[i * VP + j] = j <= i ? f : NAN;
+            }
+        int ok = read_block(dir, name, h, VP, VP, got);
+        double d = ok ? dat_diff(got, hook, VP * VP) : INFINITY;
+        EXPECT(d < DAT_TOL, "%s: %s head %d differs from the bias hook by %.3g", s->name, name, h, d);
+        if (has_formula) {
+            d = ok ? dat_diff(got, formula, VP * VP) : INFINITY;
+            EXPECT(d < DAT_TOL, "%s: %s head %d differs from the scheme's formula by %.3g", s->name, name, h, d);
+        }
+    }
+}
+
+// pos_rope_layer{l}.dat, block 0: <R(p) e_c, R(0) e_c> = cos(p theta_k) s_k(p) for both channels
+// of pair k (split pairing: (k, k + d/2)), 1 past d_rot; block 1: distance d and the all-ones score
+// (sum_k 2 cos(d theta_k) s_k(d) + hs - d_rot) / hs. theta_k = base^(-2k/d_rot), 0 for the pairs
+// p-rope drops (k >= floor(fraction d_rot/2)); s_k(p) = zeta_k^(p/gamma), zeta_k =
+// (2k + 0.4 d_rot)/(1.4 d_rot) for xpos, 1 otherwise.
+static void check_rope_dat(GPT *m, int l, const char *dir) {
+    const PosScheme *s = posenc_scheme(m->cfg.pe.layer[l]);
+    const PosConfig *pc = &m->cfg.pe;
+    int hs = C / NH, d_rot = (int)(hs * pc->rope_fraction), half = d_rot / 2;
+    int xpos = strcmp(s->name, "xpos") == 0;
+    int kept = strcmp(s->name, "p-rope") == 0 ? (int)floor(pc->p_rope_fraction * half + 1e-9) : half;
+    double kern[VP * C], score[VP * 2], got_k[VP * C], got_s[VP * 2];
+    for (int p = 0; p < VP; p++) {
+        double sum = hs - d_rot;
+        for (int c = 0; c < hs; c++) kern[p * hs + c] = 1;
+        for (int k = 0; k < half; k++) {
+            double theta = k < kept ? pow(pc->rope_base, -2.0 * k / d_rot) : 0;
+            double sc = xpos ? pow((2.0 * k + 0.4 * d_rot) / (1.4 * d_rot), p / pc->xpos_scale_base) : 1;
+            kern[p * hs + k] = kern[p * hs + k + half] = cos(p * theta) * sc;
+            sum += 2 * cos(p * theta) * sc;
+        }
+        score[2 * p] = p; score[2 * p + 1] = sum / hs;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "pos_rope_layer%d.dat", l);
+    int ok = read_block(dir, name, 0, VP, hs, got_k);
+    double d = ok ? dat_diff(got_k, kern, (size_t)VP * hs) : INFINITY;
+    EXPECT(d < DAT_TOL, "%s: %s kernel differs from cos(p theta_k)%s by %.3g", s->name, name, xpos ? " zeta^(p/gamma)" : "", d);
+    ok = read_block(dir, name, 1, VP, 2, got_s);
+    d = ok ? dat_diff(got_s, score, VP * 2) : INFINITY;
+    EXPECT(d < DAT_TOL, "%s: %s all-ones score differs by %.3g", s->name, name, d);
+}
+
 static int nonempty(const char *dir, const char *name) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -118,11 +290,21 @@ static void test_pictures(const char *pe_layers, const char *input_pe, const cha
     build(&m, pe_layers, input_pe);
     char dir[] = "/tmp/test_viz.XXXXXX";
     CHECK(mkdtemp(dir), "cannot create a temporary folder");
-    int tokens[12];
-    for (int t = 0; t < 12; t++) tokens[t] = (int)(rng_u64(&rng) % V);
-    viz_attention(&m, tokens, 12, dir);
+    int tokens[VT];
+    for (int t = 0; t < VT; t++) tokens[t] = (int)(rng_u64(&rng) % V);
+    viz_attention(&m, tokens, VT, dir);
     EXPECT(m.batch == NULL, "viz_attention must not leave m->batch pointing at its freed batch");
-    viz_positions(&m, 20, dir);
+    viz_positions(&m, VP, dir);
+    check_attention_dat(&m, tokens, dir, pe_layers);
+    if (input_pe && strcmp(input_pe, "none") != 0) check_input_dat(&m, dir, input_pe);
+    for (int l = 0; l < NL; l++) {      // the layers drawn (a t5 layer sharing layer 0's table is not)
+        const PosScheme *s = posenc_scheme(m.cfg.pe.layer[l]);
+        char name[64];
+        snprintf(name, sizeof name, "pos_bias_layer%d.dat", l);
+        if ((s->hooks & PE_HOOK_BIAS) && nonempty(dir, name)) check_bias_dat(&m, l, dir);
+        snprintf(name, sizeof name, "pos_rope_layer%d.dat", l);
+        if ((s->hooks & PE_HOOK_QK) && nonempty(dir, name)) check_rope_dat(&m, l, dir);
+    }
     for (int l = 0; l < NL; l++) {
         char name[64];
         snprintf(name, sizeof name, "attn_layer%d.dat", l);
