@@ -21,13 +21,18 @@
 // The peak is the best of an FMA loop and OpenBLAS sgemm on the training shapes (when the bench is
 // built with OpenBLAS), measured in the same run with the same threads.
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #endif
 #ifdef BENCH_OPENBLAS
 #include <cblas.h>
@@ -50,38 +55,134 @@ static int threads(void) {
 #endif
 }
 
-// ---- the machine's peak ------------------------------------------------------------------------
+// ---- the machine ----------------------------------------------------------------------------------
+
+// What the CPU is and can do, from cpuid (x86) and /proc/cpuinfo, next to what this binary was built
+// for (-march): a binary built for AVX2 runs AVX2 code on an AVX-512 machine, and its peak is AVX2's.
+typedef struct {
+    char model[128];
+    int avx2, avx512f, avx512_bf16, amx_bf16;   // the CPU has it and the OS saves its registers
+} CpuInfo;
+
+static CpuInfo cpu_info(void) {
+    CpuInfo ci = { .model = "unknown" };
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(ci.model, sizeof ci.model, "%s", colon + 2);
+            ci.model[strcspn(ci.model, "\n")] = 0;
+            break;
+        }
+    }
+    if (f) fclose(f);
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d, xcr0 = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return ci;   // no OSXSAVE: no AVX state
+    __asm__("xgetbv" : "=a"(xcr0), "=d"(d) : "c"(0));
+    int os_avx = (xcr0 & 6) == 6, os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
+    int os_amx = (xcr0 & 0x60000) == 0x60000;     // XTILECFG and XTILEDATA (Linux also wants arch_prctl)
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        ci.avx2 = os_avx && (b >> 5 & 1);
+        ci.avx512f = os_avx512 && (b >> 16 & 1);
+        ci.amx_bf16 = os_amx && (d >> 22 & 1);
+        unsigned a1, b1, c1, d1;
+        if (a >= 1 && __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) ci.avx512_bf16 = os_avx512 && (a1 >> 5 & 1);
+    }
+#endif
+    return ci;
+}
+
+static const char *built_for(void) {
+#if defined(__AVX512F__)
+    return "AVX-512 (16-float vectors)";
+#elif defined(__AVX2__)
+    return "AVX2 (8-float vectors)";
+#elif defined(__AVX__)
+    return "AVX (8-float vectors)";
+#else
+    return "SSE (4-float vectors)";
+#endif
+}
 
 // The machine's widest float vector, as for gemm (kernels.c): 16 floats with AVX-512, 8 with AVX,
 // 4 otherwise. (A 64-byte vector on an AVX2 machine is not two registers' worth of speed: GCC's
 // lowering of such code ran gemm at 1.7 GFLOP/s there, 60x below the 32-byte version.)
+// FMA_CHAINS independent accumulators per thread: a core with P FMA pipes of latency L cycles needs
+// P x L chains in flight to stay busy; current x86 cores have P = 2 (some 3-4 on narrower vectors)
+// and L = 4-5, so 24 chains (of AVX-512's 32 registers) cover them all, and 14 use every one of
+// AVX2's and SSE's 16 registers that the two operands leave.
 #if defined(__AVX512F__)
-enum { FMA_LANES = 16 };
+enum { FMA_LANES = 16, FMA_CHAINS = 24 };
 #elif defined(__AVX__)
-enum { FMA_LANES = 8 };
+enum { FMA_LANES = 8, FMA_CHAINS = 14 };
 #else
-enum { FMA_LANES = 4 };
+enum { FMA_LANES = 4, FMA_CHAINS = 14 };
 #endif
 typedef float fvec __attribute__((vector_size(FMA_LANES * sizeof(float))));
 
-// 12 independent FMA chains per thread (12 of 16 registers on AVX2, fewer than AVX-512's 32):
-// enough to fill two FMA pipes
-static double fma_peak_gflops(void) {
-    const long iters = 20000000;
+// GFLOP/s of all threads running FMA_CHAINS independent chains of a*x+y for `iters` rounds.
+static double fma_loop_gflops(long iters) {
     double t0 = now();
     float sink = 0;
     #pragma omp parallel reduction(+:sink)
     {
-        fvec acc[12], x = { 0 }, y = { 0 };
+        fvec acc[FMA_CHAINS], x = { 0 }, y = { 0 };
         for (int i = 0; i < FMA_LANES; i++) { x[i] = 0.999999f; y[i] = 1e-6f * i; }
-        for (int k = 0; k < 12; k++) acc[k] = x * (float)k;
-        for (long it = 0; it < iters; it++)
-            for (int k = 0; k < 12; k++) acc[k] = acc[k] * x + y;
-        for (int k = 0; k < 12; k++) sink += acc[k][0];
+        for (int k = 0; k < FMA_CHAINS; k++) acc[k] = x * (float)k;
+        for (long it = 0; it < iters; it++) {
+            #pragma GCC unroll 32           // all chains in registers (a loop keeps them in memory)
+            for (int k = 0; k < FMA_CHAINS; k++) acc[k] = acc[k] * x + y;
+        }
+        for (int k = 0; k < FMA_CHAINS; k++) sink += acc[k][0];
     }
     double dt = now() - t0;
     if (sink == 12345.0f) printf(" ");        // keep the loop alive
-    return (double)threads() * iters * 12 * FMA_LANES * 2 / dt / 1e9;
+    return (double)threads() * iters * FMA_CHAINS * FMA_LANES * 2 / dt / 1e9;
+}
+
+// The core clock in GHz, from a chain of dependent integer adds (one cycle each on every x86 core
+// since the Pentium 4), run on every thread at once as the FMA loop is; 0 where it cannot be read.
+static double clock_ghz(void) {
+#if defined(__x86_64__)
+    const long iters = 5000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now();
+        #pragma omp parallel
+        {
+            unsigned long x = 0;
+            for (long i = 0; i < iters; i++)
+                __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                                 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                                 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                                 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+            if (x == 1) printf(" ");
+        }
+        double ghz = 16.0 * iters / (now() - t0) / 1e9;
+        if (ghz > best) best = ghz;
+    }
+    return best;
+#else
+    return 0;
+#endif
+}
+
+// The FMA loop's peak: repeated until two measurements in a row agree within 3% (thread start-up
+// and the clock's ramp are over), then the best of five more. Each measurement is ~0.1 s.
+static double fma_peak_gflops(int *warmups) {
+    const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
+    double prev = fma_loop_gflops(iters), cur = 0;
+    int n = 1;
+    for (; n < 20; n++, prev = cur) {
+        cur = fma_loop_gflops(iters);
+        if (fabs(cur - prev) <= 0.03 * fmax(cur, prev)) break;
+    }
+    double best = fmax(prev, cur);
+    for (int r = 0; r < 5; r++) best = fmax(best, fma_loop_gflops(iters));
+    if (warmups) *warmups = n + 1;
+    return best;
 }
 
 // The products of a training step as matmul_forward / matmul_backward call them: forward
@@ -306,39 +407,88 @@ static void attention_scaling(FILE *csv) {
 // ---- main ---------------------------------------------------------------------------------------
 
 
-static double measure_peak(FILE *csv, int verbose) {
-    double fma = fma_peak_gflops(), sgemm = 0, again = fma_peak_gflops();   // best of two: the first
-    if (again > fma) fma = again;                                             // also starts the threads
-    if (verbose) printf("machine: %d threads, gemm backend of the model: %s\n", threads(), gemm_backend());
-    if (verbose) printf("FMA loop peak: %.1f GFLOP/s\n", fma);
-    if (csv) fprintf(csv, "peak,fma,,,%.2f,,,,,,,\n", fma);
+// Prints what the machine is: CPU, threads, what the binary was built for and what the CPU has,
+// the gemm behind the model and OpenBLAS's kernel; returns the measured clock (0: unknown).
+static double print_machine(FILE *csv) {
+    CpuInfo ci = cpu_info();
+    printf("CPU: %s, %d threads\n", ci.model, threads());
+    printf("built for %s; the CPU has:%s%s%s%s%s\n", built_for(), ci.avx2 ? " AVX2" : "", ci.avx512f ? " AVX-512" : "",
+           ci.avx512_bf16 ? " AVX512_BF16" : "", ci.amx_bf16 ? " AMX-BF16" : "",
+           ci.avx2 || ci.avx512f ? "" : " none of AVX2, AVX-512, AVX512_BF16, AMX");
+    printf("gemm of the model: %s\n", gemm_backend());
 #ifdef BENCH_OPENBLAS
-    if (verbose) printf("\nmatrix products on training shapes, GFLOP/s (ours vs OpenBLAS sgemm, same run; T: A transposed,\n"
-                        "as the backward's dW = dout^T inp; the backward's products accumulate, C +=):\n"
+    const char *forced = getenv("OPENBLAS_CORETYPE");
+    const char *core = openblas_get_corename();
+    printf("OpenBLAS kernel: %s (%s)\n", core, forced ? "forced by OPENBLAS_CORETYPE" : "its own choice for this CPU");
+    // an OpenBLAS older than the CPU falls back to its SSE3 kernel (Debian 12's 0.3.21 on Emerald Rapids)
+    if (!forced && strcasecmp(core, "prescott") == 0 && (ci.avx512f || ci.avx2))
+        printf("  (this OpenBLAS does not know the CPU and runs SSE3 code; OPENBLAS_CORETYPE=%s selects its %s kernel)\n",
+               ci.avx512f ? "SkylakeX" : "Haswell", ci.avx512f ? "AVX-512" : "AVX2");
+#endif
+    double ghz = clock_ghz();
+    if (ghz > 0) printf("clock measured with all threads busy: %.2f GHz\n", ghz);
+    if (csv) fprintf(csv, "machine,\"%s\",,,,,,,,,,%s\n", ci.model, built_for());
+    return ghz;
+}
+
+// The peak every fraction is taken against: the best of the FMA loop, our gemm and OpenBLAS sgemm on
+// the training shapes, each the best of repeated runs after a warm-up, on the same threads.
+typedef struct { double fma, ours, blas, best; } Peak;
+
+static Peak measure_peak(FILE *csv, int verbose) {
+    Peak pk = { 0 };
+    double ghz = verbose ? print_machine(csv) : 0;
+    int warmups = 0;
+    pk.fma = fma_peak_gflops(&warmups);
+    if (verbose) {
+        printf("FMA loop (%d chains of %d-float vectors per thread): %.1f GFLOP/s, best of 5 after %d warm-up runs\n",
+               FMA_CHAINS, FMA_LANES, pk.fma, warmups);
+        if (ghz > 0) {
+            // two FMA units of the build's width per core: Intel's server cores (AVX-512) and AMD Zen 4/5 at
+            // 256 bits; Zen 4 runs a 512-bit FMA in two halves (half of this), Zen 5 has two full ones
+            double theory = threads() * ghz * 2 * FMA_LANES * 2;
+            printf("theoretical at that clock with 2 FMA units of this width per core: %.1f GFLOP/s "
+                   "(the loop reached %.0f%%: %.1f flops per cycle per thread)\n",
+                   theory, 100 * pk.fma / theory, pk.fma / threads() / ghz);
+            if (csv) fprintf(csv, "peak,theoretical,,,%.2f,,,,,,,%.3f GHz\n", theory, ghz);
+        }
+    }
+    if (csv) fprintf(csv, "peak,fma,,,%.2f,,,,,,,\n", pk.fma);
+    if (verbose) printf("\nmatrix products on training shapes, GFLOP/s (best of 6 runs each; T: A transposed, as the\n"
+                        "backward's dW = dout^T inp; the backward's products accumulate, C +=):\n"
                         "  %-24s %18s %9s %9s %7s\n", "shape", "M x N x K", "ours", "OpenBLAS", "ratio");
     for (int i = 0; i < N_SHAPES; i++) {
         const Shape *s = &SHAPES[i];
         double gf[2];
         gemm_gflops(s, gf);
-        double ours = gf[0], blas = gf[1];
-        if (blas > sgemm) sgemm = blas;
+        pk.ours = fmax(pk.ours, gf[0]);
+        pk.blas = fmax(pk.blas, gf[1]);
         char dims[48];
         snprintf(dims, sizeof dims, "%dx%dx%d%s", s->M, s->N, s->K, s->trans_a ? "T" : "");
-        if (verbose) printf("  %-24s %18s %9.1f %9.1f %7.2f\n", s->what, dims, ours, blas, ours / blas);
-        if (csv) fprintf(csv, "gemm,%s,,,%.2f,%.2f,,,,,,\n", dims, ours, blas);
-    }
-    if (verbose) printf("OpenBLAS sgemm peak: %.1f GFLOP/s\n", sgemm);
-#else
-    if (verbose) {
-        printf("\nmatrix products on training shapes, GFLOP/s (ours; build with OpenBLAS to compare):\n");
-        for (int i = 0; i < N_SHAPES; i++) {
-            double gf[2];
-            gemm_gflops(&SHAPES[i], gf);
-            printf("  %-24s %dx%dx%d%s %9.1f\n", SHAPES[i].what, SHAPES[i].M, SHAPES[i].N, SHAPES[i].K, SHAPES[i].trans_a ? "T" : "", gf[0]);
+        if (verbose) {
+            printf("  %-24s %18s %9.1f", s->what, dims, gf[0]);
+            if (gf[1] > 0) printf(" %9.1f %7.2f\n", gf[1], gf[0] / gf[1]);
+            else printf(" %9s\n", "-");
         }
+        if (csv) fprintf(csv, "gemm,%s,,,%.2f,%.2f,,,,,,\n", dims, gf[0], gf[1]);
     }
-#endif
-    return sgemm > fma ? sgemm : fma;
+    pk.best = fmax(pk.fma, fmax(pk.ours, pk.blas));
+    if (verbose) {
+        printf("best product: ours %.1f GFLOP/s", pk.ours);
+        if (pk.blas > 0) printf(", OpenBLAS %.1f", pk.blas);
+        else printf(" (build with libopenblas-dev installed to compare with OpenBLAS)");
+        printf("\npeak = the best of the FMA loop and the products: %.1f GFLOP/s\n", pk.best);
+    }
+    if (csv) fprintf(csv, "peak,ours,,,%.2f,,,,,,,\npeak,openblas,,,%.2f,,,,,,,\n", pk.ours, pk.blas);
+    return pk;
+}
+
+// A fraction of the peak above 1 means the peak was not the machine's ceiling (it was measured while
+// the machine was slower than during the step): the numbers are wrong, so none is printed.
+static void check_fraction(const char *name, double gflops, double peak) {
+    CHECK(gflops <= peak, "bench: %s ran at %.1f GFLOP/s, above the measured peak of %.1f: the peak was measured "
+          "while the machine was slower (another load, a clock change), so no fraction of it is printed; run the "
+          "bench again on a quiet machine", name, gflops, peak);
 }
 
 int main(int argc, char **argv) {
@@ -380,7 +530,9 @@ int main(int argc, char **argv) {
               "small-eval-t32768)", only);
         // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
         StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, c->steps);
-        double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0);
+        double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
+        // a child of the full bench gets the peak (the parent checks fractions against its final one)
+        if (given_peak == 0) check_fraction(c->name, r.gflops, peak);
         printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
                c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
         printf("SHARES ms=%.4f tokens_per_s=%.2f gflops=%.4f matmul=%.5f attention=%.5f optimizer=%.5f rest=%.5f rss_mb=%.2f\n",
@@ -393,22 +545,36 @@ int main(int argc, char **argv) {
     FILE *csv = fopen("bench.csv", "w");
     CHECK(csv, "cannot write bench.csv");
     fprintf(csv, "kind,name,ms_per_step,tokens_per_s,gflops,peak_fraction_or_blas_gflops,peak_rss_mb,matmul_share,attention_share,optimizer_share,rest_share,extra\n");
-    double peak = measure_peak(csv, 1);
+    Peak pk = measure_peak(csv, 1);
+    printf("\ntraining steps, each config in its own process:");
+    StepResult res[N_CONFIGS];
+    for (int i = 0; i < N_CONFIGS; i++) {
+        printf(" %s", CONFIGS[i].name);
+        fflush(stdout);
+        res[i] = run_isolated(&CONFIGS[i], pk.best);
+    }
+    // the FMA loop again: a peak measured while the machine was slow would inflate every fraction
+    double fma_end = fma_peak_gflops(NULL), peak = fmax(pk.best, fma_end);
+    printf("\nFMA loop after the configs: %.1f GFLOP/s (%+.1f%% from the start)%s; peak %.1f GFLOP/s\n", fma_end,
+           100 * (fma_end / pk.fma - 1), fabs(fma_end / pk.fma - 1) > 0.1 ? ": the machine changed speed during the run" : "",
+           peak);
+    fprintf(csv, "peak,fma_after_configs,,,%.2f,,,,,,,\npeak,best,,,%.2f,,,,,,,\n", fma_end, peak);
+    for (int i = 0; i < N_CONFIGS; i++) check_fraction(CONFIGS[i].name, res[i].gflops, peak);
     printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps; the last row\n"
-           "is one forward pass only, see below):\n");
+           "is one forward pass only, see below; %%peak of %.1f GFLOP/s):\n", peak);
     printf("  %-16s %9s %9s %8s %7s %8s %7s %7s %7s %7s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
            "RSS MiB", "matmul", "attn", "optim", "rest");
     for (int i = 0; i < N_CONFIGS; i++) {
         const Config *c = &CONFIGS[i];
-        StepResult r = run_isolated(c, peak);
+        StepResult r = res[i];
         printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", c->name, r.ms, r.tokens_per_s,
                r.gflops, 100 * r.gflops / peak, r.rss_mb, 100 * r.share[0], 100 * r.share[1], 100 * r.share[2], 100 * r.share[3]);
         fprintf(csv, "config,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,\n", c->name, r.ms, r.tokens_per_s, r.gflops,
                 r.gflops / peak, r.rss_mb, r.share[0], r.share[1], r.share[2], r.share[3]);
-        fflush(stdout);
     }
     printf("  (small-eval-t32768: one forward pass of `small` with nope positions, trained context 256, over one\n"
            "   window of 32768 tokens: ms/step is that pass, GFLOP/s counts forward FLOPs, no backward or AdamW)\n");
+    fflush(stdout);
 
     scheme_overheads(csv);
     attention_scaling(csv);
