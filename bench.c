@@ -491,6 +491,41 @@ static void check_fraction(const char *name, double gflops, double peak) {
           "bench again on a quiet machine", name, gflops, peak);
 }
 
+// Every config in its own process, then the FMA loop again, then the table: fractions are taken
+// against the best peak of the whole run, and a fraction above 1 stops the bench (check_fraction).
+static void run_configs(FILE *csv, const Peak *pk) {
+    printf("\ntraining steps, each config in its own process:");
+    StepResult res[N_CONFIGS];
+    for (int i = 0; i < N_CONFIGS; i++) {
+        printf(" %s", CONFIGS[i].name);
+        fflush(stdout);
+        res[i] = run_isolated(&CONFIGS[i], pk->best);
+    }
+    // the FMA loop again: a peak measured while the machine was slow would inflate every fraction
+    double fma_end = fma_peak_gflops(NULL), peak = fmax(pk->best, fma_end);
+    printf("\nFMA loop after the configs: %.1f GFLOP/s (%+.1f%% from the start)%s; peak %.1f GFLOP/s\n", fma_end,
+           100 * (fma_end / pk->fma - 1), fabs(fma_end / pk->fma - 1) > 0.1 ? ": the machine changed speed during the run" : "",
+           peak);
+    fprintf(csv, "peak,fma_after_configs,,,%.2f,,,,,,,\npeak,best,,,%.2f,,,,,,,\n", fma_end, peak);
+    for (int i = 0; i < N_CONFIGS; i++) check_fraction(CONFIGS[i].name, res[i].gflops, peak);
+    printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps; the last row\n"
+           "is one forward pass only, see below; %%peak of %.1f GFLOP/s):\n", peak);
+    printf("  %-16s %9s %9s %8s %7s %8s %7s %7s %7s %7s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
+           "RSS MiB", "matmul", "attn", "optim", "rest");
+    for (int i = 0; i < N_CONFIGS; i++) {
+        const Config *c = &CONFIGS[i];
+        StepResult r = res[i];
+        printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", c->name, r.ms, r.tokens_per_s,
+               r.gflops, 100 * r.gflops / peak, r.rss_mb, 100 * r.share[0], 100 * r.share[1], 100 * r.share[2], 100 * r.share[3]);
+        fprintf(csv, "config,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,\n", c->name, r.ms, r.tokens_per_s, r.gflops,
+                r.gflops / peak, r.rss_mb, r.share[0], r.share[1], r.share[2], r.share[3]);
+    }
+    printf("  (small-eval-t32768: one forward pass of `small` with nope positions, trained context 256, over one\n"
+           "   window of 32768 tokens: ms/step is that pass, GFLOP/s counts forward FLOPs, no backward or AdamW)\n");
+    fflush(stdout);
+
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL;
     double given_peak = 0;
@@ -546,36 +581,7 @@ int main(int argc, char **argv) {
     CHECK(csv, "cannot write bench.csv");
     fprintf(csv, "kind,name,ms_per_step,tokens_per_s,gflops,peak_fraction_or_blas_gflops,peak_rss_mb,matmul_share,attention_share,optimizer_share,rest_share,extra\n");
     Peak pk = measure_peak(csv, 1);
-    printf("\ntraining steps, each config in its own process:");
-    StepResult res[N_CONFIGS];
-    for (int i = 0; i < N_CONFIGS; i++) {
-        printf(" %s", CONFIGS[i].name);
-        fflush(stdout);
-        res[i] = run_isolated(&CONFIGS[i], pk.best);
-    }
-    // the FMA loop again: a peak measured while the machine was slow would inflate every fraction
-    double fma_end = fma_peak_gflops(NULL), peak = fmax(pk.best, fma_end);
-    printf("\nFMA loop after the configs: %.1f GFLOP/s (%+.1f%% from the start)%s; peak %.1f GFLOP/s\n", fma_end,
-           100 * (fma_end / pk.fma - 1), fabs(fma_end / pk.fma - 1) > 0.1 ? ": the machine changed speed during the run" : "",
-           peak);
-    fprintf(csv, "peak,fma_after_configs,,,%.2f,,,,,,,\npeak,best,,,%.2f,,,,,,,\n", fma_end, peak);
-    for (int i = 0; i < N_CONFIGS; i++) check_fraction(CONFIGS[i].name, res[i].gflops, peak);
-    printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps; the last row\n"
-           "is one forward pass only, see below; %%peak of %.1f GFLOP/s):\n", peak);
-    printf("  %-16s %9s %9s %8s %7s %8s %7s %7s %7s %7s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
-           "RSS MiB", "matmul", "attn", "optim", "rest");
-    for (int i = 0; i < N_CONFIGS; i++) {
-        const Config *c = &CONFIGS[i];
-        StepResult r = res[i];
-        printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", c->name, r.ms, r.tokens_per_s,
-               r.gflops, 100 * r.gflops / peak, r.rss_mb, 100 * r.share[0], 100 * r.share[1], 100 * r.share[2], 100 * r.share[3]);
-        fprintf(csv, "config,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,\n", c->name, r.ms, r.tokens_per_s, r.gflops,
-                r.gflops / peak, r.rss_mb, r.share[0], r.share[1], r.share[2], r.share[3]);
-    }
-    printf("  (small-eval-t32768: one forward pass of `small` with nope positions, trained context 256, over one\n"
-           "   window of 32768 tokens: ms/step is that pass, GFLOP/s counts forward FLOPs, no backward or AdamW)\n");
-    fflush(stdout);
-
+    run_configs(csv, &pk);
     scheme_overheads(csv);
     attention_scaling(csv);
     fclose(csv);
