@@ -142,8 +142,9 @@ static double fma_loop_gflops(long iters) {
     return (double)threads() * iters * FMA_CHAINS * FMA_LANES * 2 / dt / 1e9;
 }
 
-// The core clock in GHz, from a chain of dependent integer adds (one cycle each on every x86 core
-// since the Pentium 4), run on every thread at once as the FMA loop is; 0 where it cannot be read.
+// The core clock in GHz, from a chain of dependent register-to-register adds (one cycle each on every
+// x86 core; not adds of a constant, which Intel's Golden Cove and later cores fold away at rename),
+// run on every thread at once as the FMA loop is; 0 where it cannot be read.
 static double clock_ghz(void) {
 #if defined(__x86_64__)
     const long iters = 5000000;
@@ -152,12 +153,12 @@ static double clock_ghz(void) {
         double t0 = now();
         #pragma omp parallel
         {
-            unsigned long x = 0;
+            unsigned long x = 0, one = 1;
             for (long i = 0; i < iters; i++)
-                __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                                 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                                 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                                 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+                __asm__ volatile("add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0" : "+r"(x) : "r"(one));
             if (x == 1) printf(" ");
         }
         double ghz = 16.0 * iters / (now() - t0) / 1e9;
