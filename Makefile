@@ -38,39 +38,52 @@ TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz te
 .PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
 
-train: train.c train_options.c train_options.h $(LIB) $(HDR)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ train.c train_options.c $(LIB) $(LDLIBS)
-
-# compare asks posenc which schemes the RoPE context-extension settings act on
-compare: compare.c compare_report.c compare.h posenc.c posenc_schemes.c common.h posenc.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ compare.c compare_report.c posenc.c posenc_schemes.c $(LDLIBS)
-
+# Every source is compiled once per precision into build/float/ or build/double/ and the programs
+# link those objects (a program per source list compiled the model ten times over: make took
+# minutes). Objects depend on every header, which is simple and costs little at this size.
+F = build/float
+D = build/double
+fobj = $(addprefix $(F)/,$(1:.c=.o))
+dobj = $(addprefix $(D)/,$(1:.c=.o))
+$(F)/%.o: %.c $(HDR) train_options.h compare.h tests/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
-tests/test_grad: tests/test_grad.c $(CORE) $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_grad.c $(CORE) $(LDLIBS)
-tests/test_posenc: tests/test_posenc.c $(CORE) $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_posenc.c $(CORE) $(LDLIBS)
-tests/test_positions: tests/test_positions.c $(CORE) $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_positions.c $(CORE) $(LDLIBS)
-tests/test_viz: tests/test_viz.c viz.c $(CORE) $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_viz.c viz.c $(CORE) $(LDLIBS)
-tests/test_kernels: tests/test_kernels.c $(CORE) $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_kernels.c $(CORE) $(LDLIBS)
-tests/test_train: tests/test_train.c $(LIB) $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_train.c $(LIB) $(LDLIBS)
-tests/test_data: tests/test_data.c dataset/data.c dataset/corpus.c $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_data.c dataset/data.c dataset/corpus.c $(LDLIBS)
-tests/test_tasks: tests/test_tasks.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_tasks.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c $(LDLIBS)
-tests/test_safetensors: tests/test_safetensors.c safetensors.c $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_safetensors.c safetensors.c $(LDLIBS)
-tests/test_eval: tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(HDR) dataset/tasks.h tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE) $(LDLIBS)
+$(D)/%.o: %.c $(HDR) tests/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -c -o $@ $<
+
+LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+train: $(call fobj,train.c train_options.c $(LIB))
+	$(LINK)
+# compare asks posenc which schemes the RoPE context-extension settings act on
+compare: $(call fobj,compare.c compare_report.c posenc.c posenc_schemes.c)
+	$(LINK)
+tests/test_grad: $(call dobj,tests/test_grad.c $(CORE))
+	$(LINK)
+tests/test_posenc: $(call dobj,tests/test_posenc.c $(CORE))
+	$(LINK)
+tests/test_positions: $(call dobj,tests/test_positions.c $(CORE))
+	$(LINK)
+tests/test_viz: $(call dobj,tests/test_viz.c viz.c $(CORE))
+	$(LINK)
 # per-token losses compared with direct forwards: double build
-tests/test_ppl: tests/test_ppl.c perplexity.c $(CORE) $(HDR) tests/testutil.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -o $@ tests/test_ppl.c perplexity.c $(CORE) $(LDLIBS)
-tests/st_compare: tests/st_compare.c safetensors.c safetensors.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/st_compare.c safetensors.c $(LDLIBS)
+tests/test_ppl: $(call dobj,tests/test_ppl.c perplexity.c $(CORE))
+	$(LINK)
+tests/test_kernels: $(call fobj,tests/test_kernels.c $(CORE))
+	$(LINK)
+tests/test_train: $(call fobj,tests/test_train.c $(LIB))
+	$(LINK)
+tests/test_data: $(call fobj,tests/test_data.c dataset/data.c dataset/corpus.c)
+	$(LINK)
+tests/test_tasks: $(call fobj,tests/test_tasks.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
+	$(LINK)
+tests/test_safetensors: $(call fobj,tests/test_safetensors.c safetensors.c)
+	$(LINK)
+tests/test_eval: $(call fobj,tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE))
+	$(LINK)
+tests/st_compare: $(call fobj,tests/st_compare.c safetensors.c)
+	$(LINK)
 
 # Two threads make the tests exercise the OpenMP paths on any machine.
 test: all
@@ -127,8 +140,8 @@ asan:
 HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -f /usr/lib/x86_64-linux-gnu/libopenblas.so && echo 1)
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
-bench:
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(LIB) $(LDLIBS) $(BENCH_LIBS)
+bench: $(call fobj,$(LIB))
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench
 
 # make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the
@@ -150,4 +163,4 @@ fixtures: train tests/st_compare
 	./tests/make_fixtures.sh
 
 clean:
-	rm -f train compare bench $(TESTS)
+	rm -rf train compare bench $(TESTS) build
