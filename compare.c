@@ -40,7 +40,7 @@ static void usage(FILE *f) {
     fprintf(f,
         "usage: ./compare --out DIR (--task NAME[,NAME...] | --data FILE) [options] [-- train flags]\n"
         "Trains every scheme x seed (x task) with the same data order and initial weights, evaluates\n"
-        "each run and writes DIR/results.csv, DIR/summary.md and plots. Finished runs are kept.\n\n"
+        "each run and writes DIR/results.csv, DIR/runs.csv (tasks), DIR/summary.md and plots. Finished runs are kept.\n\n"
         "  --out DIR              the results folder (created)\n"
         "  --task LIST            synthetic tasks (./train --help lists them); accuracy by length\n"
         "  --data FILE            text instead: perplexity against context length (--val-data FILE optional)\n"
@@ -56,7 +56,8 @@ static void usage(FILE *f) {
         "  --claims 'a>b,...'     task: test each claim (scheme a beats scheme b beyond the training lengths) with\n"
         "                         the paired test pooled over tasks and per task: supported, contradicted or not\n"
         "                         distinguishable\n"
-        "  --report-only          write the report from the finished runs in --out; train nothing\n"
+        "  --report-only          write the report from the finished runs in --out (give the flags that trained\n"
+        "                         them); train nothing\n"
         "  --eval-flags 'FLAGS'   text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'\n"
         "  --jobs N               runs at a time (default 1)\n"
         "  --threads N            OpenMP threads per run (default: cores / jobs)\n"
@@ -100,7 +101,7 @@ static void parse_claims(Cfg *c, char *v) {
     c->n_claims = split_list(v, items, MAX_ITEMS, "--claims");
     for (int k = 0; k < c->n_claims; k++) {
         char *gt = strchr(items[k], '>');
-        CHECK(gt && !strchr(gt + 1, '>'), "--claims: '%s' is not a claim; write A>B (scheme A beats scheme B), e.g. 'nope>alibi'", items[k]);
+        CHECK(gt && !strchr(gt + 1, '>'), "--claims: '%s' is not a claim; write A>B with two scheme labels (scheme A beats scheme B)", items[k]);
         *gt = 0;
         const char *side[2] = { items[k], gt + 1 };
         for (int j = 0; j < 2; j++) {
