@@ -33,7 +33,7 @@ PYTHON ?= /usr/bin/python3
 CORE = model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
 HDR = common.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
 
 .PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
@@ -45,7 +45,7 @@ F = build/float
 D = build/double
 fobj = $(addprefix $(F)/,$(1:.c=.o))
 dobj = $(addprefix $(D)/,$(1:.c=.o))
-$(F)/%.o: %.c $(HDR) train_options.h compare.h tests/testutil.h
+$(F)/%.o: %.c $(HDR) train_options.h compare.h stats.h tests/testutil.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
@@ -57,7 +57,7 @@ LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 train: $(call fobj,train.c train_options.c $(LIB))
 	$(LINK)
 # compare asks posenc which schemes the RoPE context-extension settings act on
-compare: $(call fobj,compare.c compare_report.c posenc.c posenc_schemes.c)
+compare: $(call fobj,compare.c compare_report.c stats.c posenc.c posenc_schemes.c)
 	$(LINK)
 tests/test_grad: $(call dobj,tests/test_grad.c $(CORE))
 	$(LINK)
@@ -84,6 +84,8 @@ tests/test_eval: $(call fobj,tests/test_eval.c eval.c dataset/tasks.c dataset/da
 	$(LINK)
 tests/st_compare: $(call fobj,tests/st_compare.c safetensors.c)
 	$(LINK)
+tests/test_stats: $(call fobj,tests/test_stats.c stats.c)
+	$(LINK)
 
 # Two threads make the tests exercise the OpenMP paths on any machine.
 test: all
@@ -98,6 +100,7 @@ test: all
 	OMP_NUM_THREADS=2 ./tests/test_train
 	OMP_NUM_THREADS=2 ./tests/test_ppl
 	OMP_NUM_THREADS=2 ./tests/test_eval
+	./tests/test_stats
 	./tests/test_cli.sh
 	./tests/test_resume.sh
 	./tests/test_compare.sh

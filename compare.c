@@ -16,7 +16,10 @@
 //   runs/TASK/SCHEME/seedN/   train.log (everything ./train printed), log.csv (loss per step),
 //                             model.ckpt, eval.csv (task accuracy) or ppl*.csv (text), done
 //   results.csv               one row per run and length bucket (tasks) or window (text)
-//   summary.md                mean +- std per scheme in and out of distribution, MRR across tasks
+//   runs.csv                  tasks: one row per run (fitted, steps to fit, accuracies, degenerate lengths)
+//   summary.md                per task: fitted runs, means with 95% bootstrap intervals, test pools,
+//                             degenerate runs, paired tests of every two schemes; pooled tests, the
+//                             MRR with its interval, the --claims verdicts
 //   *.png, *.svg, *.gp, *.dat loss curves and accuracy (or perplexity) against length, via gnuplot
 // A run whose `done` file exists is not redone: run the command again to finish an interrupted grid.
 #define _GNU_SOURCE
@@ -37,7 +40,7 @@ static void usage(FILE *f) {
     fprintf(f,
         "usage: ./compare --out DIR (--task NAME[,NAME...] | --data FILE) [options] [-- train flags]\n"
         "Trains every scheme x seed (x task) with the same data order and initial weights, evaluates\n"
-        "each run and writes DIR/results.csv, DIR/summary.md and plots. Finished runs are kept.\n\n"
+        "each run and writes DIR/results.csv, DIR/runs.csv (tasks), DIR/summary.md and plots. Finished runs are kept.\n\n"
         "  --out DIR              the results folder (created)\n"
         "  --task LIST            synthetic tasks (./train --help lists them); accuracy by length\n"
         "  --data FILE            text instead: perplexity against context length (--val-data FILE optional)\n"
@@ -47,6 +50,14 @@ static void usage(FILE *f) {
         "  --rope-extensions LIST text: also evaluate RoPE runs with these --rope-scaling methods (linear,dynamic,yarn,llama3)\n"
         "  --rope-factor X        the factor of those methods (default 8: the longest window over the context)\n"
         "  --eval-per-length N    task: test instances per length (default 100)\n"
+        "  --fit-target A         task: fit-first training, ./train --fit-target A for every run (give --max-steps N\n"
+        "                         after --); runs that do not reach A are reported as not fitted and left out of\n"
+        "                         the comparisons\n"
+        "  --claims 'a>b,...'     task: test each claim (scheme a beats scheme b beyond the training lengths) with\n"
+        "                         the paired test pooled over tasks and per task: supported, contradicted or not\n"
+        "                         distinguishable\n"
+        "  --report-only          write the report from the finished runs in --out (give the flags that trained\n"
+        "                         them); train nothing\n"
         "  --eval-flags 'FLAGS'   text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'\n"
         "  --jobs N               runs at a time (default 1)\n"
         "  --threads N            OpenMP threads per run (default: cores / jobs)\n"
@@ -84,14 +95,34 @@ static void add_scheme(Cfg *c, const char *label, const char *flags) {
     snprintf(s->flags, sizeof s->flags, "%s", flags);
 }
 
+// --claims 'a>b,b>c': each claim's two schemes, by their labels
+static void parse_claims(Cfg *c, char *v) {
+    char *items[MAX_ITEMS];
+    c->n_claims = split_list(v, items, MAX_ITEMS, "--claims");
+    for (int k = 0; k < c->n_claims; k++) {
+        char *gt = strchr(items[k], '>');
+        CHECK(gt && !strchr(gt + 1, '>'), "--claims: '%s' is not a claim; write A>B with two scheme labels (scheme A beats scheme B)", items[k]);
+        *gt = 0;
+        const char *side[2] = { items[k], gt + 1 };
+        for (int j = 0; j < 2; j++) {
+            c->claims[k][j] = -1;
+            for (int sc = 0; sc < c->n_schemes; sc++) if (!strcmp(c->schemes[sc].label, side[j])) c->claims[k][j] = sc;
+            CHECK(c->claims[k][j] >= 0, "--claims: '%s' is not one of the schemes compared (--schemes / --scheme labels)", side[j]);
+        }
+        CHECK(c->claims[k][0] != c->claims[k][1], "--claims: '%s>%s' compares a scheme with itself", side[0], side[1]);
+    }
+}
+
 static void parse(Cfg *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
+    char *claims = NULL;
     c->jobs = 1; c->per_length = 100; c->ext_factor = 8;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) { usage(stdout); exit(0); }
         if (!strcmp(s, "--")) { c->extra = argv + i + 1; c->n_extra = argc - i - 1; break; }
         if (!strcmp(s, "--quiet")) { c->quiet = 1; continue; }
+        if (!strcmp(s, "--report-only")) { c->report_only = 1; continue; }
         CHECK(!strncmp(s, "--", 2), "unexpected argument '%s'; see ./compare --help", s);
         CHECK(i + 1 < argc, "%s needs a value (see ./compare --help)", s);
         char *v = argv[++i], *end;
@@ -100,6 +131,12 @@ static void parse(Cfg *c, int argc, char **argv) {
         else if (!strcmp(s, "--val-data")) c->val_data = v;
         else if (!strcmp(s, "--train")) c->train_bin = v;
         else if (!strcmp(s, "--eval-flags")) c->eval_flags = v;
+        else if (!strcmp(s, "--claims")) claims = v;
+        else if (!strcmp(s, "--fit-target")) {
+            double a = strtod(v, &end);
+            CHECK(*v && !*end && a > 0 && a <= 1, "--fit-target %s must be a validation accuracy in (0, 1], e.g. 0.9", v);
+            c->fit_target = v;
+        }
         else if (!strcmp(s, "--task")) {
             c->n_tasks = split_list(v, c->tasks, MAX_ITEMS, "--task");
             for (int a = 0; a < c->n_tasks; a++)
@@ -141,6 +178,8 @@ static void parse(Cfg *c, int argc, char **argv) {
     CHECK(!c->n_ext || c->data, "--rope-extensions applies to text (--data), where perplexity is measured by length");
     CHECK(!c->val_data || c->data, "--val-data goes with --data");
     CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
+    CHECK(!c->fit_target || !c->data, "--fit-target applies to tasks (--task), whose in-distribution validation accuracy it reads");
+    CHECK(!claims || !c->data, "--claims applies to tasks (--task): it compares accuracy beyond the training lengths");
     if (c->data) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
     if (!c->n_schemes) {
         static char def[] = PE_DEFAULT_COMPARISON;
@@ -148,6 +187,7 @@ static void parse(Cfg *c, int argc, char **argv) {
         int n = split_list(def, names, MAX_ITEMS, "--schemes");
         for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
     }
+    if (claims) parse_claims(c, claims);
     if (!c->n_seeds) { c->seeds[0] = 1; c->n_seeds = 1; }
     if (!c->threads) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -156,8 +196,15 @@ static void parse(Cfg *c, int argc, char **argv) {
     if (!c->n_tasks) { static char text[] = "text"; c->tasks[0] = text; c->n_tasks = 1; }
     for (int k = 0; k < c->n_extra; k++)
         for (const char *const *f = (const char *const[]){ "--task", "--pe", "--pe-layers", "--input-pe", "--seed", "--save", "--log", "--eval-out",
-                                                    "--eval-per-length", "--data", "--val-data", "--load", "--resume", "--threads", NULL }; *f; f++)
+                                                    "--eval-per-length", "--data", "--val-data", "--load", "--resume", "--threads",
+                                                    "--fit-target", NULL }; *f; f++)
             CHECK(strcmp(c->extra[k], *f), "%s after -- is set by ./compare itself; use its own flags", *f);
+    // fit-first: training stops at the target or at the budget, so the budget is --max-steps
+    int max_steps = 0, steps = 0;
+    for (int k = 0; k < c->n_extra; k++) { max_steps |= !strcmp(c->extra[k], "--max-steps"); steps |= !strcmp(c->extra[k], "--steps"); }
+    CHECK(!c->fit_target || max_steps, "--fit-target needs a step budget: give --max-steps N after --");
+    CHECK(!c->fit_target || !steps, "--steps after -- with --fit-target: fit-first training runs until the target or --max-steps; "
+          "give --max-steps N instead of --steps");
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -221,6 +268,7 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     if (c->data) { arg(a, "--data"); arg(a, "%s", c->data); if (c->val_data) { arg(a, "--val-data"); arg(a, "%s", c->val_data); } }
     else { arg(a, "--task"); arg(a, "%s", c->tasks[r->task]); arg(a, "--eval-per-length"); arg(a, "%d", c->per_length);
            arg(a, "--eval-out"); arg(a, "%s/eval.csv", r->dir); }
+    if (c->fit_target) { arg(a, "--fit-target"); arg(a, "%s", c->fit_target); }
     arg_words(a, c->schemes[r->scheme].flags);
     arg(a, "--seed"); arg(a, "%lld", c->seeds[r->seed]);
     arg(a, "--threads"); arg(a, "%d", c->threads);
@@ -364,8 +412,13 @@ int main(int argc, char **argv) {
         snprintf(bin, sizeof bin, "%.*strain", slash ? (int)(slash - argv[0] + 1) : 2, slash ? argv[0] : "./");
         c.train_bin = bin;
     }
-    CHECK(access(c.train_bin, X_OK) == 0, "cannot run the trainer '%s' (build it with make, or give --train PATH)", c.train_bin);
-    mkdirs(c.out);
+    if (c.report_only) {
+        struct stat st;
+        CHECK(stat(c.out, &st) == 0 && S_ISDIR(st.st_mode), "--report-only: --out %s is not a folder of runs", c.out);
+    } else {
+        CHECK(access(c.train_bin, X_OK) == 0, "cannot run the trainer '%s' (build it with make, or give --train PATH)", c.train_bin);
+        mkdirs(c.out);
+    }
     int n = c.n_tasks * c.n_schemes * c.n_seeds;
     Run *runs = xcalloc(n, sizeof(Run));
     for (int t = 0; t < c.n_tasks; t++)
@@ -376,7 +429,13 @@ int main(int argc, char **argv) {
                 snprintf(r->dir, sizeof r->dir, "%s/runs/%s/%s/seed%lld", c.out, c.tasks[t], c.schemes[sc].label, c.seeds[sd]);
                 r->state = finished(&c, r) ? RUN_FOUND_DONE : RUN_TODO;
             }
-    int failed = run_all(&c, runs, n);
+    int failed = 0;
+    if (c.report_only) {
+        int done = 0;
+        for (int i = 0; i < n; i++) done += runs[i].state == RUN_FOUND_DONE;
+        CHECK(done, "--report-only: no finished run in %s (a run is finished when its folder has a done file)", c.out);
+        printf("compare: --report-only: %d of %d runs finished%s\n", done, n, done < n ? "; the others are left out (nothing is trained)" : "");
+    } else failed = run_all(&c, runs, n);
     report(&c, runs, n);
     free(runs);
     if (failed) { fprintf(stderr, "compare: %d runs failed; their train.log says why; run the command again to retry them\n", failed); return 1; }

@@ -19,6 +19,9 @@ typedef struct {
     char *extensions[MAX_ITEMS]; int n_ext;      // text: RoPE context-extension methods at evaluation
     double ext_factor;
     int jobs, threads, per_length, quiet;
+    int report_only;                              // report the finished runs, train nothing
+    const char *fit_target;                       // --fit-target A as given (NULL: none), for every run
+    int claims[MAX_ITEMS][2], n_claims;           // --claims: the schemes (a, b) of each claim "a > b"
     char **extra; int n_extra;                    // flags after --, given to every training run
 } Cfg;
 

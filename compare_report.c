@@ -1,18 +1,32 @@
-// compare_report.c: ./compare's report: reads the results of every finished run (eval.csv or
-// ppl*.csv), writes results.csv, summary.md (tables of mean +- std per scheme, MRR across tasks)
-// and the gnuplot scripts and plots, then prints the summary.
+// compare_report.c: ./compare's report. Reads every finished run (eval.csv or ppl*.csv, and the
+// fit line of train.log) and writes results.csv, runs.csv (tasks), summary.md and the gnuplot
+// scripts and plots, then prints the summary. For tasks, summary.md gives per task the fitted
+// runs, means over them with 95% bootstrap intervals, the test pools, the degenerate runs and the
+// paired test of every two schemes; then the paired tests pooled over tasks, the MRR with its
+// interval and the --claims verdicts. The statistics are stats.c's.
 #include <math.h>
 #include <string.h>
 
 #include "compare.h"
+#include "stats.h"
 
 #define MAX_LEN 4096     // the most lengths (or windows) of one task in a table or plot
+#define RESAMPLES 10000  // bootstrap resamples of a table's interval
+#define PLOT_RESAMPLES 2000   // ... of each point of a plot's band
+#define EVAL_COLUMNS "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share"
+// a run is degenerate at a length where one answer makes up >= DEGENERATE_SHARE of at least
+// DEGENERATE_MIN instances: its answer does not depend on the input
+#define DEGENERATE_SHARE 0.95
+#define DEGENERATE_MIN 10
 
 typedef struct {           // one (run, bucket) row of an eval.csv or a ppl.csv
     int run;
     int length;            // task length, or window (tokens)
     double depth;          // retrieval depth or -1
-    int ood, n, correct;   // task
+    int ood, n, correct;   // task; n counts the skipped instances too (they count as wrong)
+    int evaluated;         // task: instances scored (n without the skipped)
+    int pool, distinct;    // task: test instances of the length (-1: too many to enumerate), distinct ones scored
+    double top_share;      // task: share of the scored instances given the most common answer; NAN when none
     int sliding;           // text: 0 nonoverlap, 1 sliding
     int variant;           // text: 0 the run's own positions, e > 0 RoPE extension e-1
     double value;          // accuracy (task) or perplexity (text); NAN when none
@@ -48,12 +62,16 @@ static FILE *open_result(const char *path, char *line, int cap) {
 static void read_eval(const char *path, int run, Rows *rs) {
     char line[1024], *fl[16];
     FILE *f = open_result(path, line, sizeof line);
+    line[strcspn(line, "\r\n")] = 0;
+    CHECK(!strcmp(line, EVAL_COLUMNS), "'%s' has the columns '%s', expected '" EVAL_COLUMNS "' (written by an older "
+          "./train? delete the run's folder to redo it)", path, line);
     while (fgets(line, sizeof line, f)) {
         int k = fields(line, fl, 16);
-        CHECK(k >= 10, "'%s': a row has %d fields, expected 10 (task,scheme,seed,length,depth,split,n,correct,accuracy,skipped)", path, k);
+        CHECK(k == 13, "'%s': a row has %d fields, expected 13 (" EVAL_COLUMNS ")", path, k);
         // an instance the model cannot run (past a learned position table) counts as wrong
         Row r = { .run = run, .length = atoi(fl[3]), .depth = *fl[4] ? atof(fl[4]) : -1, .ood = !strcmp(fl[5], "ood"),
-                  .n = atoi(fl[6]) + atoi(fl[9]), .correct = atoi(fl[7]) };
+                  .evaluated = atoi(fl[6]), .n = atoi(fl[6]) + atoi(fl[9]), .correct = atoi(fl[7]),
+                  .pool = *fl[10] ? atoi(fl[10]) : -1, .distinct = atoi(fl[11]), .top_share = *fl[12] ? atof(fl[12]) : NAN };
         r.value = r.n ? (double)r.correct / r.n : NAN;
         push(rs, &r);
     }
@@ -76,6 +94,21 @@ static void read_ppl(const char *path, int run, int variant, Rows *rs) {
 
 static void sort_ints(int *x, int n) {
     for (int i = 1; i < n; i++) for (int k = i; k > 0 && x[k] < x[k - 1]; k--) { int t = x[k]; x[k] = x[k - 1]; x[k - 1] = t; }
+}
+
+// Sorted distinct values of x as ranges, "4, 6, 21-40" (sep ", ") or "4 6 21-40" (sep " ").
+static void fmt_ranges(int *x, int n, const char *sep, char *out, size_t cap) {
+    sort_ints(x, n);
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < n; ) {
+        int j = i;
+        while (j + 1 < n && x[j + 1] <= x[j] + 1) j++;           // duplicates and consecutive values
+        int k = snprintf(out + used, cap - used, x[j] > x[i] ? "%s%d-%d" : "%s%d", used ? sep : "", x[i], x[j]);
+        if (k < 0 || used + k >= cap) return;
+        used += k;
+        i = j + 1;
+    }
 }
 
 static void mean_std(const double *x, int n, double *mean, double *sd) {
@@ -133,44 +166,40 @@ static void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plo
     fprintf(md, "![loss](%s.png)\n\n", name);
 }
 
-// accuracy (task) or perplexity (text) against length: one column per scheme (mean over seeds)
-static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max, int context, FILE *md, int plots, int *made) {
-    int text = c->data != NULL;
-    int n_var = text ? 1 + c->n_ext : 1;
-    char name[256], path[4200];
-    snprintf(name, sizeof name, text ? "ppl_by_length" : "accuracy_%s", c->tasks[task]);
+
+// text: perplexity against window length, one line per scheme (and RoPE extension), mean over seeds
+static void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, int *made) {
+    int n_var = 1 + c->n_ext;
+    const char *name = "ppl_by_length";
+    char path[4200];
     snprintf(path, sizeof path, "%s/%s.dat", c->out, name);
     FILE *d = fopen(path, "w");
     CHECK(d, "cannot write '%s'", path);
-    // rows: every length present; columns: scheme (x variant) means over seeds (depths pooled)
-    int lengths[MAX_LEN], nl = 0;
+    int windows[MAX_LEN], nw = 0;
     for (int i = 0; i < rs->n; i++) {
-        const Row *r = &rs->r[i];
-        if ((r->run / c->n_schemes) / c->n_seeds != task || (text && r->sliding)) continue;
         int seen = 0;
-        for (int k = 0; k < nl; k++) seen |= lengths[k] == r->length;
-        if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
+        for (int k = 0; k < nw; k++) seen |= windows[k] == rs->r[i].length;
+        if (!seen && !rs->r[i].sliding && nw < MAX_LEN) windows[nw++] = rs->r[i].length;
     }
-    sort_ints(lengths, nl);
-    double ymin = INFINITY;              // text: the best perplexity, for the y range
-    fprintf(d, "# %s", text ? "window" : "length");
+    sort_ints(windows, nw);
+    double ymin = INFINITY;              // the best perplexity, for the y range
+    fprintf(d, "# window");
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++) fprintf(d, " %s%s%s", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
     fprintf(d, "\n");
-    for (int li = 0; li < nl; li++) {
-        fprintf(d, "%d", lengths[li]);
+    for (int w = 0; w < nw; w++) {
+        fprintf(d, "%d", windows[w]);
         for (int sc = 0; sc < c->n_schemes; sc++)
             for (int v = 0; v < n_var; v++) {
-                double sum = 0; long long num = 0, den = 0; int k = 0;
+                double sum = 0; int k = 0;
                 for (int i = 0; i < rs->n; i++) {
                     const Row *r = &rs->r[i];
-                    if ((r->run / c->n_schemes) / c->n_seeds != task || r->run % c->n_schemes != sc || r->length != lengths[li]) continue;
-                    if (text) { if (!r->sliding && r->variant == v && !isnan(r->value)) { sum += r->value; k++; } }
-                    else { num += r->correct; den += r->n; }
+                    if (r->run % c->n_schemes == sc && r->length == windows[w] && !r->sliding && r->variant == v && !isnan(r->value))
+                        { sum += r->value; k++; }
                 }
-                double val = text ? (k ? sum / k : NAN) : (den ? (double)num / den : NAN);
-                if (isnan(val)) fprintf(d, " NaN"); else fprintf(d, " %.6g", val);
-                if (!isnan(val) && val < ymin) ymin = val;
+                if (!k) { fprintf(d, " NaN"); continue; }
+                fprintf(d, " %.6g", sum / k);
+                if (sum / k < ymin) ymin = sum / k;
             }
         fprintf(d, "\n");
     }
@@ -179,13 +208,11 @@ static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max
     FILE *g = fopen(path, "w");
     CHECK(g, "cannot write '%s'", path);
     char title[256];
-    if (text) snprintf(title, sizeof title, "perplexity against evaluation window (trained at %d tokens; non-overlapping windows; y cut at 4x the best)", context);
-    else snprintf(title, sizeof title, "%s: exact-match accuracy against length (trained on lengths <= %d; mean over seeds)", c->tasks[task], train_max);
-    gp_begin(g, name, title, text ? "window (tokens)" : "length", text ? "perplexity" : "accuracy");
-    // text: y from the best perplexity to 4 times it (a scheme that explodes leaves the top)
-    if (text) fprintf(g, "set logscale x 2\nset logscale y\nset yrange [%g:%g]\nset ytics %.3g, 1.25\nset format y '%%.3g'\n"
-                         "set arrow from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n", 0.95 * ymin, 4 * ymin, ymin, context, context);
-    else fprintf(g, "set yrange [-0.02:1.02]\nset arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\n", train_max + 0.5, train_max + 0.5);
+    snprintf(title, sizeof title, "perplexity against evaluation window (trained at %d tokens; non-overlapping windows; y cut at 4x the best)", context);
+    gp_begin(g, name, title, "window (tokens)", "perplexity");
+    // y from the best perplexity to 4 times it (a scheme that explodes leaves the top)
+    fprintf(g, "set logscale x 2\nset logscale y\nset yrange [%g:%g]\nset ytics %.3g, 1.25\nset format y '%%.3g'\n"
+               "set arrow from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n", 0.95 * ymin, 4 * ymin, ymin, context, context);
     fprintf(g, "plot ");
     int col = 2;
     for (int sc = 0; sc < c->n_schemes; sc++)
@@ -199,7 +226,7 @@ static void plot_by_length(const Cfg *c, const Rows *rs, int task, int train_max
     gp_again_svg(g, name);
     fclose(g);
     if (plots) gnuplot(c->out, name, made);
-    fprintf(md, "![%s](%s.png)\n\n", text ? "perplexity" : "accuracy", name);
+    fprintf(md, "![perplexity](%s.png)\n\n", name);
 }
 
 // Retrieval: the accuracy of each scheme by haystack length (rows) and key depth (columns),
@@ -261,50 +288,124 @@ static int text_context(const Run *r) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// the report's stages: read_results -> write_results_csv -> summary.md (per task: a task's
-// accuracy table, depth tables and plots, or text's perplexity tables and plot; the loss plot),
-// the MRR table -> print_summary
+// the report's stages: read_results (+ run_facts) -> results.csv, runs.csv -> summary.md (per task:
+// the scheme table, test pools, degenerate runs, paired tests, depth tables and plots, or text's
+// perplexity tables and plot; the loss plot), the pooled tests, the MRR, the claims -> print_summary
+
+typedef enum {
+    FIT_NONE,    // no fit line in train.log: no criterion, counted as fitted
+    FIT_YES,
+    FIT_NO,
+} Fit;
+
+// What the report knows of one task run besides its rows.
+typedef struct {
+    Fit fit;
+    int fit_step;          // the step it fitted at; -1 unless FIT_YES
+    double val_acc, target;// validation accuracy and the target, from the fit line; NAN without one
+    double acc[2];         // accuracy (%) in distribution and longer than training; NAN without instances
+    char degenerate[512];  // the lengths where it is degenerate, as ranges ("21-40 45"); "" when none
+} RunFacts;
 
 // What the summary's stages share.
 typedef struct {
     const Cfg *c;
     const Run *runs;
     int n;               // runs
-    Rows rs;             // every row of every finished run
+    Rows rs;             // every row of every finished run, run by run
+    int *row0, *nrow;    // (n,) each run's first row in rs and its row count
+    RunFacts *facts;     // (n,) tasks
+    Bucket *buf;         // (rs.n,) scratch for the bootstraps
     FILE *md;            // summary.md
     int plots, made;     // gnuplot is installed; plots made
-    double *mrr;         // (n_schemes,) sum of 1/rank over the complete (task, seed) pairs
-    int mrr_n;           // those pairs
+    double *rr;          // (n_tasks, n_seeds, n_schemes) reciprocal rank among the fitted runs; NAN: not ranked
 } Report;
 
+// A seed for each bootstrap, from the names it concerns: adding a scheme or task leaves every
+// other interval as it was.
+static uint64_t stream_seed(const char *task, const char *scheme, int what) {
+    char key[256];
+    snprintf(key, sizeof key, "%s/%s/%d", task, scheme, what);
+    uint64_t h = 1469598103934665603ull;            // FNV-1a
+    for (const char *s = key; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 // Every finished run's eval.csv (tasks) or ppl*.csv (text: its own positions, then each RoPE extension).
-static void read_results(const Cfg *c, const Run *runs, int n, Rows *rs) {
+static void read_results(Report *rp) {
+    const Cfg *c = rp->c;
     char path[4200];
     int text = c->data != NULL, n_var = text ? 1 + c->n_ext : 1;
-    for (int i = 0; i < n; i++) {
-        const Run *r = &runs[i];
+    rp->row0 = xcalloc(rp->n, sizeof(int));
+    rp->nrow = xcalloc(rp->n, sizeof(int));
+    for (int i = 0; i < rp->n; i++) {
+        const Run *r = &rp->runs[i];
+        rp->row0[i] = rp->rs.n;
         if (!run_has_results(r)) continue;
-        if (!text) { snprintf(path, sizeof path, "%s/eval.csv", r->dir); read_eval(path, i, rs); continue; }
-        for (int v = 0; v < n_var; v++) {
+        if (!text) { snprintf(path, sizeof path, "%s/eval.csv", r->dir); read_eval(path, i, &rp->rs); }
+        else for (int v = 0; v < n_var; v++) {
             if (v && !uses_rope(&c->schemes[r->scheme])) continue;
             snprintf(path, sizeof path, "%s/ppl%s%s.csv", r->dir, v ? "_" : "", v ? c->extensions[v - 1] : "");
-            read_ppl(path, i, v, rs);
+            read_ppl(path, i, v, &rp->rs);
         }
+        rp->nrow[i] = rp->rs.n - rp->row0[i];
     }
 }
 
+// A run's fit line: "fit: fitted at step S: validation accuracy V >= A" or "fit: not fitted in S
+// steps: validation accuracy V < A" (./train --fit-target A --max-steps N); none: no criterion.
+static void read_fit(const Run *r, RunFacts *f) {
+    char line[1024];
+    last_line(r->dir, "fit:", line, sizeof line);
+    f->fit = FIT_NONE; f->fit_step = -1; f->val_acc = f->target = NAN;
+    if (!*line) return;
+    int step;
+    if (sscanf(line, "fit: fitted at step %d: validation accuracy %lf >= %lf", &step, &f->val_acc, &f->target) == 3)
+        { f->fit = FIT_YES; f->fit_step = step; }
+    else if (sscanf(line, "fit: not fitted in %d steps: validation accuracy %lf < %lf", &step, &f->val_acc, &f->target) == 3)
+        f->fit = FIT_NO;
+    else CHECK(0, "%s/train.log: cannot read its line '%s' (expected 'fit: fitted at step S: validation accuracy V >= A' "
+                  "or 'fit: not fitted in S steps: validation accuracy V < A')", r->dir, line);
+}
+
+// fitted, or without a criterion: the runs that enter the comparisons
+static int counts(const Report *rp, int run) { return run_has_results(&rp->runs[run]) && rp->facts[run].fit != FIT_NO; }
+
+// Each task run's fit, accuracies and degenerate lengths.
+static void run_facts(Report *rp) {
+    rp->facts = xcalloc(rp->n, sizeof(RunFacts));
+    int *deg = xcalloc(rp->rs.n + 1, sizeof(int));
+    for (int i = 0; i < rp->n; i++) {
+        RunFacts *f = &rp->facts[i];
+        f->acc[0] = f->acc[1] = NAN;
+        if (!run_has_results(&rp->runs[i])) continue;
+        read_fit(&rp->runs[i], f);
+        long long num[2] = { 0 }, den[2] = { 0 };
+        int nd = 0;
+        for (int k = rp->row0[i]; k < rp->row0[i] + rp->nrow[i]; k++) {
+            const Row *r = &rp->rs.r[k];
+            num[r->ood] += r->correct; den[r->ood] += r->n;
+            if (r->evaluated >= DEGENERATE_MIN && r->top_share >= DEGENERATE_SHARE) deg[nd++] = r->length;
+        }
+        for (int o = 0; o < 2; o++) if (den[o]) f->acc[o] = 100.0 * num[o] / den[o];
+        fmt_ranges(deg, nd, " ", f->degenerate, sizeof f->degenerate);
+    }
+    free(deg);
+}
+
 // results.csv: one row per run and bucket (task length, or text window and mode).
-static void write_results_csv(const Cfg *c, const Run *runs, const Rows *rs) {
+static void write_results_csv(const Report *rp) {
+    const Cfg *c = rp->c;
     char path[4200];
     int text = c->data != NULL;
     snprintf(path, sizeof path, "%s/results.csv", c->out);
     FILE *f = fopen(path, "w");
     CHECK(f, "cannot write '%s'", path);
     if (text) fprintf(f, "data,scheme,seed,window,mode,tokens,loss,ppl,note\n");
-    else fprintf(f, "task,scheme,seed,length,depth,split,n,correct,accuracy\n");
-    for (int i = 0; i < rs->n; i++) {
-        const Row *r = &rs->r[i];
-        const Run *u = &runs[r->run];
+    else fprintf(f, "task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share\n");
+    for (int i = 0; i < rp->rs.n; i++) {
+        const Row *r = &rp->rs.r[i];
+        const Run *u = &rp->runs[r->run];
         char label[160];
         snprintf(label, sizeof label, "%s%s%s", c->schemes[u->scheme].label, r->variant ? "+" : "", r->variant ? c->extensions[r->variant - 1] : "");
         if (text) {
@@ -318,70 +419,334 @@ static void write_results_csv(const Cfg *c, const Run *runs, const Rows *rs) {
             if (r->depth >= 0) fprintf(f, "%.4g", r->depth);
             fprintf(f, ",%s,%d,%d,", r->ood ? "ood" : "id", r->n, r->correct);
             if (r->n) fprintf(f, "%.6f", r->value);
+            fprintf(f, ",");
+            if (r->pool >= 0) fprintf(f, "%d", r->pool);
+            fprintf(f, ",%d,", r->distinct);
+            if (!isnan(r->top_share)) fprintf(f, "%.4f", r->top_share);
             fprintf(f, "\n");
         }
     }
     fclose(f);
 }
 
-// acc[scheme][seed][o]: the accuracy (%) of each run of task t in-distribution (o = 0), on longer
-// lengths (1) and on all (2), every instance weighted equally; NAN for a run without results.
-static void task_accuracies(const Report *rp, int t, double acc[MAX_ITEMS][MAX_ITEMS][3]) {
+// runs.csv: one row per finished task run: its fit, accuracies (fractions) and degenerate lengths.
+static void write_runs_csv(const Report *rp) {
     const Cfg *c = rp->c;
-    for (int sc = 0; sc < c->n_schemes; sc++)
-        for (int sd = 0; sd < c->n_seeds; sd++) {
-            int ri = run_index(c, t, sc, sd);
-            for (int o = 0; o < 3; o++) {
-                long long num = 0, den = 0;
-                for (int i = 0; i < rp->rs.n; i++)
-                    if (rp->rs.r[i].run == ri && (o == 2 || rp->rs.r[i].ood == o)) { num += rp->rs.r[i].correct; den += rp->rs.r[i].n; }
-                acc[sc][sd][o] = den ? 100.0 * num / den : NAN;
-            }
-        }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runs.csv", c->out);
+    FILE *f = fopen(path, "w");
+    CHECK(f, "cannot write '%s'", path);
+    fprintf(f, "task,scheme,seed,fitted,fit_step,val_accuracy,id_accuracy,ood_accuracy,degenerate_lengths\n");
+    for (int i = 0; i < rp->n; i++) {
+        const Run *u = &rp->runs[i];
+        const RunFacts *x = &rp->facts[i];
+        if (!run_has_results(u)) continue;
+        fprintf(f, "%s,%s,%lld,%s,", c->tasks[u->task], c->schemes[u->scheme].label, c->seeds[u->seed],
+                x->fit == FIT_NONE ? "" : x->fit == FIT_YES ? "1" : "0");
+        if (x->fit_step >= 0) fprintf(f, "%d", x->fit_step);
+        fprintf(f, ",");
+        if (!isnan(x->val_acc)) fprintf(f, "%.4f", x->val_acc);
+        for (int o = 0; o < 2; o++) { fprintf(f, ","); if (!isnan(x->acc[o])) fprintf(f, "%.6f", x->acc[o] / 100); }
+        fprintf(f, ",%s\n", x->degenerate);
+    }
+    fclose(f);
 }
 
-// The NoPE paper's ranking: per (task, seed), rank the schemes by accuracy on longer lengths
-// (1 = best; ties share the better rank) and add 1/rank; a seed with a missing run is left out.
-static void add_ranks(Report *rp, double acc[MAX_ITEMS][MAX_ITEMS][3]) {
+// The buckets of the counted (fitted) runs of scheme sc on task t, one SeedBuckets per run: ood 0
+// (in distribution) or 1 (longer) when length < 0, else every bucket of that length. Returns the runs.
+static int fitted_buckets(const Report *rp, int t, int sc, int ood, int length, SeedBuckets *seeds) {
+    const Cfg *c = rp->c;
+    int k = 0, used = 0;
+    for (int sd = 0; sd < c->n_seeds; sd++) {
+        int ri = run_index(c, t, sc, sd);
+        if (!counts(rp, ri)) continue;
+        seeds[k] = (SeedBuckets){ rp->buf + used, 0 };
+        for (int i = rp->row0[ri]; i < rp->row0[ri] + rp->nrow[ri]; i++) {
+            const Row *r = &rp->rs.r[i];
+            if (length < 0 ? r->ood == ood : r->length == length) rp->buf[used++] = (Bucket){ r->n, r->correct };
+        }
+        seeds[k].nb = (int)(rp->buf + used - seeds[k].b);
+        k++;
+    }
+    return k;
+}
+
+static void fmt_interval(const Interval *iv, double scale, char *out, size_t cap) {
+    if (isnan(iv->mean)) snprintf(out, cap, "no fitted run");
+    else snprintf(out, cap, "%.1f [%.1f, %.1f]", scale * iv->mean, scale * iv->lo, scale * iv->hi);
+}
+
+// The fit criterion of a task's runs, as a sentence.
+static void fit_sentence(const Report *rp, int t, FILE *md) {
+    double target = NAN;
+    for (int i = 0; i < rp->n; i++) if (rp->runs[i].task == t && !isnan(rp->facts[i].target)) target = rp->facts[i].target;
+    if (isnan(target)) fprintf(md, "No fit criterion (no run has a fit line): every run counts as fitted. ");
+    else fprintf(md, "A run is fitted when its in-distribution validation accuracy reached %.4g within its step budget "
+                     "(its train.log); a run not fitted is shown but left out of every mean, interval and comparison. ", target);
+}
+
+// The table of a task: per scheme the fitted runs, the in-distribution and longer accuracy (mean
+// over the fitted runs, 95% bootstrap interval over seeds and instances) and every run's number.
+static void scheme_table(const Report *rp, int t) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    fprintf(md, "| scheme | fitted | in-distribution | longer than training | per seed: longer (in-distribution when not fitted) |\n"
+                "|---|---|---|---|---|\n");
+    SeedBuckets seeds[MAX_ITEMS];
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        int runs = 0, fitted = 0, criterion = 0;
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            int ri = run_index(c, t, sc, sd);
+            if (!run_has_results(&rp->runs[ri])) continue;
+            runs++; fitted += counts(rp, ri); criterion |= rp->facts[ri].fit != FIT_NONE;
+        }
+        char cell[2][96];
+        for (int o = 0; o < 2; o++) {
+            int k = fitted_buckets(rp, t, sc, o, -1, seeds);
+            Interval iv = bootstrap_accuracy(seeds, k, RESAMPLES, stream_seed(c->tasks[t], c->schemes[sc].label, o));
+            fmt_interval(&iv, 100, cell[o], sizeof cell[o]);
+        }
+        fprintf(md, "| %s | %d of %d%s | %s | %s | ", c->schemes[sc].label, fitted, runs, criterion ? "" : " (no fit criterion)", cell[0], cell[1]);
+        for (int sd = 0, first = 1; sd < c->n_seeds; sd++) {
+            int ri = run_index(c, t, sc, sd);
+            const RunFacts *f = &rp->facts[ri];
+            fprintf(md, "%s%lld: ", first ? "" : ", ", c->seeds[sd]);
+            first = 0;
+            if (!run_has_results(&rp->runs[ri])) fprintf(md, "not run");
+            else if (f->fit == FIT_NO) fprintf(md, "%.1f (not fitted; in-distribution %.1f)", f->acc[1], f->acc[0]);
+            else fprintf(md, "%.1f", f->acc[1]);
+        }
+        fprintf(md, " |\n");
+    }
+    fprintf(md, "\n");
+}
+
+// The test instances of each length, from the first run of the task (every run has the same
+// settings): the pool (every test instance of the length) and the distinct ones scored, the depths
+// of a length added up, consecutive lengths alike merged into one row.
+typedef struct { int first, last, pool, distinct, n; } LengthGroup;
+
+static void pool_table(const Report *rp, int t) {
+    int ri = -1;
+    for (int i = 0; i < rp->n && ri < 0; i++) if (rp->runs[i].task == t && run_has_results(&rp->runs[i])) ri = i;
+    if (ri < 0) return;
+    LengthGroup *g = xcalloc(rp->nrow[ri] + 1, sizeof *g);
+    int m = 0;
+    for (int i = rp->row0[ri]; i < rp->row0[ri] + rp->nrow[ri]; i++) {
+        const Row *r = &rp->rs.r[i];
+        LengthGroup *p = m ? &g[m - 1] : NULL;
+        if (p && p->last == r->length) {
+            p->pool = p->pool < 0 || r->pool < 0 ? -1 : p->pool + r->pool;
+            p->distinct += r->distinct; p->n += r->evaluated;
+        } else g[m++] = (LengthGroup){ r->length, r->length, r->pool, r->distinct, r->evaluated };
+    }
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+        LengthGroup *p = k ? &g[k - 1] : NULL;
+        if (p && g[i].first == p->last + 1 && g[i].pool == p->pool && g[i].distinct == p->distinct && !g[i].n == !p->n) p->last = g[i].last;
+        else g[k++] = g[i];
+    }
+    fprintf(rp->md, "Test instances by length (pool: every test instance of the length; scored: the distinct instances "
+                    "each run is scored on):\n\n| lengths | pool | scored | |\n|---|---|---|---|\n");
+    for (int i = 0; i < k; i++) {
+        char lengths[32], pool[32];
+        snprintf(lengths, sizeof lengths, g[i].last > g[i].first ? "%d-%d" : "%d", g[i].first, g[i].last);
+        if (g[i].pool < 0) snprintf(pool, sizeof pool, "too many to enumerate"); else snprintf(pool, sizeof pool, "%d", g[i].pool);
+        fprintf(rp->md, "| %s | %s | %d | %s |\n", lengths, pool, g[i].distinct, !g[i].n ? "no test instance"
+                : g[i].pool < 0 || g[i].distinct < g[i].pool ? "sampled without replacement" : "every test instance");
+    }
+    fprintf(rp->md, "\n");
+    free(g);
+}
+// The runs of a task whose answers do not depend on the input at some length.
+static void degenerate_list(const Report *rp, int t) {
+    const Cfg *c = rp->c;
+    int any = 0;
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            const char *d = rp->facts[run_index(c, t, sc, sd)].degenerate;
+            if (!*d) continue;
+            if (!any++) fprintf(rp->md, "Degenerate runs (one answer on >= %.0f%% of the instances of a length with >= %d "
+                                        "instances: the answer does not depend on the input):\n\n", 100 * DEGENERATE_SHARE, DEGENERATE_MIN);
+            fprintf(rp->md, "- %s seed %lld: the same answer on >= %.0f%% of instances at lengths ", c->schemes[sc].label,
+                    c->seeds[sd], 100 * DEGENERATE_SHARE);
+            for (; *d; d++) { if (*d == ' ') fputc(',', rp->md); fputc(*d, rp->md); }
+            fprintf(rp->md, "\n");
+        }
+    if (!any) fprintf(rp->md, "No degenerate run (none gives one answer on >= %.0f%% of the instances of a length with >= %d "
+                              "instances).\n", 100 * DEGENERATE_SHARE, DEGENERATE_MIN);
+    fprintf(rp->md, "\n");
+}
+
+// The paired differences a - b of accuracy beyond training (points) over tasks t0..t1-1, one per
+// (task, seed) where both runs fitted; seed_of[k] (when not NULL) gets the seed index of d[k].
+// d and seed_of hold n_tasks x n_seeds. Returns the count.
+static int paired(const Report *rp, int t0, int t1, int a, int b, double *d, int *seed_of) {
+    const Cfg *c = rp->c;
+    int k = 0;
+    for (int t = t0; t < t1; t++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            int ra = run_index(c, t, a, sd), rb = run_index(c, t, b, sd);
+            if (!counts(rp, ra) || !counts(rp, rb) || isnan(rp->facts[ra].acc[1]) || isnan(rp->facts[rb].acc[1])) continue;
+            if (seed_of) seed_of[k] = sd;
+            d[k++] = rp->facts[ra].acc[1] - rp->facts[rb].acc[1];
+        }
+    return k;
+}
+
+typedef struct { Interval iv; double p; } Test;     // a paired test: mean, 95% t-interval, sign-flip p
+
+static Test paired_test(const double *d, int n, uint64_t seed) { return (Test){ mean_t_interval(d, n), sign_flip_p(d, n, seed) }; }
+
+// +1 when a - b is above 0 (the 95% interval above 0 and p < 0.05), -1 when below, 0 when the
+// pairs cannot tell (the interval covers 0, or p >= 0.05, or fewer than 2 pairs)
+static int direction(const Test *x) {
+    if (x->iv.n < 2 || !(x->p < 0.05)) return 0;
+    return x->iv.lo > 0 ? 1 : x->iv.hi < 0 ? -1 : 0;
+}
+
+// "| N | mean | [lo, hi] | p |" of a test
+static void test_cells(FILE *md, const Test *x) {
+    fprintf(md, " %d |", x->iv.n);
+    if (x->iv.n) fprintf(md, " %+.1f |", x->iv.mean); else fprintf(md, " |");
+    if (x->iv.n >= 2) fprintf(md, " [%+.1f, %+.1f] |", x->iv.lo, x->iv.hi); else fprintf(md, " |");
+    if (x->iv.n) fprintf(md, " %.4g |", x->p); else fprintf(md, " |");
+}
+
+static void not_distinguishable(FILE *md, int n, const char *unit) {
+    if (n) fprintf(md, " not distinguishable with %d %s%s |\n", n, unit, n > 1 ? "s" : "");
+    else fprintf(md, " no %s where both runs fitted |\n", unit);
+}
+
+// For every two schemes, the paired test of their accuracy beyond training: per task (t0 = t,
+// t1 = t + 1, with the differences by seed) or pooled over every task (units: (task, seed) pairs).
+static void pair_table(const Report *rp, int t0, int t1) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int pooled = t1 - t0 > 1;
+    const char *unit = pooled ? "pair" : "seed";
+    fprintf(md, "Paired differences of accuracy beyond the training lengths (percentage points, a - b) over the %s "
+                "where both runs fitted: mean, 95%% t-interval, exact sign-flip p (two-sided); a difference counts "
+                "when the interval excludes 0 and p < 0.05.\n\n| a - b |%s %ss | mean | 95%% interval | p | verdict |\n"
+                "|---|%s---|---|---|---|---|\n", pooled ? "(task, seed) pairs" : "seeds", pooled ? "" : " by seed |", unit,
+            pooled ? "" : "---|");
+    double *d = xmalloc(sizeof(double) * c->n_tasks * c->n_seeds);
+    int *seed_of = xmalloc(sizeof(int) * c->n_tasks * c->n_seeds);
+    for (int a = 0; a < c->n_schemes; a++)
+        for (int b = a + 1; b < c->n_schemes; b++) {
+            int k = paired(rp, t0, t1, a, b, d, seed_of);
+            char name[160];
+            snprintf(name, sizeof name, "%s-%s", c->schemes[a].label, c->schemes[b].label);
+            Test x = paired_test(d, k, stream_seed(pooled ? "" : c->tasks[t0], name, 2));
+            fprintf(md, "| %s - %s |", c->schemes[a].label, c->schemes[b].label);
+            if (!pooled) {
+                for (int i = 0; i < k; i++) fprintf(md, "%s%lld: %+.1f", i ? ", " : " ", c->seeds[seed_of[i]], d[i]);
+                fprintf(md, " |");
+            }
+            test_cells(md, &x);
+            int dir = direction(&x);
+            if (dir) fprintf(md, " %s > %s |\n", c->schemes[dir > 0 ? a : b].label, c->schemes[dir > 0 ? b : a].label);
+            else not_distinguishable(md, k, unit);
+        }
+    fprintf(md, "\n");
+    free(d); free(seed_of);
+}
+
+// The NoPE paper's ranking among the fitted runs: per (task, seed) with at least two fitted runs,
+// rank them by accuracy on longer lengths (1 = best; ties share the better rank) into rp->rr.
+static void add_ranks(Report *rp, int t) {
     const Cfg *c = rp->c;
     for (int sd = 0; sd < c->n_seeds; sd++) {
-        int complete = 1;
-        for (int sc = 0; sc < c->n_schemes; sc++) complete &= !isnan(acc[sc][sd][1]);
-        if (!complete) continue;
+        double acc[MAX_ITEMS];
+        int ranked = 0;
         for (int sc = 0; sc < c->n_schemes; sc++) {
-            int rank = 1;
-            for (int k = 0; k < c->n_schemes; k++) rank += acc[k][sd][1] > acc[sc][sd][1];
-            rp->mrr[sc] += 1.0 / rank;
+            int ri = run_index(c, t, sc, sd);
+            acc[sc] = counts(rp, ri) ? rp->facts[ri].acc[1] : NAN;
+            ranked += !isnan(acc[sc]);
         }
-        rp->mrr_n++;
+        if (ranked < 2) continue;
+        for (int sc = 0; sc < c->n_schemes; sc++) {
+            if (isnan(acc[sc])) continue;
+            int rank = 1;
+            for (int k = 0; k < c->n_schemes; k++) rank += acc[k] > acc[sc];      // NAN compares false
+            rp->rr[((size_t)t * c->n_seeds + sd) * c->n_schemes + sc] = 1.0 / rank;
+        }
     }
 }
 
-// A task's section: the accuracy table (mean +- std over seeds), its ranks for the MRR, the
-// retrieval depth tables and the plot against length.
+// Accuracy against length: per scheme the mean over the fitted runs and its 95% bootstrap
+// interval (seeds, then instances) at each length, drawn as a band under the mean's line.
+static void plot_accuracy(Report *rp, int t, int train_max) {
+    const Cfg *c = rp->c;
+    char name[256], path[4200];
+    snprintf(name, sizeof name, "accuracy_%s", c->tasks[t]);
+    snprintf(path, sizeof path, "%s/%s.dat", c->out, name);
+    FILE *d = fopen(path, "w");
+    CHECK(d, "cannot write '%s'", path);
+    int lengths[MAX_LEN], nl = 0;
+    for (int i = 0; i < rp->rs.n; i++) {
+        const Row *r = &rp->rs.r[i];
+        if (rp->runs[r->run].task != t) continue;
+        int seen = 0;
+        for (int k = 0; k < nl; k++) seen |= lengths[k] == r->length;
+        if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
+    }
+    sort_ints(lengths, nl);
+    fprintf(d, "# length, then per scheme: mean, lo, hi (fraction; mean over the fitted runs, 95%% bootstrap interval)\n# length");
+    for (int sc = 0; sc < c->n_schemes; sc++) fprintf(d, " %s %s_lo %s_hi", c->schemes[sc].label, c->schemes[sc].label, c->schemes[sc].label);
+    fprintf(d, "\n");
+    SeedBuckets seeds[MAX_ITEMS];
+    for (int li = 0; li < nl; li++) {
+        fprintf(d, "%d", lengths[li]);
+        for (int sc = 0; sc < c->n_schemes; sc++) {
+            int k = fitted_buckets(rp, t, sc, 0, lengths[li], seeds);
+            Interval iv = bootstrap_accuracy(seeds, k, PLOT_RESAMPLES, stream_seed(c->tasks[t], c->schemes[sc].label, 100 + lengths[li]));
+            if (isnan(iv.mean)) fprintf(d, " NaN NaN NaN"); else fprintf(d, " %.6g %.6g %.6g", iv.mean, iv.lo, iv.hi);
+        }
+        fprintf(d, "\n");
+    }
+    fclose(d);
+    snprintf(path, sizeof path, "%s/%s.gp", c->out, name);
+    FILE *g = fopen(path, "w");
+    CHECK(g, "cannot write '%s'", path);
+    char title[256];
+    snprintf(title, sizeof title, "%s: accuracy against length (trained on <= %d; fitted runs: mean and 95%% bootstrap band)",
+             c->tasks[t], train_max);
+    gp_begin(g, name, title, "length", "accuracy");
+    fprintf(g, "set yrange [-0.02:1.02]\nset arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\nplot ", train_max + 0.5, train_max + 0.5);
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        int col = 2 + 3 * sc;
+        fprintf(g, "%s'%s.dat' using 1:%d:%d with filledcurves fs transparent solid 0.15 noborder lc rgb '%s' notitle, \\\n"
+                   "     '%s.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.5 lc rgb '%s' title '%s'",
+                sc ? ", \\\n     " : "", name, col + 1, col + 2, COLORS[sc % 10], name, col, COLORS[sc % 10], c->schemes[sc].label);
+    }
+    fprintf(g, "\n");
+    gp_again_svg(g, name);
+    fclose(g);
+    if (rp->plots) gnuplot(c->out, name, &rp->made);
+    fprintf(rp->md, "![accuracy](%s.png)\n\n", name);
+}
+
+// A task's section: the scheme table, the test pools, the degenerate runs, the paired tests, its
+// ranks for the MRR, the retrieval depth tables and the plot against length.
 static void task_section(Report *rp, int t) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
     int train_max = 0;
     for (int i = 0; i < rp->n && !train_max; i++) if (rp->runs[i].task == t && run_has_results(&rp->runs[i])) train_max = task_train_max(&rp->runs[i]);
-    fprintf(md, "## %s\n\nExact-match accuracy of the greedy answer (%%), mean +- std over %d seed%s; "
-                "in-distribution: lengths <= %d, longer: the rest up to the longest test length, all: every "
-                "test length with equal weight.\n\n"
-                "| scheme | in-distribution | longer than training | all lengths | per seed (longer) |\n|---|---|---|---|---|\n",
-            c->tasks[t], c->n_seeds, c->n_seeds > 1 ? "s" : "", train_max);
-    double acc[MAX_ITEMS][MAX_ITEMS][3];       // [scheme][seed][in-distribution, longer, all]
-    task_accuracies(rp, t, acc);
-    for (int sc = 0; sc < c->n_schemes; sc++) {
-        double x[3][MAX_ITEMS], m[3], s[3];
-        for (int o = 0; o < 3; o++) { for (int sd = 0; sd < c->n_seeds; sd++) x[o][sd] = acc[sc][sd][o]; mean_std(x[o], c->n_seeds, &m[o], &s[o]); }
-        fprintf(md, "| %s | %.1f +- %.1f | %.1f +- %.1f | %.1f +- %.1f | ", c->schemes[sc].label, m[0], s[0], m[1], s[1], m[2], s[2]);
-        for (int sd = 0; sd < c->n_seeds; sd++) fprintf(md, "%s%.1f", sd ? " " : "", acc[sc][sd][1]);
-        fprintf(md, " |\n");
-    }
-    add_ranks(rp, acc);
-    fprintf(md, "\n");
+    fprintf(md, "## %s\n\nExact-match accuracy of the greedy answer (%%) on unseen test instances, %d seed%s; "
+                "in-distribution: lengths <= %d, longer: the rest up to the longest test length, every instance "
+                "weighted equally. ", c->tasks[t], c->n_seeds, c->n_seeds > 1 ? "s" : "", train_max);
+    fit_sentence(rp, t, md);
+    fprintf(md, "Mean over the fitted runs with its 95%% bootstrap interval (%d resamples of the seeds, then of the "
+                "instances within each seed).\n\n", RESAMPLES);
+    scheme_table(rp, t);
+    pool_table(rp, t);
+    degenerate_list(rp, t);
+    if (c->n_schemes > 1) pair_table(rp, t, t + 1);
+    add_ranks(rp, t);
     depth_tables(c, &rp->rs, t, md);
-    plot_by_length(c, &rp->rs, t, train_max, 0, md, rp->plots, &rp->made);
+    plot_accuracy(rp, t, train_max);
 }
 
 // One perplexity table of text (mode 0: non-overlapping windows, 1: sliding): a row per scheme
@@ -444,17 +809,73 @@ static void text_section(Report *rp, int t) {
     }
     sort_ints(windows, nw);
     for (int mode = 0; mode < 2; mode++) ppl_table(rp, t, windows, nw, mode);
-    plot_by_length(c, &rp->rs, t, 0, context, rp->md, rp->plots, &rp->made);
+    plot_ppl(c, &rp->rs, context, rp->md, rp->plots, &rp->made);
 }
 
-// The mean reciprocal rank of each scheme across every task and seed.
+// The mean reciprocal rank of each scheme over the fitted runs of every task and seed, with its
+// bootstrap interval, and the runs it leaves out.
 static void mrr_table(const Report *rp) {
     const Cfg *c = rp->c;
-    fprintf(rp->md, "## Mean reciprocal rank\n\nThe NoPE paper's aggregate: for every task and seed the schemes are ranked by "
-                    "accuracy on lengths longer than training (1 = best, ties share the better rank); the table averages "
-                    "1/rank over %d task x seed configurations.\n\n| scheme | MRR |\n|---|---|\n", rp->mrr_n);
-    for (int sc = 0; sc < c->n_schemes; sc++) fprintf(rp->md, "| %s | %.3f |\n", c->schemes[sc].label, rp->mrr[sc] / rp->mrr_n);
+    int configs = 0, not_fitted = 0, alone = 0, missing = 0;
+    for (int t = 0; t < c->n_tasks; t++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            const double *rr = rp->rr + ((size_t)t * c->n_seeds + sd) * c->n_schemes;
+            int ranked = 0;
+            for (int sc = 0; sc < c->n_schemes; sc++) {
+                int ri = run_index(c, t, sc, sd);
+                ranked += !isnan(rr[sc]);
+                if (!run_has_results(&rp->runs[ri])) missing++;
+                else if (!counts(rp, ri)) not_fitted++;
+                else if (isnan(rr[sc])) alone++;
+            }
+            configs += ranked > 0;
+        }
+    fprintf(rp->md, "## Mean reciprocal rank\n\nThe NoPE paper's aggregate, over the fitted runs: for every task and seed the "
+                    "fitted runs are ranked by accuracy on lengths longer than training (1 = best, ties share the better rank); "
+                    "a scheme's MRR is its mean 1/rank over the %d task x seed configurations with at least two fitted runs, "
+                    "with a 95%% bootstrap interval (%d resamples of the seeds, each bringing all its tasks). Left out: %d "
+                    "run%s not fitted, %d fitted run%s with no other fitted run to rank against, %d run%s not finished.\n\n",
+            configs, RESAMPLES, not_fitted, not_fitted == 1 ? "" : "s", alone, alone == 1 ? "" : "s", missing, missing == 1 ? "" : "s");
+    if (!configs) return;
+    Interval *m = xcalloc(c->n_schemes, sizeof(Interval));
+    bootstrap_mrr(rp->rr, c->n_tasks, c->n_seeds, c->n_schemes, RESAMPLES, stream_seed("", "mrr", 3), m);
+    fprintf(rp->md, "| scheme | MRR | 95%% interval | configurations ranked in |\n|---|---|---|---|\n");
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        if (!m[sc].n) { fprintf(rp->md, "| %s | | | 0 |\n", c->schemes[sc].label); continue; }
+        fprintf(rp->md, "| %s | %.3f | [%.3f, %.3f] | %d |\n", c->schemes[sc].label, m[sc].mean, m[sc].lo, m[sc].hi, m[sc].n);
+    }
     fprintf(rp->md, "\n");
+    free(m);
+}
+
+// --claims: each claim "a > b" tested on the differences a - b pooled over every task, then per task.
+static void claims_section(const Report *rp) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    fprintf(md, "## Claims\n\nEach claim A>B says that A's accuracy beyond the training lengths exceeds B's. Over the (task, "
+                "seed) pairs where both runs fitted: the mean difference A - B (percentage points), its 95%% t-interval and "
+                "the exact sign-flip p (two-sided). Supported: the interval lies above 0 and p < 0.05; contradicted: it lies "
+                "below 0 and p < 0.05; otherwise not distinguishable with the pairs at hand.\n\n"
+                "| claim | over | pairs | mean A - B | 95%% interval | p | verdict |\n|---|---|---|---|---|---|---|\n");
+    double *d = xmalloc(sizeof(double) * c->n_tasks * c->n_seeds);
+    for (int k = 0; k < c->n_claims; k++) {
+        int a = c->claims[k][0], b = c->claims[k][1];
+        char name[160], claim[160];
+        snprintf(name, sizeof name, "%s-%s", c->schemes[a].label, c->schemes[b].label);     // pair_table's stream
+        snprintf(claim, sizeof claim, "%s>%s", c->schemes[a].label, c->schemes[b].label);
+        for (int t = -1; t < c->n_tasks; t++) {
+            if (t >= 0 && c->n_tasks == 1) break;                 // one task: the pooled row is that task
+            int n = t < 0 ? paired(rp, 0, c->n_tasks, a, b, d, NULL) : paired(rp, t, t + 1, a, b, d, NULL);
+            Test x = paired_test(d, n, stream_seed(t < 0 ? "" : c->tasks[t], name, 2));
+            fprintf(md, "| %s | %s |", t < 0 ? claim : "", t < 0 ? (c->n_tasks > 1 ? "all tasks" : c->tasks[0]) : c->tasks[t]);
+            test_cells(md, &x);
+            int dir = direction(&x);
+            if (dir) fprintf(md, " %s |\n", dir > 0 ? "supported" : "contradicted");
+            else not_distinguishable(md, n, "pair");
+        }
+    }
+    fprintf(md, "\n");
+    free(d);
 }
 
 // summary.md printed without its picture lines, and where the files are.
@@ -471,8 +892,16 @@ static void print_summary(const Cfg *c, int made) {
 
 void report(const Cfg *c, const Run *runs, int n) {
     Report rp = { .c = c, .runs = runs, .n = n };
-    read_results(c, runs, n, &rp.rs);
-    write_results_csv(c, runs, &rp.rs);
+    read_results(&rp);
+    write_results_csv(&rp);
+    if (!c->data) {
+        run_facts(&rp);
+        write_runs_csv(&rp);
+        rp.buf = xmalloc(sizeof(Bucket) * (rp.rs.n + 1));
+        size_t n_rr = (size_t)c->n_tasks * c->n_seeds * c->n_schemes;
+        rp.rr = xmalloc(sizeof(double) * n_rr);
+        for (size_t i = 0; i < n_rr; i++) rp.rr[i] = NAN;
+    }
 
     char path[4200];
     snprintf(path, sizeof path, "%s/summary.md", c->out);
@@ -482,14 +911,17 @@ void report(const Cfg *c, const Run *runs, int n) {
     if (!rp.plots) printf("gnuplot not found: apt-get install gnuplot-nox, then run this command again for the plots "
                           "(results.csv and summary.md are written; the .gp scripts are in %s)\n", c->out);
     else printf("plots:\n");
-    rp.mrr = xcalloc(c->n_schemes, sizeof(double));
     for (int t = 0; t < c->n_tasks; t++) {
         if (c->data) text_section(&rp, t); else task_section(&rp, t);
         plot_loss(c, runs, t, rp.md, rp.plots, &rp.made);
     }
-    if (!c->data && rp.mrr_n) mrr_table(&rp);
+    if (!c->data) {
+        if (c->n_tasks > 1 && c->n_schemes > 1) { fprintf(rp.md, "## Paired comparisons over all tasks\n\n"); pair_table(&rp, 0, c->n_tasks); }
+        mrr_table(&rp);
+        if (c->n_claims) claims_section(&rp);
+    }
     fclose(rp.md);
-    free(rp.mrr);
+    free(rp.rr); free(rp.buf); free(rp.facts); free(rp.row0); free(rp.nrow);
     free(rp.rs.r);
     print_summary(c, rp.made);
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# tests/test_compare.sh: ./compare end to end on a grid small enough for seconds: the folder it
-# writes, finished runs kept, a redone run bit-identical, text mode with RoPE extensions, the
-# message when gnuplot is missing, and bad input.
+# tests/test_compare.sh: the report alone (--report-only) on a hand-made grid, against numbers
+# computed by hand (fitted counts, intervals, pools, the degenerate flag, paired tests, MRR, claim
+# verdicts); then ./compare end to end on a grid small enough for seconds: the folder it writes,
+# finished runs kept, a redone run bit-identical, text mode with RoPE extensions, the message when
+# gnuplot is missing, and bad input.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -9,6 +11,110 @@ pass=0; fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 model="--layers 1 --heads 2 --dim 16 --batch 4 --log-every 1000"
+
+# ---- the report alone (--report-only) on a hand-made grid: 2 tasks x 3 schemes x 4 seeds.
+# copy: trained on lengths 1-4, tested to 8, 10 instances per length; length 3 has no test
+# instance; pools: 1-2 and 4 enumerated (10), 5-6 sampled from 500, 7-8 too many to enumerate.
+# rope seed 2 is not fitted; rope seed 3 gives one answer on all instances at lengths 5-8, on
+# 95% at length 1 and 94% at length 2 (degenerate at 1 and 5-8).
+# reverse: the same lengths without the gaps, and no fit line (no fit criterion).
+# Accuracy beyond training (%, lengths 5-8, 40 instances):
+#   copy     nope 75 70 90 50   alibi 50 60 40 60   rope 10 20(not fitted) 0 10
+#   reverse  nope 100 x4        alibi 50 x4         rope 0 x4
+fake="$tmp/fake"
+id_top() { [ "$2" = 1.0000 ] && [ $1 -le 2 ] && echo 0.9$((6 - $1))00 || echo 0.3000; }   # 0.95, 0.94 for the degenerate run
+fake_run() {   # task scheme seed ood_correct_of_40 fit_line id_correct(3 numbers) top_share_of_5-8
+  local task=$1 scheme=$2 seed=$3 ood=$4 fit=$5 id=$6 top=$7 d="$fake/runs/$1/$2/seed$3"
+  mkdir -p "$d"; : > "$d/done"
+  { echo "accuracy on $task (exact match of the greedy answer, 10 test instances per bucket; trained on lengths 1-4):"
+    [ -n "$fit" ] && echo "$fit"; } > "$d/train.log"
+  printf 'step,loss\n1,2.0\n2,1.5\n' > "$d/log.csv"
+  local f="$d/eval.csv" l c q=$((ood / 4)) r=$((ood % 4)) k=0
+  echo "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share" > "$f"
+  set -- $id
+  for l in 1 2 3 4; do
+    if [ $task = copy ] && [ $l = 3 ]; then echo "$task,$scheme,$seed,3,,id,0,0,,0,0,0," >> "$f"; continue; fi
+    c=$1; shift
+    echo "$task,$scheme,$seed,$l,,id,10,$c,$(awk "BEGIN{printf \"%.6f\", $c/10}"),0,10,10,$(id_top $l "$top")" >> "$f"
+  done
+  for l in 5 6 7 8; do
+    c=$q; [ $k -lt $r ] && c=$((q + 1)); k=$((k + 1))
+    local pool=10; [ $task = copy ] && { [ $l -le 6 ] && pool=500 || pool=; }
+    echo "$task,$scheme,$seed,$l,,ood,10,$c,$(awk "BEGIN{printf \"%.6f\", $c/10}"),0,$pool,10,$top" >> "$f"
+  done
+}
+FIT="fit: fitted at step 300: validation accuracy 0.9531 >= 0.9000"
+NOFIT="fit: not fitted in 500 steps: validation accuracy 0.4120 < 0.9000"
+seed=1; for k in 30 28 36 20; do fake_run copy nope $seed $k "$FIT" "10 10 10" 0.3000; seed=$((seed + 1)); done
+seed=1; for k in 20 24 16 24; do fake_run copy alibi $seed $k "$FIT" "10 10 10" 0.3000; seed=$((seed + 1)); done
+fake_run copy rope 1 4 "$FIT" "10 10 10" 0.3000
+fake_run copy rope 2 8 "$NOFIT" "5 4 3" 0.3000
+fake_run copy rope 3 0 "$FIT" "10 10 10" 1.0000
+fake_run copy rope 4 4 "$FIT" "10 10 10" 0.3000
+for seed in 1 2 3 4; do
+  fake_run reverse nope $seed 40 "" "10 10 10 10" 0.3000
+  fake_run reverse alibi $seed 20 "" "10 10 10 10" 0.3000
+  fake_run reverse rope $seed 0 "" "10 10 10 10" 0.3000
+done
+fake_cmd=(./compare --out "$fake" --task copy,reverse --schemes nope,alibi,rope --seeds 1,2,3,4 --train "$tmp/no-train" --report-only)
+"${fake_cmd[@]}" --claims 'nope>rope,alibi>nope' > "$tmp/logf" 2>&1 || { bad "--report-only on the hand-made grid failed:"; cat "$tmp/logf"; }
+s="$fake/summary.md"
+has() { grep -qF -- "$2" "$1" && ok || bad "$(basename "$1") lacks: $2"; }
+# fitted counts; in-distribution over the fitted runs (rope's unfitted 40% left out); per seed
+has "$s" "| nope | 4 of 4 | 100.0 [100.0, 100.0] |"
+has "$s" "| rope | 3 of 4 | 100.0 [100.0, 100.0] |"
+has "$s" "| 1: 10.0, 2: 20.0 (not fitted; in-distribution 40.0), 3: 0.0, 4: 10.0 |"
+has "$s" "| nope | 4 of 4 (no fit criterion) | 100.0 [100.0, 100.0] | 100.0 [100.0, 100.0] |"
+# pools: enumerated, no test instance, sampled from a known pool, too many to enumerate
+has "$s" "| 1-2 | 10 | 10 | every test instance |"
+has "$s" "| 3 | 0 | 0 | no test instance |"
+has "$s" "| 5-6 | 500 | 10 | sampled without replacement |"
+has "$s" "| 7-8 | too many to enumerate | 10 | sampled without replacement |"
+has "$s" "- rope seed 3: the same answer on >= 95% of instances at lengths 1, 5-8"
+grep -q "rope seed 1: the same" "$s" && bad "a run with top_share 0.3 is flagged degenerate" || ok
+# nope - alibi on copy: d = 25, 10, 50, -10; mean 18.75; sd^2 = 1918.75/3; t(3) = 3.1824:
+# [-21.5, 59.0]; p: |95 - 2S| >= 75 for 6 of 16 subsets S of {25,10,50,10}: 0.375
+has "$s" "| nope - alibi | 1: +25.0, 2: +10.0, 3: +50.0, 4: -10.0 | 4 | +18.8 | [-21.5, +59.0] | 0.375 | not distinguishable with 4 seeds |"
+# nope - rope on copy, seed 2 left out (rope not fitted): d = 65, 90, 40; interval [2.9, 127.1]
+# excludes 0 but p = 2/8 = 0.25: three seeds cannot tell
+has "$s" "| nope - rope | 1: +65.0, 3: +90.0, 4: +40.0 | 3 | +65.0 | [+2.9, +127.1] | 0.25 | not distinguishable with 3 seeds |"
+has "$s" "| nope - rope | 7 | +85.0 |"
+# MRR over the fitted runs: nope (3 x 1 + 1/2 + 4 x 1)/8, alibi (7 x 1/2 + 1)/8, rope 7 x 1/3
+has "$s" "over the 8 task x seed configurations"
+has "$s" "Left out: 1 run not fitted"
+has "$s" "| nope | 0.938 |"
+has "$s" "| alibi | 0.562 |"
+grep -q "^| rope | 0.333 | \[0.333, 0.333\] | 7 |" "$s" && ok || bad "summary.md: rope's MRR row"
+# claims: nope>rope pooled over 7 pairs all positive: p = 2/128; alibi>nope: 8 pairs, mean
+# -34.375, t(7) interval [-54.0, -14.7], p = 6/256 (|295 - 2S| >= 275 for S <= 10 or >= 285)
+has "$s" "| nope>rope | all tasks | 7 | +85.0 |"
+grep -q "^| nope>rope | all tasks | 7 | +85.0 | \[.*\] | 0.01562 | supported |" "$s" && ok || bad "summary.md: nope>rope not supported"
+has "$s" "| alibi>nope | all tasks | 8 | -34.4 | [-54.0, -14.7] | 0.02344 | contradicted |"
+has "$s" "|  | copy | 3 | +65.0 | [+2.9, +127.1] | 0.25 | not distinguishable with 3 pairs |"
+# runs.csv and results.csv
+r="$fake/runs.csv"
+has "$r" "task,scheme,seed,fitted,fit_step,val_accuracy,id_accuracy,ood_accuracy,degenerate_lengths"
+has "$r" "copy,nope,1,1,300,0.9531,1.000000,0.750000,"
+has "$r" "copy,rope,2,0,,0.4120,0.400000,0.200000,"
+has "$r" "copy,rope,3,1,300,0.9531,1.000000,0.000000,1 5-8"
+has "$r" "reverse,alibi,4,,,,1.000000,0.500000,"
+[ "$(wc -l < "$r")" = 25 ] && ok || bad "runs.csv: expected 24 runs"
+has "$fake/results.csv" "task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share"
+has "$fake/results.csv" "copy,nope,1,3,,id,0,0,,0,0,"
+has "$fake/results.csv" "copy,rope,3,5,,ood,10,0,0.000000,500,10,1.0000"
+has "$fake/results.csv" "copy,alibi,2,7,,ood,10,6,0.600000,,10,0.3000"
+# the plot's numbers: mean, lo, hi per scheme; nope at length 8 over seeds 7/10, 7/10, 9/10, 5/10
+grep -q "^# length nope nope_lo nope_hi alibi" "$fake/accuracy_copy.dat" && ok || bad "accuracy_copy.dat header"
+awk '$1 == 8 { exit !($2 == 0.7 && $3 < 0.7 && $4 > 0.7) }' "$fake/accuracy_copy.dat" && ok || bad "accuracy_copy.dat: nope at length 8"
+grep -q "filledcurves" "$fake/accuracy_copy.gp" && ok || bad "the accuracy plot has no band"
+# a missing run: reported without it, nothing trained; no finished run: refused
+rm "$fake/runs/copy/alibi/seed4/done"
+"${fake_cmd[@]}" > "$tmp/logf2" 2>&1 && ok || { bad "--report-only with a missing run failed:"; cat "$tmp/logf2"; }
+grep -q "23 of 24 runs finished" "$tmp/logf2" && ok || bad "--report-only does not say how many runs are finished"
+grep -q "| alibi | 3 of 3 |" "$fake/summary.md" && ok || bad "the unfinished run was reported"
+
+# ---- real training from here on: the task grids need ./train's eval.csv with the columns
+# pool,distinct,top_share
 
 # ---- a task grid: 2 schemes x 2 seeds
 out="$tmp/grid"
@@ -18,12 +124,12 @@ for s in nope alibi; do for seed in 1 2; do
   d="$out/runs/copy-repeat/$s/seed$seed"
   for f in done eval.csv log.csv model.ckpt train.log; do [ -f "$d/$f" ] || bad "missing $d/$f"; done
 done; done
-head -1 "$out/results.csv" | grep -q '^task,scheme,seed,length,depth,split,n,correct,accuracy$' && ok || bad "results.csv header"
+head -1 "$out/results.csv" | grep -q '^task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share$' && ok || bad "results.csv header"
 for s in nope alibi; do for seed in 1 2; do
   grep -q "^copy-repeat,$s,$seed,8,,ood," "$out/results.csv" && ok || bad "results.csv lacks $s seed $seed length 8"
 done; done
 grep -q "^| nope | " "$out/summary.md" && grep -q "^| alibi | " "$out/summary.md" && ok || bad "summary.md lacks a scheme row"
-grep -q "Mean reciprocal rank" "$out/summary.md" && grep -q "over 2 task x seed" "$out/summary.md" && ok || bad "summary.md lacks the MRR"
+grep -q "Mean reciprocal rank" "$out/summary.md" && grep -q "over the 2 task x seed" "$out/summary.md" && ok || bad "summary.md lacks the MRR"
 grep -q "in-distribution" "$out/summary.md" && ok || bad "summary.md lacks the in-distribution column"
 [ -f "$out/accuracy_copy-repeat.gp" ] && [ -f "$out/accuracy_copy-repeat.dat" ] && [ -f "$out/loss_copy-repeat.gp" ] && ok || bad "plot scripts missing"
 if command -v gnuplot > /dev/null; then
@@ -71,6 +177,8 @@ PATH="$tmp/nobin" ./compare --out "$out" --task copy-repeat --schemes nope,alibi
 grep -q "apt-get install gnuplot-nox" "$tmp/log5" && ok || bad "no install hint without gnuplot"
 
 # ---- bad input: a message naming the problem, non-zero exit
+mkdir -p "$tmp/old/runs/copy/nope/seed1"; : > "$tmp/old/runs/copy/nope/seed1/done"
+printf 'task,scheme,seed,length,depth,split,n,correct,accuracy,skipped\ncopy,nope,1,1,,id,5,5,1.000000,0\n' > "$tmp/old/runs/copy/nope/seed1/eval.csv"
 expect_fail() {
   local what=$1 needle=$2; shift 2
   if "$@" > "$tmp/o" 2> "$tmp/e"; then bad "$what: exit status 0"; return; fi
@@ -90,6 +198,18 @@ expect_fail "other settings in a finished grid" "made with other settings" ./com
   --schemes nope,alibi --seeds 1,2 --eval-per-length 4 --quiet -- $model --steps 3 --train-max 4 --test-max 8
 expect_fail "unreadable data" "cannot be read" ./compare --out "$tmp/x" --data "$tmp/missing.txt"
 expect_fail "extensions without text" "--rope-extensions applies" ./compare --out "$tmp/x" --task copy --rope-extensions yarn
+expect_fail "fit target without budget" "give --max-steps N after --" ./compare --out "$tmp/x" --task copy --fit-target 0.9 -- --steps 5
+expect_fail "fit target with --steps" "give --max-steps N instead of --steps" ./compare --out "$tmp/x" --task copy --fit-target 0.9 \
+  -- --max-steps 50 --steps 5
+expect_fail "fit target out of range" "--fit-target 90" ./compare --out "$tmp/x" --task copy --fit-target 90 -- --max-steps 50
+expect_fail "fit target after --" "set by ./compare" ./compare --out "$tmp/x" --task copy -- --fit-target 0.9 --max-steps 50
+expect_fail "fit target with text" "--fit-target applies to tasks" ./compare --out "$tmp/x" --data README.md --fit-target 0.9 -- --max-steps 5
+expect_fail "claim of an unknown scheme" "'rope' is not one of the schemes" ./compare --out "$tmp/x" --task copy --schemes nope,alibi --claims 'nope>rope'
+expect_fail "malformed claim" "write A>B" ./compare --out "$tmp/x" --task copy --schemes nope,alibi --claims 'nope<alibi'
+expect_fail "claim against itself" "with itself" ./compare --out "$tmp/x" --task copy --schemes nope,alibi --claims 'nope>nope'
+expect_fail "report-only without a folder" "--report-only" ./compare --out "$tmp/none" --task copy --report-only
+expect_fail "report-only without finished runs" "no finished run" ./compare --out "$tmp/fake" --task sort --schemes nope --report-only
+expect_fail "an eval.csv of another format" "expected 'task,scheme" ./compare --out "$tmp/old" --task copy --schemes nope --report-only
 expect_fail "a failing run" "failed" ./compare --out "$tmp/y" --task nosuchtask --schemes nope --quiet -- $model --steps 1
 grep -q "is not a task" "$tmp/y/runs/nosuchtask/nope/seed1/train.log" && ok || bad "the failing run's train.log lacks the reason"
 

@@ -1,0 +1,168 @@
+// tests/test_stats.c: stats.c against known values and hand-computed small cases: t quantiles,
+// a t-interval, exact sign-flip p-values (and the Monte Carlo beyond 24 pairs), the binomial
+// sampler's distribution, percentiles, and the seed x instance and MRR bootstraps.
+#include "stats.h"
+#include "tests/testutil.h"
+
+static void test_t(void) {
+    const int df[] = { 1, 2, 5, 10, 30, 100 };
+    const double t[] = { 12.706, 4.303, 2.571, 2.228, 2.042, 1.984 };
+    for (int i = 0; i < 6; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "t(0.975, %d)", df[i]);
+        EXPECT_NEAR(t_quantile_975(df[i]), t[i], 5e-4, 0, what);
+    }
+    // the expansion where the table ends and beyond (R: qt(0.975, c(31, 40)))
+    EXPECT_NEAR(t_quantile_975(31), 2.039513446, 1e-7, 0, "t(0.975, 31)");
+    EXPECT_NEAR(t_quantile_975(40), 2.021075383, 1e-7, 0, "t(0.975, 40)");
+    EXPECT(isnan(t_quantile_975(0)), "t with 0 degrees of freedom is NAN");
+}
+
+static void test_t_interval(void) {
+    // {1,2,3,4,5}: mean 3, sd sqrt(2.5), se sqrt(0.5), t(0.975, 4) = 2.776445105
+    const double x[] = { 1, 2, 3, 4, 5 };
+    Interval iv = mean_t_interval(x, 5);
+    double half = 2.776445105 * sqrt(0.5);
+    EXPECT_NEAR(iv.mean, 3, 1e-12, 0, "mean");
+    EXPECT_NEAR(iv.lo, 3 - half, 1e-8, 0, "t-interval lo");
+    EXPECT_NEAR(iv.hi, 3 + half, 1e-8, 0, "t-interval hi");
+    EXPECT(iv.n == 5, "n");
+    // {+17.4, +15.1, -5.2} (issue 17's NoPE - ALiBi): mean 9.1, sd 12.432, t(2) = 4.302652730
+    const double d[] = { 17.4, 15.1, -5.2 };
+    iv = mean_t_interval(d, 3);
+    double sd = sqrt(((17.4 - 9.1) * (17.4 - 9.1) + (15.1 - 9.1) * (15.1 - 9.1) + (5.2 + 9.1) * (5.2 + 9.1)) / 2);
+    EXPECT_NEAR(iv.hi - iv.mean, 4.302652730 * sd / sqrt(3), 1e-8, 0, "3-seed half width");
+    EXPECT(iv.lo < 0 && iv.hi > 0, "the 3-seed interval covers 0");
+    iv = mean_t_interval(x, 1);
+    EXPECT(iv.mean == 1 && isnan(iv.lo) && isnan(iv.hi), "one value: a mean, no interval");
+}
+
+static double binom_cdf_half(int n, int k) {     // P(Binomial(n, 1/2) <= k)
+    double c = 1, s = 0;
+    for (int i = 0; i <= k; i++) { s += c; c = c * (n - i) / (i + 1); }
+    return s / pow(2, n);
+}
+
+static void test_sign_flip(void) {
+    // {1,2,3}: the sums of the 8 patterns are +-6, +-4, +-2, 0, 0: |sum| >= 6 twice
+    EXPECT_NEAR(sign_flip_p((const double[]){ 1, 2, 3 }, 3, 1), 0.25, 1e-15, 0, "p of {1,2,3}");
+    EXPECT_NEAR(sign_flip_p((const double[]){ 1, -1 }, 2, 1), 1.0, 1e-15, 0, "p of {1,-1}");
+    // {2,3,-1,4}: observed 8; a pattern negating a subset of sum S has |10 - 2S| >= 8 iff
+    // S <= 1 or S >= 9: {}, {1}, {2,3,4}, {1,2,3,4}: 4 of 16
+    EXPECT_NEAR(sign_flip_p((const double[]){ 2, 3, -1, 4 }, 4, 1), 0.25, 1e-15, 0, "p of {2,3,-1,4}");
+    // {1,2,3,-4}: observed 2; |10 - 2S| < 2 only for S = 5 ({1,4}, {2,3}): 14 of 16
+    EXPECT_NEAR(sign_flip_p((const double[]){ 1, 2, 3, -4 }, 4, 1), 0.875, 1e-15, 0, "p of {1,2,3,-4}");
+    // five positive differences: only the two one-signed patterns: 2 / 32
+    EXPECT_NEAR(sign_flip_p((const double[]){ 1, 2, 3, 4, 5 }, 5, 1), 0.0625, 1e-15, 0, "p of {1..5}");
+    EXPECT_NEAR(sign_flip_p((const double[]){ 0.1, 0.2, 0.3 }, 3, 1), 0.25, 1e-15, 0, "ties despite rounding");
+    EXPECT_NEAR(sign_flip_p((const double[]){ 0, 0, 0 }, 3, 1), 1.0, 1e-15, 0, "all zero: p 1");
+    EXPECT(isnan(sign_flip_p(NULL, 0, 1)), "no pairs: NAN");
+    // 24 ones: exact, 2 / 2^24
+    double d[30];
+    for (int i = 0; i < 30; i++) d[i] = 1;
+    EXPECT_NEAR(sign_flip_p(d, 24, 1), 2.0 / 16777216, 1e-20, 0, "p of 24 ones (exact)");
+    // beyond 24: Monte Carlo. 26 values of +-1 (16 up, 10 down): the sum is 26 - 2m with
+    // m ~ Binomial(26, 1/2) minus signs; |sum| >= 6 iff m <= 10 or m >= 16
+    for (int i = 0; i < 26; i++) d[i] = i < 16 ? 1 : -1;
+    double exact = 2 * binom_cdf_half(26, 10);
+    EXPECT_NEAR(sign_flip_p(d, 26, 7), exact, 0.003, 0, "Monte Carlo p of 26 values");
+    EXPECT(sign_flip_p(d, 26, 7) == sign_flip_p(d, 26, 7), "Monte Carlo p is deterministic given the seed");
+    for (int i = 0; i < 30; i++) d[i] = 1;
+    double p = sign_flip_p(d, 30, 3);
+    EXPECT(p > 0 && p <= 3e-6, "Monte Carlo p of 30 ones is about 1/(1e6+1), got %g", p);
+}
+
+static void test_binomial(void) {
+    Rng r;
+    rng_seed(&r, 11);
+    const int ns[] = { 50, 1000, 7 };
+    const double ps[] = { 0.3, 0.7, 0.5 };
+    for (int c = 0; c < 3; c++) {
+        int n = ns[c], draws = 200000;
+        double p = ps[c], s = 0, q = 0, mean = n * p, var = n * p * (1 - p);
+        for (int i = 0; i < draws; i++) { int k = binomial_draw(&r, n, p); s += k; q += (double)k * k; }
+        double m = s / draws, v = q / draws - m * m;
+        char what[64];
+        snprintf(what, sizeof what, "Binomial(%d, %.1f) mean", n, p);
+        EXPECT_NEAR(m, mean, 5 * sqrt(var / draws), 0, what);
+        snprintf(what, sizeof what, "Binomial(%d, %.1f) variance", n, p);
+        EXPECT_NEAR(v, var, 5 * var * sqrt(2.0 / draws), 0, what);
+    }
+    // Binomial(3, 1/2): 1/8, 3/8, 3/8, 1/8
+    int count[4] = { 0 };
+    for (int i = 0; i < 80000; i++) count[binomial_draw(&r, 3, 0.5)]++;
+    for (int k = 0; k < 4; k++) EXPECT_NEAR(count[k] / 80000.0, (k == 0 || k == 3 ? 1 : 3) / 8.0, 0.01, 0, "Binomial(3, 1/2) pmf");
+    EXPECT(binomial_draw(&r, 9, 0) == 0 && binomial_draw(&r, 9, 1) == 9 && binomial_draw(&r, 0, 0.5) == 0, "edges");
+}
+
+static void test_percentile(void) {
+    double x[] = { 4, 1, 3, 2 };
+    EXPECT_NEAR(percentile(x, 4, 0.5), 2.5, 1e-15, 0, "median of 1..4");
+    EXPECT_NEAR(percentile(x, 4, 0), 1, 1e-15, 0, "0th percentile");
+    EXPECT_NEAR(percentile(x, 4, 1), 4, 1e-15, 0, "100th percentile");
+    EXPECT_NEAR(percentile(x, 4, 0.25), 1.75, 1e-15, 0, "25th percentile");
+}
+
+static void test_bootstrap(void) {
+    // every seed 100%: [1, 1]
+    Bucket a[] = { { 10, 10 }, { 5, 5 }, { 0, 0 } }, b[] = { { 20, 20 } };
+    SeedBuckets all[] = { { a, 3 }, { b, 1 }, { a, 2 } };
+    Interval iv = bootstrap_accuracy(all, 3, 10000, 1);
+    EXPECT(iv.mean == 1 && iv.lo == 1 && iv.hi == 1 && iv.n == 3, "degenerate bootstrap: [%g, %g] mean %g", iv.lo, iv.hi, iv.mean);
+    // a run's accuracy weighs every instance the same
+    Bucket c[] = { { 10, 5 }, { 30, 30 } };
+    EXPECT_NEAR(seed_accuracy(&(SeedBuckets){ c, 2 }), 35.0 / 40, 1e-15, 0, "pooled accuracy of a run");
+    // two seeds, 0% and 100%, one instance each: the inner draw is fixed, the outer gives means
+    // 0, 0.5, 1 with probabilities 1/4, 1/2, 1/4; 2.5 and 97.5 percentiles 0 and 1
+    Bucket zero[] = { { 1, 0 } }, one[] = { { 1, 1 } };
+    SeedBuckets two[] = { { zero, 1 }, { one, 1 } };
+    Rng r;
+    rng_seed(&r, 5);
+    double draws[10000];
+    EXPECT(bootstrap_accuracy_draws(two, 2, 10000, &r, draws) == 2, "two seeds used");
+    int k0 = 0, kh = 0, k1 = 0;
+    for (int i = 0; i < 10000; i++) { k0 += draws[i] == 0; kh += draws[i] == 0.5; k1 += draws[i] == 1; }
+    EXPECT(k0 + kh + k1 == 10000, "every draw is 0, 0.5 or 1");
+    EXPECT_NEAR(k0 / 10000.0, 0.25, 0.02, 0, "P(both 0%)");
+    EXPECT_NEAR(kh / 10000.0, 0.5, 0.02, 0, "P(one each)");
+    iv = bootstrap_accuracy(two, 2, 10000, 1);
+    EXPECT(iv.mean == 0.5 && iv.lo == 0 && iv.hi == 1, "0%%/100%% bootstrap: [%g, %g] mean %g", iv.lo, iv.hi, iv.mean);
+    // one seed, 50 of 100: the inner level alone, Binomial(100, 1/2)'s 2.5/97.5 percentiles 40/60
+    Bucket half[] = { { 100, 50 } };
+    iv = bootstrap_accuracy(&(SeedBuckets){ half, 1 }, 1, 10000, 3);
+    EXPECT(iv.lo >= 0.39 && iv.lo <= 0.41 && iv.hi >= 0.59 && iv.hi <= 0.61, "instance bootstrap: [%g, %g]", iv.lo, iv.hi);
+    Interval again = bootstrap_accuracy(&(SeedBuckets){ half, 1 }, 1, 10000, 3);
+    EXPECT(again.lo == iv.lo && again.hi == iv.hi, "deterministic given the seed");
+    iv = bootstrap_accuracy(&(SeedBuckets){ a + 2, 1 }, 1, 100, 3);
+    EXPECT(iv.n == 0 && isnan(iv.mean), "no instances: no interval");
+}
+
+static void test_mrr(void) {
+    // 1 task, 2 seeds, 2 schemes: seed 1 ranks them (1, 1/2), seed 2 (1/2, 1). Resamples: both
+    // seed 1 (1/4): MRR 1 and 0.5; mixed (1/2): 0.75; both seed 2 (1/4): 0.5 and 1.
+    double rr[] = { 1, 0.5, 0.5, 1 };
+    Interval out[2];
+    bootstrap_mrr(rr, 1, 2, 2, 10000, 1, out);
+    for (int s = 0; s < 2; s++) {
+        EXPECT_NEAR(out[s].mean, 0.75, 1e-15, 0, "observed MRR");
+        EXPECT(out[s].lo == 0.5 && out[s].hi == 1 && out[s].n == 2, "MRR interval [%g, %g] n %d", out[s].lo, out[s].hi, out[s].n);
+    }
+    // 2 tasks x 3 seeds x 1 scheme, unranked entries left out; seed s brings both its tasks
+    double rr2[] = { 1, NAN, 0.5,  /* task 2 */ 0.5, 1, NAN };
+    Interval m;
+    bootstrap_mrr(rr2, 2, 3, 1, 4000, 2, &m);
+    EXPECT_NEAR(m.mean, 3.0 / 4, 1e-15, 0, "MRR over the ranked entries");
+    EXPECT(m.n == 4, "4 ranked configurations, got %d", m.n);
+    EXPECT(m.lo >= 0.5 && m.hi <= 1 && m.lo < m.hi, "MRR interval within the values: [%g, %g]", m.lo, m.hi);
+}
+
+int main(void) {
+    test_t();
+    test_t_interval();
+    test_sign_flip();
+    test_binomial();
+    test_percentile();
+    test_bootstrap();
+    test_mrr();
+    return test_summary("test_stats");
+}
