@@ -100,6 +100,7 @@ test: all
 	OMP_NUM_THREADS=2 ./tests/test_eval
 	./tests/test_cli.sh
 	./tests/test_resume.sh
+	./tests/test_fit.sh
 	./tests/test_compare.sh
 	./tests/test_torch.sh
 	./tests/test_rules.sh
