@@ -103,6 +103,7 @@ test: all
 	./tests/test_stats
 	./tests/test_cli.sh
 	./tests/test_resume.sh
+	./tests/test_fit.sh
 	./tests/test_compare.sh
 	./tests/test_torch.sh
 	./tests/test_rules.sh

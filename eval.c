@@ -74,37 +74,93 @@ void task_exact_match(GPT *m, int *const *inst, const int *len, const int *plen,
     batch_free(&b);
 }
 
+int task_set_exact_match(GPT *m, const TaskSet *s, int *ok) {
+    int **inst = xmalloc(sizeof(int *) * (size_t)(s->count > 0 ? s->count : 1));
+    for (int i = 0; i < s->count; i++) inst[i] = s->tokens + (size_t)i * s->stride;
+    task_exact_match(m, inst, s->len, s->prompt_len, s->count, ok);
+    int correct = 0;
+    for (int i = 0; i < s->count; i++) correct += ok[i] == 1;
+    free(inst);
+    return correct;
+}
+
+// An answer with its hash, for sorting equal answers together.
+typedef struct {
+    uint64_t h;
+    const int *tok;
+    int len;
+} Answer;
+
+static int cmp_answer(const void *x, const void *y) {
+    const Answer *a = x, *b = y;
+    if (a->h != b->h) return a->h < b->h ? -1 : 1;
+    if (a->len != b->len) return a->len < b->len ? -1 : 1;
+    return memcmp(a->tok, b->tok, sizeof(int) * (size_t)a->len);
+}
+
+double task_top_share(const int *const *answers, const int *len, int count) {
+    if (count == 0) return NAN;
+    Answer *a = xmalloc(sizeof(Answer) * (size_t)count);
+    for (int i = 0; i < count; i++) {
+        uint64_t h = 14695981039346656037ull;   // FNV-1a 64 of the tokens
+        for (int t = 0; t < len[i]; t++) { h ^= (uint64_t)answers[i][t]; h *= 1099511628211ull; }
+        a[i] = (Answer){ h, answers[i], len[i] };
+    }
+    qsort(a, (size_t)count, sizeof *a, cmp_answer);
+    int best = 1;
+    for (int i = 0, run = 1; i + 1 < count; i++) {          // runs of equal answers
+        run = cmp_answer(&a[i], &a[i + 1]) == 0 ? run + 1 : 1;
+        if (run > best) best = run;
+    }
+    free(a);
+    return (double)best / count;
+}
+
+// The greedy answers of a set's instances that ran (ok[i] >= 0): a correct one's answer is its
+// target; a wrong one is decoded (KV cache) for at most the target's tokens + 1. Returns the share
+// of the most common.
+static double answer_top_share(GPT *m, const TaskSet *s, const int *ok) {
+    int **ans = xmalloc(sizeof(int *) * (size_t)(s->count > 0 ? s->count : 1));
+    int *alen = xmalloc(sizeof(int) * (size_t)(s->count > 0 ? s->count : 1)), k = 0;
+    int *buf = xmalloc(sizeof(int) * (size_t)(s->count > 0 ? s->count : 1) * (size_t)(s->stride + 1));
+    for (int i = 0; i < s->count; i++) {
+        if (ok[i] < 0) continue;
+        const int *inst = s->tokens + (size_t)i * s->stride;
+        int target = s->len[i] - s->prompt_len[i];
+        ans[k] = buf + (size_t)k * (s->stride + 1);
+        if (ok[i]) { memcpy(ans[k], inst + s->prompt_len[i], sizeof(int) * (size_t)target); alen[k] = target; }
+        else alen[k] = greedy_decode(m, inst, s->prompt_len[i], target + 1, '\n', ans[k]);
+        k++;
+    }
+    double share = task_top_share((const int *const *)ans, alen, k);
+    free(ans); free(alen); free(buf);
+    return share;
+}
+
 int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, TaskScore *out, int cap, int progress) {
     int lengths[EVAL_MAX_LENGTHS]; double depths[TASK_MAX_DEPTHS];
     int nl = task_test_lengths(c, lengths, EVAL_MAX_LENGTHS), nd = task_test_depths(c, depths, TASK_MAX_DEPTHS);
-    int **inst = xmalloc(sizeof(int *) * (size_t)per_length);
-    int *len = xmalloc(sizeof(int) * (size_t)per_length), *plen = xmalloc(sizeof(int) * (size_t)per_length);
-    int *ok = xmalloc(sizeof(int) * (size_t)per_length);
+    int *ok = xmalloc(sizeof(int) * (size_t)(per_length > 0 ? per_length : 1));
     int nb = 0;
     for (int li = 0; li < nl; li++) {
-        int n = lengths[li], maxtok = task_max_tokens(c, n);
+        int n = lengths[li];
         for (int di = 0; di < nd; di++) {
             // each bucket has its own stream: its instances do not depend on the other buckets
-            Rng rng;
-            rng_seed(&rng, seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(n * TASK_MAX_DEPTHS + di + 1)));
-            int count = 0;
-            for (int i = 0; i < per_length; i++) {
-                inst[count] = xmalloc(sizeof(int) * (size_t)maxtok);
-                len[count] = task_instance(c, n, depths[di], TASK_TEST, &rng, inst[count], maxtok, &plen[count]);
-                if (len[count] > 0) count++; else { free(inst[count]); break; }   // no test instance of this length
-            }
-            if (count == 0) continue;
+            TaskSet set;
+            task_eval_set(c, n, depths[di], TASK_TEST, per_length,
+                          seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(n * TASK_MAX_DEPTHS + di + 1)), &set);
             CHECK(nb < cap, "internal: more than %d evaluation buckets", cap);
             TaskScore *s = &out[nb++];
             memset(s, 0, sizeof *s);
-            s->length = n; s->depth = depths[di]; s->ood = n > c->train_max;
-            task_exact_match(m, inst, len, plen, count, ok);
-            for (int i = 0; i < count; i++) {
+            s->length = n; s->depth = depths[di]; s->ood = n > c->train_max; s->pool = set.pool;
+            task_set_exact_match(m, &set, ok);
+            for (int i = 0; i < set.count; i++) {
                 if (ok[i] < 0) { s->skipped++; continue; }
                 s->n++;
                 s->correct += ok[i];
             }
-            for (int i = 0; i < count; i++) free(inst[i]);
+            s->top_share = answer_top_share(m, &set, ok);
+            task_set_free(&set);
             if (progress) {
                 fprintf(stderr, "\reval: length %d/%d", n, lengths[nl - 1]);
                 fflush(stderr);
@@ -112,7 +168,7 @@ int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, Ta
         }
     }
     if (progress) fprintf(stderr, "\n");
-    free(inst); free(len); free(plen); free(ok);
+    free(ok);
     return nb;
 }
 
@@ -128,13 +184,17 @@ void task_scores_write(const char *path, const char *task, const char *scheme, l
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     CHECK(f, "cannot write '%s'; check that its folder exists and is writable", tmp);
-    fprintf(f, "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped\n");
+    fprintf(f, "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share\n");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s,%s,%lld,%d,", task, scheme, seed, s[i].length);
         if (s[i].depth >= 0) fprintf(f, "%.4g", s[i].depth);
         fprintf(f, ",%s,%d,%d,", s[i].ood ? "ood" : "id", s[i].n, s[i].correct);
         if (s[i].n + s[i].skipped) fprintf(f, "%.6f", (double)s[i].correct / (s[i].n + s[i].skipped));
-        fprintf(f, ",%d\n", s[i].skipped);
+        fprintf(f, ",%d,", s[i].skipped);
+        if (s[i].pool >= 0) fprintf(f, "%lld", s[i].pool);
+        fprintf(f, ",%d,", s[i].n + s[i].skipped);
+        if (s[i].n) fprintf(f, "%.4f", s[i].top_share);
+        fprintf(f, "\n");
     }
     CHECK(fclose(f) == 0 && rename(tmp, path) == 0, "cannot write '%s' (disk full?)", path);
 }

@@ -7,6 +7,11 @@
 // the target's next token: the two are the same test, and the second runs many instances in one
 // batched forward pass. greedy_decode (the KV-cache path) exists to check that equivalence and to
 // show the model's actual outputs (tests/test_eval.c compares both on every scheme).
+//
+// The instances of a bucket are distinct (task_eval_set): every test instance of the length when
+// there are at most per_length, else per_length of them without replacement. Besides accuracy, a
+// bucket records how concentrated the model's answers are (top_share): a model whose answer does
+// not depend on the input gives the same answer to (nearly) every instance.
 #ifndef EVAL_H
 #define EVAL_H
 
@@ -21,15 +26,31 @@ typedef struct {
     int length;        // the task length n of the bucket
     double depth;      // retrieval: the key's relative depth; other tasks: -1
     int ood;           // 1 when length > train_max (longer than training)
-    int n;             // instances evaluated
+    int n;             // instances evaluated (0 when the length has no test instance)
     int correct;       // exact matches
     int skipped;       // instances the model cannot take (longer than a learned position table)
+    long long pool;    // test instances of the length (and depth); -1 when not enumerable
+    double top_share;  // fraction of the n instances whose greedy answer is the most common one; NAN when n = 0
 } TaskScore;
 
-// Evaluates per_length test instances at every test length (x depth) of c, drawn from a stream
-// seeded by seed (the same instances for every model given the same seed). Fills out (at most cap
-// buckets) and returns the number of buckets. progress: print one line per length to stderr.
+// A top_share at or above this, over at least TOP_SHARE_MIN_N instances, flags a degenerate run:
+// its answers do not depend on the input.
+#define TOP_SHARE_FLAG 0.95
+#define TOP_SHARE_MIN_N 10
+
+// Evaluates up to per_length distinct test instances at every test length (x depth) of c, chosen
+// by a stream seeded by seed (the same instances for every model given the same seed). Fills out
+// (at most cap buckets; a bucket for every length and depth, empty ones included) and returns the
+// number of buckets. progress: print one line per length to stderr.
 int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, TaskScore *out, int cap, int progress);
+
+// Exact match of every instance of a set (as task_exact_match, into ok, (s->count,)); returns the
+// number correct.
+int task_set_exact_match(GPT *m, const TaskSet *s, int *ok);
+
+// The share of the most common of `count` answers (answers[i], len[i] tokens each; equal when their
+// tokens are); NAN when count is 0.
+double task_top_share(const int *const *answers, const int *len, int count);
 
 // Exact match of each instance (tokens inst[i], len[i] of them, the first plen[i] the prompt):
 // ok[i] = 1 when greedy decoding reproduces the target, 0 when not, -1 when the instance is longer
@@ -45,8 +66,9 @@ int greedy_decode(GPT *m, const int *prompt, int np, int max_new, int stop, int 
 int argmax_token(const real *logits, int V);
 
 // Writes the scores as CSV through PATH.tmp and a rename. Columns:
-//   task,scheme,seed,length,depth,split,n,correct,accuracy,skipped
-// split is "id" or "ood"; depth is empty for tasks without one.
+//   task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share
+// split is "id" or "ood"; depth is empty for tasks without one; pool is empty when not enumerable;
+// distinct = n + skipped (the instances asked, each once); top_share (%.4f) is empty when n = 0.
 void task_scores_write(const char *path, const char *task, const char *scheme, long long seed,
                        const TaskScore *s, int n);
 // Mean accuracy over the in-distribution (ood = 0) or longer (ood = 1) buckets, every bucket

@@ -32,6 +32,7 @@
 static const uint64_t TASK_DATA_SALT = 0x7A5C0FFEEull;    // a --task's training instances: seed ^ salt
 static const uint64_t SHOW_SALT = 77;                    // --show's examples: seed + salt (+ 1 at the test length)
 static const uint64_t ATTENTION_MAP_SALT = 4242;         // --attention-map's task instance: seed + salt
+static const uint64_t FIT_SALT = 0xF17F17ull;             // --fit-target's validation instances: (seed ^ salt) + length
 
 // ----------------------------------------------------------------------------------------------
 // data
@@ -227,6 +228,7 @@ static void setup_task(Args *a, TaskConfig *tc) {
     else if (o->train_max) tc->test_max = tc->train_max * (ti->test_max / ti->train_max);
     if (o->distractors >= 0) tc->distractors = o->distractors;
     if (o->depths) tc->n_depths = o->depths;
+    if (o->alphabet) tc->alphabet = o->alphabet;                 // task_check refuses it for a task without symbols
     CHECK(task_check(tc, msg, sizeof msg), "%s", msg);
     CHECK(id == task_find("retrieval") || (!flag_set(a, "distractors") && !flag_set(a, "depths")),
           "--distractors and --depths apply to --task retrieval, not %s", o->task);
@@ -242,17 +244,41 @@ static void setup_task(Args *a, TaskConfig *tc) {
 }
 
 
+// The lengths whose answers are (nearly) all the same: a line naming them, or nothing.
+static void print_degenerate(const TaskScore *s, int n) {
+    int flagged = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i].n < TOP_SHARE_MIN_N || !(s[i].top_share >= TOP_SHARE_FLAG)) continue;
+        if (!flagged++) printf("warning: the same greedy answer for >= %.0f%% of the instances (an answer that does not "
+                               "depend on the input) at", 100 * TOP_SHARE_FLAG);
+        if (s[i].depth >= 0) printf(" len %d depth %.2f (%.0f%%)", s[i].length, s[i].depth, 100 * s[i].top_share);
+        else printf(" len %d (%.0f%%)", s[i].length, 100 * s[i].top_share);
+    }
+    if (flagged) printf("\n");
+}
+
 static void print_task_scores(const TaskConfig *tc, const TaskScore *s, int n, int per_length) {
     const TaskInfo *ti = task_info(tc->task);
-    printf("accuracy on %s (exact match of the greedy answer, %d test instances per bucket; trained on lengths %d-%d):\n",
+    printf("accuracy on %s (exact match of the greedy answer, up to %d distinct test instances per bucket; trained on lengths %d-%d):\n",
            ti->name, per_length, tc->train_min, tc->train_max);
     for (int i = 0; i < n; i++) {
-        double acc = 100.0 * s[i].correct / (s[i].n + s[i].skipped);    // skipped instances count as wrong
-        if (s[i].depth >= 0) printf("  len %4d depth %.2f %s %5.1f%%", s[i].length, s[i].depth, s[i].ood ? "*" : " ", acc);
-        else printf("  len %3d%s %5.1f%%", s[i].length, s[i].ood ? "*" : " ", acc);
+        int asked = s[i].n + s[i].skipped;
+        if (s[i].depth >= 0) printf("  len %4d depth %.2f %s", s[i].length, s[i].depth, s[i].ood ? "*" : " ");
+        else printf("  len %3d%s", s[i].length, s[i].ood ? "*" : " ");
+        if (asked) printf(" %5.1f%%", 100.0 * s[i].correct / asked);    // skipped instances count as wrong
+        else printf("   none");
         if (s[i].skipped) printf(" (%d past the position table: wrong)", s[i].skipped);
         if ((i + 1) % (s[i].depth >= 0 || s[i].skipped ? 3 : 6) == 0 || i + 1 == n) printf("\n");
     }
+    int few = 0;                                                  // buckets with fewer than asked
+    for (int i = 0; i < n; i++) {
+        if (s[i].n + s[i].skipped >= per_length) continue;
+        if (!few++) printf("fewer than %d test instances (all there are):", per_length);
+        if (s[i].depth >= 0) printf(" len %d depth %.2f: %d", s[i].length, s[i].depth, s[i].n + s[i].skipped);
+        else printf(" len %d: %d", s[i].length, s[i].n + s[i].skipped);
+    }
+    if (few) printf("\n");
+    print_degenerate(s, n);
     double id = task_accuracy(s, n, 0), ood = task_accuracy(s, n, 1);
     printf("in-distribution (len <= %d): %.1f%% | longer (* len %d-%d): ", tc->train_max, 100 * id, tc->train_max + 1, tc->test_max);
     if (isnan(ood)) printf("none\n"); else printf("%.1f%%\n", 100 * ood);
@@ -275,12 +301,12 @@ static void show_examples(GPT *m, const TaskConfig *tc, int count, uint64_t seed
             int ok = got == len - np;
             for (int t = 0; t < got && ok; t++) ok = out[t] == inst[np + t];
             printf("%s ", ok ? "ok  " : "FAIL");
-            for (int t = 0; t < np; t++) putchar(inst[t]);
+            task_print_tokens(stdout, inst, np);
             printf(" expected ");
-            for (int t = np; t < len - 1; t++) putchar(inst[t]);
+            task_print_tokens(stdout, inst + np, len - 1 - np);
             printf(" got ");
             if (got == 0 || (got == 1 && out[0] == '\n')) printf("(nothing)");
-            for (int t = 0; t < got; t++) if (out[t] != '\n') putchar(out[t] >= 32 && out[t] < 127 ? out[t] : '?');
+            for (int t = 0; t < got; t++) if (out[t] != '\n') task_print_tokens(stdout, &out[t], 1);
             printf("\n");
         }
         free(inst); free(out);
@@ -303,6 +329,44 @@ static void evaluate_task(GPT *m, const TaskConfig *tc, const Options *o) {
         free(s);
     }
     if (o->show) show_examples(m, tc, o->show, (uint64_t)o->seed);
+}
+
+// Fit-first training (--fit-target): the exact-match accuracy on validation instances at every
+// training length, pooled. The instances are fixed for the run: --fit-per-length distinct ones of
+// each length from the validation class, chosen by their own seed (never the training stream, so
+// a --resume stays bit-exact).
+typedef struct {
+    TaskSet *sets;        // (n_sets,) lengths train_min..train_max
+    int n_sets, total;    // lengths, instances over all of them
+    int *ok;              // (fit_per_length,) one set's results
+} FitCheck;
+
+static void fit_init(FitCheck *f, const TaskConfig *tc, const Options *o) {
+    f->n_sets = tc->train_max - tc->train_min + 1;
+    f->sets = xcalloc((size_t)f->n_sets, sizeof(TaskSet));
+    f->total = 0;
+    for (int k = 0; k < f->n_sets; k++) {
+        int n = tc->train_min + k;
+        f->total += task_eval_set(tc, n, -1.0, TASK_VAL, o->fit_per_length, ((uint64_t)o->seed ^ FIT_SALT) + (uint64_t)n,
+                                  &f->sets[k]);
+    }
+    CHECK(f->total > 0, "--fit-target: lengths %d-%d have no validation instance; widen --train-min/--train-max",
+          tc->train_min, tc->train_max);
+    f->ok = xmalloc(sizeof(int) * (size_t)o->fit_per_length);
+}
+
+// The validation accuracy now; prints the check's line.
+static double fit_check(GPT *m, const FitCheck *f, int step) {
+    int correct = 0;
+    for (int k = 0; k < f->n_sets; k++) correct += task_set_exact_match(m, &f->sets[k], f->ok);
+    double acc = (double)correct / f->total;
+    printf("fit check: step %d | validation accuracy %.4f (%d/%d)\n", step, acc, correct, f->total);
+    return acc;
+}
+
+static void fit_free(FitCheck *f) {
+    for (int k = 0; k < f->n_sets; k++) task_set_free(&f->sets[k]);
+    free(f->sets); free(f->ok);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -392,7 +456,7 @@ static void attention_map(GPT *m, const Tokenizer *tok, const Options *o, const 
         CHECK(n > 0, "--attention-map: --task %s has no test instance of length %d; pick another length with --train-max",
               o->task, tc->train_max);
         printf("input: a %s test instance of length %d (--train-max): ", o->task, tc->train_max);
-        for (int t = 0; t < n; t++) putchar(tokens[t] == '\n' ? ' ' : tokens[t]);
+        task_print_tokens(stdout, tokens, n - 1);                 // without its end marker
         printf("\n");
     } else {
         int cap = (int)strlen(o->prompt) + 1;
@@ -465,9 +529,25 @@ static void load_inputs(Session *s) {
 // The model (from a checkpoint or the flags), then the task settings a checkpoint holds.
 static void load_model(Session *s) {
     const Options *o = s->o;
-    build_model(&s->a, &s->model, &s->st, &s->stored, o->tokenizer ? s->tok.n : s->have_data ? s->all.vocab_size : 256);
+    int vocab = o->task ? task_vocab(&s->tc) : o->tokenizer ? s->tok.n : s->have_data ? s->all.vocab_size : 256;
+    build_model(&s->a, &s->model, &s->st, &s->stored, vocab);
     if (o->load && o->task && s->stored) { apply_stored_task(&s->a, s->stored, o->load); setup_task(&s->a, &s->tc); }
     if (o->resume && o->task) setup_task(&s->a, &s->tc);
+}
+
+// --fit-target and its settings (stored values included, on --resume): a task, a budget
+// (--max-steps) instead of --steps, and no fit setting without a target.
+static void check_fit_flags(const Session *s) {
+    const Options *o = s->o;
+    const Args *a = &s->a;
+    CHECK(!flag_set(a, "fit-target") || o->fit_target > 0, "--fit-target %g: the validation accuracy to reach is in (0, 1]",
+          o->fit_target);
+    CHECK(o->fit_target == 0 || o->max_steps > 0, "--fit-target needs --max-steps N: the budget of steps to fit in");
+    CHECK(o->max_steps == 0 || o->fit_target > 0, "--max-steps is the budget of --fit-target; without a target give --steps");
+    CHECK(!(flag_set(a, "steps") && o->max_steps > 0), "--steps and --max-steps: with --fit-target the budget is --max-steps; "
+          "drop --steps");
+    for (const char *const *f = (const char *const[]){ "fit-every", "fit-per-length", NULL }; *f; f++)
+        CHECK(o->fit_target > 0 || !flag_set(a, *f), "--%s applies to fit-first training; give --fit-target A", *f);
 }
 
 // The checks that need the model (its vocabulary, the steps a --resume has done); then the step
@@ -475,18 +555,23 @@ static void load_model(Session *s) {
 static void check_with_model(Session *s) {
     Options *o = s->o;
     const GPTConfig *cfg = &s->model.cfg;
-    static const char *task_flags[] = { "train-min", "train-max", "test-max", "distractors", "depths", "eval-per-length", "eval-out", "show" };
+    static const char *task_flags[] = { "train-min", "train-max", "test-max", "distractors", "depths", "alphabet",
+                                        "eval-per-length", "eval-out", "show", "fit-target" };
     for (size_t i = 0; i < sizeof task_flags / sizeof *task_flags; i++)
         CHECK(o->task || !flag_set(&s->a, task_flags[i]), "--%s applies to a synthetic task; give --task NAME (./train --help lists them)", task_flags[i]);
-    CHECK(!o->task || cfg->vocab_size == 256, "--task %s: the tasks are byte strings but the model's vocabulary is %d", o->task, cfg->vocab_size);
+    CHECK(!o->task || cfg->vocab_size == task_vocab(&s->tc), "--task %s: its tokens need a vocabulary of %d (256 bytes and "
+          "the symbols past 'z' of --alphabet %d) but the model's is %d; give the --alphabet it was trained with "
+          "(vocabulary 256 + N - 26)", o->task, task_vocab(&s->tc), s->tc.alphabet, cfg->vocab_size);
+    check_fit_flags(s);
     CHECK(!o->task || !o->eval_batches, "--eval-batches evaluates text; with --task the accuracy is evaluated (--eval-per-length)");
     CHECK(!o->tokenizer || s->tok.n == cfg->vocab_size, "--tokenizer %s has %d tokens but the model's vocabulary "
           "is %d; use the tokenizer the data was made with", o->tokenizer, s->tok.n, cfg->vocab_size);
     // --load gives weights to sample, export or dump; it trains only when --steps is given
     if (o->load && !flag_set(&s->a, "steps")) o->steps = 0;
+    if (o->fit_target > 0) o->steps = o->max_steps;              // the budget: the schedule spans it
     if (o->warmup < 0) o->warmup = o->steps / 10;
     CHECK(!o->resume || o->dump || o->sample || ppl_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
-          "and --steps is %d; give a larger --steps to train further", o->resume, (long long)s->st.step, o->steps);
+          "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
     CHECK(!o->sample || o->tokenizer || cfg->vocab_size == 256, "--sample: the model's vocabulary is %d tokens, "
           "not bytes; pass --tokenizer FILE to encode the prompt and print the sample", cfg->vocab_size);
 }
@@ -596,10 +681,17 @@ static void print_setup(const Session *s) {
     printf("model: %d layers, %d heads, dim %d, context %d, vocab %d | %zu parameters\n",
            cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->max_seq_len, cfg->vocab_size, s->model.num_params);
     printf("positions: input %s, layers %s\n", cfg->pe.input == PE_NOPE ? "none" : posenc_scheme(cfg->pe.input)->name, layers);
-    if (o->task)
-        printf("data: task %s, lengths %d-%d (tested to %d), instances packed as documents | batch %d x %d x accum %d | %d steps%s\n",
-               o->task, s->tc.train_min, s->tc.train_max, s->tc.test_max, o->batch, o->seq, o->accum, o->steps, o->resume ? " (resumed)" : "");
-    else
+    if (o->task) {
+        char alphabet[48] = "";
+        if (s->tc.alphabet) snprintf(alphabet, sizeof alphabet, ", alphabet %d", s->tc.alphabet);
+        printf("data: task %s, lengths %d-%d (tested to %d)%s, instances packed as documents | batch %d x %d x accum %d | %d steps%s\n",
+               o->task, s->tc.train_min, s->tc.train_max, s->tc.test_max, alphabet, o->batch, o->seq, o->accum, o->steps,
+               o->resume ? " (resumed)" : "");
+        if (o->fit_target > 0)
+            printf("fit-first: until validation accuracy >= %.4f at lengths %d-%d (%d instances per length), checked every "
+                   "%d steps, within %d steps\n", o->fit_target, s->tc.train_min, s->tc.train_max, o->fit_per_length,
+                   o->fit_every, o->steps);
+    } else
         printf("data: %s, %zu train / %zu val tokens | batch %d x %d x accum %d | %d steps%s\n",
                s->data_name, s->train.n, s->val.n, o->batch, o->seq, o->accum, o->steps, o->resume ? " (resumed)" : "");
 #ifdef _OPENMP
@@ -649,14 +741,23 @@ static void train(Session *s) {
     }
     char *kv = train_kv(o);
     AdamWConfig adam = { o->lr, o->beta1, o->beta2, o->eps, o->wd };
-    int first = (int)s->st.step;
+    int first = (int)s->st.step, done = first, fitted = 0;
+    FitCheck fit = { 0 };
+    double fit_acc = NAN;
+    if (o->fit_target > 0) fit_init(&fit, &s->tc, o);
     double t0 = now_seconds(), tokens_done = 0;
     for (int step = first; step < o->steps; step++) {
         double ts = now_seconds(), norm;
         double loss = train_step(s, step, &adam, &norm);
         double dt = now_seconds() - ts;
         tokens_done += (double)o->accum * o->batch * o->seq;
+        done = step + 1;
         int last = step + 1 == o->steps;
+        if (o->fit_target > 0 && ((step + 1) % o->fit_every == 0 || last)) {
+            fit_acc = fit_check(&s->model, &fit, step + 1);
+            fitted = fit_acc >= o->fit_target;
+            if (fitted) last = 1;                                 // it ends here, as at the last step
+        }
         double val_loss = NAN;
         if (s->val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))
             val_loss = evaluate(&s->model, &s->val, o, &s->mb[0]);
@@ -683,6 +784,12 @@ static void train(Session *s) {
             ckpt_save(path, &s->model, kv, &st);
             if (last) printf("saved %s\n", path);
         }
+        if (fitted) break;
+    }
+    if (o->fit_target > 0) {
+        if (fitted) printf("fit: fitted at step %d: validation accuracy %.4f >= %.4f\n", done, fit_acc, o->fit_target);
+        else printf("fit: not fitted in %d steps: validation accuracy %.4f < %.4f\n", o->steps, fit_acc, o->fit_target);
+        fit_free(&fit);
     }
     if (log) fclose(log);
     free(kv);

@@ -10,6 +10,8 @@
 #include "posenc.h"
 
 #define O(f) offsetof(Options, f)
+#define STRINGIFY(x) #x
+#define NUMBER_TEXT(x) STRINGIFY(x)     // a numeric macro as a string literal, for help texts
 const Flag FLAGS[] = {
     { "data", F_STR, O(data), 0, 0, K_TRAIN, "FILE", "training data: an llm.c token shard, or any file read as bytes (default: the embedded corpus)" },
     { "val-data", F_STR, O(val_data), 0, 0, K_TRAIN, "FILE", "validation data (default: the last --val-frac of --data)" },
@@ -22,8 +24,13 @@ const Flag FLAGS[] = {
     { "test-max", F_INT, O(test_max), 0, 100000, K_TRAIN, "N", "--task: longest test length, 0 = the task's ratio x --train-max (2x; retrieval 4x)" },
     { "distractors", F_INT, O(distractors), -1, 20, K_TRAIN, "N", "--task retrieval: decoy keys with other labels in each haystack, -1 = 3" },
     { "depths", F_INT, O(depths), 0, 8, K_TRAIN, "N", "--task retrieval: key depths tested, evenly spaced in [0, 1], 0 = 5" },
-    { "eval-per-length", F_INT, O(eval_per_length), 0, 1000000, K_RUN, "N", "--task: test instances per length (and depth) for the accuracy after training, 0 = none (100)" },
-    { "eval-out", F_STR, O(eval_out), 0, 0, K_RUN, "FILE", "--task: write the accuracy by length as CSV (task,scheme,seed,length,depth,split,n,correct,accuracy,skipped)" },
+    { "alphabet", F_INT, O(alphabet), 0, TASK_MAX_ALPHABET, K_TRAIN, "N", "--task with symbols (copy, reverse, sort and their variants): symbols a-z, then tokens past the bytes; the vocabulary is 256 + N - 26, 0 = " NUMBER_TEXT(TASK_DEFAULT_ALPHABET) },
+    { "fit-target", F_DBL, O(fit_target), 0, 1, K_TRAIN, "A", "--task: fit-first training: stop at the first check whose in-distribution validation accuracy is >= A, in (0, 1]; needs --max-steps" },
+    { "max-steps", F_INT, O(max_steps), 0, 1e9, K_TRAIN, "N", "with --fit-target: the budget of steps, which the lr schedule spans (instead of --steps)" },
+    { "fit-every", F_INT, O(fit_every), 1, 1e9, K_TRAIN, "K", "with --fit-target: check every K steps and at the last (50)" },
+    { "fit-per-length", F_INT, O(fit_per_length), 1, 1e6, K_TRAIN, "M", "with --fit-target: distinct validation instances per training length (20)" },
+    { "eval-per-length", F_INT, O(eval_per_length), 0, 1000000, K_RUN, "N", "--task: distinct test instances per length (and depth), all of them when fewer, for the accuracy after training, 0 = none (100)" },
+    { "eval-out", F_STR, O(eval_out), 0, 0, K_RUN, "FILE", "--task: write the accuracy by length as CSV (task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share)" },
     { "show", F_INT, O(show), 0, 1000, K_RUN, "N", "--task: print N test prompts with the model's greedy answers at the longest training and test lengths (0)" },
     { "steps", F_INT, O(steps), 0, 1e9, K_TRAIN, "N", "optimiser steps (default 300)" },
     { "batch", F_INT, O(batch), 1, 1e6, K_TRAIN, "B", "sequences per micro-batch (16)" },
@@ -69,6 +76,8 @@ const Flag FLAGS[] = {
     { "attention-map", F_STR, O(attention_map), 0, 0, K_RUN, "DIR", "draw every head's attention on --prompt (or a --task test instance) and the positional signal as PNG in DIR (gnuplot), then exit; needs --load" },
 };
 #undef O
+#undef NUMBER_TEXT
+#undef STRINGIFY
 enum { N_FLAGS = (int)(sizeof(FLAGS) / sizeof(FLAGS[0])) };
 _Static_assert(N_FLAGS <= MAX_FLAGS, "raise MAX_FLAGS in train_options.h: Args.set has a slot per flag");
 
@@ -79,6 +88,7 @@ static void defaults(Options *o) {
     o->beta2 = 0.95; o->eps = 1e-8; o->seed = 1337; o->val_every = 100; o->val_batches = 8;
     o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0; o->ppl_stride = 0.5;
     o->distractors = -1; o->eval_per_length = 100; o->ppl_windows = PPL_DEFAULT_WINDOWS;
+    o->fit_every = 50; o->fit_per_length = 20;
 }
 
 static void usage(FILE *f) {
@@ -186,7 +196,7 @@ void refuse_model_flags(const Args *a, const char *ckpt) {
 }
 
 void apply_stored_task(Args *a, char *kv, const char *path) {
-    static const char *names[] = { "train-min", "train-max", "test-max", "distractors", "depths" };
+    static const char *names[] = { "train-min", "train-max", "test-max", "distractors", "depths", "alphabet" };
     char *copy = strdup(kv), *task = NULL;
     for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n"))
         if (!strncmp(line, "train.task=", 11)) task = line + 11;

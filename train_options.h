@@ -10,7 +10,9 @@ typedef struct {
     const char *pe, *pe_layers, *input_pe;
     const char *attention_map;
     const char *task, *eval_out;
-    int train_min, train_max, test_max, distractors, depths, eval_per_length, show;
+    int train_min, train_max, test_max, distractors, depths, alphabet, eval_per_length, show;
+    double fit_target;                                    // fit-first training (--fit-target): 0 = off
+    int max_steps, fit_every, fit_per_length;
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
     int threads, sample, top_k, save_every, log_every, pack, eval_batches;
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
@@ -60,7 +62,8 @@ char *train_kv(const Options *o);
 // String values point into kv, which must outlive the options. path: the checkpoint, for messages.
 void apply_stored(Args *a, char *kv, const char *path);
 // --load CKPT --task NAME: the lengths the model was trained with (stored in the checkpoint) are
-// the split between in-distribution and longer, unless the command line gives them.
+// the split between in-distribution and longer, and its alphabet the symbols, unless the command
+// line gives them.
 void apply_stored_task(Args *a, char *kv, const char *path);
 
 #endif

@@ -1,6 +1,6 @@
 // dataset/tasks.c: the synthetic length-generalisation tasks of dataset/tasks.h: one generator per
-// task, the train/test split by content hash, the test lengths and depths, and packed training
-// batches.
+// task, the train/validation/test classes by content hash, the numbered pools and evaluation sets,
+// the test lengths and depths, and packed training batches.
 //
 // Everything is drawn from the caller's Rng with integer arithmetic (rng_u64 % range), so a given
 // Rng state gives the same instances on every machine. The only floating point is the retrieval
@@ -8,6 +8,7 @@
 
 #include "dataset/tasks.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "dataset/data.h"
@@ -24,21 +25,22 @@ enum {
     KEY_TOKENS = 9,                // a retrieval key "#L:DDDDD "
     KEY_DIGITS = 5,
     MAX_KEYS = 26,                 // one distinct label letter per key
-    MIN_FILLER = 8                 // filler tokens a haystack holds at least (and >= one per key)
+    MIN_FILLER = 8,                // filler tokens a haystack holds at least (and >= one per key)
+    SET_DRAWS_PER_INSTANCE = 20    // task_eval_set without a pool: draws per instance asked, at most
 };
 
 // The tasks. The help line ends with an example instance (without its final '\n'); the tests
 // check that every example is a correct instance of its task.
 static const TaskInfo TASKS[T_COUNT] = {
-    {"copy", "copy:", 1, 20, 40, "n random letters, copied, e.g. copy:kqzd=kqzd"},
-    {"copy-2x", "cp2x:", 1, 20, 40, "n random letters, copied twice, e.g. cp2x:kqz=kqzkqz"},
-    {"copy-repeat", "rep:", 1, 20, 40, "one letter n times, copied (counting), e.g. rep:gggg=gggg"},
-    {"copy-repeat-2x", "rep2x:", 1, 20, 40, "one letter n times, written 2n times, e.g. rep2x:ggg=gggggg"},
-    {"copy-change", "chg:", 1, 20, 40, "one letter n times, the next letter (z -> a) n times, e.g. chg:ggg=hhh"},
-    {"reverse", "rev:", 1, 20, 40, "n random letters, reversed, e.g. rev:kqzd=dzqk"},
-    {"reverse-2x", "rev2x:", 1, 20, 40, "n random letters, reversed then copied, e.g. rev2x:kqz=zqkkqz"},
+    {"copy", "copy:", 1, 20, 40, "n random symbols, copied, e.g. copy:kqzd=kqzd"},
+    {"copy-2x", "cp2x:", 1, 20, 40, "n random symbols, copied twice, e.g. cp2x:kqz=kqzkqz"},
+    {"copy-repeat", "rep:", 1, 20, 40, "one symbol n times, copied (counting), e.g. rep:gggg=gggg"},
+    {"copy-repeat-2x", "rep2x:", 1, 20, 40, "one symbol n times, written 2n times, e.g. rep2x:ggg=gggggg"},
+    {"copy-change", "chg:", 1, 20, 40, "one symbol n times, the next symbol (last -> first) n times, e.g. chg:ggg=hhh"},
+    {"reverse", "rev:", 1, 20, 40, "n random symbols, reversed, e.g. rev:kqzd=dzqk"},
+    {"reverse-2x", "rev2x:", 1, 20, 40, "n random symbols, reversed then copied, e.g. rev2x:kqz=zqkkqz"},
     {"addition", "add:", 1, 8, 16, "two numbers, the longer of n digits, and their sum, e.g. add:57+968=1025"},
-    {"sort", "sort:", 1, 8, 16, "n random letters, sorted, e.g. sort:kqzdk=dkkqz"},
+    {"sort", "sort:", 1, 8, 16, "n random symbols, sorted, e.g. sort:kqzdk=dkkqz"},
     {"sum", "sum:", 1, 20, 40, "n digits 1-9, their sum mod 10, e.g. sum:1234=0"},
     {"parity", "par:", 1, 20, 40, "n bits, e(ven) or o(dd) number of 1s, e.g. par:1101=o"},
     // 64, not 32: a haystack must hold its 4 keys of 9 tokens (3 distractors) and some filler, so
@@ -64,6 +66,8 @@ void task_help(FILE *f) {
         snprintf(train, sizeof train, "%d-%d", TASKS[i].train_min, TASKS[i].train_max);
         fprintf(f, "  %-15s %-7s %-8d %s\n", TASKS[i].name, train, TASKS[i].test_max, TASKS[i].help);
     }
+    fprintf(f, "  symbols: an alphabet of --alphabet N symbols (default %d): a-z, then tokens <26>, <27>, ...\n"
+               "  (ids 256, 257, ...) beyond the bytes; the model's vocabulary is 256 + N - 26\n", TASK_DEFAULT_ALPHABET);
     fprintf(f, "  retrieval: n = haystack tokens, --distractors decoy keys (default 3), tested at\n"
                "  n = train-min, 2 x train-min, ... <= test-max and at evenly spaced key depths\n");
 }
@@ -77,6 +81,34 @@ void task_defaults(TaskConfig *c, int task) {
     c->test_max = TASKS[task].test_max;
     c->distractors = 3;
     c->n_depths = 5;
+    c->alphabet = task_has_symbols(task) ? TASK_DEFAULT_ALPHABET : 0;
+}
+
+int task_has_symbols(int task) {
+    switch (task) {
+    case T_COPY: case T_COPY2X: case T_REP: case T_REP2X: case T_CHG: case T_REV: case T_REV2X: case T_SORT: return 1;
+    default: return 0;
+    }
+}
+
+int task_vocab(const TaskConfig *c) { return 256 + (c->alphabet > 26 ? c->alphabet - 26 : 0); }
+
+// Symbol k of the alphabet as a token: a-z, then the ids past the bytes.
+static int symbol_token(int k) { return k < 26 ? 'a' + k : 256 + (k - 26); }
+
+int task_token_text(int tok, char *buf, size_t cap) {
+    if (tok >= 256) return snprintf(buf, cap, "<%d>", tok - 256 + 26);
+    if (tok == '\n') return snprintf(buf, cap, "\\n");
+    if (tok >= 32 && tok < 127) return snprintf(buf, cap, "%c", tok);
+    return snprintf(buf, cap, "\\x%02X", tok & 0xFF);
+}
+
+void task_print_tokens(FILE *f, const int *tokens, int n) {
+    char t[32];
+    for (int i = 0; i < n; i++) {
+        task_token_text(tokens[i], t, sizeof t);
+        fputs(t, f);
+    }
 }
 
 // Keys in a retrieval haystack (the asked one and the distractors).
@@ -129,6 +161,15 @@ int task_check(const TaskConfig *c, char *msg, size_t cap) {
         snprintf(msg, cap, "--test-max %d must be <= %d", c->test_max, MAX_INSTANCE_TOKENS);
         return 0;
     }
+    if (task_has_symbols(c->task) && (c->alphabet < 2 || c->alphabet > TASK_MAX_ALPHABET)) {
+        snprintf(msg, cap, "--alphabet %d must be in [2, %d]", c->alphabet, TASK_MAX_ALPHABET);
+        return 0;
+    }
+    if (!task_has_symbols(c->task) && c->alphabet) {
+        snprintf(msg, cap, "--alphabet applies to the symbol tasks (copy, copy-2x, copy-repeat, copy-repeat-2x, "
+                 "copy-change, reverse, reverse-2x, sort), not %s", name);
+        return 0;
+    }
     if (c->task == T_FIND) {
         if (c->distractors < 0 || c->distractors > MAX_KEYS - 1) {
             snprintf(msg, cap, "--distractors %d must be in [0, %d] (every key needs its own label letter)",
@@ -177,7 +218,6 @@ static void put_eq(Out *o, int *prompt_len) {
 }
 // Uniform in [0, k), k >= 1.
 static int draw(Rng *r, int k) { return (int)(rng_u64(r) % (uint64_t)k); }
-static int letter(Rng *r) { return 'a' + draw(r, 26); }
 
 // The embedded corpus with '\n', '=', '?', '#' and every non-printable byte made a space, so the
 // filler never contains the instance's separators or a key marker. Built on first use and kept
@@ -204,10 +244,13 @@ static const char *filler_text(size_t *len) {
     return text;
 }
 
-// n random letters, then '=' and the target built from them.
-static void gen_symbols(const TaskConfig *c, int n, Rng *r, Out *o, int *prompt_len) {
-    int b0 = o->n;  // first body token
-    for (int i = 0; i < n; i++) put(o, letter(r));
+static int cmp_int(const void *x, const void *y) {
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
+// The body o->p[b0 .. b0+n-1] (n symbols) is written: '=' and the target built from it.
+static void finish_symbols(const TaskConfig *c, int n, Out *o, int b0, int *prompt_len) {
     const int *s = o->p + b0;  // (n,) the symbols
     put_eq(o, prompt_len);
     switch (c->task) {
@@ -218,24 +261,30 @@ static void gen_symbols(const TaskConfig *c, int n, Rng *r, Out *o, int *prompt_
         for (int i = n - 1; i >= 0; i--) put(o, s[i]);
         for (int i = 0; i < n; i++) put(o, s[i]);
         break;
-    case T_SORT: {  // counting sort: byte order of letters
-        int count[26] = {0};
-        for (int i = 0; i < n; i++) count[s[i] - 'a']++;
-        for (int l = 0; l < 26; l++) for (int k = 0; k < count[l]; k++) put(o, 'a' + l);
+    case T_SORT: {  // token order is symbol order
+        int t0 = o->n;
+        for (int i = 0; i < n; i++) put(o, s[i]);
+        qsort(o->p + t0, (size_t)n, sizeof(int), cmp_int);
         break;
     }
-    default: CHECK(0, "gen_symbols: task %d is not a symbol task", c->task);
+    default: CHECK(0, "finish_symbols: task %d is not a symbol task", c->task);
     }
 }
 
-// One letter x repeated n times; the target repeats x (or, for copy-change, the next letter).
-static void gen_repeat(const TaskConfig *c, int n, Rng *r, Out *o, int *prompt_len) {
-    int x = letter(r);
-    for (int i = 0; i < n; i++) put(o, x);
+// n random symbols, then '=' and the target built from them.
+static void gen_symbols(const TaskConfig *c, int n, Rng *r, Out *o, int *prompt_len) {
+    int b0 = o->n;  // first body token
+    for (int i = 0; i < n; i++) put(o, symbol_token(draw(r, c->alphabet)));
+    finish_symbols(c, n, o, b0, prompt_len);
+}
+
+// Symbol x repeated n times; the target repeats x (or, for copy-change, the next symbol).
+static void put_repeat(const TaskConfig *c, int n, int x, Out *o, int *prompt_len) {
+    for (int i = 0; i < n; i++) put(o, symbol_token(x));
     put_eq(o, prompt_len);
-    int y = c->task == T_CHG ? 'a' + (x - 'a' + 1) % 26 : x;
+    int y = c->task == T_CHG ? (x + 1) % c->alphabet : x;
     int m = c->task == T_REP2X ? 2 * n : n;
-    for (int i = 0; i < m; i++) put(o, y);
+    for (int i = 0; i < m; i++) put(o, symbol_token(y));
 }
 
 // Appends a random number of `len` decimal digits, most significant first, no leading zero
@@ -245,17 +294,10 @@ static void put_number(Out *o, int len, Rng *r) {
     for (int i = 1; i < len; i++) put(o, '0' + draw(r, 10));
 }
 
-// A + B = S. One operand (chosen at random) has exactly n digits, the other 1..n. The sum is
+// After "A+B" (A's la digits at a0, B's lb at b0, the longer of n digits): '=' and the sum,
 // computed digit by digit from the written digits (no integer type limits n), written least
 // significant first and then reversed in place.
-static void gen_add(int n, Rng *r, Out *o, int *prompt_len) {
-    int longer_first = draw(r, 2), other = 1 + draw(r, n);
-    int la = longer_first ? n : other, lb = longer_first ? other : n;
-    int a0 = o->n;
-    put_number(o, la, r);
-    put(o, '+');
-    int b0 = o->n;
-    put_number(o, lb, r);
+static void finish_add(int n, Out *o, int a0, int la, int b0, int lb, int *prompt_len) {
     put_eq(o, prompt_len);
     int s0 = o->n, carry = 0;
     for (int i = 0; i < n; i++) {  // digit i from the right
@@ -272,16 +314,31 @@ static void gen_add(int n, Rng *r, Out *o, int *prompt_len) {
     }
 }
 
-// sum: n digits 1..9 and their sum mod 10; parity: n bits and 'e'/'o' for an even/odd count of 1s.
-static void gen_sum_parity(const TaskConfig *c, int n, Rng *r, Out *o, int *prompt_len) {
+// A + B = S. One operand (chosen at random) has exactly n digits, the other 1..n.
+static void gen_add(int n, Rng *r, Out *o, int *prompt_len) {
+    int longer_first = draw(r, 2), other = 1 + draw(r, n);
+    int la = longer_first ? n : other, lb = longer_first ? other : n;
+    int a0 = o->n;
+    put_number(o, la, r);
+    put(o, '+');
+    int b0 = o->n;
+    put_number(o, lb, r);
+    finish_add(n, o, a0, la, b0, lb, prompt_len);
+}
+
+// The body of n digits (sum: 1..9; parity: 0/1) is written: '=' and the sum mod 10, or 'e'/'o'
+// for an even/odd count of 1s.
+static void finish_sum_parity(const TaskConfig *c, int n, Out *o, int b0, int *prompt_len) {
     int acc = 0;
-    for (int i = 0; i < n; i++) {
-        int d = c->task == T_SUM ? 1 + draw(r, 9) : draw(r, 2);
-        put(o, '0' + d);
-        acc += d;
-    }
+    for (int i = 0; i < n; i++) acc += o->p[b0 + i] - '0';
     put_eq(o, prompt_len);
     put(o, c->task == T_SUM ? '0' + acc % 10 : (acc % 2 ? 'o' : 'e'));
+}
+
+static void gen_sum_parity(const TaskConfig *c, int n, Rng *r, Out *o, int *prompt_len) {
+    int b0 = o->n;
+    for (int i = 0; i < n; i++) put(o, '0' + (c->task == T_SUM ? 1 + draw(r, 9) : draw(r, 2)));
+    finish_sum_parity(c, n, o, b0, prompt_len);
 }
 
 // Retrieval. The haystack is F = n - 9K filler tokens (a slice of the cleaned corpus from a random
@@ -336,7 +393,7 @@ static int generate(const TaskConfig *c, int n, double depth, Rng *r, int *out, 
     put_str(&o, TASKS[c->task].tag);
     switch (c->task) {
     case T_COPY: case T_COPY2X: case T_REV: case T_REV2X: case T_SORT: gen_symbols(c, n, r, &o, prompt_len); break;
-    case T_REP: case T_REP2X: case T_CHG: gen_repeat(c, n, r, &o, prompt_len); break;
+    case T_REP: case T_REP2X: case T_CHG: put_repeat(c, n, draw(r, c->alphabet), &o, prompt_len); break;
     case T_ADD: gen_add(n, r, &o, prompt_len); break;
     case T_SUM: case T_PAR: gen_sum_parity(c, n, r, &o, prompt_len); break;
     case T_FIND: gen_find(c, n, depth, r, &o, prompt_len); break;
@@ -346,23 +403,31 @@ static int generate(const TaskConfig *c, int n, double depth, Rng *r, int *out, 
     return o.n;
 }
 
-// The split of an instance: FNV-1a 64 of its bytes (prompt, target and end marker), finalised by
-// MurmurHash3's fmix64; 0 mod TASK_TEST_MOD is test. It depends on the content only, never on the
-// seed. Without the finaliser the low bits of FNV-1a see only the low bits of each byte (the
-// multiply carries upwards only), and e.g. every reverse instance would be a training one.
-static int split_of(const int *tok, int len) {
+// The content hash of an instance: FNV-1a 64 of its tokens (a byte token is its byte; a symbol
+// beyond the bytes is xored in whole), finalised by MurmurHash3's fmix64. It depends on the
+// content only, never on the seed. Without the finaliser the low bits of FNV-1a see only the low
+// bits of each token (the multiply carries upwards only), and e.g. every reverse instance would be
+// a training one.
+static uint64_t content_hash(const int *tok, int len) {
     uint64_t h = 14695981039346656037ull;
-    for (int i = 0; i < len; i++) { h ^= (uint64_t)(unsigned char)tok[i]; h *= 1099511628211ull; }
+    for (int i = 0; i < len; i++) { h ^= (uint64_t)tok[i]; h *= 1099511628211ull; }
     h ^= h >> 33; h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 33;
-    return h % TASK_TEST_MOD == 0 ? TASK_TEST : TASK_TRAIN;
+    return h;
+}
+
+// The class of an instance: hash 0 mod TASK_SPLIT_MOD is test, 1 validation, else training.
+static int split_of(const int *tok, int len) {
+    uint64_t r = content_hash(tok, len) % TASK_SPLIT_MOD;
+    return r == 0 ? TASK_TEST : r == 1 ? TASK_VAL : TASK_TRAIN;
 }
 
 int task_instance(const TaskConfig *c, int n, double depth, int split, Rng *rng, int *out, int cap, int *prompt_len) {
     char msg[256];
     CHECK(task_check(c, msg, sizeof msg), "%s", msg);
-    CHECK(split == TASK_TRAIN || split == TASK_TEST, "task_instance: split %d is neither TASK_TRAIN nor TASK_TEST", split);
+    CHECK(split == TASK_TRAIN || split == TASK_TEST || split == TASK_VAL, "task_instance: split %d is not TASK_TRAIN, "
+          "TASK_TEST or TASK_VAL", split);
     const char *name = TASKS[c->task].name;
     CHECK(n >= min_length(c) && n <= MAX_INSTANCE_TOKENS, "task %s: length %d outside [%d, %d]", name, n,
           min_length(c), MAX_INSTANCE_TOKENS);
@@ -382,6 +447,178 @@ int task_instance(const TaskConfig *c, int n, double depth, int split, Rng *rng,
     }
     *prompt_len = 0;
     return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// numbered pools and evaluation sets
+
+// base^n when at most TASK_POOL_MAX, else -1.
+static long long small_power(long long base, int n) {
+    long long p = 1;
+    for (int i = 0; i < n; i++) {
+        p *= base;
+        if (p > TASK_POOL_MAX) return -1;
+    }
+    return p;
+}
+
+long long task_pool_size(const TaskConfig *c, int n) {
+    CHECK(n >= 1, "task_pool_size: length %d must be >= 1", n);
+    switch (c->task) {
+    case T_COPY: case T_COPY2X: case T_REV: case T_REV2X: case T_SORT: return small_power(c->alphabet, n);
+    case T_REP: case T_REP2X: case T_CHG: return c->alphabet;
+    case T_SUM: return small_power(9, n);
+    case T_PAR: return small_power(2, n);
+    case T_ADD: {  // pairs in [0, 10^n)^2 less those in [0, 10^(n-1))^2 (none for n = 1)
+        long long hi = small_power(10, n), lo = n > 1 ? small_power(10, n - 1) : 0;
+        if (hi < 0 || hi > TASK_POOL_MAX / hi) return -1;
+        long long p = hi * hi - lo * lo;
+        return p <= TASK_POOL_MAX ? p : -1;
+    }
+    default: return -1;
+    }
+}
+
+// Appends v in decimal, no leading zero; returns its digits.
+static int put_decimal(Out *o, long long v) {
+    char d[24];
+    int k = snprintf(d, sizeof d, "%lld", v);
+    put_str(o, d);
+    return k;
+}
+
+// Addition's pair number i: the pairs (A, B) in [0, M)^2 (M = 10^n) without both below m = 10^(n-1)
+// (m = 0 for n = 1), in row-major order: rows A < m hold the B in [m, M), the other rows every B.
+static void add_pair(int n, long long i, long long *a, long long *b) {
+    long long M = small_power(10, n), m = n > 1 ? small_power(10, n - 1) : 0;
+    if (i < m * (M - m)) { *a = i / (M - m); *b = m + i % (M - m); }
+    else { i -= m * (M - m); *a = m + i / M; *b = i % M; }
+}
+
+int task_pool_instance(const TaskConfig *c, int n, long long i, int *out, int cap, int *prompt_len) {
+    const char *name = TASKS[c->task].name;
+    long long pool = task_pool_size(c, n);
+    CHECK(pool >= 0, "task %s: length %d has too many instances to number (more than %d)", name, n, TASK_POOL_MAX);
+    CHECK(i >= 0 && i < pool, "task %s: instance %lld outside [0, %lld)", name, i, pool);
+    CHECK(cap >= task_max_tokens(c, n), "task %s: an output of %d tokens cannot hold a length-%d instance (up to %d)",
+          name, cap, n, task_max_tokens(c, n));
+    Out o = {out, 0};
+    put_str(&o, TASKS[c->task].tag);
+    int b0 = o.n;
+    switch (c->task) {
+    case T_COPY: case T_COPY2X: case T_REV: case T_REV2X: case T_SORT:  // n base-N digits, first the highest
+        for (int k = 0; k < n; k++) put(&o, 0);
+        for (int k = n - 1; k >= 0; k--, i /= c->alphabet) out[b0 + k] = symbol_token((int)(i % c->alphabet));
+        finish_symbols(c, n, &o, b0, prompt_len);
+        break;
+    case T_REP: case T_REP2X: case T_CHG: put_repeat(c, n, (int)i, &o, prompt_len); break;
+    case T_SUM: case T_PAR: {
+        int base = c->task == T_SUM ? 9 : 2, lo = c->task == T_SUM ? 1 : 0;
+        for (int k = 0; k < n; k++) put(&o, 0);
+        for (int k = n - 1; k >= 0; k--, i /= base) out[b0 + k] = '0' + lo + (int)(i % base);
+        finish_sum_parity(c, n, &o, b0, prompt_len);
+        break;
+    }
+    case T_ADD: {
+        long long a, b;
+        add_pair(n, i, &a, &b);
+        int la = put_decimal(&o, a);
+        put(&o, '+');
+        int b1 = o.n, lb = put_decimal(&o, b);
+        finish_add(n, &o, b0, la, b1, lb, prompt_len);
+        break;
+    }
+    default: CHECK(0, "task %s has no numbered pool", name);
+    }
+    put(&o, '\n');
+    return o.n;
+}
+
+void task_set_free(TaskSet *s) {
+    free(s->tokens); free(s->len); free(s->prompt_len);
+    memset(s, 0, sizeof *s);
+}
+
+// Room for `count` instances of `stride` tokens.
+static void set_alloc(TaskSet *s, int count, int stride) {
+    s->stride = stride;
+    s->tokens = xmalloc(sizeof(int) * (size_t)(count > 0 ? count : 1) * (size_t)stride);
+    s->len = xmalloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
+    s->prompt_len = xmalloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
+}
+
+static int cmp_ll(const void *x, const void *y) {
+    long long a = *(const long long *)x, b = *(const long long *)y;
+    return (a > b) - (a < b);
+}
+
+// Enumerates the pool: the numbers of the class's instances, then all of them or `count` chosen by
+// a partial Fisher-Yates shuffle (kept in increasing order).
+static void set_from_pool(const TaskConfig *c, int n, long long pool, int split, int count, Rng *rng, TaskSet *s) {
+    int stride = task_max_tokens(c, n), p;
+    int *tmp = xmalloc(sizeof(int) * (size_t)stride);
+    long long *idx = xmalloc(sizeof(long long) * (size_t)pool), k = 0;   // (pool,) at most
+    for (long long i = 0; i < pool; i++) {
+        int len = task_pool_instance(c, n, i, tmp, stride, &p);
+        if (split_of(tmp, len) == split) idx[k++] = i;
+    }
+    s->pool = k;
+    if (k > count) {
+        for (long long j = 0; j < count; j++) {
+            long long r = j + (long long)(rng_u64(rng) % (uint64_t)(k - j)), t = idx[j];
+            idx[j] = idx[r]; idx[r] = t;
+        }
+        k = count;
+        qsort(idx, (size_t)k, sizeof *idx, cmp_ll);
+    }
+    set_alloc(s, (int)k, stride);
+    for (long long j = 0; j < k; j++)
+        s->len[j] = task_pool_instance(c, n, idx[j], s->tokens + (size_t)j * stride, stride, &s->prompt_len[j]);
+    s->count = (int)k;
+    free(idx); free(tmp);
+}
+
+// Draws instances of the class, keeping each distinct one (a table of content hashes, confirmed
+// by comparing tokens), until `count` or count x SET_DRAWS_PER_INSTANCE draws.
+static void set_by_sampling(const TaskConfig *c, int n, double depth, int split, int count, Rng *rng, TaskSet *s) {
+    int stride = task_max_tokens(c, n);
+    set_alloc(s, count, stride);
+    s->pool = -1;
+    size_t size = 16;
+    while (size < 2 * (size_t)count) size *= 2;
+    int *table = xmalloc(sizeof(int) * size);                 // (size,) slot of an instance, -1 empty
+    for (size_t i = 0; i < size; i++) table[i] = -1;
+    long long draws = (long long)count * SET_DRAWS_PER_INSTANCE;
+    for (long long t = 0; t < draws && s->count < count; t++) {
+        int *slot = s->tokens + (size_t)s->count * stride, p;
+        int len = task_instance(c, n, depth, split, rng, slot, stride, &p);
+        if (len == 0) break;                                  // the class has no instance of this length
+        size_t h = (size_t)content_hash(slot, len) & (size - 1);
+        int seen = 0;
+        for (; table[h] >= 0; h = (h + 1) & (size - 1)) {
+            int j = table[h];
+            if (s->len[j] == len && !memcmp(s->tokens + (size_t)j * stride, slot, sizeof(int) * (size_t)len)) { seen = 1; break; }
+        }
+        if (seen) continue;
+        table[h] = s->count;
+        s->len[s->count] = len;
+        s->prompt_len[s->count++] = p;
+    }
+    free(table);
+}
+
+int task_eval_set(const TaskConfig *c, int n, double depth, int split, int count, uint64_t seed, TaskSet *s) {
+    char msg[256];
+    CHECK(task_check(c, msg, sizeof msg), "%s", msg);
+    CHECK(count >= 0, "task_eval_set: count %d must be >= 0", count);
+    CHECK(split == TASK_TRAIN || split == TASK_TEST || split == TASK_VAL, "task_eval_set: unknown class %d", split);
+    memset(s, 0, sizeof *s);
+    Rng rng;
+    rng_seed(&rng, seed);
+    long long pool = c->task == T_FIND ? -1 : task_pool_size(c, n);
+    if (pool >= 0) set_from_pool(c, n, pool, split, count, &rng, s);
+    else set_by_sampling(c, n, depth, split, count, &rng, s);
+    return s->count;
 }
 
 int task_test_lengths(const TaskConfig *c, int *lengths, int cap) {
@@ -413,7 +650,7 @@ int task_test_depths(const TaskConfig *c, double *depths, int cap) {
 // training batches
 
 // A training instance at a uniform length in [train_min, train_max]; a length with no training
-// instance (all its draws hash to test) is redrawn, a bounded number of times.
+// instance (all its draws hash to test or validation) is redrawn, a bounded number of times.
 static int draw_training_instance(const TaskConfig *c, Rng *rng, int *inst, int cap, int *prompt_len) {
     for (int k = 0; k < LENGTH_TRIES; k++) {
         int n = c->train_min + draw(rng, c->train_max - c->train_min + 1);
@@ -421,7 +658,7 @@ static int draw_training_instance(const TaskConfig *c, Rng *rng, int *inst, int 
         if (len > 0) return len;
     }
     CHECK(0, "task %s: found no training instance at lengths %d..%d in %d tries (every instance hashes to the "
-          "test split); widen --train-min/--train-max", TASKS[c->task].name, c->train_min, c->train_max, LENGTH_TRIES);
+          "test or validation class); widen --train-min/--train-max", TASKS[c->task].name, c->train_min, c->train_max, LENGTH_TRIES);
     return 0;
 }
 

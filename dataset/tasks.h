@@ -1,9 +1,16 @@
 // dataset/tasks.h: synthetic length-generalisation tasks and retrieval-with-distractors haystacks,
 // generated deterministically from a seed, in the NoPE paper's protocol (shared/REFERENCE.md).
 //
-// Every instance is a short byte string (vocabulary 256, so any byte-level model reads it):
+// Every instance is a short string of tokens: bytes, plus the symbols of a large alphabet:
 //
 //     PROMPT '=' TARGET '\n'        e.g.  "copy:kqzd=kqzd\n"   "add:57+968=1025\n"
+//
+// Symbols: the symbol tasks (copy, copy-2x, copy-repeat, copy-repeat-2x, copy-change, reverse,
+// reverse-2x, sort) draw from an alphabet of N symbols (--alphabet; default TASK_DEFAULT_ALPHABET).
+// Symbol k < 26 is the byte 'a' + k; symbol k >= 26 is the token id 256 + (k - 26), beyond the
+// bytes, so the model's vocabulary is task_vocab: 256 + max(0, N - 26). Token order is symbol
+// order. A large alphabet is what makes a test set possible: copy-repeat has exactly N instances
+// per length (the paper draws from T5's 32k-token vocabulary).
 //
 // The prompt starts with the task's tag ("copy:", "rev:", ...), which also anchors position for
 // NoPE (the paper's instruction prefix); the target is the answer followed by the end marker
@@ -15,21 +22,29 @@
 // every n in [1, test_max] (retrieval: a list of haystack sizes). An n <= train_max is
 // in-distribution; longer is out-of-distribution.
 //
-// Train and test are disjoint: an instance whose content hash (FNV-1a 64 of its bytes, then the
-// MurmurHash3 fmix64 finaliser; mixed with nothing else, so it does not depend on the seed) is
-// 0 mod TASK_TEST_MOD is a test instance, any other a training one. (The finaliser matters: the
-// low 3 bits of a bare FNV-1a depend only on the low 3 bits of each byte, which leaves some tasks,
-// e.g. reverse, with no test instance at all.) Training samples reject test instances and test
-// sets reject training ones, at every length (lengths beyond training are test-only anyway, by
-// the same rule).
+// Train, validation and test are disjoint: an instance's content hash h (FNV-1a 64 of its tokens,
+// then the MurmurHash3 fmix64 finaliser; mixed with nothing else, so it does not depend on the
+// seed) gives its class: h % TASK_SPLIT_MOD == 0 is a test instance, == 1 a validation instance
+// (the in-distribution fit check of --fit-target), any other a training one. (The finaliser
+// matters: the low 3 bits of a bare FNV-1a depend only on the low 3 bits of each byte, which
+// leaves some tasks, e.g. reverse, with no test instance at all.) Every draw rejects the other
+// classes, at every length (lengths beyond training are test-only anyway, by the same rule).
+//
+// Pools: the instances of one length are numbered 0..P-1 (task_pool_instance) when there are at
+// most TASK_POOL_MAX of them; evaluation sets (task_eval_set) then enumerate a class exactly, and
+// otherwise sample distinct instances, so no score counts the same instance twice.
 #ifndef TASKS_H
 #define TASKS_H
 
 #include "common.h"
 #include "dataset/batch.h"
 
-#define TASK_TEST_MOD 8          // 1 in 8 instances (by content hash) is reserved for testing
+#define TASK_SPLIT_MOD 8         // 1 in 8 instances (by content hash) is test, 1 in 8 validation
 #define TASK_MAX_DEPTHS 8
+#define TASK_DEFAULT_ALPHABET 640  // smallest multiple of 128 giving >= 50 test instances at every
+                                   // default test length of every symbol task (tests/test_tasks.c)
+#define TASK_MAX_ALPHABET 100000
+#define TASK_POOL_MAX (1 << 20)   // the most instances of a length that are enumerated
 
 typedef struct {
     const char *name;            // e.g. "copy"
@@ -52,25 +67,68 @@ typedef struct {
     // retrieval only
     int distractors;             // decoy keys with other labels in each haystack (default 3)
     int n_depths;                // depths tested (default 5: 0, .25, .5, .75, 1)
+    // symbol tasks only (0 for the others)
+    int alphabet;                // symbols N (default TASK_DEFAULT_ALPHABET)
 } TaskConfig;
 
-// Defaults of task `task` (its TaskInfo lengths, 3 distractors, 5 depths).
+// Defaults of task `task` (its TaskInfo lengths, 3 distractors, 5 depths, the default alphabet
+// for a symbol task).
 void task_defaults(TaskConfig *c, int task);
-// Checks the ranges (1 <= train_min <= train_max <= test_max, lengths the task can build);
-// returns 0 with a message naming the flag otherwise.
+// Checks the ranges (1 <= train_min <= train_max <= test_max, lengths the task can build, an
+// alphabet of 2..TASK_MAX_ALPHABET symbols for a symbol task and none for the others); returns 0
+// with a message naming the flag otherwise.
 int task_check(const TaskConfig *c, char *msg, size_t cap);
+// 1 when the task draws from an alphabet of symbols (--alphabet applies).
+int task_has_symbols(int task);
+// The vocabulary a model of this task needs: 256 bytes + the symbols beyond 'z'.
+int task_vocab(const TaskConfig *c);
+// A token as readable text into buf (NUL-terminated, at most cap bytes; cap >= 16): a printable
+// byte as itself, '\n' as the two characters \n, another byte as \xHH, a symbol k >= 26 as <k>.
+// Returns the characters written.
+int task_token_text(int tok, char *buf, size_t cap);
+// Prints tokens[0..n-1] through task_token_text.
+void task_print_tokens(FILE *f, const int *tokens, int n);
 
-enum { TASK_TRAIN = 0, TASK_TEST = 1 };
+// The classes of the content hash. TASK_TRAIN draws reject the other two.
+enum { TASK_TRAIN = 0, TASK_TEST = 1, TASK_VAL = 2 };
 
 // Upper bound on the tokens of one instance of length n (prompt + target + end marker).
 int task_max_tokens(const TaskConfig *c, int n);
 
-// One instance of length n from split (TASK_TRAIN or TASK_TEST), drawn with rng. depth is the
+// One instance of length n from split (TASK_TRAIN, TASK_TEST or TASK_VAL), drawn with rng. depth is the
 // retrieval key's relative depth in [0, 1] (ignored by other tasks; < 0 draws it at random).
 // Writes the tokens to out (at most cap) and returns their number; *prompt_len receives the
 // number of prompt tokens (up to and including '='). Returns 0 when the split has no instance of
 // this length (a length whose every instance hashes to the other split).
 int task_instance(const TaskConfig *c, int n, double depth, int split, Rng *rng, int *out, int cap, int *prompt_len);
+
+// The number of instances (of every class) of length n when at most TASK_POOL_MAX, else -1
+// (too many to enumerate; retrieval is never enumerated).
+long long task_pool_size(const TaskConfig *c, int n);
+// Instance number i (0 <= i < task_pool_size) of length n into out (at most cap tokens; room for
+// task_max_tokens(c, n)); returns its length, *prompt_len as task_instance. Every instance of the
+// length has exactly one number: symbol tasks read i as n base-N digits (copy-repeat and friends:
+// i is the symbol), sum as base-9 digits, parity as bits, addition as the pair (A, B) of numbers
+// without leading zeros whose longer has n digits.
+int task_pool_instance(const TaskConfig *c, int n, long long i, int *out, int cap, int *prompt_len);
+
+// The instances of one class at one length (and depth) for an evaluation, each at most once.
+typedef struct {
+    int count;                   // instances held
+    int stride;                  // tokens per slot: task_max_tokens at the length
+    int *tokens;                 // (count, stride) the instances, one per slot
+    int *len, *prompt_len;       // (count,) tokens and prompt tokens of each
+    long long pool;              // instances of the class at this length; -1 when not enumerable
+} TaskSet;
+
+// The instances of class `split` at length n for an evaluation, drawn with a stream seeded by
+// seed. An enumerable pool (task_pool_size >= 0): every instance of the class, or `count` of them
+// chosen without replacement when there are more. Otherwise: draws of the generator, rejecting
+// repeats (equal tokens), until `count` distinct instances or a bounded number of draws. Returns
+// the number held (s->count; it may be < count, 0 for a class with no instance of this length).
+// Free with task_set_free.
+int task_eval_set(const TaskConfig *c, int n, double depth, int split, int count, uint64_t seed, TaskSet *s);
+void task_set_free(TaskSet *s);
 
 // The test lengths, in increasing order: 1..test_max for most tasks; for retrieval a doubling
 // list of haystack sizes from train_min up to test_max. Returns the count (at most cap).

@@ -190,7 +190,7 @@ if ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/pics" --prompt "it's a \
   [ $ok = 1 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); cat "$tmp/vizout"; }
 else fail=$((fail + 1)); echo "FAIL: --attention-map"; cat "$tmp/vizout"; fi
 # without gnuplot: the data and scripts, a line saying how to install it, exit status 0
-if PATH=/nonexistent ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/pics2" --task copy --train-max 4 > "$tmp/vizout" 2>&1 &&
+if PATH=/nonexistent ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/pics2" --task copy --alphabet 26 --train-max 4 > "$tmp/vizout" 2>&1 &&
    grep -q "gnuplot not found: apt-get install gnuplot-nox" "$tmp/vizout" && [ -s "$tmp/pics2/attn_layer1.dat" ] &&
    [ -s "$tmp/pics2/pos_bias_layer1.gp" ] && ! ls "$tmp"/pics2/*.png > /dev/null 2>&1; then pass=$((pass + 1))
 else fail=$((fail + 1)); echo "FAIL: --attention-map without gnuplot"; cat "$tmp/vizout"; fi
@@ -199,6 +199,26 @@ expect_fail "--attention-map without an input" "give --prompt TEXT or --task NAM
 expect_fail "--attention-map under a missing folder" "cannot create the folder" ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/nodir/pics" --prompt hi
 expect_fail "--attention-map input past the context" "shorten --prompt" ./train --load "$tmp/viz.ckpt" --attention-map "$tmp/pics3" --prompt "$(printf '%040d' 0)"
 grep -q -- "--attention-map " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --attention-map"; }
+
+# ---- task flags: the alphabet, fit-first training
+t="--task copy-repeat --train-max 4 --eval-per-length 0 --layers 1 --heads 2 --dim 16 --batch 2"
+expect_fail "--alphabet on a task without symbols" "--alphabet applies to the symbol tasks" ./train --task parity --alphabet 30 --save "$tmp/keep"
+expect_fail "--alphabet 1" "--alphabet 1 must be in [2," ./train $t --alphabet 1 --save "$tmp/keep"
+expect_fail "--alphabet without --task" "--alphabet applies to a synthetic task" ./train $small --alphabet 30 --save "$tmp/keep"
+expect_fail "--fit-target without --task" "--fit-target applies to a synthetic task" ./train $small --fit-target 0.5 --max-steps 5 --save "$tmp/keep"
+expect_fail "--fit-target without a budget" "--fit-target needs --max-steps" ./train $t --fit-target 0.5 --save "$tmp/keep"
+expect_fail "--fit-target 0" "--fit-target 0: the validation accuracy to reach is in (0, 1]" ./train $t --fit-target 0 --max-steps 5 --save "$tmp/keep"
+expect_fail "--max-steps without --fit-target" "--max-steps is the budget of --fit-target" ./train $t --max-steps 5 --save "$tmp/keep"
+expect_fail "--steps and --max-steps" "drop --steps" ./train $t --fit-target 0.5 --max-steps 5 --steps 5 --save "$tmp/keep"
+expect_fail "--fit-every without --fit-target" "--fit-every applies to fit-first training" ./train $t --fit-every 5 --save "$tmp/keep"
+expect_fail "--fit-per-length without --fit-target" "--fit-per-length applies to fit-first training" ./train $t --fit-per-length 5 --save "$tmp/keep"
+./train $t --alphabet 30 --steps 1 --save "$tmp/a30.ckpt" > /dev/null
+expect_fail "--load with another --alphabet" "the model's is 260" ./train --load "$tmp/a30.ckpt" --task copy-repeat --alphabet 40 --eval-per-length 1 --save "$tmp/keep"
+if ./train --load "$tmp/a30.ckpt" --task copy-repeat --eval-per-length 2 > "$tmp/a30out" 2>&1 && grep -q "accuracy on copy-repeat" "$tmp/a30out"; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --load --task takes the stored --alphabet"; cat "$tmp/a30out"; fi
+for f in alphabet fit-target max-steps fit-every fit-per-length; do
+  grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
+done
 
 echo "test_cli: $pass passed, $fail failed"
 [ $fail = 0 ]

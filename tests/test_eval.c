@@ -2,7 +2,9 @@
 //   - the batched exact match (teacher forcing, eval.c) agrees with real greedy decoding through
 //     the KV cache on every instance, for every scheme, on a briefly trained model (so that some
 //     answers are right and some wrong);
-//   - task_evaluate's buckets, the in/out-of-distribution means and the CSV agree;
+//   - task_evaluate's buckets (every length, distinct instances, all of a small pool), the
+//     in/out-of-distribution means and the CSV agree;
+//   - top_share: the share of the most common answer (1 for a model that ignores its input);
 //   - a learned position table: instances past it are skipped, never run off the table;
 //   - fairness: with the same seed, every tensor two schemes share starts from the same values
 //     (the task's batches cannot depend on the scheme: task_fill_batch sees only the seed's stream).
@@ -14,8 +16,8 @@
 #include "model.h"
 #include "tests/testutil.h"
 
-static GPTConfig config(const char *pe, int context) {
-    GPTConfig c = { .vocab_size = 256, .n_layer = 2, .n_head = 2, .n_embd = 32, .max_seq_len = context };
+static GPTConfig config(const char *pe, int context, int vocab) {
+    GPTConfig c = { .vocab_size = vocab, .n_layer = 2, .n_head = 2, .n_embd = 32, .max_seq_len = context };
     char msg[256];
     posenc_defaults(&c.pe, c.n_layer);
     if (!posenc_schedule(&c.pe, c.n_layer, pe, NULL, NULL, msg, sizeof msg)) { fprintf(stderr, "%s\n", msg); exit(1); }
@@ -68,17 +70,17 @@ static void test_equivalence(void) {
     static const char *schemes[] = { "nope", "learned", "sinusoidal", "rope", "alibi", "t5", "kerple", "fire", "xpos", "p-rope" };
     TaskConfig tc;
     task_defaults(&tc, task_find("copy-repeat"));
-    tc.train_min = 1; tc.train_max = 6; tc.test_max = 12;
+    tc.train_min = 1; tc.train_max = 6; tc.test_max = 12; tc.alphabet = 26;   // bytes: a vocabulary of 256
     enum { CAP = 200 };
     int *inst[CAP], len[CAP], plen[CAP], ok[CAP];
     int n = make_instances(&tc, 12, inst, len, plen, CAP);
     EXPECT(n > 100, "test instances: %d", n);
     int right = 0, wrong = 0;
     for (size_t s = 0; s < sizeof schemes / sizeof *schemes; s++) {
-        GPTConfig c = config(schemes[s], 64);
+        GPTConfig c = config(schemes[s], 64, 256);
         GPT m;
         gpt_build(&m, &c, 5, 64);
-        train(&m, &tc, 60, 7);
+        train(&m, &tc, 90, 7);
         task_exact_match(&m, inst, len, plen, n, ok);
         int mismatch = 0;
         for (int i = 0; i < n; i++) {
@@ -98,20 +100,34 @@ static void test_equivalence(void) {
 static void test_buckets_and_csv(void) {
     TaskConfig tc;
     task_defaults(&tc, task_find("reverse"));
-    tc.train_min = 1; tc.train_max = 4; tc.test_max = 8;
-    GPTConfig c = config("alibi", 64);
+    tc.train_min = 1; tc.train_max = 4; tc.test_max = 8; tc.alphabet = 26;
+    GPTConfig c = config("alibi", 64, 256);
     GPT m;
     gpt_build(&m, &c, 3, 64);
     train(&m, &tc, 30, 1);
     TaskScore s[64];
     int nb = task_evaluate(&m, &tc, 10, 42, s, 64, 0);
-    EXPECT(nb >= 6 && nb <= 8, "buckets: %d (lengths 1..8, a length without test instances has none)", nb);
+    EXPECT(nb == 8, "buckets: %d (lengths 1..8, each one, even without test instances)", nb);
     long long num[2] = { 0, 0 }, den[2] = { 0, 0 };
     for (int i = 0; i < nb; i++) {
-        EXPECT(s[i].n == 10 && s[i].skipped == 0 && s[i].correct >= 0 && s[i].correct <= 10, "bucket %d: n %d correct %d", i, s[i].n, s[i].correct);
+        // length 1 has 26 instances, so a few test ones: all of them; 26^5 is past the enumeration
+        long long want_pool = -1;
+        if (s[i].length <= 4) {
+            TaskSet all;
+            task_eval_set(&tc, s[i].length, -1.0, TASK_TEST, 1 << 20, 0, &all);
+            want_pool = all.pool;
+            task_set_free(&all);
+        }
+        int want_n = want_pool >= 0 && want_pool < 10 ? (int)want_pool : 10;
+        EXPECT(s[i].length == i + 1 && s[i].pool == want_pool && s[i].n == want_n && s[i].skipped == 0 && s[i].correct >= 0 &&
+               s[i].correct <= s[i].n, "bucket %d: length %d n %d (want %d) pool %lld (want %lld) correct %d", i, s[i].length,
+               s[i].n, want_n, s[i].pool, want_pool, s[i].correct);
+        EXPECT(s[i].n ? s[i].top_share >= 1.0 / s[i].n && s[i].top_share <= 1 : isnan(s[i].top_share),
+               "bucket %d: top_share %g of %d", i, s[i].top_share, s[i].n);
         EXPECT(s[i].ood == (s[i].length > 4) && s[i].depth == -1, "bucket %d: ood %d depth %g", i, s[i].ood, s[i].depth);
         num[s[i].ood] += s[i].correct; den[s[i].ood] += s[i].n;
     }
+    EXPECT(s[0].n < 10, "length 1 holds all %d test instances of 26", s[0].n);
     EXPECT_NEAR(task_accuracy(s, nb, 0), (double)num[0] / den[0], 0, 1e-12, "in-distribution mean");
     EXPECT_NEAR(task_accuracy(s, nb, 1), (double)num[1] / den[1], 0, 1e-12, "out-of-distribution mean");
     // the same seed gives the same instances and so the same numbers
@@ -120,16 +136,29 @@ static void test_buckets_and_csv(void) {
     char path[] = "/tmp/test_eval_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
+    s[2].n = 0; s[2].correct = 0;                              // an empty bucket: empty accuracy and top_share
     task_scores_write(path, "reverse", "alibi", 42, s, nb);
     FILE *f = fopen(path, "r");
     char line[256];
-    EXPECT(f && fgets(line, sizeof line, f) && strcmp(line, "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped\n") == 0, "CSV header");
+    EXPECT(f && fgets(line, sizeof line, f) &&
+           strcmp(line, "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share\n") == 0, "CSV header");
     int rows = 0;
     while (f && fgets(line, sizeof line, f)) {
-        int length, n, correct, skipped; char split[8]; double acc;
-        int k = sscanf(line, "reverse,alibi,42,%d,,%3[a-z],%d,%d,%lf,%d", &length, split, &n, &correct, &acc, &skipped);
-        EXPECT(k == 6 && length == s[rows].length && !strcmp(split, s[rows].ood ? "ood" : "id") && n == s[rows].n
-               && correct == s[rows].correct && fabs(acc - (double)correct / n) < 1e-6, "CSV row %d: %s", rows, line);
+        char *col[16] = { 0 }, *p = line;                          // the 13 columns, empty ones included
+        int k = 0;
+        line[strcspn(line, "\n")] = 0;
+        for (col[k++] = p; (p = strchr(p, ',')) && k < 16; ) { *p++ = 0; col[k++] = p; }
+        const TaskScore *r = &s[rows];
+        char want_pool[32] = "", want_share[32] = "", want_acc[32] = "";
+        if (r->pool >= 0) snprintf(want_pool, sizeof want_pool, "%lld", r->pool);
+        if (r->n) snprintf(want_share, sizeof want_share, "%.4f", r->top_share);
+        if (r->n) snprintf(want_acc, sizeof want_acc, "%.6f", (double)r->correct / r->n);
+        EXPECT(k == 13 && !strcmp(col[0], "reverse") && !strcmp(col[1], "alibi") && !strcmp(col[2], "42") &&
+               atoi(col[3]) == r->length && !*col[4] && !strcmp(col[5], r->ood ? "ood" : "id") && atoi(col[6]) == r->n &&
+               atoi(col[7]) == r->correct && !strcmp(col[8], want_acc) && atoi(col[9]) == r->skipped &&
+               !strcmp(col[10], want_pool) && atoi(col[11]) == r->n + r->skipped && !strcmp(col[12], want_share),
+               "CSV row %d: %d columns, length %s n %s pool '%s' (want '%s') distinct %s top_share '%s' (want '%s')", rows, k,
+               col[3], k > 6 ? col[6] : "", k > 10 ? col[10] : "", want_pool, k > 11 ? col[11] : "", k > 12 ? col[12] : "", want_share);
         rows++;
     }
     EXPECT(rows == nb, "CSV rows %d, buckets %d", rows, nb);
@@ -138,11 +167,49 @@ static void test_buckets_and_csv(void) {
     gpt_free(&m);
 }
 
+// task_top_share: answers compared as token sequences; a model whose weights are all zero gives
+// every instance the same answer (token 0, repeated), so every bucket's share is 1.
+static void test_top_share(void) {
+    int a[] = { 5, 6, '\n' }, b[] = { 5, 6, '\n' }, c2[] = { 5, 6 }, d[] = { 7, '\n' };
+    const int *ans[] = { a, b, c2, d, a };
+    int len[] = { 3, 3, 2, 2, 3 };
+    EXPECT_NEAR(task_top_share(ans, len, 5), 0.6, 0, 1e-12, "three of five equal");
+    EXPECT_NEAR(task_top_share(ans + 2, len + 2, 2), 0.5, 0, 1e-12, "a prefix is another answer");
+    EXPECT_NEAR(task_top_share(ans, len, 2), 1.0, 0, 1e-12, "two equal answers");
+    EXPECT(isnan(task_top_share(ans, len, 0)), "no answer: NAN");
+
+    TaskConfig tc;
+    task_defaults(&tc, task_find("copy"));
+    tc.train_min = 1; tc.train_max = 3; tc.test_max = 6;
+    GPTConfig c = config("nope", 32, task_vocab(&tc));
+    GPT m;
+    gpt_build(&m, &c, 1, 0);
+    memset(m.params, 0, sizeof(real) * m.num_params);
+    TaskScore s[16];
+    int nb = task_evaluate(&m, &tc, 20, 3, s, 16, 0);
+    int bad = 0;
+    for (int i = 0; i < nb; i++) bad += s[i].n != 20 || s[i].correct != 0 || s[i].top_share != 1.0;
+    EXPECT(nb == 6 && bad == 0, "a constant model: %d of %d buckets without top_share 1 (first: n %d, share %g)", bad, nb,
+           s[0].n, s[0].top_share);
+    gpt_free(&m);
+    // a partly trained model answers by its input
+    task_defaults(&tc, task_find("copy-repeat"));
+    tc.train_min = 1; tc.train_max = 6; tc.test_max = 6; tc.alphabet = 26;
+    c = config("nope", 64, 256);
+    gpt_build(&m, &c, 5, 64);
+    train(&m, &tc, 60, 7);
+    nb = task_evaluate(&m, &tc, 20, 3, s, 16, 0);
+    double lowest = 1;
+    for (int i = 0; i < nb; i++) if (s[i].n >= 2 && s[i].top_share < lowest) lowest = s[i].top_share;
+    EXPECT(lowest < 0.5, "a partly trained copy-repeat model varies its answers with the input: lowest top_share %g", lowest);
+    gpt_free(&m);
+}
+
 static void test_learned_table(void) {
     TaskConfig tc;
-    task_defaults(&tc, task_find("copy-repeat"));
+    task_defaults(&tc, task_find("copy-repeat"));             // 640 symbols: >= 4 test instances at every length
     tc.train_min = 1; tc.train_max = 4; tc.test_max = 12;     // rep: + n + = + n + newline = 2n + 6 tokens
-    GPTConfig c = config("learned", 16);
+    GPTConfig c = config("learned", 16, task_vocab(&tc));
     GPT m;
     gpt_build(&m, &c, 3, 64);
     gpt_reserve_positions(&m, 64);
@@ -166,11 +233,11 @@ static void test_learned_table(void) {
 
 static void test_fair_init(void) {
     static const char *schemes[] = { "learned", "sinusoidal", "rope", "alibi", "t5", "fire" };
-    GPTConfig c0 = config("nope", 32);
+    GPTConfig c0 = config("nope", 32, 256);
     GPT ref;
     gpt_build(&ref, &c0, 1234, 0);
     for (size_t s = 0; s < sizeof schemes / sizeof *schemes; s++) {
-        GPTConfig c = config(schemes[s], 32);
+        GPTConfig c = config(schemes[s], 32, 256);
         GPT m;
         gpt_build(&m, &c, 1234, 0);
         int shared = 0, same = 0;
@@ -190,6 +257,7 @@ static void test_fair_init(void) {
 int main(void) {
     test_equivalence();
     test_buckets_and_csv();
+    test_top_share();
     test_learned_table();
     test_fair_init();
     return test_summary("test_eval");

@@ -3,7 +3,9 @@
 #  - two runs with the same seed and thread count log identical losses;
 #  - a run resumed from its step-15 checkpoint logs the same losses for steps 16..30 as the
 #    uninterrupted run (weights, AdamW moments, step, data position and RNG all restored);
-#  - sampling after the resumed run equals sampling after the uninterrupted one.
+#  - sampling after the resumed run equals sampling after the uninterrupted one;
+#  - a fit-first task run (--fit-target, checks every 10 steps) resumed from step 15 logs the same
+#    losses and the same validation checks as the uninterrupted run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -30,6 +32,17 @@ check $? "resumed losses (steps 16..30) must equal the uninterrupted run's: $(he
 diff <(sed -n '/^---- sample/,$p' "$tmp/again.out") <(sed -n '/^---- sample/,$p' "$tmp/resumed.out") > /dev/null
 check $? "a sample after the resumed run must equal the uninterrupted run's"
 grep -q "^---- end of sample" "$tmp/resumed.out"; check $? "the resumed run samples"
+
+# fit-first: the checks read their own instances, never the training stream, so resume stays exact
+fit="--task sum --train-max 3 --layers 1 --heads 2 --dim 32 --batch 8 --lr 1e-2 --threads 2 --eval-per-length 0 --fit-target 1 --max-steps 30 --fit-every 10"
+./train $fit --log "$tmp/fit.csv" --save "$tmp/fit{step}" --save-every 15 > "$tmp/fit.out"
+check $? "the fit-first run"
+./train --resume "$tmp/fit15" --threads 2 --eval-per-length 0 --log "$tmp/fitres.csv" > "$tmp/fitres.out"
+check $? "resume the fit-first run from step 15"
+diff <(losses "$tmp/fit.csv" | sed -n '17,31p') <(losses "$tmp/fitres.csv" | tail -n +2) > "$tmp/diff"
+check $? "resumed fit-first losses (steps 16..30) must equal the uninterrupted run's: $(head -4 "$tmp/diff")"
+diff <(grep -E '^fit check: step (20|30) |^fit: ' "$tmp/fit.out") <(grep -E '^fit( check)?: ' "$tmp/fitres.out") > "$tmp/diff"
+check $? "the resumed run's checks (steps 20, 30) and its fit line equal the uninterrupted run's: $(head -4 "$tmp/diff")"
 
 echo "test_resume: $pass passed, $fail failed"
 [ $fail = 0 ]
