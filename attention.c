@@ -9,6 +9,8 @@
 // The forward pass keeps only lse (one number per row); the backward pass recomputes the scores,
 // tile by tile, from q, k and the bias with the same code (tile_scores, below), so no (T, T)
 // matrix is ever stored: O(T) memory per row.
+// Attention dropout at rate P (training): out_i = sum_j m(i,j)/(1-P) p(i,j) v_j, the mask m a hash
+// of (ap->drop_key, row, j) (kernels.h) that the backward regenerates; lse stays the undropped one.
 #include "attention.h"
 
 #include "kernels.h"
@@ -49,12 +51,16 @@ typedef struct {
     int T, C, NH, hs;     // T: tokens per batch row (the KV cache: in the chunk)
     size_t C3;            // 3C, from one token to the next in qkv
     real scale;           // 1/sqrt(hs), applied to q
+    int drop;             // 1: attention dropout (ap->dropout > 0)
+    uint32_t drop_thr;    // drop_threshold(ap->dropout)
+    real drop_scale;      // 1/(1 - ap->dropout), the kept probabilities' factor
 } AttnCall;
 
 // qkv (B,T,3C), ap->pos (B,T); cache: hook 3's, or NULL
 static AttnCall attn_call(const AttnPos *ap, const real *cache, const real *qkv, int T, int C, int NH) {
     AttnCall x = { .ap = ap, .cache = cache, .qkv = qkv, .T = T, .C = C, .NH = NH, .hs = C / NH,
-                   .C3 = (size_t)3 * C, .scale = 1 / sqrt((real)(C / NH)) };
+                   .C3 = (size_t)3 * C, .scale = 1 / sqrt((real)(C / NH)), .drop = ap->dropout > 0,
+                   .drop_thr = drop_threshold(ap->dropout), .drop_scale = (real)(1 / (1 - ap->dropout)) };
     return x;
 }
 
@@ -165,14 +171,14 @@ static AttScratch att_scratch(real *p, int hs) {
 typedef struct {
     const real *q0;          // q of the row's token 0, head h, in qkv (T,3C); its k at q0 + C, v at q0 + 2C
     const int *pos, *doc;    // (T,) the row's position and document ids
-    int h;
+    int b, h;
     AttScratch w;            // the owning thread's scratch
 } AttnPair;
 
 // pair (b, h) of the call x; scratch: the thread's ATT_SCRATCH(hs) reals
 static AttnPair attn_pair(const AttnCall *x, real *scratch, int b, int h) {
     AttnPair p = { .q0 = x->qkv + (size_t)b * x->T * x->C3 + h * x->hs, .pos = x->ap->pos + (size_t)b * x->T,
-                   .doc = x->ap->doc + (size_t)b * x->T, .h = h, .w = att_scratch(scratch, x->hs) };
+                   .doc = x->ap->doc + (size_t)b * x->T, .b = b, .h = h, .w = att_scratch(scratch, x->hs) };
     return p;
 }
 
@@ -247,6 +253,17 @@ static void tile_exp(real *S, int nk, const real *shift, real *col_sum) {
     if (col_sum) for (int r = 0; r < ATT_QB; r++) col_sum[r] += sum[r];
 }
 
+// Dropout's row keys (QB,) of the block of queries i0 .. i0+ATT_QB-1 (attention.h: row (b*NH + h)*T + i)
+static void block_drop_keys(const AttnCall *x, const AttnPair *p, int i0, uint32_t *rk) {
+    uint64_t row0 = ((uint64_t)p->b * x->NH + p->h) * x->T + i0;
+    for (int r = 0; r < ATT_QB; r++) rk[r] = drop_row_key(x->ap->drop_key, row0 + r);
+}
+
+// The mask's factor of query row r (row key rk) and key j: 1/(1-P) when kept, else 0
+static inline real drop_factor(const AttnCall *x, uint32_t rk, int j) {
+    return drop_keep(rk, (uint32_t)j, x->drop_thr) ? x->drop_scale : 0;
+}
+
 // out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
 // scratch (threads, ATT_SCRATCH(hs)). Memory: lse and the scratch, never (T, T).
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
@@ -265,7 +282,9 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
                 // per query row: running max m, sum l of exp(score - m), and the shift used for exp
                 real m[ATT_QB] __attribute__((aligned(64))), l[ATT_QB] __attribute__((aligned(64)));
                 real mt[ATT_QB] __attribute__((aligned(64))), shift[ATT_QB] __attribute__((aligned(64)));
+                uint32_t rk[ATT_QB] __attribute__((aligned(64)));
                 for (int r = 0; r < ATT_QB; r++) { m[r] = -INFINITY; l[r] = 0; }
+                if (x.drop) block_drop_keys(&x, &p, i0, rk);
                 memset(w.O, 0, sizeof(real) * (size_t)nb * hs);
                 block_transpose(w.xT, p.q0 + (size_t)i0 * x.C3, x.C3, nb, hs, x.scale);
                 for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
@@ -288,6 +307,12 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
                         shift[r] = m[r] == -INFINITY ? 0 : m[r];   // a row that sees no key yet: exp(-inf) = 0
                     }
                     tile_exp(w.S, nk, shift, l);
+                    if (x.drop)                        // l has summed the undropped P; O sums the dropped
+                        for (int j = 0; j < nk; j++) {
+                            real *s = w.S + (size_t)j * ATT_QB;
+                            #pragma omp simd
+                            for (int r = 0; r < ATT_QB; r++) s[r] *= drop_factor(&x, rk[r], j0 + j);
+                        }
                     gemm_tile(nb, hs, nk, w.S, 1, ATT_QB, p.q0 + (size_t)j0 * x.C3 + 2 * C, x.C3, w.O, hs, 1);   // O += P V_t
                 }
                 for (int r = 0; r < nb; r++) {
@@ -308,6 +333,8 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
 //   dP(i,j) = dout_i . v_j,   dv_j += sum_i p(i,j) dout_i,
 //   dscore(i,j) = p(i,j) (dP(i,j) - D_i),  D_i = dout_i . out_i = sum_j p(i,j) dP(i,j)
 //                                                     (softmax backward; a learned bias gets dscore)
+// With dropout (mask factor f(i,j) = m(i,j)/(1-P)): dv_j += sum_i f p dout_i, dP(i,j) = f (dout_i . v_j),
+// and still D_i = dout_i . out_i = sum_j p dP.
 //   dq_i += scale sum_j dscore(i,j) k_j,   dk_j += scale sum_i dscore(i,j) q_i
 // A learned bias gets gradient from every (b,h): each thread accumulates into its own copy, and the
 // copies are added in thread order afterwards (no race, bit-reproducible). So does the gradient of
@@ -335,6 +362,8 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
                 const real *dout0 = dout + ((size_t)b * T + i0) * C + h * hs;      // dout of query i0, head h
                 // the block's log-sum-exps (0 past nb) and D_i
                 real lse_q[ATT_QB] __attribute__((aligned(64))), D[ATT_QB] __attribute__((aligned(64)));
+                uint32_t rk[ATT_QB] __attribute__((aligned(64)));
+                if (x.drop) block_drop_keys(&x, &p, i0, rk);
                 for (int r = 0; r < ATT_QB; r++) {
                     lse_q[r] = r < nb ? lse[((size_t)b * NH + h) * T + i0 + r] : 0;
                     real d = 0;
@@ -352,12 +381,23 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
                     if (!tile_scores(&x, &p, i0, nb, j0, nk)) continue;
                     tile_exp(w.S, nk, lse_q, NULL);
                     gemm_tile(nk, ATT_QB, hs, p.q0 + (size_t)j0 * C3 + 2 * C, C3, 1, w.yT, ATT_QB, w.dS, ATT_QB, 0);  // dP^T = V_t dOT
-                    for (int j = 0; j < nk; j++) {     // dscore = p (dP - D)
-                        const real *pj = w.S + (size_t)j * ATT_QB;
-                        real *g = w.dS + (size_t)j * ATT_QB;
-                        #pragma omp simd
-                        for (int r = 0; r < ATT_QB; r++) g[r] = pj[r] * (g[r] - D[r]);
-                    }
+                    if (!x.drop)
+                        for (int j = 0; j < nk; j++) {     // dscore = p (dP - D)
+                            const real *pj = w.S + (size_t)j * ATT_QB;
+                            real *g = w.dS + (size_t)j * ATT_QB;
+                            #pragma omp simd
+                            for (int r = 0; r < ATT_QB; r++) g[r] = pj[r] * (g[r] - D[r]);
+                        }
+                    else
+                        for (int j = 0; j < nk; j++) {     // dscore = p (f dP - D); then S = f p for dV
+                            real *pj = w.S + (size_t)j * ATT_QB, *g = w.dS + (size_t)j * ATT_QB;
+                            #pragma omp simd
+                            for (int r = 0; r < ATT_QB; r++) {
+                                real f = drop_factor(&x, rk[r], j0 + j);
+                                g[r] = pj[r] * (f * g[r] - D[r]);
+                                pj[r] *= f;
+                            }
+                        }
                     if (learned_bias)                  // hook 3's backward, one query row at a time
                         for (int r = 0; r < nb; r++) {
                             int n = tile_row_keys(ap, i0 + r, j0, nk, T);
@@ -390,7 +430,7 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
 }
 
 // out (T,T); qkv (T,3C) and lse (NH,T) of one batch row; ap->pos, ap->doc (T,). The forward's own
-// scoring (tile_scores: same tiles, mask and hook 3), its exp and its log-sum-exp.
+// scoring (tile_scores: same tiles, mask and hook 3), its exp and its log-sum-exp (never dropout).
 void attention_head_probs(real *out, const real *qkv, const real *lse, const AttnPos *ap, int T, int C,
                           int NH, int h) {
     size_t ncache;

@@ -10,7 +10,8 @@
 #include "common.h"
 #include "posenc.h"
 
-// What attention needs to know about positions: the batch's ids and the layer's scheme.
+// What attention needs to know besides q, k and v: the batch's position and document ids, the
+// layer's scheme, and dropout (training only; the KV cache and attention_head_probs never drop).
 typedef struct {
     const int *pos;            // (B,T)
     const int *doc;            // (B,T)
@@ -20,6 +21,10 @@ typedef struct {
     real *pe_dparams;          // their gradient or NULL
     size_t pe_nparams;         // their number
     int bidirectional;         // 1: no causal limit (keys j > i allowed; tests of equivariance)
+    double dropout;            // rate p at which attention_forward drops probabilities (kept ones
+                               // x 1/(1-p)); 0: none. Its backward is given the same p and key.
+    uint64_t drop_key;         // the mask: p(i,j) of batch row b, head h is kept when
+                               // drop_keep(drop_row_key(drop_key, (b*NH + h)*T + i), j) (kernels.h)
 } AttnPos;
 
 // The fused kernel, tiled: blocks of ATT_QB query rows against tiles of up to ATT_KB keys, with an

@@ -1,5 +1,5 @@
 // kernels.h: what the layers and attention share to compute: the matrix products (blocked for the
-// caches, vectorised), an exp the compiler vectorises, and the OpenMP thread helpers.
+// caches, vectorised), an exp the compiler vectorises, dropout's masks, and the OpenMP thread helpers.
 //
 // gemm: C (M,N) = or += A (M,K) @ B (K,N), where A(i,k) = a[i*a_rs + k*a_cs] (any strides, so a
 // transposed A costs nothing) and B, C are row-major with leading dimensions ldb, ldc.
@@ -57,6 +57,30 @@ static inline float exp_vec(float x) {
 }
 // exp_vec in the float build; the double build (gradient checks) keeps libm's exp
 static inline real exp_fast(real x) { return sizeof(real) == sizeof(float) ? (real)exp_vec((float)x) : exp(x); }
+
+// Dropout masks, counter-based: whether element (row, col) of a site is kept is a hash of the
+// site's key, the row and the column, so nothing is stored (a backward regenerates its forward's
+// mask), the thread count and order change nothing, and the same key gives the same mask on any
+// run (a resumed run, the perturbed forwards of a finite-difference check). A row's key is 64-bit
+// mixing of (site key, row); the column step is 32-bit so that a row of elements vectorises
+// (murmur3's finaliser: 32-bit multiplies, which AVX2 has).
+static inline uint64_t mix64(uint64_t z) {                 // splitmix64's finaliser
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static inline uint32_t mix32(uint32_t h) {                 // murmur3's fmix32
+    h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u;
+    return h ^ (h >> 16);
+}
+// the 32-bit key of row `row` of the site with key `site`
+static inline uint32_t drop_row_key(uint64_t site, uint64_t row) { return (uint32_t)mix64(site + (row + 1) * 0x9E3779B97F4A7C15ull); }
+// the threshold that drops a fraction p (0 <= p < 1) of the elements: threshold / 2^32 = p to 2^-32
+static inline uint32_t drop_threshold(double p) { return (uint32_t)(p * 4294967296.0); }
+// 1: element `col` of the row with key row_key is kept
+static inline int drop_keep(uint32_t row_key, uint32_t col, uint32_t threshold) {
+    return mix32(row_key ^ (col * 0x9E3779B9u)) >= threshold;
+}
 
 // OpenMP's thread count and this thread's number (1 and 0 without OpenMP)
 static inline int max_threads(void) {

@@ -1,5 +1,5 @@
 // layers.c: the GPT-2 layers as forward/backward pairs (layers.h): token embedding, LayerNorm, the
-// linear layer, GELU. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its
+// linear layer, GELU, dropout. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its
 // outputs.
 #include "layers.h"
 
@@ -163,3 +163,26 @@ void gelu_backward(real *dinp, const real *inp, const real *dout, int n) {
         dinp[i] += grad * dout[i];
     }
 }
+
+// ----------------------------------------------------------------------------------------------
+// dropout: element (n, c) kept when drop_keep(row key of n, c), then scaled by 1/(1-p)
+
+// y (N,C) = or += x * keep / (1 - p)
+static void dropout_mask(real *y, const real *x, uint64_t key, double p, int N, int C, int accumulate) {
+    uint32_t thr = drop_threshold(p);
+    real scale = (real)(1 / (1 - p));
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        uint32_t rk = drop_row_key(key, (uint64_t)n);
+        real *yn = y + (size_t)n * C;
+        const real *xn = x + (size_t)n * C;
+        #pragma omp simd
+        for (int c = 0; c < C; c++) {
+            real v = drop_keep(rk, (uint32_t)c, thr) ? xn[c] * scale : 0;
+            yn[c] = accumulate ? yn[c] + v : v;
+        }
+    }
+}
+
+void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C) { dropout_mask(out, inp, key, p, N, C, 0); }
+void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C) { dropout_mask(dinp, dout, key, p, N, C, 1); }

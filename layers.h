@@ -1,4 +1,4 @@
-// layers.h: the GPT-2 layers as forward/backward pairs, outputs first, then inputs, then sizes.
+// layers.h: the GPT-2 layers (and dropout) as forward/backward pairs, outputs first, then inputs, then sizes.
 // N tokens of C channels (model.h's legend); weights are stored (out, in). Backward functions
 // ACCUMULATE (+=) into their gradient outputs. The model strings them together (model.c); the
 // gradient checks test each alone.
@@ -24,5 +24,10 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
 // GELU (tanh approximation), elementwise on n numbers: out = gelu(inp); dinp += gelu'(inp) dout.
 void gelu_forward(real *out, const real *inp, int n);
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n);
+// Inverted dropout with rate p (0 <= p < 1): out (N,C) = inp * keep(n,c) / (1 - p), keep(n,c) 0 with
+// probability p, a hash of (key, n, c) (kernels.h's drop_keep: the same key, the same mask; out may
+// be inp). Backward: dinp (N,C) += dout * keep / (1 - p), with the forward's key.
+void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C);
+void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C);
 
 #endif

@@ -298,6 +298,27 @@ static void alloc_acts(GPT *m, int B, int T) {
 
 void gpt_set_forward_only(GPT *m, int on) { m->forward_only = on != 0; }
 
+// ----------------------------------------------------------------------------------------------
+// dropout's keys: the step's key (gpt_set_dropout), then one per layer and site, then one per
+// row of the site (kernels.h)
+
+enum { DROP_EMBEDDING, DROP_ATTENTION, DROP_ATTN_OUT, DROP_MLP_OUT };   // the sites; layer -1: the embedding
+
+void gpt_set_dropout(GPT *m, double p, uint64_t key) {
+    CHECK(p >= 0 && p < 1, "internal: dropout rate %g outside [0, 1)", p);
+    m->dropout = p;
+    m->drop_key = key;
+}
+
+uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro) {
+    return mix64(mix64(mix64(seed ^ 0xD50F0D50F0D50Full) + (uint64_t)step) + (uint64_t)micro);
+}
+
+// the key of site `site` of layer `layer` under the step's key
+static uint64_t drop_site(uint64_t key, int layer, int site) {
+    return mix64(key ^ mix64(((uint64_t)(layer + 1) << 2) + (uint64_t)site));
+}
+
 // The slices of layer l's activations (each buffer holds L layers back to back; forward-only, one
 // layer, whose slices every layer overwrites in turn: a layer reads only its input residual, which
 // it has consumed before it writes its own residual2 and residual3 over the slices).
@@ -325,10 +346,13 @@ static LayerActs layer_acts(const GPT *m, int l, int B, int T) {
     return la;
 }
 
+// layer l's attention inputs for the batch b, with the last forward's dropout (gpt_forward sets it
+// before its layers run); grads: 1 for the backward (the scheme's parameter gradients)
 static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
     AttnPos ap = { .pos = b->pos, .doc = b->doc, .scheme = posenc_scheme(m->cfg.pe.layer[l]), .tables = &m->pt,
                    .pe_params = m->p.pe_layer[l], .pe_dparams = grads ? m->g.pe_layer[l] : NULL,
-                   .pe_nparams = m->pe_layer_n[l] };
+                   .pe_nparams = m->pe_layer_n[l], .dropout = m->act_dropout,
+                   .drop_key = drop_site(m->act_drop_key, l, DROP_ATTENTION) };
     return ap;
 }
 
@@ -367,22 +391,27 @@ static void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *a
 // its output residual3 (N,C). ap: the layer's positions; kc: NULL, or the KV cache (block_attention).
 //   residual2 = residual + attproj(attention(qkv(ln1(residual))))      (hook 2 on q, k; hook 3 inside)
 //   residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
+// With dropout (the batch forward only): attention drops inside, and each projection is dropped
+// before its residual add.
 static const real *block_forward(GPT *m, int l, const real *residual, const AttnPos *ap, int B, int T, KVCache *kc) {
     int C = m->cfg.n_embd, NH = m->cfg.n_head;
     size_t N = (size_t)B * T;
     const ParamTensors *p = &m->p;
     real *proj = m->a.scratch;                                  // (N,C) each projection before its residual add
+    double drop = kc ? 0 : m->act_dropout;
     LayerActs la = layer_acts(m, l, B, T);
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
     TIMED(m, PROF_MATMUL, matmul_forward(la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
     TIMED(m, PROF_ATTENTION, qk_hook(la.qkv, ap, N, C, NH, QK_FORWARD));                                      // hook 2
     TIMED(m, PROF_ATTENTION, block_attention(m, l, &la, ap, B, T, kc));
     TIMED(m, PROF_MATMUL, matmul_forward(proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
+    if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_ATTN_OUT), drop, N, C);
     residual_add(la.residual2, residual, proj, N * C);
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
     TIMED(m, PROF_MATMUL, matmul_forward(la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
     gelu_forward(la.fch_gelu, la.fch, N * 4 * C);
     TIMED(m, PROF_MATMUL, matmul_forward(proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
+    if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_MLP_OUT), drop, N, C);
     residual_add(la.residual3, la.residual2, proj, N * C);
     return la.residual3;
 }
@@ -400,12 +429,14 @@ double gpt_forward(GPT *m, const Batch *b) {
     }
     alloc_acts(m, B, T);
     m->batch = b;
+    m->act_dropout = m->dropout; m->act_drop_key = m->drop_key;
     Activations *a = &m->a;
     const ParamTensors *p = &m->p;
 
     encoder_forward(a->encoded, b->tokens, p->wte, N, C);
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_forward) in->input_forward(&m->pt, p->pe_input, a->encoded, b->pos, N);   // hook 1
+    if (m->act_dropout > 0) dropout_forward(a->encoded, a->encoded, drop_site(m->act_drop_key, -1, DROP_EMBEDDING), m->act_dropout, N, C);
 
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
@@ -498,6 +529,13 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); }
 
+// buf (N,C) = the gradient dout (N,C) through a dropout site's mask (key, rate p); returns buf
+static const real *dropped_grad(real *buf, const real *dout, uint64_t key, double p, size_t N, int C) {
+    memset(buf, 0, sizeof(real) * N * C);
+    dropout_backward(buf, dout, key, p, (int)N, C);
+    return buf;
+}
+
 void gpt_backward(GPT *m, double grad_scale) {
     CHECK(!m->act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
           "the activations of the earlier layers are gone");
@@ -510,6 +548,8 @@ void gpt_backward(GPT *m, double grad_scale) {
     GradActivations *g = &m->ga;
     const ParamTensors *p = &m->p;
     ParamTensors *dp = &m->g;
+    double drop = m->act_dropout;          // the forward's dropout: its masks again, from its key
+    uint64_t key = m->act_drop_key;
 
     // dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)), written over probs: after a
     // backward the probabilities are gone (dump_step copies the logits before it calls backward)
@@ -533,9 +573,12 @@ void gpt_backward(GPT *m, double grad_scale) {
         AttnPos ap = attn_pos(m, b, l, 1);
 
         // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms.
-        // g->dln is scratch for the gradient at a LayerNorm's output (ln_f's above, ln2's, then ln1's).
+        // g->dln is scratch for the gradient at a LayerNorm's output (ln_f's above, ln2's, then ln1's)
+        // and, with dropout, at a projection's output (dresidual through the branch's mask).
+        const real *dproj = g->dresidual;
+        if (drop > 0) dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C);
         memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
-        TIMED(m, PROF_MATMUL, matmul_backward(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, g->dresidual,
+        TIMED(m, PROF_MATMUL, matmul_backward(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj,
                         la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C));
         memset(g->dfch, 0, sizeof(real) * N * 4 * C);
         gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
@@ -545,8 +588,10 @@ void gpt_backward(GPT *m, double grad_scale) {
         layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
                            la.ln2_mean, la.ln2_rstd, N, C);
         // residual2 = residual + attproj(attention(qkv(ln1(residual))))
+        dproj = g->dresidual;
+        if (drop > 0) dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C);
         memset(g->datty, 0, sizeof(real) * N * C);
-        TIMED(m, PROF_MATMUL, matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, g->dresidual, la.atty,
+        TIMED(m, PROF_MATMUL, matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
                         p->attprojw + (size_t)l * C * C, N, C, C));
         memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
         TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
@@ -557,9 +602,11 @@ void gpt_backward(GPT *m, double grad_scale) {
         layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
                            la.ln1_mean, la.ln1_rstd, N, C);
     }
+    const real *demb = g->dresidual;        // the gradient at the embedding sum, before its dropout
+    if (drop > 0) demb = dropped_grad(g->dln, g->dresidual, drop_site(key, -1, DROP_EMBEDDING), drop, N, C);
     const PosScheme *in = posenc_scheme(c->pe.input);
-    if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, g->dresidual, b->pos, N);
-    encoder_backward(dp->wte, g->dresidual, b->tokens, N, C);
+    if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
+    encoder_backward(dp->wte, demb, b->tokens, N, C);
 }
 
 // ----------------------------------------------------------------------------------------------

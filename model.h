@@ -112,6 +112,10 @@ typedef struct {
     int act_forward_only;            // the mode the activations were allocated in
     Activations a;
     GradActivations ga;
+    double dropout;                // rate of the next forwards' dropout (gpt_set_dropout); 0: evaluation
+    uint64_t drop_key;             // their masks' key
+    double act_dropout;            // the last forward's rate and key, which its backward repeats
+    uint64_t act_drop_key;
     const Batch *batch;            // the batch of the last forward
     double loss;                   // weighted mean loss of the last forward
     double weight_sum;             // sum of loss weights of the last forward
@@ -137,6 +141,19 @@ double gpt_forward(GPT *m, const Batch *b);
 // gpt_backward and attention_probs refuse to run after such a forward. Takes effect at the next
 // forward (the activations are reallocated when the mode changes); on = 0 restores training mode.
 void gpt_set_forward_only(GPT *m, int on);
+// Dropout, as GPT-2 trains (embd_pdrop = attn_pdrop = resid_pdrop = p): the next gpt_forward calls
+// drop, at rate p (0 <= p < 1, kept values scaled by 1/(1-p)), elements of the embedding sum (token
+// + input position, before block 0), the attention probabilities (after the softmax, before V) and
+// each residual branch (the attention and MLP projections, before the residual add); their
+// gpt_backward repeats the masks. Each mask is a hash of key, the layer, the site and the element
+// (kernels.h): the same key gives the same masks whatever the thread count. p = 0 (the default):
+// no dropout, every number as without this call. Training sets it around its forwards and
+// backwards and clears it; every evaluation (validation, tasks, perplexity, the KV cache, the
+// attention pictures, export and dump) runs with p = 0, and gpt_forward_cached never drops.
+void gpt_set_dropout(GPT *m, double p, uint64_t key);
+// The key of micro-batch `micro` of optimiser step `step` (0-based) of the run seeded with `seed`:
+// a resumed run draws the masks the uninterrupted run drew.
+uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro);
 void gpt_zero_grad(GPT *m);
 // The attention probabilities p(i,j) (T,T) of layer `layer`, head `head`, batch row b of the last
 // gpt_forward (m->batch must still be alive), recomputed as the forward computed them: row i sums

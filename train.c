@@ -46,12 +46,16 @@ static void check_tokens(const TokenData *d, int vocab, const char *name) {
 // ----------------------------------------------------------------------------------------------
 // helpers
 
-// linear warm-up to lr, then cosine decay to lr * min_lr_frac at the last step (step = steps-1)
+// The learning rate of step `step` (0-based): a linear warm-up to lr over --warmup steps, then a
+// decay to lr * min_lr_frac at the last step (step = steps-1), with progress 0 -> 1 after the
+// warm-up: cosine, or (--schedule poly) end + (lr - end) (1 - progress)^poly_power, HF's
+// polynomial decay (power 1: linear).
 static double lr_at(const Options *o, int step) {
     int warm = o->warmup;
     if (step < warm) return o->lr * (step + 1) / warm;
     double progress = o->steps - 1 > warm ? (double)(step - warm) / (o->steps - 1 - warm) : 1.0;
     double floor_lr = o->lr * o->min_lr_frac;
+    if (strcmp(o->schedule, "poly") == 0) return floor_lr + (o->lr - floor_lr) * pow(1 - progress, o->poly_power);
     return floor_lr + 0.5 * (o->lr - floor_lr) * (1 + cos(M_PI * progress));
 }
 
@@ -569,6 +573,10 @@ static void check_with_model(Session *s) {
     // --load gives weights to sample, export or dump; it trains only when --steps is given
     if (o->load && !flag_set(&s->a, "steps")) o->steps = 0;
     if (o->fit_target > 0) o->steps = o->max_steps;              // the budget: the schedule spans it
+    CHECK(!strcmp(o->schedule, "cosine") || !strcmp(o->schedule, "poly"), "--schedule %s: give cosine or poly", o->schedule);
+    CHECK(!flag_set(&s->a, "poly-power") || !strcmp(o->schedule, "poly"), "--poly-power applies to --schedule poly");
+    CHECK(!(flag_set(&s->a, "warmup") && flag_set(&s->a, "warmup-frac")), "give either --warmup N or --warmup-frac F, not both");
+    if (flag_set(&s->a, "warmup-frac")) o->warmup = (int)ceil(o->warmup_frac * o->steps);
     if (o->warmup < 0) o->warmup = o->steps / 10;
     CHECK(!o->resume || o->dump || o->sample || ppl_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
@@ -694,6 +702,12 @@ static void print_setup(const Session *s) {
     } else
         printf("data: %s, %zu train / %zu val tokens | batch %d x %d x accum %d | %d steps%s\n",
                s->data_name, s->train.n, s->val.n, o->batch, o->seq, o->accum, o->steps, o->resume ? " (resumed)" : "");
+    if (o->dropout > 0 || strcmp(o->schedule, "cosine")) {      // (a run with the defaults prints no such line)
+        printf("training: dropout %g | lr %g, %d warm-up steps, %s decay to %g", o->dropout, o->lr, o->warmup,
+               o->schedule, o->lr * o->min_lr_frac);
+        if (!strcmp(o->schedule, "poly")) printf(" (power %g)", o->poly_power);
+        printf("\n");
+    }
 #ifdef _OPENMP
     printf("threads: %d\n", omp_get_max_threads());
 #endif
@@ -714,10 +728,13 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     gpt_zero_grad(&s->model);
     double loss = 0;
     for (int k = 0; k < o->accum; k++) {
+        // --dropout: masks from (--seed, step, micro-batch), so a resumed run drops what this one did
+        gpt_set_dropout(&s->model, o->dropout, gpt_dropout_key((uint64_t)o->seed, step, k));
         gpt_forward(&s->model, &mb[k]);
         loss += s->model.loss * s->model.weight_sum / (wtotal > 0 ? wtotal : 1);
         if (wtotal > 0) gpt_backward(&s->model, 1.0 / wtotal);
     }
+    gpt_set_dropout(&s->model, 0, 0);          // validation and everything after training never drop
     CHECK(isfinite(loss), "the training loss is %g at step %d: training diverged; lower --lr or keep --clip", loss, step + 1);
     *norm = gpt_grad_norm(&s->model);
     CHECK(isfinite(*norm), "the gradient norm is %g at step %d: training diverged; lower --lr", *norm, step + 1);

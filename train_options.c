@@ -44,9 +44,13 @@ const Flag FLAGS[] = {
     { "pe-layers", F_STR, O(pe_layers), 0, 0, K_MODEL, "a,b,...", NULL },
     { "input-pe", F_STR, O(input_pe), 0, 0, K_MODEL, "S", NULL },
     { "lr", F_DBL, O(lr), 0, 10, K_TRAIN, "X", "peak learning rate (1e-3)" },
-    { "min-lr-frac", F_DBL, O(min_lr_frac), 0, 1, K_TRAIN, "F", "cosine decay ends at lr*F (0.1)" },
+    { "min-lr-frac", F_DBL, O(min_lr_frac), 0, 1, K_TRAIN, "F", "the decay ends at lr*F at the last step (0.1)" },
+    { "schedule", F_STR, O(schedule), 0, 0, K_TRAIN, "cosine|poly", "lr decay after the warm-up: cosine, or polynomial (1 - progress)^--poly-power (cosine)" },
+    { "poly-power", F_DBL, O(poly_power), 0, 100, K_TRAIN, "X", "--schedule poly: the power, 1 = linear decay (1.0)" },
     { "warmup", F_INT, O(warmup), 0, 1e9, K_TRAIN, "N", "linear warm-up steps (default steps/10)" },
+    { "warmup-frac", F_DBL, O(warmup_frac), 0, 1, K_TRAIN, "F", "linear warm-up over the fraction F of --steps, rounded up (instead of --warmup)" },
     { "wd", F_DBL, O(wd), 0, 10, K_TRAIN, "X", "AdamW weight decay on matrices and embedding tables (0.1)" },
+    { "dropout", F_DBL, O(dropout), 0, 0.999999, K_TRAIN, "P", "training dropout as in GPT-2: embeddings, attention probabilities, residual branches (0)" },
     { "clip", F_DBL, O(clip), 0, 1e9, K_TRAIN, "X", "clip the global gradient norm to X, 0 = off (1.0)" },
     { "beta1", F_DBL, O(beta1), 0, 0.999999, K_TRAIN, "X", "AdamW beta1 (0.9)" },
     { "beta2", F_DBL, O(beta2), 0, 0.999999, K_TRAIN, "X", "AdamW beta2 (0.95)" },
@@ -89,6 +93,7 @@ static void defaults(Options *o) {
     o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0; o->ppl_stride = 0.5;
     o->distractors = -1; o->eval_per_length = 100; o->ppl_windows = PPL_DEFAULT_WINDOWS;
     o->fit_every = 50; o->fit_per_length = 20;
+    o->schedule = "cosine"; o->poly_power = 1.0;
 }
 
 static void usage(FILE *f) {

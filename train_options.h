@@ -16,6 +16,8 @@ typedef struct {
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
     int threads, sample, top_k, save_every, log_every, pack, eval_batches;
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
+    double dropout, warmup_frac, poly_power;   // training dropout; lr warm-up as a fraction, poly decay
+    const char *schedule;                      // the lr decay: "cosine" or "poly"
     long long seed;
     const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
     double ppl_stride;

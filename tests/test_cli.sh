@@ -138,13 +138,46 @@ if ./train --load "$tmp/rope.ckpt" --context 16 --seq 16 --steps 2 --save "$tmp/
    ./train $small --pe alibi --pack 1 --steps 2 > /dev/null; then pass=$((pass + 1))
 else fail=$((fail + 1)); echo "FAIL: continued training with a new --context, or --pack 1"; fi
 
+# ---- the lr schedule (the log's lr column, 7 digits) against hand-computed values, and dropout
+# lr_ok "what" "expected lr of steps 1..N, space-separated" ./train args...
+lr_ok() {
+  local what=$1 want=$2; shift 2
+  if "$@" --log "$tmp/lr.csv" > "$tmp/lrout" 2>&1 &&
+     [ "$(tail -n +2 "$tmp/lr.csv" | cut -d, -f4 | tr '\n' ' ')" != "" ] &&
+     awk -v want="$want" -F, 'NR > 1 { split(want, w, " "); e = w[NR - 1]; if ($4 < e * (1 - 1e-6) || $4 > e * (1 + 1e-6)) bad = 1; n++ }
+        END { exit bad || n != split(want, w, " ") }' "$tmp/lr.csv"; then pass=$((pass + 1))
+  else fail=$((fail + 1)); echo "FAIL: $what: lr column $(cut -d, -f4 "$tmp/lr.csv" | tr '\n' ' '), expected $want"; cat "$tmp/lrout"; fi
+}
+# poly, power 2, 2 warm-up steps of 10, lr 0.01 to 0.001: 0.001 + 0.009 (1 - (s-2)/7)^2 from step s = 2
+lr_ok "--schedule poly --poly-power 2" "0.005 0.01 0.01 0.00761224489795919 0.00559183673469388 0.00393877551020408 0.0026530612244898 0.00173469387755102 0.00118367346938776 0.001" \
+  ./train $small --steps 10 --lr 0.01 --warmup 2 --schedule poly --poly-power 2
+# --warmup-frac 0.25 of 9 steps: 3 warm-up steps (2.25 rounded up), then linear decay (power 1) to 0
+lr_ok "--warmup-frac with linear poly decay" "0.00333333333333333 0.00666666666666667 0.01 0.01 0.008 0.006 0.004 0.002 0" \
+  ./train $small --steps 9 --lr 0.01 --min-lr-frac 0 --warmup-frac 0.25 --schedule poly
+grep -q "^training: dropout 0 | lr 0.01, 3 warm-up steps, poly decay to 0 (power 1)$" "$tmp/lrout" && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL: the training line of --schedule poly"; cat "$tmp/lrout"; }
+# cosine, the default: 1 warm-up step of 5, then 0.001 + 0.0045 (1 + cos(pi (s-1)/3))
+lr_ok "the cosine schedule" "0.01 0.01 0.00775 0.00325 0.001" ./train $small --steps 5 --lr 0.01 --warmup 1
+expect_fail "--warmup with --warmup-frac" "give either --warmup N or --warmup-frac F, not both" ./train $small --warmup 3 --warmup-frac 0.1 --save "$tmp/keep"
+expect_fail "unknown --schedule" "--schedule linear: give cosine or poly" ./train $small --schedule linear --save "$tmp/keep"
+expect_fail "--poly-power without poly" "--poly-power applies to --schedule poly" ./train $small --poly-power 2 --save "$tmp/keep"
+expect_fail "--dropout 1" "--dropout 1 is out of range" ./train $small --dropout 1 --save "$tmp/keep"
+expect_fail "--warmup-frac above 1" "--warmup-frac 1.5 is out of range" ./train $small --warmup-frac 1.5 --save "$tmp/keep"
+# dropout changes the training losses, and the run says so
+./train $small --steps 3 --log "$tmp/d0.csv" > /dev/null
+./train $small --steps 3 --dropout 0.1 --log "$tmp/d1.csv" > "$tmp/dout"
+if grep -q "^training: dropout 0.1 | lr 0.001, 0 warm-up steps, cosine decay to 0.0001$" "$tmp/dout" &&
+   [ "$(cut -d, -f2 "$tmp/d0.csv")" != "$(cut -d, -f2 "$tmp/d1.csv")" ]; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --dropout 0.1 must change the losses and be printed"; cat "$tmp/dout"; fi
+
 # ---- the good paths print what a user needs
 if ./train --help > "$tmp/help" && grep -q -- "--rope-pairing" "$tmp/help" && grep -q -- "--dump-step" "$tmp/help"; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --help"; fi
 for f in data steps batch seq layers heads dim lr seed threads save load resume pe pe-layers input-pe \
          rope-base rope-fraction rope-pairing sample prompt export dump-step pack eval-batches rope-scaling \
          rope-factor rope-original-context yarn-beta-fast yarn-beta-slow llama3-low-freq-factor \
-         llama3-high-freq-factor xpos-scale-base p-rope-fraction t5-num-buckets t5-max-distance; do
+         llama3-high-freq-factor xpos-scale-base p-rope-fraction t5-num-buckets t5-max-distance \
+         dropout schedule poly-power warmup-frac; do
   grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
 done
 

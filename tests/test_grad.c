@@ -1,9 +1,13 @@
 // tests/test_grad.c: finite-difference gradient checks, built with -DREAL=double.
 // Every layer's backward, then the whole model under every scheme in posenc's table and a mixed
-// schedule. Central differences with h = 1e-5 are exact to ~1e-10 relative in double, so the
-// tolerance (1e-6 relative to the tensor's largest gradient) leaves no room for a wrong term.
+// schedule, with and without dropout (its masks are a function of a fixed key, so the perturbed
+// forwards drop the same elements). Central differences with h = 1e-5 are exact to ~1e-10
+// relative in double, so the tolerance (1e-6 relative to the tensor's largest gradient) leaves no
+// room for a wrong term. Then dropout's properties: its rate, evaluation without it, the same key
+// giving the same result and another key another, and no dependence on the thread count.
 #include <string.h>
 
+#include "../kernels.h"
 #include "../model.h"
 #include "testutil.h"
 
@@ -129,6 +133,32 @@ static void test_encoder(void) {
     free(c.wte); free(c.out); free(c.R); free(dw);
 }
 
+// ---- dropout ------------------------------------------------------------------------------------
+typedef struct { int N, C; double p; uint64_t key; real *inp, *out, *R; } DropCtx;
+static double drop_loss(void *p) { DropCtx *c = p; dropout_forward(c->out, c->inp, c->key, c->p, c->N, c->C); return dot(c->out, c->R, (size_t)c->N * c->C); }
+static void test_dropout_layer(double p) {
+    DropCtx c = { .N = 9, .C = 7, .p = p, .key = 77 };
+    size_t n = (size_t)c.N * c.C;
+    c.inp = xmalloc(n * sizeof(real)); c.out = xmalloc(n * sizeof(real)); c.R = xmalloc(n * sizeof(real));
+    fill(c.inp, n, 2); fill(c.R, n, 1);
+    real *di = xcalloc(n, sizeof(real));
+    drop_loss(&c);
+    dropout_backward(di, c.R, c.key, c.p, c.N, c.C);
+    char what[64];
+    snprintf(what, sizeof what, "dropout %g dinp", p);
+    check_grad(what, c.inp, di, n, drop_loss, &c);
+    // in place equals out of place; each element is 0 or inp / (1 - p)
+    drop_loss(&c);
+    real *inplace = xmalloc(n * sizeof(real));
+    memcpy(inplace, c.inp, n * sizeof(real));
+    dropout_forward(inplace, inplace, c.key, c.p, c.N, c.C);
+    int same = memcmp(inplace, c.out, n * sizeof(real)) == 0, values = 1, zeros = 0;
+    for (size_t k = 0; k < n; k++) { values &= c.out[k] == 0 || c.out[k] == c.inp[k] * (real)(1 / (1 - p)); zeros += c.out[k] == 0; }
+    EXPECT(same && values && zeros > 0 && zeros < (int)n, "dropout %g: in place %d, values 0 or x/(1-p) %d, %d of %zu dropped",
+           p, same, values, zeros, n);
+    free(c.inp); free(c.out); free(c.R); free(di); free(inplace);
+}
+
 // ---- attention with each scheme's q/k and score hooks ---------------------------------------
 typedef struct { int B, T, C, NH; real *qkv_raw, *qkv, *out, *lse, *scratch, *R; AttnPos ap; } AttCtx;
 static double att_loss(void *p) {
@@ -141,11 +171,12 @@ static double att_loss(void *p) {
 }
 
 // The plain attention, written from the definition with the full (T, T) probability matrix: the
-// reference that the O(T)-memory kernel in attention.c must equal, forward and backward.
+// reference that the O(T)-memory kernel in attention.c must equal, forward and backward. With
+// ap->dropout: out_i = sum_j F(i,j) P(i,j) v_j, F = keep / (1 - dropout) from attention.h's mask.
 static void plain_attention(real *out, real *dqkv, const real *qkv, const real *dout, const AttnPos *ap,
                             int B, int T, int C, int NH) {
     int hs = C / NH;
-    double *P = xmalloc(sizeof(double) * T * T), *dS = xmalloc(sizeof(double) * T * T);
+    double *P = xmalloc(sizeof(double) * T * T), *dS = xmalloc(sizeof(double) * T * T), *F = xmalloc(sizeof(double) * T * T);
     real bias[128];
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -169,18 +200,23 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
                     sum += P[i * T + j];
                 }
                 for (int j = 0; j < T; j++) P[i * T + j] /= sum;
+                uint32_t rk = drop_row_key(ap->drop_key, ((uint64_t)b * NH + h) * T + i);
+                for (int j = 0; j < T; j++)
+                    F[i * T + j] = ap->dropout == 0 ? 1 : drop_keep(rk, (uint32_t)j, drop_threshold(ap->dropout)) ? 1 / (1 - ap->dropout) : 0;
                 for (int c = 0; c < hs; c++) {
                     double o = 0;
-                    for (int j = 0; j < T; j++) o += P[i * T + j] * VV(j, c);
+                    for (int j = 0; j < T; j++) o += F[i * T + j] * P[i * T + j] * VV(j, c);
                     out[(size_t)(b * T + i) * C + h * hs + c] = (real)o;
                 }
             }
-            // backward: dP = dout V^T, dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt, dK = dS^T Q / sqrt, dV = P^T dout
+            // backward: dP = F * (dout V^T), dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt,
+            // dK = dS^T Q / sqrt, dV = (F * P)^T dout
             for (int i = 0; i < T; i++) {
                 double rs = 0;
                 for (int j = 0; j < T; j++) {
                     double dp = 0;
                     for (int c = 0; c < hs; c++) dp += dout[(size_t)(b * T + i) * C + h * hs + c] * VV(j, c);
+                    dp *= F[i * T + j];
                     dS[i * T + j] = dp;
                     rs += P[i * T + j] * dp;
                 }
@@ -192,7 +228,7 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
                     for (int u = 0; u < T; u++) {
                         dq += dS[t * T + u] * K(u, c);
                         dk += dS[u * T + t] * Q(u, c);
-                        dv += P[u * T + t] * dout[(size_t)(b * T + u) * C + h * hs + c];
+                        dv += F[u * T + t] * P[u * T + t] * dout[(size_t)(b * T + u) * C + h * hs + c];
                     }
                     size_t base = (size_t)(b * T + t) * 3 * C + h * hs + c;
                     dqkv[base] = (real)(dq / sqrt((double)hs));
@@ -203,11 +239,12 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
             #undef K
             #undef VV
         }
-    free(P); free(dS);
+    free(P); free(dS); free(F);
 }
 // T = 6 is one block of queries in the kernel; T = 37 spans three, the last one partial.
-// Row 1 holds two packed documents: tokens 0..T/2-1 and T/2..T-1.
-static void test_attention(int scheme, int interleaved, double fraction, int T, int finite_differences, int bidirectional) {
+// Row 1 holds two packed documents: tokens 0..T/2-1 and T/2..T-1. dropout: the rate, at a fixed key.
+static void test_attention(int scheme, int interleaved, double fraction, int T, int finite_differences, int bidirectional,
+                           double dropout) {
     AttCtx c = { .B = 2, .T = T, .C = 12, .NH = 3 };
     int N = c.B * c.T, half = T / 2;
     size_t nq = (size_t)N * 3 * c.C, no = (size_t)N * c.C;
@@ -236,7 +273,7 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
         for (size_t k = 0; k < np; k++) p[k] += (real)(0.05 * uni());
     }
     c.ap = (AttnPos){ .pos = pos, .doc = doc, .scheme = s, .tables = &t, .pe_params = p, .pe_dparams = dp, .pe_nparams = np,
-                      .bidirectional = bidirectional };
+                      .bidirectional = bidirectional, .dropout = dropout, .drop_key = 0xC0FFEE };
     c.qkv_raw = xmalloc(nq * sizeof(real)); c.qkv = xmalloc(nq * sizeof(real));
     c.out = xmalloc(no * sizeof(real)); c.R = xmalloc(no * sizeof(real));
     c.lse = xmalloc((size_t)c.B * c.NH * c.T * sizeof(real));
@@ -255,9 +292,9 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
     for (size_t k = 0; k < nq; k++) big_b = fmax(big_b, fabs(pdqkv[k]));
     for (size_t k = 0; k < no; k++) ef = isfinite(c.out[k]) ? fmax(ef, fabs(pout[k] - c.out[k]) / big_f) : INFINITY;
     for (size_t k = 0; k < nq; k++) eb = isfinite(dqkv[k]) ? fmax(eb, fabs(pdqkv[k] - dqkv[k]) / big_b) : INFINITY;
-    EXPECT(ef < 1e-12 && eb < 1e-12, "%s (T = %d%s): O(T) attention differs from the plain attention: forward %.3g, "
+    EXPECT(ef < 1e-12 && eb < 1e-12, "%s (T = %d%s, dropout %g): O(T) attention differs from the plain attention: forward %.3g, "
            "backward %.3g (relative to the largest value, %.3g and %.3g)", s->name, T,
-           bidirectional ? ", bidirectional" : "", ef, eb, big_f, big_b);
+           bidirectional ? ", bidirectional" : "", dropout, ef, eb, big_f, big_b);
     // masking: row 1's second document never sees the first
     real *saved = xmalloc(no * sizeof(real));
     memcpy(saved, c.out, no * sizeof(real));
@@ -272,10 +309,10 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
     free(pout); free(pdqkv); free(saved);
     if (finite_differences) {
         char what[128];
-        snprintf(what, sizeof what, "attention dqkv [%s%s, fraction %g]", s->name, interleaved ? " interleaved" : "", fraction);
+        snprintf(what, sizeof what, "attention dqkv [%s%s, fraction %g, dropout %g]", s->name, interleaved ? " interleaved" : "", fraction, dropout);
         check_grad(what, c.qkv_raw, dqkv, nq, att_loss, &c);
         if (np) {
-            snprintf(what, sizeof what, "attention d(%s parameters)", s->name);
+            snprintf(what, sizeof what, "attention d(%s parameters), dropout %g", s->name, dropout);
             check_grad(what, p, dp, np, att_loss, &c);
         }
     }
@@ -288,8 +325,9 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
 typedef struct { GPT *m; Batch *b; } ModelCtx;
 static double model_loss(void *p) { ModelCtx *c = p; return gpt_forward(c->m, c->b); }
 
+// dropout: the rate of every forward of the check, at one fixed key
 static void model_case(const char *label, const char *pe, const char *pe_layers, const char *input_pe,
-                       int interleaved, double fraction, int n_head) {
+                       int interleaved, double fraction, int n_head, double dropout) {
     GPTConfig cfg = { .vocab_size = 19, .n_layer = 3, .n_head = n_head, .n_embd = 4 * n_head, .max_seq_len = 9 };
     posenc_defaults(&cfg.pe, cfg.n_layer);
     char msg[256];
@@ -301,6 +339,7 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     // move every parameter off its initial value so LayerNorm gains, biases etc. are generic
     for (size_t i = 0; i < m.num_params; i++) m.params[i] += (real)(0.1 * uni());
     for (size_t i = (size_t)cfg.vocab_size * cfg.n_embd; i < (size_t)cfg.padded_vocab * cfg.n_embd; i++) m.p.wte[i] = 0;
+    gpt_set_dropout(&m, dropout, 0xD0D0);
     Batch b; batch_alloc(&b, 2, 6);
     for (int i = 0; i < 12; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 19); b.targets[i] = (int)(rng_u64(&rng) % 19); }
     b.weights[0] = 0; b.weights[7] = 0;                        // excluded tokens (a prompt)
@@ -333,33 +372,156 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     gpt_free(&m);
 }
 
+// ---- dropout's properties ------------------------------------------------------------------------
+
+// The fraction of dropped elements, within 5 standard deviations of p. Attention through the kernel:
+// q = k = 0 gives p(i,j) = 1/(i+1) and v = 1 gives out_i = kept(i) / ((i+1)(1-p)), so each row's
+// number of kept keys reads off its output (33280 elements); lse stays log(i+1), the undropped
+// normaliser. A residual site: dropout_forward on ones (64000 elements), where two neighbours
+// (along a row, and down a column) are both dropped at rate p^2 (the masks are not correlated).
+static void test_dropout_rates(double p) {
+    int B = 4, T = 64, C = 16, NH = 4, N = B * T, hs = C / NH;
+    real *qkv = xcalloc((size_t)N * 3 * C, sizeof(real)), *out = xmalloc(sizeof(real) * N * C);
+    real *lse = xmalloc(sizeof(real) * B * NH * T), *scratch = xmalloc(sizeof(real) * 64 * ATT_SCRATCH(hs));
+    int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
+    for (int n = 0; n < N; n++) { pos[n] = n % T; for (int c = 0; c < C; c++) qkv[(size_t)n * 3 * C + 2 * C + c] = 1; }
+    PosConfig pc; posenc_defaults(&pc, 1);
+    PosDims d = { 1, NH, C, hs, T };
+    PosTables t; posenc_tables_build(&t, &pc, &d, T);
+    AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t, .dropout = p, .drop_key = 0xBEEF };
+    attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
+    double kept = 0, total = 0, off_integer = 0, lse_err = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                double k = out[((size_t)b * T + i) * C + h * hs] * (i + 1) * (1 - p);
+                off_integer = fmax(off_integer, fabs(k - round(k)));
+                lse_err = fmax(lse_err, fabs(lse[((size_t)b * NH + h) * T + i] - log(i + 1.0)));
+                kept += round(k); total += i + 1;
+            }
+    double rate = 1 - kept / total, sd = sqrt(p * (1 - p) / total);
+    EXPECT(off_integer < 1e-9 && lse_err < 1e-12, "attention dropout %g: outputs are not whole kept counts (%.3g) or lse moved (%.3g)",
+           p, off_integer, lse_err);
+    EXPECT(fabs(rate - p) < 5 * sd, "attention dropout %g: %.5f of %.0f probabilities dropped (sd %.5f)", p, rate, total, sd);
+
+    int R = 1000, W = 64;
+    real *x = xmalloc(sizeof(real) * R * W);
+    for (int k = 0; k < R * W; k++) x[k] = 1;
+    dropout_forward(x, x, 0xF00D, p, R, W);
+    double dropped = 0, along = 0, down = 0, n_along = 0, n_down = 0, bad = 0;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < W; c++) {
+            int z = x[r * W + c] == 0;
+            dropped += z;
+            bad += !z && x[r * W + c] != (real)(1 / (1 - p));
+            if (c % 2 == 0) { along += z && x[r * W + c + 1] == 0; n_along++; }
+            if (r % 2 == 0) { down += z && x[(r + 1) * W + c] == 0; n_down++; }
+        }
+    double n = (double)R * W, sd_pair = sqrt(p * p * (1 - p * p) / n_along);
+    EXPECT(bad == 0 && fabs(dropped / n - p) < 5 * sqrt(p * (1 - p) / n), "residual dropout %g: %.5f of %.0f dropped, %.0f kept values not 1/(1-p)",
+           p, dropped / n, n, bad);
+    EXPECT(fabs(along / n_along - p * p) < 5 * sd_pair && fabs(down / n_down - p * p) < 5 * sd_pair,
+           "residual dropout %g: neighbours both dropped at %.5f (row) and %.5f (column), expected %.5f", p,
+           along / n_along, down / n_down, p * p);
+    posenc_tables_free(&t);
+    free(qkv); free(out); free(lse); free(scratch); free(pos); free(doc); free(x);
+}
+
+// A forward (loss, logits) and backward (every gradient) of m on b at dropout p, key
+static double forward_backward(GPT *m, const Batch *b, double p, uint64_t key, real *logits, real *grads) {
+    gpt_set_dropout(m, p, key);
+    double loss = gpt_forward(m, b);
+    memcpy(logits, m->a.logits, sizeof(real) * (size_t)b->B * b->T * m->cfg.padded_vocab);
+    gpt_zero_grad(m);
+    gpt_backward(m, 1.0 / m->weight_sum);
+    memcpy(grads, m->grads, sizeof(real) * m->num_params);
+    gpt_set_dropout(m, 0, 0);
+    return loss;
+}
+
+// The whole model: the same key gives bit-identical losses, logits and gradients, another key
+// (another micro-batch or step: gpt_dropout_key) another loss; with p = 0 again every number equals
+// the forward before any dropout, bit for bit, whatever the key (no mask at all); 1 and 2 threads
+// give the same numbers, bit for bit.
+static void test_dropout_model(void) {
+    GPTConfig cfg = { .vocab_size = 19, .n_layer = 2, .n_head = 2, .n_embd = 8, .max_seq_len = 40 };
+    posenc_defaults(&cfg.pe, cfg.n_layer);
+    char msg[256];
+    EXPECT(posenc_schedule(&cfg.pe, cfg.n_layer, NULL, "rope,alibi", "learned", msg, sizeof msg), "dropout model: %s", msg);
+    GPT m; gpt_build(&m, &cfg, 7, 0);
+    Batch b; batch_alloc(&b, 3, 40);           // T = 40: blocks of 16 queries in the double build, 3 blocks
+    for (int i = 0; i < 120; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 19); b.targets[i] = (int)(rng_u64(&rng) % 19); }
+    size_t nl = (size_t)120 * m.cfg.padded_vocab, np = m.num_params;
+    real *l0 = xmalloc(sizeof(real) * nl), *g0 = xmalloc(sizeof(real) * np), *l1 = xmalloc(sizeof(real) * nl), *g1 = xmalloc(sizeof(real) * np);
+    real *l2 = xmalloc(sizeof(real) * nl), *g2 = xmalloc(sizeof(real) * np);
+    uint64_t k00 = gpt_dropout_key(1337, 0, 0), k01 = gpt_dropout_key(1337, 0, 1), k10 = gpt_dropout_key(1337, 1, 0);
+    EXPECT(k00 != k01 && k00 != k10 && k01 != k10 && k00 == gpt_dropout_key(1337, 0, 0) && k00 != gpt_dropout_key(1338, 0, 0),
+           "gpt_dropout_key: one key per (seed, step, micro-batch)");
+    double clean = forward_backward(&m, &b, 0, 0, l0, g0);
+    double a = forward_backward(&m, &b, 0.1, k00, l1, g1);
+    double a2 = forward_backward(&m, &b, 0.1, k00, l2, g2);
+    EXPECT(a == a2 && !memcmp(l1, l2, sizeof(real) * nl) && !memcmp(g1, g2, sizeof(real) * np),
+           "dropout: two forwards and backwards with the same key differ");
+    EXPECT(a != clean, "dropout 0.1 left the loss unchanged (%.17g)", a);
+    double other = forward_backward(&m, &b, 0.1, k01, l2, g2), step = forward_backward(&m, &b, 0.1, k10, l2, g2);
+    EXPECT(other != a && step != a && other != step, "dropout: other keys must give other losses (%.17g, %.17g, %.17g)", a, other, step);
+    double eval = forward_backward(&m, &b, 0, k01, l2, g2);     // p = 0: no mask, whatever the key
+    EXPECT(eval == clean && !memcmp(l0, l2, sizeof(real) * nl) && !memcmp(g0, g2, sizeof(real) * np),
+           "after dropout, a forward at p = 0 (another key) must equal the one before it bit for bit (%.17g vs %.17g)", eval, clean);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    double one = forward_backward(&m, &b, 0.1, k00, l1, g1);
+    omp_set_num_threads(2);
+    double two = forward_backward(&m, &b, 0.1, k00, l2, g2);
+    omp_set_num_threads(saved);
+    EXPECT(one == two && !memcmp(l1, l2, sizeof(real) * nl) && !memcmp(g1, g2, sizeof(real) * np),
+           "dropout: 1 thread and 2 threads differ (loss %.17g vs %.17g)", one, two);
+    free(l0); free(g0); free(l1); free(g1); free(l2); free(g2);
+    batch_free(&b);
+    gpt_free(&m);
+}
+
 int main(void) {
     rng_seed(&rng, 42);
     test_layernorm();
     test_matmul();
     test_gelu();
     test_encoder();
+    test_dropout_layer(0.1);
+    test_dropout_layer(0.5);
     for (int s = 0; s < posenc_count(); s++) {
         if (posenc_scheme(s)->hooks & PE_HOOK_INPUT) continue;     // input schemes: model cases
-        test_attention(s, 0, 1.0, 6, 1, 0);
-        test_attention(s, 0, 1.0, 37, 1, 0);     // several blocks of queries, the last partial
+        test_attention(s, 0, 1.0, 6, 1, 0, 0);
+        test_attention(s, 0, 1.0, 37, 1, 0, 0);     // several blocks of queries, the last partial
         // (double build: blocks of 16 queries, tiles of 32 keys) several full key tiles before the
         // diagonal, tiles with no key visible to a block (row 1's second document against its
         // first) and rows that see no key of a tile: against the plain attention only
-        test_attention(s, 0, 1.0, 70, 0, 0);
-        test_attention(s, 0, 1.0, 70, 0, 1);     // bidirectional: key tiles past the diagonal too
-        if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0, 6, 1, 0); test_attention(s, 0, 0.5, 6, 1, 0); test_attention(s, 1, 0.5, 6, 1, 0); }
+        test_attention(s, 0, 1.0, 70, 0, 0, 0);
+        test_attention(s, 0, 1.0, 70, 0, 1, 0);     // bidirectional: key tiles past the diagonal too
+        if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0, 6, 1, 0, 0); test_attention(s, 0, 0.5, 6, 1, 0, 0); test_attention(s, 1, 0.5, 6, 1, 0, 0); }
+        // attention dropout: finite differences at a fixed mask; the plain attention with the mask
+        test_attention(s, 0, 1.0, 6, 1, 0, 0.5);
+        test_attention(s, 0, 1.0, 37, 0, 0, 0.1);
+        test_attention(s, 0, 1.0, 70, 0, 0, 0.5);
+        test_attention(s, 0, 1.0, 70, 0, 1, 0.1);
     }
     // every scheme in the table, through --pe
     for (int s = 0; s < posenc_count(); s++) {
         const char *name = posenc_scheme(s)->name;
-        model_case(name, name, NULL, NULL, 0, 1.0, 2);
+        model_case(name, name, NULL, NULL, 0, 1.0, 2, 0);
     }
-    model_case("rope interleaved, fraction 0.5", "rope", NULL, NULL, 1, 0.5, 2);
-    model_case("alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3);
-    model_case("mixed: learned input + rope,alibi,nope", NULL, "rope,alibi,nope", "learned", 0, 1.0, 2);
-    model_case("mixed: sinusoidal input + alibi,rope,rope", NULL, "alibi,rope,rope", "sinusoidal", 1, 1.0, 2);
-    model_case("mixed: one t5 table shared by two layers + fire", NULL, "t5,fire,t5", NULL, 0, 1.0, 2);
-    model_case("mixed: xpos,p-rope,kerple with a learned input", NULL, "xpos,p-rope,kerple", "learned", 1, 1.0, 2);
+    model_case("rope interleaved, fraction 0.5", "rope", NULL, NULL, 1, 0.5, 2, 0);
+    model_case("alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3, 0);
+    model_case("mixed: learned input + rope,alibi,nope", NULL, "rope,alibi,nope", "learned", 0, 1.0, 2, 0);
+    model_case("mixed: sinusoidal input + alibi,rope,rope", NULL, "alibi,rope,rope", "sinusoidal", 1, 1.0, 2, 0);
+    model_case("mixed: one t5 table shared by two layers + fire", NULL, "t5,fire,t5", NULL, 0, 1.0, 2, 0);
+    model_case("mixed: xpos,p-rope,kerple with a learned input", NULL, "xpos,p-rope,kerple", "learned", 1, 1.0, 2, 0);
+    // dropout (every site: embedding, attention, both residual branches), every tensor
+    model_case("dropout 0.1: learned input + rope,alibi,t5", NULL, "rope,alibi,t5", "learned", 0, 1.0, 2, 0.1);
+    model_case("dropout 0.5: sinusoidal input + t5,rope,alibi", NULL, "t5,rope,alibi", "sinusoidal", 1, 1.0, 2, 0.5);
+    model_case("dropout 0.1: alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3, 0.1);
+    test_dropout_rates(0.1);
+    test_dropout_rates(0.5);
+    test_dropout_model();
     return test_summary("test_grad");
 }

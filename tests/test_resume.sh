@@ -6,6 +6,7 @@
 #  - sampling after the resumed run equals sampling after the uninterrupted one;
 #  - a fit-first task run (--fit-target, checks every 10 steps) resumed from step 15 logs the same
 #    losses and the same validation checks as the uninterrupted run.
+#  - the same with --dropout 0.1 and --schedule poly --warmup-frac 0.06 (masks and lr resume exactly).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -28,6 +29,18 @@ diff <(losses "$tmp/full.csv" | sed -n '17,31p') <(losses "$tmp/resumed.csv" | t
 check $? "resumed losses (steps 16..30) must equal the uninterrupted run's: $(head -4 "$tmp/diff")"
 [ "$(wc -l < "$tmp/resumed.csv")" = 16 ]; check $? "the resumed log has the 15 remaining steps"
 
+# with dropout and the poly schedule: the masks come from (--seed, step, micro-batch), so the
+# resumed run drops what the uninterrupted one dropped; the stored flags apply on --resume
+drop="$common --dropout 0.1 --wd 0.05 --schedule poly --warmup-frac 0.06"
+./train $drop --log "$tmp/dfull.csv" --save "$tmp/dck{step}" --save-every 15 > /dev/null
+check $? "the full run with --dropout 0.1"
+./train --resume "$tmp/dck15" --threads 2 --log "$tmp/dres.csv" > /dev/null
+diff <(losses "$tmp/dfull.csv" | sed -n '17,31p') <(losses "$tmp/dres.csv" | tail -n +2) > "$tmp/diff"
+check $? "with dropout, resumed losses (steps 16..30) must equal the uninterrupted run's: $(head -4 "$tmp/diff")"
+diff <(cut -d, -f4 "$tmp/dfull.csv" | sed -n '17,31p') <(cut -d, -f4 "$tmp/dres.csv" | tail -n +2) > /dev/null
+check $? "the resumed run keeps the poly schedule (its lr column)"
+! diff <(losses "$tmp/full.csv") <(losses "$tmp/dfull.csv") > /dev/null
+check $? "dropout must change the losses"
 
 diff <(sed -n '/^---- sample/,$p' "$tmp/again.out") <(sed -n '/^---- sample/,$p' "$tmp/resumed.out") > /dev/null
 check $? "a sample after the resumed run must equal the uninterrupted run's"
