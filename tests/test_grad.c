@@ -487,8 +487,6 @@ int main(void) {
     test_matmul();
     test_gelu();
     test_encoder();
-    test_dropout_layer(0.1);
-    test_dropout_layer(0.5);
     for (int s = 0; s < posenc_count(); s++) {
         if (posenc_scheme(s)->hooks & PE_HOOK_INPUT) continue;     // input schemes: model cases
         test_attention(s, 0, 1.0, 6, 1, 0, 0);
@@ -499,11 +497,6 @@ int main(void) {
         test_attention(s, 0, 1.0, 70, 0, 0, 0);
         test_attention(s, 0, 1.0, 70, 0, 1, 0);     // bidirectional: key tiles past the diagonal too
         if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0, 6, 1, 0, 0); test_attention(s, 0, 0.5, 6, 1, 0, 0); test_attention(s, 1, 0.5, 6, 1, 0, 0); }
-        // attention dropout: finite differences at a fixed mask; the plain attention with the mask
-        test_attention(s, 0, 1.0, 6, 1, 0, 0.5);
-        test_attention(s, 0, 1.0, 37, 0, 0, 0.1);
-        test_attention(s, 0, 1.0, 70, 0, 0, 0.5);
-        test_attention(s, 0, 1.0, 70, 0, 1, 0.1);
     }
     // every scheme in the table, through --pe
     for (int s = 0; s < posenc_count(); s++) {
@@ -516,7 +509,18 @@ int main(void) {
     model_case("mixed: sinusoidal input + alibi,rope,rope", NULL, "alibi,rope,rope", "sinusoidal", 1, 1.0, 2, 0);
     model_case("mixed: one t5 table shared by two layers + fire", NULL, "t5,fire,t5", NULL, 0, 1.0, 2, 0);
     model_case("mixed: xpos,p-rope,kerple with a learned input", NULL, "xpos,p-rope,kerple", "learned", 1, 1.0, 2, 0);
-    // dropout (every site: embedding, attention, both residual branches), every tensor
+    // dropout, after the rest (which so draw the random numbers they drew before it existed): the
+    // layer; attention, finite differences at a fixed mask and the plain attention with the mask;
+    // the whole model (every site: embedding, attention, both residual branches), every tensor
+    test_dropout_layer(0.1);
+    test_dropout_layer(0.5);
+    for (int s = 0; s < posenc_count(); s++) {
+        if (posenc_scheme(s)->hooks & PE_HOOK_INPUT) continue;
+        test_attention(s, 0, 1.0, 6, 1, 0, 0.5);
+        test_attention(s, 0, 1.0, 37, 0, 0, 0.1);
+        test_attention(s, 0, 1.0, 70, 0, 0, 0.5);
+        test_attention(s, 0, 1.0, 70, 0, 1, 0.1);
+    }
     model_case("dropout 0.1: learned input + rope,alibi,t5", NULL, "rope,alibi,t5", "learned", 0, 1.0, 2, 0.1);
     model_case("dropout 0.5: sinusoidal input + t5,rope,alibi", NULL, "t5,rope,alibi", "sinusoidal", 1, 1.0, 2, 0.5);
     model_case("dropout 0.1: alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3, 0.1);
