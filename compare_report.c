@@ -378,6 +378,7 @@ static void run_facts(Report *rp) {
     for (int i = 0; i < rp->n; i++) {
         RunFacts *f = &rp->facts[i];
         f->acc[0] = f->acc[1] = NAN;
+        f->fit = FIT_NONE; f->fit_step = -1; f->val_acc = f->target = NAN;   // a run without results has no fit
         if (!run_has_results(&rp->runs[i])) continue;
         read_fit(&rp->runs[i], f);
         long long num[2] = { 0 }, den[2] = { 0 };
@@ -912,6 +913,13 @@ void report(const Cfg *c, const Run *runs, int n) {
                           "(results.csv and summary.md are written; the .gp scripts are in %s)\n", c->out);
     else printf("plots:\n");
     for (int t = 0; t < c->n_tasks; t++) {
+        int finished = 0;
+        for (int i = 0; i < n; i++) finished += runs[i].task == t && run_has_results(&runs[i]);
+        if (!finished) {       // an interrupted grid: say so instead of tables of empty cells
+            fprintf(rp.md, "## %s\n\nNo run of this task has finished (%d to train); run the command again to train them.\n\n",
+                    c->tasks[t], c->n_schemes * c->n_seeds);
+            continue;
+        }
         if (c->data) text_section(&rp, t); else task_section(&rp, t);
         plot_loss(c, runs, t, rp.md, rp.plots, &rp.made);
     }

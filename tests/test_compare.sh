@@ -112,6 +112,14 @@ rm "$fake/runs/copy/alibi/seed4/done"
 "${fake_cmd[@]}" > "$tmp/logf2" 2>&1 && ok || { bad "--report-only with a missing run failed:"; cat "$tmp/logf2"; }
 grep -q "23 of 24 runs finished" "$tmp/logf2" && ok || bad "--report-only does not say how many runs are finished"
 grep -q "| alibi | 3 of 3 |" "$fake/summary.md" && ok || bad "the unfinished run was reported"
+# the last run of a task unfinished (rope seed 4 comes last): the fit target still comes from the
+# finished runs; a task without a finished run gets one line, not tables of empty cells
+rm "$fake/runs/copy/rope/seed4/done"
+./compare --out "$fake" --task copy,reverse,sort --schemes nope,alibi,rope --seeds 1,2,3,4 --train "$tmp/no-train" \
+  --report-only > "$tmp/logf3" 2>&1 && ok || { bad "--report-only with an unfinished task failed:"; cat "$tmp/logf3"; }
+grep -q "validation accuracy reached 0.9 within" "$fake/summary.md" && ok || bad "the fit target is not read from the finished runs"
+grep -q "^No run of this task has finished (12 to train)" "$fake/summary.md" && ok || bad "a task without finished runs is not said to be"
+[ "$(grep -c '^| scheme | fitted |' "$fake/summary.md")" = 2 ] && ok || bad "a task without finished runs has a table"
 
 # ---- real training from here on: the task grids need ./train's eval.csv with the columns
 # pool,distinct,top_share
