@@ -866,6 +866,9 @@ static void claims_section(const Report *rp) {
         snprintf(claim, sizeof claim, "%s>%s", c->schemes[a].label, c->schemes[b].label);
         for (int t = -1; t < c->n_tasks; t++) {
             if (t >= 0 && c->n_tasks == 1) break;                 // one task: the pooled row is that task
+            int finished = 0;
+            for (int i = 0; t >= 0 && i < rp->n; i++) finished += rp->runs[i].task == t && run_has_results(&rp->runs[i]);
+            if (t >= 0 && !finished) { fprintf(md, "| | %s | | | | | no run finished |\n", c->tasks[t]); continue; }
             int n = t < 0 ? paired(rp, 0, c->n_tasks, a, b, d, NULL) : paired(rp, t, t + 1, a, b, d, NULL);
             Test x = paired_test(d, n, stream_seed(t < 0 ? "" : c->tasks[t], name, 2));
             fprintf(md, "| %s | %s |", t < 0 ? claim : "", t < 0 ? (c->n_tasks > 1 ? "all tasks" : c->tasks[0]) : c->tasks[t]);

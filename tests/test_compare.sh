@@ -120,6 +120,9 @@ rm "$fake/runs/copy/rope/seed4/done"
 grep -q "validation accuracy reached 0.9 within" "$fake/summary.md" && ok || bad "the fit target is not read from the finished runs"
 grep -q "^No run of this task has finished (12 to train)" "$fake/summary.md" && ok || bad "a task without finished runs is not said to be"
 [ "$(grep -c '^| scheme | fitted |' "$fake/summary.md")" = 2 ] && ok || bad "a task without finished runs has a table"
+./compare --out "$fake" --task copy,reverse,sort --schemes nope,alibi,rope --seeds 1,2,3,4 --train "$tmp/no-train" \
+  --report-only --claims 'nope>rope' > "$tmp/logf3" 2>&1 && ok || { bad "--claims with an unfinished task failed:"; cat "$tmp/logf3"; }
+grep -q "^| | sort | | | | | no run finished |" "$fake/summary.md" && ok || bad "a claim row of a task without finished runs"
 
 # ---- real training from here on: the task grids need ./train's eval.csv with the columns
 # pool,distinct,top_share
