@@ -2,7 +2,7 @@
 #
 #   make            build ./train and the test programs
 #   make run        the comparison: five schemes x 5 seeds on copy-repeat, fit-first, results in runs/default/
-#   make reproduce-nope   the NoPE paper's claims tested, fit-first, 6 seeds (~1.5 h), results in runs/nope/
+#   make reproduce-nope   the NoPE paper's claims tested, fit-first, 6 seeds (~2.5 h), results in runs/nope/
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x (needs make kjv), runs/alibi/
 #   make test       every test program; stops at the first failure
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -127,7 +127,7 @@ run: train compare
 # budget can fit (copy-repeat, copy-repeat-2x, copy-change: train <= 20, test to 40), 6 seeds, every
 # run trained until 90% in-distribution validation accuracy within 1000 steps, with the paper's
 # weight decay and schedule (0.05; polynomial decay after a 6% warm-up). The claims are tested
-# pooled over tasks and per task. About 1.5 hours on 2 cores.
+# pooled over tasks and per task. About 2.5 hours on 2 cores (60 runs took 85 minutes).
 NOPE_TASKS = copy-repeat,copy-change,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal'
