@@ -128,10 +128,16 @@ static void gnuplot(const char *out, const char *name, int *made) {
     else printf("  gnuplot failed on %s/%s.gp\n", out, name);
 }
 
-// The terminal lines shared by every script: the PNG first, then the same plot again as SVG.
-static void gp_begin(FILE *g, const char *name, const char *title, const char *xl, const char *yl) {
+// Opens OUT/NAME.gp with the lines shared by every script: the PNG terminal (gp_again_svg draws
+// the same plot again as SVG), the title and the axis labels.
+static FILE *gp_open(const char *out, const char *name, const char *title, const char *xl, const char *yl) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.gp", out, name);
+    FILE *g = fopen(path, "w");
+    CHECK(g, "cannot write '%s'", path);
     fprintf(g, "set terminal pngcairo size 1000,560 noenhanced\nset output '%s.png'\n", name);
     fprintf(g, "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\nset grid\nset key outside right\n", title, xl, yl);
+    return g;
 }
 static void gp_again_svg(FILE *g, const char *name) {
     fprintf(g, "set terminal svg size 1000,560 noenhanced\nset output '%s.svg'\nreplot\n", name);
@@ -141,14 +147,11 @@ static const char *COLORS[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#94
 
 // the loss curves of every run (one colour per scheme, one line per seed)
 static void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plots, int *made) {
-    char name[256], path[4200];
+    char name[256];
     snprintf(name, sizeof name, "loss_%s", c->tasks[task]);
-    snprintf(path, sizeof path, "%s/%s.gp", c->out, name);
-    FILE *g = fopen(path, "w");
-    CHECK(g, "cannot write '%s'", path);
     char title[256];
     snprintf(title, sizeof title, "%s: training loss (every scheme and seed)", c->tasks[task]);
-    gp_begin(g, name, title, "step", "loss (nats per target token)");
+    FILE *g = gp_open(c->out, name, title, "step", "loss (nats per target token)");
     fprintf(g, "set datafile separator ','\nset logscale y\nset format y '%%g'\nplot ");
     int first = 1;
     for (int sc = 0; sc < c->n_schemes; sc++)
@@ -204,12 +207,9 @@ static void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int pl
         fprintf(d, "\n");
     }
     fclose(d);
-    snprintf(path, sizeof path, "%s/%s.gp", c->out, name);
-    FILE *g = fopen(path, "w");
-    CHECK(g, "cannot write '%s'", path);
     char title[256];
     snprintf(title, sizeof title, "perplexity against evaluation window (trained at %d tokens; non-overlapping windows; y cut at 4x the best)", context);
-    gp_begin(g, name, title, "window (tokens)", "perplexity");
+    FILE *g = gp_open(c->out, name, title, "window (tokens)", "perplexity");
     // y from the best perplexity to 4 times it (a scheme that explodes leaves the top)
     fprintf(g, "set logscale x 2\nset logscale y\nset yrange [%g:%g]\nset ytics %.3g, 1.25\nset format y '%%.3g'\n"
                "set arrow from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n", 0.95 * ymin, 4 * ymin, ymin, context, context);
@@ -707,13 +707,10 @@ static void plot_accuracy(Report *rp, int t, int train_max) {
         fprintf(d, "\n");
     }
     fclose(d);
-    snprintf(path, sizeof path, "%s/%s.gp", c->out, name);
-    FILE *g = fopen(path, "w");
-    CHECK(g, "cannot write '%s'", path);
     char title[256];
     snprintf(title, sizeof title, "%s: accuracy against length (trained on <= %d; fitted runs: mean and 95%% bootstrap band)",
              c->tasks[t], train_max);
-    gp_begin(g, name, title, "length", "accuracy");
+    FILE *g = gp_open(c->out, name, title, "length", "accuracy");
     fprintf(g, "set yrange [-0.02:1.02]\nset arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\nplot ", train_max + 0.5, train_max + 0.5);
     for (int sc = 0; sc < c->n_schemes; sc++) {
         int col = 2 + 3 * sc;
