@@ -30,9 +30,9 @@ endif
 LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
-CORE = model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
+CORE = atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
+HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
 
 .PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
@@ -74,15 +74,15 @@ tests/test_kernels: $(call fobj,tests/test_kernels.c $(CORE))
 	$(LINK)
 tests/test_train: $(call fobj,tests/test_train.c $(LIB))
 	$(LINK)
-tests/test_data: $(call fobj,tests/test_data.c dataset/data.c dataset/corpus.c)
+tests/test_data: $(call fobj,tests/test_data.c atomicfile.c dataset/data.c dataset/corpus.c)
 	$(LINK)
-tests/test_tasks: $(call fobj,tests/test_tasks.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
+tests/test_tasks: $(call fobj,tests/test_tasks.c atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
 	$(LINK)
-tests/test_safetensors: $(call fobj,tests/test_safetensors.c safetensors.c)
+tests/test_safetensors: $(call fobj,tests/test_safetensors.c atomicfile.c safetensors.c)
 	$(LINK)
 tests/test_eval: $(call fobj,tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE))
 	$(LINK)
-tests/st_compare: $(call fobj,tests/st_compare.c safetensors.c)
+tests/st_compare: $(call fobj,tests/st_compare.c atomicfile.c safetensors.c)
 	$(LINK)
 tests/test_stats: $(call fobj,tests/test_stats.c stats.c)
 	$(LINK)
@@ -104,6 +104,8 @@ test: all
 	./tests/test_cli.sh
 	./tests/test_resume.sh
 	./tests/test_fit.sh
+	./tests/test_signals.sh
+	./tests/test_faults.sh
 	./tests/test_compare.sh
 	./tests/test_torch.sh
 	./tests/test_rules.sh

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "safetensors.h"
 
 static const char MAGIC[8] = { 'G', 'P', 'T', 'P', 'E', 'C', 'K', '1' };
@@ -13,26 +14,16 @@ enum { CKPT_VERSION = 1 };
 
 // ---- writing ----------------------------------------------------------------------------------
 
-typedef struct { FILE *f; const char *path; } Out;
-
-static void out_write(Out *o, const void *p, size_t size) {
-    if (size && fwrite(p, 1, size, o->f) != size) {
-        int e = errno;
-        fclose(o->f); remove(o->path);
-        CHECK(0, "could not write checkpoint '%s': %s (is the disk full?)", o->path, strerror(e));
-    }
-}
-
 // Parameters are stored as float32 whatever `real` is: they pass through a float buffer of
 // CHUNK values at a time.
 enum { CHUNK = 4096 };
 
-static void out_reals(Out *o, const real *x, size_t n) {
+static void out_reals(AtomicFile *o, const real *x, size_t n) {
     float buf[CHUNK];
     for (size_t i = 0; i < n; i += CHUNK) {
         size_t k = n - i < CHUNK ? n - i : CHUNK;
         for (size_t j = 0; j < k; j++) buf[j] = (float)x[i + j];
-        out_write(o, buf, k * sizeof(float));
+        af_write(o, buf, k * sizeof(float));
     }
 }
 
@@ -52,36 +43,29 @@ static char *config_text(const GPT *m, const char *train_kv, size_t *len) {
 }
 
 void ckpt_save(const char *path, const GPT *m, const char *train_kv, const TrainState *st) {
-    char tmp[4096];
-    CHECK(strlen(path) + 5 < sizeof tmp, "checkpoint path '%s' is too long", path);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    Out o = { fopen(tmp, "wb"), tmp };
-    CHECK(o.f, "cannot create '%s' for the checkpoint: %s (does the folder exist?)", tmp, strerror(errno));
+    AtomicFile o;
+    af_open(&o, path, "checkpoint", "wb");
     size_t klen;
     char *text = config_text(m, train_kv, &klen);
     uint32_t version = CKPT_VERSION, flags = st && st->has_opt && m->m ? 1 : 0, k = (uint32_t)klen;
     uint64_t P = m->num_params;
-    out_write(&o, MAGIC, 8);
-    out_write(&o, &version, 4);
-    out_write(&o, &flags, 4);
-    out_write(&o, &k, 4);
-    out_write(&o, text, klen);
-    out_write(&o, &P, 8);
+    af_write(&o, MAGIC, 8);
+    af_write(&o, &version, 4);
+    af_write(&o, &flags, 4);
+    af_write(&o, &k, 4);
+    af_write(&o, text, klen);
+    af_write(&o, &P, 8);
     out_reals(&o, m->params, P);
     if (flags & 1) {
         out_reals(&o, m->m, P);
         out_reals(&o, m->v, P);
         int64_t step = st->step;
-        out_write(&o, &step, 8);
-        out_write(&o, &st->rng, 8);
-        out_write(&o, &st->data_pos, 8);
+        af_write(&o, &step, 8);
+        af_write(&o, &st->rng, 8);
+        af_write(&o, &st->data_pos, 8);
     }
     free(text);
-    // fsync fails with EINVAL on files that cannot be synced (pipes, some special files): not an error
-    int bad = fflush(o.f) != 0 || (fsync(fileno(o.f)) != 0 && errno != EINVAL);
-    bad |= fclose(o.f) != 0;
-    if (bad) { remove(tmp); CHECK(0, "could not finish writing checkpoint '%s': %s", tmp, strerror(errno)); }
-    if (rename(tmp, path) != 0) { int e = errno; remove(tmp); CHECK(0, "could not rename '%s' to '%s': %s", tmp, path, strerror(e)); }
+    af_commit(&o);
 }
 
 // ---- reading ----------------------------------------------------------------------------------
@@ -252,15 +236,14 @@ static void set_metadata(StWriter *w, const GPT *m) {
 
 // config.json for transformers' GPT2LMHeadModel (only meaningful for learned input + nope layers)
 static void write_hf_config(const char *export_path, const GPT *m) {
-    char dir[4096], path[4200], tmp[4300];
+    char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s", export_path);
     char *slash = strrchr(dir, '/');
     if (slash) slash[1] = 0; else dir[0] = 0;
     snprintf(path, sizeof path, "%sconfig.json", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     const GPTConfig *c = &m->cfg;
-    FILE *f = fopen(tmp, "w");
-    CHECK(f, "cannot create '%s': %s", tmp, strerror(errno));
+    AtomicFile af;
+    FILE *f = af_open(&af, path, "transformers config", "w");
     fprintf(f, "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
                "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"
                "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_inner\": %d,\n  \"activation_function\": \"gelu_new\",\n"
@@ -268,8 +251,7 @@ static void write_hf_config(const char *export_path, const GPT *m) {
                "  \"attn_pdrop\": 0.0,\n  \"initializer_range\": 0.02,\n  \"tie_word_embeddings\": true,\n"
                "  \"scale_attn_weights\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
             c->vocab_size, c->max_seq_len, c->max_seq_len, c->n_embd, c->n_layer, c->n_head, 4 * c->n_embd);
-    CHECK(fclose(f) == 0, "could not write '%s'", tmp);
-    CHECK(rename(tmp, path) == 0, "could not rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    af_commit(&af);
     fprintf(stderr, "wrote %s (transformers GPT2LMHeadModel config)\n", path);
 }
 

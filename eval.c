@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "eval.h"
+#include "atomicfile.h"
 
 int argmax_token(const real *logits, int V) {
     int best = 0;
@@ -180,10 +181,8 @@ double task_accuracy(const TaskScore *s, int n, int ood) {
 
 void task_scores_write(const char *path, const char *task, const char *scheme, long long seed,
                        const TaskScore *s, int n) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    CHECK(f, "cannot write '%s'; check that its folder exists and is writable", tmp);
+    AtomicFile af;
+    FILE *f = af_open(&af, path, "accuracy CSV", "w");
     fprintf(f, "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share\n");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s,%s,%lld,%d,", task, scheme, seed, s[i].length);
@@ -196,5 +195,5 @@ void task_scores_write(const char *path, const char *task, const char *scheme, l
         if (s[i].n) fprintf(f, "%.4f", s[i].top_share);
         fprintf(f, "\n");
     }
-    CHECK(fclose(f) == 0 && rename(tmp, path) == 0, "cannot write '%s' (disk full?)", path);
+    af_commit(&af);
 }

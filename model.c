@@ -251,6 +251,51 @@ void gpt_free(GPT *m) {
     memset(m, 0, sizeof *m);
 }
 
+// The activation buffers for (B, T) on `threads` threads: each slot of m->a / m->ga with its
+// element count. alloc_acts allocates exactly these and gpt_memory adds them up, so the memory
+// check before a run (train.c) and the allocation cannot disagree.
+enum { ACT_MAX = sizeof(Activations) / sizeof(real *) + sizeof(GradActivations) / sizeof(real *) };
+static int act_buffers(GPT *m, size_t B, size_t T, int threads, real **slot[ACT_MAX], size_t count[ACT_MAX]) {
+    size_t L = m->forward_only ? 1 : m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
+    size_t N = B * T;
+    int n = 0;
+#define BUF(field, elems) (slot[n] = &(field), count[n++] = (elems))
+    Activations *a = &m->a;
+    BUF(a->encoded, N * C);
+    BUF(a->ln1, L * N * C);
+    BUF(a->ln1_mean, L * N);
+    BUF(a->ln1_rstd, L * N);
+    BUF(a->qkv, L * N * 3 * C);
+    BUF(a->atty, L * N * C);
+    BUF(a->att_lse, L * B * NH * T);
+    BUF(a->residual2, L * N * C);
+    BUF(a->ln2, L * N * C);
+    BUF(a->ln2_mean, L * N);
+    BUF(a->ln2_rstd, L * N);
+    BUF(a->fch, L * N * 4 * C);
+    BUF(a->fch_gelu, L * N * 4 * C);
+    BUF(a->residual3, L * N * C);
+    BUF(a->lnf, N * C);
+    BUF(a->lnf_mean, N);
+    BUF(a->lnf_rstd, N);
+    BUF(a->logits, N * Vp);
+    BUF(a->probs, N * Vp);
+    BUF(a->losses, N);
+    BUF(a->scratch, N * C);
+    BUF(a->att_scratch, (size_t)threads * ATT_SCRATCH(C / NH));
+    if (!m->forward_only) {
+        GradActivations *g = &m->ga;
+        BUF(g->dresidual, N * C);
+        BUF(g->dln, N * C);
+        BUF(g->dqkv, N * 3 * C);
+        BUF(g->datty, N * C);
+        BUF(g->dfch, N * 4 * C);
+        BUF(g->dfch_gelu, N * 4 * C);
+    }
+#undef BUF
+    return n;
+}
+
 // Activations are sized for (act_B, act_T) and reused by any batch that fits in both. Forward-only
 // (gpt_set_forward_only): one layer's slices, which every layer reuses, and no gradient buffers.
 static void alloc_acts(GPT *m, int B, int T) {
@@ -260,40 +305,30 @@ static void alloc_acts(GPT *m, int B, int T) {
         if (T < m->act_T) T = m->act_T;
     }
     free_acts(m);
-    size_t L = m->forward_only ? 1 : m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
-    size_t N = (size_t)B * T;
-    Activations *a = &m->a;
-    a->encoded = xmalloc_big(sizeof(real) * N * C);
-    a->ln1 = xmalloc_big(sizeof(real) * L * N * C);
-    a->ln1_mean = xmalloc_big(sizeof(real) * L * N);
-    a->ln1_rstd = xmalloc_big(sizeof(real) * L * N);
-    a->qkv = xmalloc_big(sizeof(real) * L * N * 3 * C);
-    a->atty = xmalloc_big(sizeof(real) * L * N * C);
-    a->att_lse = xmalloc_big(sizeof(real) * L * B * NH * T);
-    a->residual2 = xmalloc_big(sizeof(real) * L * N * C);
-    a->ln2 = xmalloc_big(sizeof(real) * L * N * C);
-    a->ln2_mean = xmalloc_big(sizeof(real) * L * N);
-    a->ln2_rstd = xmalloc_big(sizeof(real) * L * N);
-    a->fch = xmalloc_big(sizeof(real) * L * N * 4 * C);
-    a->fch_gelu = xmalloc_big(sizeof(real) * L * N * 4 * C);
-    a->residual3 = xmalloc_big(sizeof(real) * L * N * C);
-    a->lnf = xmalloc_big(sizeof(real) * N * C);
-    a->lnf_mean = xmalloc_big(sizeof(real) * N);
-    a->lnf_rstd = xmalloc_big(sizeof(real) * N);
-    a->logits = xmalloc_big(sizeof(real) * N * Vp);
-    a->probs = xmalloc_big(sizeof(real) * N * Vp);
-    a->losses = xmalloc_big(sizeof(real) * N);
-    a->scratch = xmalloc_big(sizeof(real) * N * C);
-    a->att_scratch = xmalloc_big(sizeof(real) * (size_t)max_threads() * ATT_SCRATCH(C / NH));
+    real **slot[ACT_MAX];
+    size_t count[ACT_MAX];
+    int n = act_buffers(m, (size_t)B, (size_t)T, max_threads(), slot, count);
+    for (int i = 0; i < n; i++) *slot[i] = xmalloc_big(sizeof(real) * count[i]);
     m->act_B = B; m->act_T = T; m->act_threads = max_threads(); m->act_forward_only = m->forward_only;
-    if (m->forward_only) return;
-    GradActivations *g = &m->ga;
-    g->dresidual = xmalloc_big(sizeof(real) * N * C);
-    g->dln = xmalloc_big(sizeof(real) * N * C);
-    g->dqkv = xmalloc_big(sizeof(real) * N * 3 * C);
-    g->datty = xmalloc_big(sizeof(real) * N * C);
-    g->dfch = xmalloc_big(sizeof(real) * N * 4 * C);
-    g->dfch_gelu = xmalloc_big(sizeof(real) * N * 4 * C);
+}
+
+GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int threads) {
+    GPT m;
+    memset(&m, 0, sizeof m);
+    m.cfg = *cfg;
+    m.forward_only = forward_only;
+    size_t off[N_KINDS], pe_input_off, pe_layer_off[PE_MAX_LAYERS];
+    layout(&m, off);
+    layout_pe(&m, &pe_input_off, pe_layer_off);
+    free(m.tensors);
+    GPTMemory r = { 0 };
+    r.params = r.grads = (double)sizeof(real) * m.num_params;
+    r.adam = forward_only ? 0 : 2 * r.params;
+    real **slot[ACT_MAX];
+    size_t count[ACT_MAX];
+    int n = act_buffers(&m, (size_t)B, (size_t)T, threads, slot, count);
+    for (int i = 0; i < n; i++) r.acts += (double)sizeof(real) * count[i];
+    return r;
 }
 
 void gpt_set_forward_only(GPT *m, int on) { m->forward_only = on != 0; }

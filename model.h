@@ -127,6 +127,12 @@ typedef struct {
 // the initial value of a shared tensor does not depend on the positional scheme). max_pos: the
 // largest position id the model will see (tables are built for it); 0 means max_seq_len.
 void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos);
+
+// The bytes a model of `cfg` allocates to train on (B, T) batches with `threads` threads (or,
+// forward_only, to evaluate them: no AdamW moments, one layer's activations); padded_vocab must
+// be set (gpt_config_check). The same sums gpt_build and the first forward allocate.
+typedef struct { double params, grads, adam, acts; } GPTMemory;
+GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int threads);
 void gpt_free(GPT *m);
 // Fills cfg->padded_vocab, checks every field; returns 0 with a message if something is wrong.
 int gpt_config_check(GPTConfig *cfg, char *msg, size_t cap);

@@ -1,6 +1,8 @@
 // perplexity.c: perplexity against window length (see perplexity.h for the protocol).
 #include "perplexity.h"
 
+#include "atomicfile.h"
+
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -227,21 +229,9 @@ void ppl_result_free(PplResult *r) {
     r->pos_loss = NULL;
 }
 
-static FILE *open_tmp(const char *path, char *tmp, size_t cap) {
-    snprintf(tmp, cap, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    CHECK(f, "cannot create '%s': %s", tmp, strerror(errno));
-    return f;
-}
-
-static void close_rename(FILE *f, const char *tmp, const char *path) {
-    CHECK(!ferror(f) && fclose(f) == 0, "cannot write '%s': %s", tmp, strerror(errno));
-    CHECK(rename(tmp, path) == 0, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-}
-
 void ppl_write_csv(const char *path, const PplResult *r, int n) {
-    char tmp[4096];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    AtomicFile af;
+    FILE *f = af_open(&af, path, "perplexity CSV", "w");
     fprintf(f, "window,mode,tokens,loss,ppl,note\n");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%d,%s,%zu,", r[i].window, r[i].mode == PPL_SLIDING ? "sliding" : "nonoverlap", r[i].tokens);
@@ -249,18 +239,18 @@ void ppl_write_csv(const char *path, const PplResult *r, int n) {
         else fprintf(f, "%.17g,%.17g", r[i].loss, exp(r[i].loss));
         fprintf(f, ",%s\n", r[i].note);
     }
-    close_rename(f, tmp, path);
+    af_commit(&af);
 }
 
 void ppl_write_positions(const char *path, const PplResult *r, int n) {
-    char tmp[4096];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    AtomicFile af;
+    FILE *f = af_open(&af, path, "per-position loss CSV", "w");
     fprintf(f, "window,position,loss\n");
     for (int i = 0; i < n; i++) {
         if (r[i].mode != PPL_NONOVERLAP || !r[i].pos_loss) continue;
         for (int t = 0; t < r[i].window; t++) fprintf(f, "%d,%d,%.17g\n", r[i].window, t, r[i].pos_loss[t]);
     }
-    close_rename(f, tmp, path);
+    af_commit(&af);
 }
 
 void ppl_print_table(FILE *f, const PplResult *r, int nw, int context, size_t N, double stride_frac) {

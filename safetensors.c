@@ -11,6 +11,7 @@
 // escapes, \uXXXX included), arrays of non-negative integers for shape and data_offsets. Inside
 // __metadata__ it accepts any JSON value and keeps the object's raw text.
 #include "safetensors.h"
+#include "atomicfile.h"
 #include "common.h"
 
 #include <errno.h>
@@ -444,31 +445,15 @@ void st_write(StWriter *w, const char *path) {
     Buf h = {0};
     build_header(w, &h);
 
-    size_t plen = strlen(path);
-    char *tmp = xmalloc(plen + 5);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-
-    FILE *fp = fopen(tmp, "wb");
-    CHECK(fp, "cannot create %s (to write safetensors file %s): %s; check that the directory exists "
-              "and is writable", tmp, path, strerror(errno));
+    AtomicFile af;
+    af_open(&af, path, "safetensors file", "wb");
     unsigned char len8[8];
     uint64_t hl = h.len;
     for (int k = 0; k < 8; k++) len8[k] = (unsigned char)(hl >> (8 * k));
-    int ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(h.p, 1, h.len, fp) == h.len;
-    for (int k = 0; ok && k < w->n; k++) {
-        size_t bytes = w->t[k].numel * dtype_size(w->t[k].dtype);
-        ok = fwrite(w->t[k].data, 1, bytes, fp) == bytes;
-    }
-    int err = ok ? 0 : errno;
-    if (ok && fflush(fp) != 0) { ok = 0; err = errno; }
-    if (ok && fsync(fileno(fp)) != 0 && errno != EINVAL && errno != EROFS) { ok = 0; err = errno; }
-    if (fclose(fp) != 0 && ok) { ok = 0; err = errno; }
-    if (ok && rename(tmp, path) != 0) { ok = 0; err = errno; }
-    if (!ok) remove(tmp);
-    CHECK(ok, "failed writing safetensors file %s (via %s): %s; check free disk space and permissions",
-          path, tmp, err ? strerror(err) : "short write");
-    free(tmp);
+    af_write(&af, len8, 8);
+    af_write(&af, h.p, h.len);
+    for (int k = 0; k < w->n; k++) af_write(&af, w->t[k].data, w->t[k].numel * dtype_size(w->t[k].dtype));
+    af_commit(&af);
     free(h.p);
 }
 

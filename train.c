@@ -9,6 +9,10 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -145,6 +149,61 @@ static void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng) {
 
 // ----------------------------------------------------------------------------------------------
 
+// ---- memory: a model or batch too large for the machine is refused with the sizes it asked for,
+// before the allocation, instead of being killed by the kernel (Linux hands out memory it does not
+// have and kills the process when the pages are first touched).
+
+// A "kB" field of a /proc file, in bytes; -1 when absent.
+static double proc_field(const char *file, const char *key) {
+    FILE *f = fopen(file, "r");
+    if (!f) return -1;
+    char line[256];
+    double v = -1;
+    size_t k = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':') { v = 1024 * atof(line + k + 1); break; }
+    fclose(f);
+    return v;
+}
+
+// The bytes this process can still get: MemAvailable + SwapFree, or what the address-space limit
+// (ulimit -v) leaves, whichever is smaller; *why names it. Infinity when nothing says.
+static double memory_available(const char **why) {
+    double avail = INFINITY, mem = proc_field("/proc/meminfo", "MemAvailable"), swap = proc_field("/proc/meminfo", "SwapFree");
+    *why = "";
+    if (mem >= 0) { avail = mem + (swap > 0 ? swap : 0); *why = "available memory (MemAvailable + SwapFree)"; }
+    struct rlimit rl;
+    double used = proc_field("/proc/self/status", "VmSize");
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && used >= 0 && (double)rl.rlim_cur - used < avail) {
+        avail = (double)rl.rlim_cur - used;
+        *why = "address space left under the limit (ulimit -v)";
+    }
+    return avail;
+}
+
+// Refuses a model of cfg, trained on (B, T) batches when B > 0 (else only its weights and
+// gradients), when it cannot fit; `allocated` bytes of it exist already.
+static void check_memory(const GPTConfig *cfg, int B, int T, double allocated) {
+#ifdef _OPENMP
+    int threads = omp_get_max_threads();
+#else
+    int threads = 1;
+#endif
+    GPTMemory m = gpt_memory(cfg, B ? B : 1, B ? T : 1, 0, threads);
+    double need = m.params + m.grads + (B ? m.adam + m.acts : 0), GiB = 1024.0 * 1024 * 1024;
+    const char *why;
+    double avail = memory_available(&why);
+    if (need - allocated <= avail) return;
+    char shape[96] = "";
+    if (B) snprintf(shape, sizeof shape, ", AdamW moments %.2f, activations %.2f for --batch %d x --seq %d", m.adam / GiB,
+                    m.acts / GiB, B, T);
+    CHECK(0, "out of memory: this model%s %.2f GiB (parameters %.2f, gradients %.2f%s; %d layers, dim %d, "
+          "vocabulary %d) but the %s is %.2f GiB%s; %s", B ? " and batch need" : " needs", need / GiB, m.params / GiB,
+          m.grads / GiB, shape, cfg->n_layer, cfg->n_embd, cfg->vocab_size, why, (avail + allocated) / GiB,
+          allocated > 0 ? " (counting what it holds already)" : "",
+          B ? "lower --batch or --seq (--accum keeps the tokens per step), or use a smaller model" : "use a smaller model");
+}
+
 // With --load: the settings of how a trained model is run may change: a new --context (not for a
 // learned position table, whose size is fixed) and the context-extension settings (--rope-scaling ...).
 static void adjust_loaded(GPTConfig *cfg, void *ctx) {
@@ -168,6 +227,7 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
               "settings (--rope-scaling, --rope-factor, ...) may change with --load");
         CHECK(posenc_set(&cfg->pe, a->pe_key[i], a->pe_val[i], msg, sizeof msg) > 0, "%s", msg);
     }
+    check_memory(cfg, 0, 0, 0);
 }
 
 // The model: from a checkpoint (--load/--resume; architecture flags refused) or from the flags.
@@ -193,6 +253,7 @@ static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int 
     CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, o->pe, o->pe_layers, o->input_pe, msg, sizeof msg), "%s", msg);
     for (int i = 0; i < a->n_pe; i++) CHECK(posenc_set(&cfg.pe, a->pe_key[i], a->pe_val[i], msg, sizeof msg) > 0, "%s", msg);
     CHECK(gpt_config_check(&cfg, msg, sizeof msg), "%s", msg);
+    check_memory(&cfg, 0, 0, 0);
     gpt_build(model, &cfg, (uint64_t)o->seed, 0);
 }
 
@@ -205,11 +266,73 @@ static void folder_of(const char *path, char *dir, size_t cap) {
     else *slash = 0;
 }
 
-// Refuses a --save whose folder does not exist now, rather than after hours of training.
-static void check_save_path(const char *pattern) {
+// Refuses an output whose folder cannot take a new file now, rather than after hours of training.
+// access(W_OK) is not enough: it says yes to root on a read-only mount or a chmod'ed folder where
+// root can write anyway, so this creates (and removes) a file in the folder.
+static void check_output_folder(const char *flag, const char *path, const char *dir) {
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.train-probe-%ld", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0, "--%s %s: cannot write into the folder '%s': %s; give a writable folder (checked before "
+          "anything runs, so a long run does not fail at its end)", flag, path, dir, strerror(errno));
+    close(fd);
+    unlink(probe);
+}
+
+static void check_output_file(const char *flag, const char *path) {
+    char dir[4096];
+    folder_of(path, dir, sizeof dir);
+    check_output_folder(flag, path, dir);
+}
+
+// A killed save leaves NAME.tmp (atomicfile.h) next to the checkpoints of --save's pattern; a new
+// run removes those of its own pattern ({step} matching digits) before it writes any.
+static void remove_stale_temporaries(const char *pattern) {
     char dir[4096];
     folder_of(pattern, dir, sizeof dir);
-    CHECK(access(dir, W_OK | X_OK) == 0, "--save %s: cannot write into the folder '%s': %s", pattern, dir, strerror(errno));
+    const char *base = strrchr(pattern, '/') ? strrchr(pattern, '/') + 1 : pattern;
+    const char *at = strstr(base, "{step}");
+    size_t pre = at ? (size_t)(at - base) : strlen(base);
+    const char *post = at ? at + 6 : "";
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *n = e->d_name;
+        size_t len = strlen(n), post_len = strlen(post);
+        if (len < pre + post_len + 4 || strcmp(n + len - 4, ".tmp") || strncmp(n, base, pre)) continue;
+        size_t digits = len - 4 - pre - post_len;               // what {step} matched
+        if (strncmp(n + pre + digits, post, post_len)) continue;
+        int ok = at ? digits > 0 : digits == 0;
+        for (size_t i = 0; at && i < digits; i++) ok &= n[pre + i] >= '0' && n[pre + i] <= '9';
+        if (!ok) continue;
+        char path[8300];
+        snprintf(path, sizeof path, "%s/%s", dir, n);
+        if (remove(path) == 0) fprintf(stderr, "removed %s, left by an interrupted save\n", path);
+    }
+    closedir(d);
+}
+
+// ---- interruption: SIGINT (Ctrl-C) or SIGTERM (a scheduler's time limit) during training finish
+// the step, save a checkpoint when --save is given, and exit with EXIT_INTERRUPTED; a second
+// signal ends the process at once (the default action, so the shell sees the signal).
+enum { EXIT_INTERRUPTED = 75 };                   // sysexits' EX_TEMPFAIL: try again (--resume)
+static volatile sig_atomic_t interrupted;         // the signal number, 0 while none came
+
+static void on_signal(int sig) {
+    if (interrupted) { signal(sig, SIG_DFL); raise(sig); return; }
+    interrupted = sig;
+    static const char msg[] = "\ntrain: signal received: finishing this step and saving; send it again to stop at once\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+}
+
+static void catch_signals(int on) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on ? on_signal : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -439,7 +562,7 @@ static void attention_map_dir(const char *dir) {
     struct stat sb;
     if (stat(dir, &sb) == 0) {
         CHECK(S_ISDIR(sb.st_mode), "--attention-map %s: that is a file, not a folder; give a folder for the pictures", dir);
-        CHECK(access(dir, W_OK | X_OK) == 0, "--attention-map %s: cannot write into the folder: %s", dir, strerror(errno));
+        check_output_folder("attention-map", dir, dir);
         return;
     }
     CHECK(mkdir(dir, 0777) == 0, "--attention-map %s: cannot create the folder: %s (its parent folder must exist)",
@@ -501,6 +624,7 @@ typedef struct {
     int need_data;                               // the modes or the training read batches
     Batch *mb;                                   // (accum,) micro-batches
     Loader loader;                               // text: the training stream
+    const char *prog;                            // argv[0], for the command that resumes
 } Session;
 
 // Flag combinations that need neither the model nor the data, refused before any work.
@@ -515,7 +639,12 @@ static void check_flags(const Args *a) {
           "input: give --prompt TEXT or --task NAME (a test instance of the task), exactly one of them");
     if (o->attention_map) attention_map_dir(o->attention_map);
     check_ppl_flags(a);
-    if (o->save) check_save_path(o->save);
+    const struct { const char *flag, *path; } outputs[] = {
+        { "save", o->save }, { "log", o->log }, { "eval-out", o->eval_out }, { "ppl-out", o->ppl_out },
+        { "ppl-positions", o->ppl_positions }, { "export", o->export_path }, { "dump-step", o->dump },
+    };
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+        if (outputs[i].path) check_output_file(outputs[i].flag, outputs[i].path);
 }
 
 // The tokenizer, the task and the text. Data come before the model: a new model takes its
@@ -743,11 +872,37 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     return loss;
 }
 
+// After a signal (catch_signals): the step is finished and, with --save, checkpointed; say how to
+// go on and exit with EXIT_INTERRUPTED (without --save, 128 + the signal, as if it had killed us).
+static void interrupt_exit(Session *s, int step, FILE *log, char *kv) {
+    const Options *o = s->o;
+    const char *name = interrupted == SIGINT ? "SIGINT" : "SIGTERM";
+    if (log) fclose(log);
+    free(kv);
+    if (!o->save) {
+        printf("interrupted by %s after step %d of %d: nothing saved (no --save)\n", name, step, o->steps);
+        fflush(stdout);
+        exit(128 + interrupted);
+    }
+    char path[4096], cmd[8192];
+    save_path(o->save, step, path, sizeof path);
+    resume_command(&s->a, s->prog, path, cmd, sizeof cmd);
+#ifdef _OPENMP
+    // the same losses, bit for bit, need the same thread count
+    if (!flag_set(&s->a, "threads")) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --threads %d", omp_get_max_threads());
+#endif
+    printf("interrupted by %s after step %d of %d: checkpoint %s; continue with:\n  %s\n", name, step, o->steps, path, cmd);
+    fflush(stdout);
+    exit(EXIT_INTERRUPTED);
+}
+
 // The training loop: a step, then the validation loss (every --val-every steps and at the end),
 // the progress line, the --log row and the checkpoints (--save, --save-every).
 static void train(Session *s) {
     const Options *o = s->o;
     if (s->train_steps <= 0) return;
+    GPTMemory held = gpt_memory(&s->model.cfg, 1, 1, 0, 1);       // the weights and gradients exist
+    check_memory(&s->model.cfg, o->batch, o->seq, held.params + held.grads);
     print_setup(s);
     FILE *log = NULL;
     if (o->log) {
@@ -756,6 +911,8 @@ static void train(Session *s) {
         CHECK(log, "cannot open the log '%s': %s", o->log, strerror(errno));
         if (ftell(log) == 0) fprintf(log, "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
     }
+    if (o->save) remove_stale_temporaries(o->save);
+    catch_signals(1);
     char *kv = train_kv(o);
     AdamWConfig adam = { o->lr, o->beta1, o->beta2, o->eps, o->wd };
     int first = (int)s->st.step, done = first, fitted = 0;
@@ -791,18 +948,23 @@ static void train(Session *s) {
             fprintf(log, "%d,%.17g,", step + 1, loss);     // 17 digits: the exact double
             if (!isnan(val_loss)) fprintf(log, "%.17g", val_loss);
             fprintf(log, ",%.6e,%.6f,%.1f,%.3f\n", adam.lr, norm, tps, elapsed);
-            fflush(log);
+            // a full disk: stop now, with the checkpoints written so far intact, not an hour later
+            CHECK(fflush(log) == 0 && !ferror(log), "could not write the log '%s' at step %d: %s; it holds the steps "
+                  "before, and the checkpoints written so far are intact", o->log, step + 1, strerror(errno));
         }
-        if (o->save && (last || (o->save_every && (step + 1) % o->save_every == 0))) {
+        int stop = interrupted && !fitted;      // the step is done: stop here (a fitted run ends anyway)
+        if (o->save && (last || stop || (o->save_every && (step + 1) % o->save_every == 0))) {
             // the data position of a --task run is its instance stream's state
             TrainState st = { 1, step + 1, s->rng.s, o->task ? s->task_rng.s : s->loader.pos };
             char path[4096];
             save_path(o->save, step + 1, path, sizeof path);
             ckpt_save(path, &s->model, kv, &st);
-            if (last) printf("saved %s\n", path);
+            if (last || stop) printf("saved %s\n", path);
         }
+        if (stop) interrupt_exit(s, step + 1, log, kv);
         if (fitted) break;
     }
+    catch_signals(0);
     if (o->fit_target > 0) {
         if (fitted) printf("fit: fitted at step %d: validation accuracy %.4f >= %.4f\n", done, fit_acc, o->fit_target);
         else printf("fit: not fitted in %d steps: validation accuracy %.4f < %.4f\n", o->steps, fit_acc, o->fit_target);
@@ -833,6 +995,10 @@ int main(int argc, char **argv) {
     static Session s;                            // static: starts zeroed
     parse_args(&s.a, argc, argv);
     s.o = &s.a.o;
+    s.prog = argv[0];
+    // past a file-size limit (ulimit -f) a write fails with EFBIG and is reported (atomicfile.h);
+    // the default action of SIGXFSZ would kill the process without a word
+    signal(SIGXFSZ, SIG_IGN);
     check_flags(&s.a);
 #ifdef _OPENMP
     if (s.o->threads) omp_set_num_threads(s.o->threads);

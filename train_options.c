@@ -164,6 +164,35 @@ void parse_args(Args *a, int argc, char **argv) {
     }
 }
 
+// Appends ` --NAME VALUE` to buf, the value in single quotes when the shell would split or expand it.
+static void append_flag(char *buf, size_t cap, const char *name, const char *v) {
+    size_t n = strlen(buf);
+    int plain = *v != 0;
+    for (const char *c = v; *c; c++) plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./,:@{}%", *c) != NULL;
+    n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, " --%s %s", name, plain ? v : "'");
+    if (plain) return;
+    for (const char *c = v; *c && n + 5 < cap; c++) {
+        if (*c == '\'') { memcpy(buf + n, "'\\''", 4); n += 4; } else buf[n++] = *c;
+    }
+    snprintf(buf + n, n < cap ? cap - n : 0, "'");
+}
+
+void resume_command(const Args *a, const char *prog, const char *ckpt, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", prog);
+    append_flag(buf, cap, "resume", ckpt);
+    for (int i = 0; i < N_FLAGS; i++) {
+        const Flag *f = &FLAGS[i];
+        if (!a->set[i] || f->kind != K_RUN || !strcmp(f->name, "resume") || !strcmp(f->name, "load")) continue;
+        const void *p = (const char *)&a->o + f->off;
+        char v[64];
+        if (f->type == F_STR) { append_flag(buf, cap, f->name, *(const char *const *)p); continue; }
+        if (f->type == F_DBL) snprintf(v, sizeof v, "%.17g", *(const double *)p);
+        else if (f->type == F_INT) snprintf(v, sizeof v, "%d", *(const int *)p);
+        else snprintf(v, sizeof v, "%lld", *(const long long *)p);
+        append_flag(buf, cap, f->name, v);
+    }
+}
+
 char *train_kv(const Options *o) {
     char *buf = NULL; size_t size = 0;
     FILE *f = open_memstream(&buf, &size);

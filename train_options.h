@@ -59,6 +59,10 @@ int flag_set(const Args *a, const char *name);
 void refuse_model_flags(const Args *a, const char *ckpt);
 
 // The train.* lines stored in a checkpoint: every K_TRAIN flag's value (caller frees).
+// The command that continues this run from checkpoint `ckpt`: `prog --resume CKPT` and every
+// run-only flag given (the training flags are stored in the checkpoint), shell-quoted, into buf.
+void resume_command(const Args *a, const char *prog, const char *ckpt, char *buf, size_t cap);
+
 char *train_kv(const Options *o);
 // On --resume: stored training settings apply unless the command line gives the flag.
 // String values point into kv, which must outlive the options. path: the checkpoint, for messages.

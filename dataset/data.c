@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "common.h"
 
 enum {
@@ -266,44 +267,25 @@ void data_write_shard(const char *path, const int *tokens, size_t n) {
               "must be in [0, 65535]",
               tokens[i], i, path);
 
-    size_t plen = strlen(path);
-    char *tmp = xmalloc(plen + 64);
-    snprintf(tmp, plen + 64, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int err = errno;
-    CHECK(f, "cannot create temporary file %s for shard %s: %s; check that the directory exists and is writable",
-          tmp, path, strerror(err));
-
+    AtomicFile af;
+    af_open(&af, path, "token shard", "wb");
     unsigned char h[HEADER_BYTES];
     memset(h, 0, sizeof h);
     put_le32(h, SHARD_MAGIC);
     put_le32(h + 4, SHARD_VERSION);
     put_le32(h + 8, (int32_t)n);
-    int ok = fwrite(h, 1, sizeof h, f) == sizeof h;
+    af_write(&af, h, sizeof h);
 
     enum { CHUNK = 4096 };
     unsigned char buf[2 * CHUNK];
-    for (size_t i = 0; ok && i < n; i += CHUNK) {
+    for (size_t i = 0; i < n; i += CHUNK) {
         size_t m = n - i < CHUNK ? n - i : CHUNK;
         for (size_t j = 0; j < m; j++) {
             unsigned v = (unsigned)tokens[i + j];
             buf[2 * j] = (unsigned char)(v & 0xff);
             buf[2 * j + 1] = (unsigned char)(v >> 8);
         }
-        ok = fwrite(buf, 1, 2 * m, f) == 2 * m;
+        af_write(&af, buf, 2 * m);
     }
-    err = errno;
-    if (fclose(f) != 0 && ok) { ok = 0; err = errno; }
-    if (!ok) {
-        remove(tmp);
-        CHECK(0, "error writing shard %s (via %s): %s; check free disk space and permissions", path, tmp,
-              strerror(err));
-    }
-    if (rename(tmp, path) != 0) {
-        err = errno;
-        remove(tmp);
-        CHECK(0, "cannot rename %s to shard %s: %s; check that the destination is writable", tmp, path,
-              strerror(err));
-    }
-    free(tmp);
+    af_commit(&af);
 }

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +110,14 @@ static void child_write_shard(const void *arg) {
     const ShardArgs *a = arg;
     data_write_shard(a->path, a->tok, a->n);
 }
+// the same under an 8 KiB file-size limit (ulimit -f): writes past it fail with EFBIG, as a full
+// disk fails them with ENOSPC
+static void child_write_shard_limited(const void *arg) {
+    struct rlimit rl = { 8192, 8192 };
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0, "setrlimit: %s", strerror(errno));
+    child_write_shard(arg);
+}
 static void child_encode(const void *arg) {
     const Tokenizer *t = arg;
     int out[16];
@@ -178,13 +188,30 @@ static void test_shard_round_trip(void) {
 
     // no temporary file is left next to the shard
     char tmp[256];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     EXPECT(access(tmp, F_OK) != 0, "temporary file %s was left behind", tmp);
+
+    // a disk that fills up while a new shard is written: the message says so, the old shard stays
+    // byte for byte, the temporary goes
+    size_t old_len = 0, now_len = 0;
+    unsigned char *old = read_bytes(path, &old_len);
+    static int big[20000];
+    ShardArgs sb = { path, big, 20000 };
+    EXPECT(dies_with(child_write_shard_limited, &sb, "File too large", "the previous file is intact"),
+           "a shard write past the file-size limit is an error that says the old shard is intact");
+    unsigned char *now = read_bytes(path, &now_len);
+    EXPECT(now_len == old_len && memcmp(old, now, old_len) == 0, "the old shard is unchanged after the failed write");
+    EXPECT(access(tmp, F_OK) != 0, "the failed write left %s behind", tmp);
+    free(old); free(now);
+
+    // a temporary left by a killed writer is reused: the next write succeeds and removes it
+    write_bytes(tmp, "stale", 5);
 
     // overwriting an existing shard replaces it
     data_write_shard(path, tok, 5);
     data_load(path, &d);
     EXPECT(d.n == 5 && d.tokens[1] == 50256, "rewritten shard has 5 tokens (got %zu)", d.n);
+    EXPECT(access(tmp, F_OK) != 0, "the stale temporary %s is gone after the write that reused it", tmp);
     data_free(&d);
     remove(path);
     free(path);
