@@ -214,7 +214,7 @@ fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZ)) $(FZ)/corpus/.done
 	  $(FZ)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 -close_fd_mask=2 -print_final_stats=1 \
 	    -artifact_prefix=$(FZ)/fuzz_$$n- $(FZ)/corpus/$$n > $(FZ)/fuzz_$$n.log 2>&1 \
 	    || { tail -n 60 $(FZ)/fuzz_$$n.log; echo "make fuzz: fuzz_$$n found a problem: $(FZ)/fuzz_$$n.log"; exit 1; }; \
-	  grep -E '^#[0-9]+ +DONE|^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' $(FZ)/fuzz_$$n.log; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' $(FZ)/fuzz_$$n.log; \
 	done; echo "make fuzz: no findings"
 
 asan:
