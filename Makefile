@@ -6,6 +6,7 @@
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x (needs make kjv), runs/alibi/
 #   make test       every test program; stops at the first failure
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz       every reader's libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each (60); needs clang
 #   make fixtures   regenerate the PyTorch reference fixtures (needs python3-torch)
 #   make kjv        data/kjv.txt, the King James Bible as text (needs apt-get install bible-kjv)
 #
@@ -30,12 +31,12 @@ endif
 LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
-CORE = atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
+CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
 HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
 
-.PHONY: all test run asan clean fixtures bench kjv reproduce-nope reproduce-alibi
+.PHONY: all test run asan fuzz clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
@@ -57,7 +58,7 @@ LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 train: $(call fobj,train.c train_options.c $(LIB))
 	$(LINK)
 # compare asks posenc which schemes the RoPE context-extension settings act on
-compare: $(call fobj,compare.c compare_report.c stats.c posenc.c posenc_schemes.c)
+compare: $(call fobj,compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c)
 	$(LINK)
 tests/test_grad: $(call dobj,tests/test_grad.c $(CORE))
 	$(LINK)
@@ -74,21 +75,67 @@ tests/test_kernels: $(call fobj,tests/test_kernels.c $(CORE))
 	$(LINK)
 tests/test_train: $(call fobj,tests/test_train.c $(LIB))
 	$(LINK)
-tests/test_data: $(call fobj,tests/test_data.c atomicfile.c dataset/data.c dataset/corpus.c)
+tests/test_data: $(call fobj,tests/test_data.c common.c atomicfile.c dataset/data.c dataset/corpus.c)
 	$(LINK)
-tests/test_tasks: $(call fobj,tests/test_tasks.c atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
+tests/test_tasks: $(call fobj,tests/test_tasks.c common.c atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
 	$(LINK)
-tests/test_safetensors: $(call fobj,tests/test_safetensors.c atomicfile.c safetensors.c)
+tests/test_safetensors: $(call fobj,tests/test_safetensors.c common.c atomicfile.c safetensors.c)
 	$(LINK)
 tests/test_eval: $(call fobj,tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE))
 	$(LINK)
-tests/st_compare: $(call fobj,tests/st_compare.c atomicfile.c safetensors.c)
+tests/st_compare: $(call fobj,tests/st_compare.c common.c atomicfile.c safetensors.c)
 	$(LINK)
-tests/test_stats: $(call fobj,tests/test_stats.c stats.c)
+tests/test_stats: $(call fobj,tests/test_stats.c common.c stats.c)
+	$(LINK)
+
+# Fuzzing (README.md, "Fuzzing"). Each harness fuzz_NAME.c feeds one reader;
+# FUZZ_LIB_NAME is what it links. Two builds of each: build/fuzz/fuzz_NAME with clang, libFuzzer,
+# ASan and UBSan (make fuzz), and build/fuzz-sa/fuzz_NAME with $(CC) and a main() that runs files
+# (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
+# every source but the driver tests/fuzz/fuzz.c, which then frees what a refused input allocated.
+FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task
+FUZZ_LIB_checkpoint = checkpoint.c safetensors.c $(CORE)
+FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
+FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c
+FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
+FUZZ_LIB_train_args = train_options.c perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
+FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c
+FUZZ_LIB_task = $(FUZZ_LIB_train_args)
+FUZZ_CC = clang
+FUZZ_CFLAGS = -std=gnu11 -O1 -g -fno-omit-frame-pointer $(WARN) -Wno-unknown-pragmas -DREAL=float \
+  -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 60
+FZ = build/fuzz
+SA = build/fuzz-sa
+zobj = $(addprefix $(FZ)/obj/,$(1:.c=.o))
+sobj = $(addprefix $(SA)/obj/,$(1:.c=.o))
+FUZZ_SA = $(addprefix $(SA)/fuzz_,$(FUZZ))
+# compare.c holds ./compare's main(), which the harness's driver replaces
+$(FZ)/obj/compare.o $(SA)/obj/compare.o: FUZZ_DEFS = -Dmain=compare_main
+$(FZ)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h common.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c -o $@ $<
+$(FZ)/obj/%.o: %.c $(HDR) train_options.h compare.h stats.h tests/fuzz/fuzz.h tests/fuzz/track.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_DEFS) -include tests/fuzz/track.h -c -o $@ $<
+$(SA)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h common.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DFUZZ_STANDALONE -c -o $@ $<
+$(SA)/obj/%.o: %.c $(HDR) train_options.h compare.h stats.h tests/fuzz/fuzz.h tests/fuzz/track.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_DEFS) -include tests/fuzz/track.h -c -o $@ $<
+define FUZZ_RULES
+$(FZ)/fuzz_$(1): $(call zobj,tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz.c $(FUZZ_LIB_$(1)))
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $$@ $$^ -lm
+$(SA)/fuzz_$(1): $(call sobj,tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz.c $(FUZZ_LIB_$(1)))
+	$$(LINK)
+endef
+$(foreach n,$(FUZZ),$(eval $(call FUZZ_RULES,$(n))))
+$(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/tasks.c dataset/batch.c)
 	$(LINK)
 
 # Two threads make the tests exercise the OpenMP paths on any machine.
-test: all
+test: all $(FUZZ_SA)
 	OMP_NUM_THREADS=2 ./tests/test_grad
 	OMP_NUM_THREADS=2 ./tests/test_posenc
 	OMP_NUM_THREADS=2 ./tests/test_positions
@@ -101,6 +148,7 @@ test: all
 	OMP_NUM_THREADS=2 ./tests/test_ppl
 	OMP_NUM_THREADS=2 ./tests/test_eval
 	./tests/test_stats
+	for n in $(FUZZ); do $(SA)/fuzz_$$n tests/fuzz/regress/$$n || exit 1; done
 	./tests/test_cli.sh
 	./tests/test_resume.sh
 	./tests/test_fit.sh
@@ -145,6 +193,31 @@ reproduce-alibi: train compare data/kjv.txt
 	./compare --out runs/alibi --data data/kjv.txt --jobs 2 --schemes nope,learned,sinusoidal,rope,alibi,t5,kerple,fire \
 	  --rope-extensions linear,dynamic,yarn --eval-flags '--ppl-tokens 32768' \
 	  -- --seq 64 --steps 800 --lr 2e-3 --log-every 100 --val-every 200
+
+# make fuzz: the seed corpora (build/fuzz/corpus/NAME/: checkpoints and safetensors files from a
+# tiny ./train, the rest from tests/fuzz/make_seeds), then every harness for FUZZ_SECONDS; stops at
+# the first finding, saved as build/fuzz/fuzz_NAME-crash-... (or -leak-, -timeout-, -oom-).
+# libFuzzer adds the inputs that reach new code to the corpus folder, so later runs start from them.
+# -close_fd_mask=2: the readers' refusals go to stderr, thousands a second; libFuzzer's own lines
+# and the sanitizers' reports still come out.
+FUZZ_TINY = --layers 1 --heads 2 --dim 8 --batch 2 --steps 2 --log-every 1
+$(FZ)/corpus/.done: train $(FZ)/make_seeds
+	$(FZ)/make_seeds $(FZ)/corpus
+	@mkdir -p $(FZ)/corpus/checkpoint $(FZ)/corpus/safetensors
+	./train $(FUZZ_TINY) --seq 16 --val-every 0 --save $(FZ)/corpus/checkpoint/learned.ckpt > /dev/null
+	./train $(FUZZ_TINY) --seq 16 --val-every 0 --pe-layers rope,alibi --layers 2 --rope-fraction 0.5 --save $(FZ)/corpus/checkpoint/mixed.ckpt > /dev/null
+	./train $(FUZZ_TINY) --task copy --train-max 4 --eval-per-length 0 --pe t5 --save $(FZ)/corpus/checkpoint/task.ckpt > /dev/null
+	./train --load $(FZ)/corpus/checkpoint/learned.ckpt --export $(FZ)/corpus/safetensors/export.safetensors > /dev/null
+	./train --load $(FZ)/corpus/checkpoint/mixed.ckpt --batch 1 --seq 4 --dump-step $(FZ)/corpus/safetensors/dump.safetensors > /dev/null
+	touch $@
+fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZ)) $(FZ)/corpus/.done
+	@for n in $(FUZZ); do \
+	  echo "make fuzz: fuzz_$$n for $(FUZZ_SECONDS) s"; \
+	  $(FZ)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 -close_fd_mask=2 -print_final_stats=1 \
+	    -artifact_prefix=$(FZ)/fuzz_$$n- $(FZ)/corpus/$$n > $(FZ)/fuzz_$$n.log 2>&1 \
+	    || { tail -n 60 $(FZ)/fuzz_$$n.log; echo "make fuzz: fuzz_$$n found a problem: $(FZ)/fuzz_$$n.log"; exit 1; }; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' $(FZ)/fuzz_$$n.log; \
+	done; echo "make fuzz: no findings"
 
 asan:
 	$(MAKE) clean

@@ -132,6 +132,8 @@ static void parse_config(const char *path, char *text, GPTConfig *cfg, char **tr
     CHECK(cfg->pe.n_layer == cfg->n_layer, "checkpoint '%s': layer_pe names %d layers but n_layer is %d",
           path, cfg->pe.n_layer, cfg->n_layer);
     CHECK(gpt_config_check(cfg, msg, sizeof msg), "checkpoint '%s' holds an invalid config: %s", path, msg);
+    CHECK(cfg->max_seq_len <= 10000000, "checkpoint '%s': max_seq_len=%d is beyond the 1e7 that --context allows "
+          "(a damaged file)", path, cfg->max_seq_len);
     if (train_kv) *train_kv = train; else free(train);
 }
 
@@ -159,7 +161,19 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
     free(text);
     uint64_t P;
     in_read(&in, &P, 8, "the parameter count");
-    if (adjust) {
+    // Before the model is built (a damaged config could ask for terabytes): the size must match the
+    // parameter count P, and the config must fit in P parameters: it has at least wte (vocab x C)
+    // and each layer's matrices (12 C^2); in double, where C^2 x L cannot overflow.
+    CHECK(P <= (uint64_t)sb.st_size / 4, "checkpoint '%s' states %llu parameters, more than its %lld bytes hold: it is "
+          "truncated or damaged", path, (unsigned long long)P, (long long)sb.st_size);
+    uint64_t expect = 8 + 12 + (uint64_t)klen + 8 + 4 * P + ((flags & 1) ? 8 * P + 24 : 0);
+    CHECK((uint64_t)sb.st_size == expect, "checkpoint '%s' is %lld bytes but should be %llu: it is %s",
+          path, (long long)sb.st_size, (unsigned long long)expect,
+          (uint64_t)sb.st_size < expect ? "truncated" : "followed by extra bytes");
+    double C = cfg.n_embd, least = (double)cfg.vocab_size * C + 12.0 * cfg.n_layer * C * C;
+    CHECK(least <= (double)P, "checkpoint '%s' holds %llu parameters but its config needs more than %.0f (damaged file)",
+          path, (unsigned long long)P, least);
+    if (adjust) {                       // after the checks: the file is what it says
         adjust(&cfg, ctx);
         char msg[512];
         CHECK(gpt_config_check(&cfg, msg, sizeof msg), "with the model of '%s': %s", path, msg);
@@ -167,10 +181,6 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
     gpt_build(m, &cfg, 0, max_pos);
     CHECK(P == m->num_params, "checkpoint '%s' holds %llu parameters but its config needs %zu (damaged file)",
           path, (unsigned long long)P, m->num_params);
-    uint64_t expect = 8 + 12 + (uint64_t)klen + 8 + 4 * P + ((flags & 1) ? 8 * P + 24 : 0);
-    CHECK((uint64_t)sb.st_size == expect, "checkpoint '%s' is %lld bytes but should be %llu: it is %s",
-          path, (long long)sb.st_size, (unsigned long long)expect,
-          (uint64_t)sb.st_size < expect ? "truncated" : "followed by extra bytes");
     in_reals(&in, m->params, P, "the parameters");
     if (st) memset(st, 0, sizeof *st);
     if (flags & 1) {

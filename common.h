@@ -19,6 +19,15 @@
 #endif
 typedef REAL real;
 
+// check_fail_hook (common.c): NULL in the programs. The fuzz harnesses (tests/fuzz/) set it to a
+// function that longjmps back to the harness, so that a refused input does not end the fuzzing
+// process; it runs after the message, and exit(1) follows if it returns.
+extern void (*check_fail_hook)(void);
+_Noreturn static inline void check_fail(void) {
+    if (check_fail_hook) check_fail_hook();
+    exit(1);
+}
+
 // CHECK(cond, fmt, ...): if cond is false, print "file:line: error: <sentence>" to stderr and
 // exit(1). The sentence should name the flag or file at fault and say what to do about it.
 #define CHECK(cond, ...)                                                    \
@@ -27,7 +36,7 @@ typedef REAL real;
             fprintf(stderr, "%s:%d: error: ", __FILE__, __LINE__);          \
             fprintf(stderr, __VA_ARGS__);                                   \
             fputc('\n', stderr);                                            \
-            exit(1);                                                        \
+            check_fail();                                                   \
         }                                                                   \
     } while (0)
 
@@ -36,12 +45,12 @@ typedef REAL real;
 #define xcalloc(n, size) xcalloc_at((n), (size), __FILE__, __LINE__)
 static inline void *xmalloc_at(size_t n, const char *file, int line) {
     void *p = malloc(n ? n : 1);
-    if (!p) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu bytes\n", file, line, n); exit(1); }
+    if (!p) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu bytes\n", file, line, n); check_fail(); }
     return p;
 }
 static inline void *xcalloc_at(size_t n, size_t size, const char *file, int line) {
     void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu x %zu bytes\n", file, line, n, size); exit(1); }
+    if (!p) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu x %zu bytes\n", file, line, n, size); check_fail(); }
     return p;
 }
 
@@ -58,14 +67,14 @@ static inline void *xmalloc_big_at(size_t bytes, const char *file, int line) {
     if (bytes < 2 * align) return xmalloc_at(bytes, file, line);
     size_t rounded = (bytes + align - 1) / align * align;
     void *p = aligned_alloc(align, rounded);
-    if (!p) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu bytes\n", file, line, rounded); exit(1); }
+    if (!p) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu bytes\n", file, line, rounded); check_fail(); }
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     madvise(p, rounded, MADV_HUGEPAGE);      // a hint: if the kernel refuses, nothing changes
 #endif
     return p;
 }
 static inline void *xcalloc_big_at(size_t n, size_t size, const char *file, int line) {
-    if (size && n > SIZE_MAX / size) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu x %zu bytes\n", file, line, n, size); exit(1); }
+    if (size && n > SIZE_MAX / size) { fprintf(stderr, "%s:%d: error: out of memory allocating %zu x %zu bytes\n", file, line, n, size); check_fail(); }
     void *p = xmalloc_big_at(n * size, file, line);
     memset(p, 0, n * size);
     return p;

@@ -113,7 +113,7 @@ static void parse_claims(Cfg *c, char *v) {
     }
 }
 
-static void parse(Cfg *c, int argc, char **argv) {
+void compare_parse(Cfg *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
     char *claims = NULL;
     c->jobs = 1; c->per_length = 100; c->ext_factor = 8;
@@ -405,7 +405,7 @@ static int run_all(const Cfg *c, Run *runs, int n) {
 
 int main(int argc, char **argv) {
     Cfg c;
-    parse(&c, argc, argv);
+    compare_parse(&c, argc, argv);
     static char bin[4096];
     if (!c.train_bin) {
         const char *slash = strrchr(argv[0], '/');

@@ -50,6 +50,9 @@ static inline int run_index(const Cfg *c, int task, int scheme, int seed) {
 }
 
 // compare.c
+// The command line into c: defaults, then the flags; exits with a message on any bad flag or value
+// (--help prints the usage and exits 0). The strings of c point into argv, which list flags cut up.
+void compare_parse(Cfg *c, int argc, char **argv);
 // 1 when a scheme's flags put a RoPE-family scheme in some layer: those runs are also evaluated
 // with the --rope-extensions methods.
 int uses_rope(const Scheme *s);

@@ -1,0 +1,29 @@
+// tests/fuzz/fuzz_compare_args.c: ./compare's command line (compare_parse, compare.c), one argument
+// per line of the input: lists (--task, --schemes, --seeds, --claims, --rope-extensions), numbers
+// (--fit-target, --rope-factor, --jobs, ...), scheme labels. An accepted line has consistent sets.
+#include <string.h>
+
+#include "compare.h"
+#include "tests/fuzz/fuzz.h"
+
+enum { MAX_ARGS = 64 };
+
+void fuzz_one(const uint8_t *data, size_t size) {
+    char *argv[MAX_ARGS + 1];
+    int argc = fuzz_argv(data, size, "compare", argv, MAX_ARGS + 1);
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)   // --help prints the usage and exits 0
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return;
+    static Cfg c;   // 40 KB
+    compare_parse(&c, argc, argv);
+    FUZZ_ASSERT(c.out && c.n_tasks >= 1 && c.n_tasks <= MAX_ITEMS);
+    FUZZ_ASSERT(c.n_schemes >= 1 && c.n_schemes <= MAX_ITEMS && c.n_seeds >= 1 && c.n_seeds <= MAX_ITEMS);
+    FUZZ_ASSERT(c.jobs >= 1 && c.threads >= 1 && c.per_length >= 1 && c.ext_factor >= 1);
+    for (int i = 0; i < c.n_schemes; i++) {
+        FUZZ_ASSERT(c.schemes[i].label[0] && !strpbrk(c.schemes[i].label, ",/ \t"));
+        for (int j = 0; j < i; j++) FUZZ_ASSERT(strcmp(c.schemes[i].label, c.schemes[j].label));
+        (void)uses_rope(&c.schemes[i]);
+    }
+    for (int k = 0; k < c.n_seeds; k++) FUZZ_ASSERT(c.seeds[k] >= 0);
+    for (int k = 0; k < c.n_claims; k++)
+        for (int j = 0; j < 2; j++) FUZZ_ASSERT(c.claims[k][j] >= 0 && c.claims[k][j] < c.n_schemes);
+}

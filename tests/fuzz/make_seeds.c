@@ -1,0 +1,105 @@
+// tests/fuzz/make_seeds.c: writes the seed inputs of the harnesses that do not come from ./train
+// (make fuzz runs ./train for the checkpoints and safetensors files) into DIR/NAME/: llm.c token
+// shards and a byte file (shard), llm.c tokenizer files (tokenizer), and command lines, one
+// argument per line (train_args, compare_args, task: one per task).
+//
+//   make_seeds DIR
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "dataset/data.h"
+#include "dataset/tasks.h"
+
+static char dir[4096];
+
+static FILE *create(const char *name, const char *file) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CHECK(mkdir(path, 0777) == 0 || errno == EEXIST, "cannot create %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/%s/%s", dir, name, file);
+    FILE *f = fopen(path, "wb");
+    CHECK(f, "cannot create %s: %s", path, strerror(errno));
+    return f;
+}
+
+static void text(const char *name, const char *file, const char *content) {
+    FILE *f = create(name, file);
+    fputs(content, f);
+    CHECK(fclose(f) == 0, "cannot write %s/%s/%s", dir, name, file);
+}
+
+static void put32(FILE *f, int32_t v) {
+    unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+    fwrite(b, 1, 4, f);
+}
+
+// An llm.c tokenizer: the 256 bytes, then `extra` two-byte pieces, then (version 2) "<|eot|>".
+static void tokenizer(const char *file, int version, int extra) {
+    FILE *f = create("tokenizer", file);
+    int n = 256 + extra + (version == 2);
+    put32(f, 20240328);
+    put32(f, version);
+    put32(f, n);
+    put32(f, version == 2 ? n - 1 : 0);
+    for (int i = 4; i < 256; i++) put32(f, 0);
+    for (int i = 0; i < 256; i++) { fputc(1, f); fputc(i, f); }
+    for (int i = 0; i < extra; i++) { fputc(2, f); fputc("the "[i % 4], f); fputc('a' + i % 26, f); }
+    if (version == 2) { fputc(7, f); fputs("<|eot|>", f); }
+    CHECK(fclose(f) == 0, "cannot write the tokenizer seed %s", file);
+}
+
+int main(int argc, char **argv) {
+    CHECK(argc == 2, "usage: make_seeds DIR");
+    snprintf(dir, sizeof dir, "%s", argv[1]);
+    CHECK(mkdir(dir, 0777) == 0 || errno == EEXIST, "cannot create %s: %s", dir, strerror(errno));
+
+    char path[8192];
+    text("shard", "bytes.txt", "The quick brown fox.\n\nA second document.\n");
+    int tokens[300];
+    for (int i = 0; i < 300; i++) tokens[i] = i % 7 == 6 ? 50256 : (i * 7919) % 50257;
+    snprintf(path, sizeof path, "%s/shard/gpt2.bin", dir);
+    data_write_shard(path, tokens, 300);
+    snprintf(path, sizeof path, "%s/shard/one.bin", dir);
+    data_write_shard(path, tokens, 1);
+
+    tokenizer("v1.bin", 1, 0);
+    tokenizer("v2.bin", 2, 40);
+
+    static const char *train[] = {
+        "--steps\n20\n--lr\n3e-3\n--batch\n4\n--seq\n32\n--layers\n2\n--heads\n2\n--dim\n32\n",
+        "--pe\nrope\n--rope-base\n500000\n--rope-fraction\n0.25\n--rope-pairing\ninterleaved\n--context\n64\n",
+        "--pe-layers\nrope,nope,alibi,t5\n--input-pe\nsinusoidal\n--wd\n0.05\n--schedule\npoly\n--warmup-frac\n0.06\n",
+        "--pe\nlearned\n--ppl-windows\n0.5,1,2,4,8\n--ppl-stride\n0.25\n--ppl-tokens\n4096\n--dropout\n0.1\n",
+        "--pe\nrope\n--rope-scaling\nyarn\n--rope-factor\n8\n--seed\n-5\n--clip\n0\n--beta2\n0.99\n--eps\n1e-6\n",
+        "--task\ncopy-repeat\n--fit-target\n0.9\n--max-steps\n600\n--train-max\n20\n--test-max\n40\n--alphabet\n640\n",
+    };
+    for (size_t i = 0; i < sizeof train / sizeof *train; i++) {
+        char file[32];
+        snprintf(file, sizeof file, "line%zu.txt", i);
+        text("train_args", file, train[i]);
+    }
+    static const char *compare[] = {
+        "--out\nruns/x\n--task\ncopy-repeat,copy-change\n--schemes\nnope,learned,alibi,t5\n--scheme\nrope-full=--pe rope\n"
+        "--seeds\n1,2,3\n--jobs\n2\n--eval-per-length\n50\n--fit-target\n0.9\n--claims\nnope>learned,alibi>t5\n--\n--max-steps\n600\n",
+        "--out\nruns/y\n--data\n/dev/null\n--schemes\nnope,rope\n--rope-extensions\nlinear,dynamic,yarn\n--rope-factor\n4\n"
+        "--eval-flags\n--ppl-tokens 32768\n--quiet\n--threads\n1\n",
+        "--out\nruns/z\n--task\nretrieval\n--report-only\n--seeds\n7\n",
+    };
+    for (size_t i = 0; i < sizeof compare / sizeof *compare; i++) {
+        char file[32];
+        snprintf(file, sizeof file, "line%zu.txt", i);
+        text("compare_args", file, compare[i]);
+    }
+    for (int t = 0; task_info(t); t++) {
+        const TaskInfo *ti = task_info(t);
+        char file[96], line[256];
+        snprintf(file, sizeof file, "%s.txt", ti->name);
+        snprintf(line, sizeof line, "--task\n%s\n--train-min\n%d\n--train-max\n%d\n--seed\n%d\n", ti->name,
+                 ti->train_min, ti->train_max, t);
+        text("task", file, line);
+    }
+    return 0;
+}
