@@ -307,7 +307,7 @@ static void remove_stale_temporaries(const char *pattern) {
         if (!ok) continue;
         char path[8300];
         snprintf(path, sizeof path, "%s/%s", dir, n);
-        if (remove(path) == 0) fprintf(stderr, "removed %s, left by an interrupted save\n", path);
+        if (unlink(path) == 0) fprintf(stderr, "removed %s, left by an interrupted save\n", path);   // files only
     }
     closedir(d);
 }
