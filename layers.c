@@ -1,6 +1,6 @@
 // layers.c: the GPT-2 layers as forward/backward pairs (layers.h): token embedding, LayerNorm, the
-// linear layer, GELU, dropout. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its
-// outputs.
+// linear layer, GELU, dropout; and --detect-anomaly's scan for NaN and Inf. Shapes follow the legend
+// in model.h. Every backward ACCUMULATES (+=) into its outputs.
 #include "layers.h"
 
 #include "kernels.h"
@@ -186,3 +186,19 @@ static void dropout_mask(real *y, const real *x, uint64_t key, double p, int N, 
 
 void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C) { dropout_mask(out, inp, key, p, N, C, 0); }
 void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C) { dropout_mask(dinp, dout, key, p, N, C, 1); }
+
+// ----------------------------------------------------------------------------------------------
+// the scan for NaN and Inf (--detect-anomaly): one pass, no value changed
+
+FiniteScan finite_scan(const real *x, size_t n) {
+    size_t bad = 0, first = SIZE_MAX;
+    real mx = 0;
+    #pragma omp parallel for schedule(static) reduction(+:bad) reduction(min:first) reduction(max:mx)
+    for (size_t i = 0; i < n; i++) {
+        real a = fabs(x[i]);
+        if (!isfinite(a)) { bad++; if (i < first) first = i; }
+        else if (a > mx) mx = a;
+    }
+    FiniteScan s = { n, bad, first, bad ? x[first] : 0, mx };
+    return s;
+}
