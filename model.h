@@ -178,11 +178,12 @@ void gpt_zero_grad(GPT *m);
 // gpt_backward and gpt_adamw scan every tensor they write for NaN and Inf as they write it (forward:
 // the embedding, each block's ln1, qkv, q/k after hook 2, hook 3's bias, atty, attproj, residual2,
 // ln2, fch, fch_gelu, fcproj, residual3, then lnf, logits, probs, losses; backward: their gradients
-// in reverse and every parameter gradient; AdamW: every parameter it updated). The first bad value
-// of a call is described in m->anomaly (found = 1); the call still completes, and the caller decides
-// (./train --detect-anomaly stops). Each call clears m->anomaly first. Values are never changed: with
-// finite values every loss and gradient is bit-identical to detection off, which costs one branch
-// per tensor. gpt_forward_cached is not checked.
+// in reverse and every parameter gradient; AdamW: every parameter it updated). Each such call clears
+// m->anomaly first and describes its first bad value there (found = 1); a forward stops at it and
+// returns NaN (no backward of it may follow), a backward stops at it; nothing exits, the caller
+// decides (./train --detect-anomaly stops). Values are never changed: with finite values every loss
+// and gradient is bit-identical to detection off, which costs one branch per tensor.
+// gpt_forward_cached is not checked.
 void gpt_set_detect_anomaly(GPT *m, int on);
 // Scans every parameter (the weights a run starts from, say) as above: m->anomaly, pass
 // "parameters"; returns found. Runs whether or not detection is on.
