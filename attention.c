@@ -1,5 +1,6 @@
 // attention.c: causal self-attention with positions as data (attention.h): the fused tiled kernel,
-// forward and backward, the probabilities for pictures, the KV cache's attention, and hook 2.
+// forward and backward, the probabilities for pictures, the KV cache's attention, hook 2, and
+// hook 3's bias scanned for NaN and Inf (--detect-anomaly).
 //
 // Query i of row b may attend key j when j <= i and doc[b,j] == doc[b,i] (j <= T-1 instead of
 // j <= i when ap->bidirectional is set).
@@ -133,6 +134,50 @@ void attention_forward_cached(real *out, const real *qkv, const AttnPos *ap, con
         for (int t = 0; t < T; t++)
             attend_row(&x, kv, out + (size_t)t * C + h * x.hs, kv->rows + (size_t)thread_id() * kv->row_cap, t, h);
     free(cache);
+}
+
+// ----------------------------------------------------------------------------------------------
+// hook 3's bias, scanned for NaN and Inf (--detect-anomaly)
+
+// Query i of pair (b, h): its keys j < attn_limit, into row (T,) zeroed first, as tile_scores adds them
+static void bias_row(const AttnPos *ap, const real *cache, real *row, int b, int h, int i, int T) {
+    const int *pos = ap->pos + (size_t)b * T;
+    int n = attn_limit(ap, i, T);
+    for (int j = 0; j < n; j++) row[j] = 0;
+    ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, pos[i], pos, n, row);
+}
+
+FiniteScan attention_bias_scan(const AttnPos *ap, int B, int T, int NH) {
+    FiniteScan s = { 0, 0, SIZE_MAX, 0, 0 };
+    if (!ap->scheme->bias_forward) return s;
+    size_t ncache, n = 0, bad = 0, first = SIZE_MAX;
+    real mx = 0;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
+    real *rows = xmalloc(sizeof(real) * (size_t)max_threads() * T);      // (threads, T)
+    #pragma omp parallel for collapse(2) schedule(static) reduction(+:n, bad) reduction(min:first) reduction(max:mx)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            real *row = rows + (size_t)thread_id() * T;
+            for (int i = 0; i < T; i++) {
+                bias_row(ap, cache, row, b, h, i, T);
+                int nk = attn_limit(ap, i, T);
+                n += (size_t)nk;
+                for (int j = 0; j < nk; j++) {
+                    real a = fabs(row[j]);
+                    size_t k = (((size_t)b * NH + h) * T + i) * T + j;
+                    if (!isfinite(a)) { bad++; if (k < first) first = k; }
+                    else if (a > mx) mx = a;
+                }
+            }
+        }
+    s.n = n; s.bad = bad; s.first = first; s.maxabs = mx;
+    if (bad) {                                  // the first bad value, from its row again
+        size_t j = first % T, i = first / T % T, h = first / T / T % NH, b = first / T / T / NH;
+        bias_row(ap, cache, rows, (int)b, (int)h, (int)i, T);
+        s.first_value = rows[j];
+    }
+    free(rows); free(cache);
+    return s;
 }
 
 // ---- the fused kernel ----------------------------------------------------------------------------

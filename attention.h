@@ -1,5 +1,6 @@
 // attention.h: causal self-attention with positions as data: the fused tiled kernel (forward,
-// backward), the KV cache's attention, the probabilities for pictures, and hook 2 over a qkv buffer.
+// backward), the KV cache's attention, the probabilities for pictures, hook 2 over a qkv buffer,
+// and hook 3's bias scanned for NaN and Inf.
 //
 // Shapes follow model.h's legend (B batch, T time, C channels, NH heads, hs = C/NH head size).
 // qkv (B,T,3C) holds per token q at [0,C), k at [C,2C), v at [2C,3C), each NH heads of hs.
@@ -8,6 +9,7 @@
 #define ATTENTION_H
 
 #include "common.h"
+#include "layers.h"
 #include "posenc.h"
 
 // What attention needs to know besides q, k and v: the batch's position and document ids, the
@@ -60,6 +62,11 @@ typedef struct {
 // the chunk's ids. One softmax row per query, O(P+T) memory per thread.
 void attention_forward_cached(real *out, const real *qkv, const AttnPos *ap, const KVKeys *kv,
                               int T, int C, int NH);
+
+// Hook 3's bias b_h(pos_i, pos_j) over the batch as the tiled kernel adds it (every key j below
+// query i's limit, masked by documents or not), scanned for NaN and Inf (--detect-anomaly): the flat
+// index is that of (B,NH,T,T), ((b*NH + h)*T + i)*T + j. Nothing is scanned (n = 0) without hook 3.
+FiniteScan attention_bias_scan(const AttnPos *ap, int B, int T, int NH);
 
 // hook 2 over a whole qkv buffer (N,3C): rotate q and k of every head (QK_FORWARD), or their
 // gradient by the transpose (QK_BACKWARD). Does nothing for schemes without a q/k hook.

@@ -1,10 +1,11 @@
 // layers.c: the GPT-2 layers as forward/backward pairs (layers.h): token embedding, LayerNorm, the
-// linear layer, GELU, dropout. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its
-// outputs.
+// linear layer, GELU, dropout; and --detect-anomaly's scan for NaN and Inf. Shapes follow the legend
+// in model.h. Every backward ACCUMULATES (+=) into its outputs.
 #include "layers.h"
 
 #include "kernels.h"
 
+#include <float.h>
 #include <string.h>
 #include <tgmath.h>   // sqrt, tanh follow the type of `real` (sqrtf in the float build)
 
@@ -186,3 +187,38 @@ static void dropout_mask(real *y, const real *x, uint64_t key, double p, int N, 
 
 void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C) { dropout_mask(out, inp, key, p, N, C, 0); }
 void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C) { dropout_mask(dinp, dout, key, p, N, C, 1); }
+
+// ----------------------------------------------------------------------------------------------
+// the scan for NaN and Inf (--detect-anomaly): one pass, no value changed
+
+// The common case, all finite, is one vectorised pass: the largest |x|, where a NaN or Inf counts as
+// Inf (a NaN fails a <= max as an Inf does). Only when that is Inf, a second pass counts the bad
+// values and finds the first. Threads only from 1M values: a scan is memory-bound and quick, and
+// below that starting the threads costs more than it saves.
+FiniteScan finite_scan(const real *x, size_t n) {
+    const real big = (real)(sizeof(real) == sizeof(float) ? FLT_MAX : DBL_MAX);
+    FiniteScan s = { n, 0, 0, 0, 0 };
+    real mx = 0;
+    size_t chunk = 4096, chunks = (n + chunk - 1) / chunk;
+    #pragma omp parallel for schedule(static) reduction(max:mx) if (n >= ((size_t)1 << 20))
+    for (size_t k = 0; k < chunks; k++) {
+        const real *y = x + k * chunk;
+        int len = (int)(n - k * chunk < chunk ? n - k * chunk : chunk);
+        real m = 0;
+        #pragma omp simd reduction(max:m)
+        for (int i = 0; i < len; i++) {
+            real a = fabs(y[i]);
+            a = a <= big ? a : (real)INFINITY;
+            m = a > m ? a : m;
+        }
+        mx = m > mx ? m : mx;
+    }
+    if (mx <= big) { s.maxabs = mx; return s; }
+    for (size_t i = n; i-- > 0;) {
+        real a = fabs(x[i]);
+        if (a <= big) { if (a > s.maxabs) s.maxabs = a; }
+        else { s.bad++; s.first = i; }
+    }
+    s.first_value = x[s.first];
+    return s;
+}

@@ -1,4 +1,5 @@
-// layers.h: the GPT-2 layers (and dropout) as forward/backward pairs, outputs first, then inputs, then sizes.
+// layers.h: the GPT-2 layers (and dropout) as forward/backward pairs, outputs first, then inputs, then sizes,
+// and the scan for values that are not finite that --detect-anomaly runs over every tensor.
 // N tokens of C channels (model.h's legend); weights are stored (out, in). Backward functions
 // ACCUMULATE (+=) into their gradient outputs. The model strings them together (model.c); the
 // gradient checks test each alone.
@@ -29,5 +30,10 @@ void gelu_backward(real *dinp, const real *inp, const real *dout, int n);
 // be inp). Backward: dinp (N,C) += dout * keep / (1 - p), with the forward's key.
 void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C);
 void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C);
+
+// What a scan for NaN and Inf found (gpt_set_detect_anomaly): of n values, `bad` are not finite, the
+// first of them at flat index `first` (value first_value); maxabs is the largest finite |x|.
+typedef struct { size_t n, bad, first; real first_value, maxabs; } FiniteScan;
+FiniteScan finite_scan(const real *x, size_t n);
 
 #endif

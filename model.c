@@ -83,7 +83,7 @@ static size_t add_tensor(GPT *m, int cap, const char *name, int rows, int cols, 
     TensorInfo *t = &m->tensors[m->n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->offset = m->num_params; t->rows = rows; t->cols = cols; t->export_rows = rows;
-    t->transpose = transpose; t->decay = decay; t->init = init; t->std = std; t->scheme = -1;
+    t->transpose = transpose; t->decay = decay; t->init = init; t->std = std; t->scheme = -1; t->layer = -1;
     m->num_params += (size_t)rows * cols;
     return t->offset;
 }
@@ -143,6 +143,7 @@ static void layout(GPT *m, size_t off[N_KINDS]) {
             snprintf(name, sizeof name, kd->name, l);
             size_t o = add_tensor(m, cap, name, rows, cols, transpose, kd->decay, kd->init,
                                   kd->residual_proj ? proj_std : std);
+            if (kd->per_layer) m->tensors[m->n_tensors - 1].layer = l;
             if (l == 0) off[k] = o;
         }
     }
@@ -181,6 +182,7 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
         }
         layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, s->init ? INIT_SCHEME : INIT_NORMAL, s->init_std);
         m->tensors[m->n_tensors - 1].scheme = c->pe.layer[l];
+        if (!s->shared) m->tensors[m->n_tensors - 1].layer = l;
     }
 }
 
@@ -406,6 +408,103 @@ static void check_positions(const GPT *m, const int *pos, size_t N) {
               "position of the context" : "");
 }
 
+// ----------------------------------------------------------------------------------------------
+// anomaly detection (gpt_set_detect_anomaly): watch() after every tensor a checked call writes
+
+// A tensor's shape for messages: one word per dimension ("b t c"), row-major sizes
+typedef struct { const char *names; int rank; size_t size[4]; } Dims;
+static Dims dims(const char *names, size_t d0, size_t d1, size_t d2, size_t d3) {
+    Dims d = { names, 1, { d0, d1, d2, d3 } };
+    for (const char *c = names; *c; c++) d.rank += *c == ' ';
+    return d;
+}
+static Dims btc(size_t B, size_t T, size_t X) { return dims("b t c", B, T, X, 0); }
+
+// A call that may check starts (pass: "forward", ...): with on, m->anomaly is cleared and watch() scans
+static void begin_checks(GPT *m, const char *pass, int on) {
+    m->checking = on;
+    if (!on) return;
+    memset(&m->anomaly, 0, sizeof m->anomaly);
+    m->anomaly.pass = pass;
+}
+
+// The first bad value of the call: tensor `name` of layer `layer`, shape d, as scan s found it
+static void record_anomaly(GPT *m, int layer, const char *name, Dims d, FiniteScan s) {
+    Anomaly *a = &m->anomaly;
+    a->found = 1; a->layer = layer; a->index = s.first; a->bad = s.bad; a->n = s.n;
+    snprintf(a->tensor, sizeof a->tensor, "%s", name);
+    char at[160] = "", word[16], where[32] = "";
+    size_t rest = s.first;
+    const char *w = d.names;
+    for (int k = 0; k < d.rank; k++) {          // the flat index as coordinates, outermost first
+        size_t stride = 1;
+        for (int j = k + 1; j < d.rank; j++) stride *= d.size[j];
+        int len = (int)strcspn(w, " ");
+        snprintf(word, sizeof word, "%.*s", len, w);
+        w += len + (w[len] == ' ');
+        size_t used = strlen(at);
+        snprintf(at + used, sizeof at - used, "%s%s=%zu", k ? ", " : "", word, rest / stride);
+        rest %= stride;
+    }
+    if (layer >= 0) snprintf(where, sizeof where, "layer %d ", layer);
+    const char *kind = isnan(s.first_value) ? "NaN" : s.first_value > 0 ? "+Inf" : "-Inf";
+    int len = snprintf(a->msg, sizeof a->msg, "%s%s: %s has %s at (%s), first bad of %zu values (of %zu)",
+                       where, a->pass, name, kind, at, s.bad, s.n);
+    if (a->before[0] && len > 0 && (size_t)len < sizeof a->msg)
+        snprintf(a->msg + len, sizeof a->msg - len, "; the tensor checked before it, %s, was finite (max |x| = %g)",
+                 a->before, a->before_max);
+}
+
+// Scan s of tensor `name` (layer, shape d): records the call's first bad one, else remembers it as
+// the last finite tensor
+static void note_scan(GPT *m, int layer, const char *name, Dims d, FiniteScan s) {
+    if (s.bad) { record_anomaly(m, layer, name, d, s); return; }
+    snprintf(m->anomaly.before, sizeof m->anomaly.before, "%s", name);
+    m->anomaly.before_max = s.maxabs;
+}
+
+// After a checked call writes x (shape d): returns 1 when the call has met its first bad value (the
+// call then stops: past a NaN, attention's own divergence check would end the process). One branch
+// when detection is off.
+static int watch(GPT *m, int layer, const char *name, const real *x, Dims d) {
+    if (!m->checking) return 0;
+    size_t n = 1;
+    for (int k = 0; k < d.rank; k++) n *= d.size[k];
+    note_scan(m, layer, name, d, finite_scan(x, n));
+    return m->anomaly.found;
+}
+
+// Every tensor of layer `layer` (-1: outside the blocks) in the buffer base (params or grads);
+// prefix "grad." names a gradient; returns 1 as watch does
+static int watch_tensors(GPT *m, int layer, const real *base, const char *prefix) {
+    if (!m->checking) return 0;
+    for (int k = 0; k < m->n_tensors; k++) {
+        const TensorInfo *ti = &m->tensors[k];
+        if (ti->layer != layer) continue;
+        char name[112];
+        snprintf(name, sizeof name, "%s%s", prefix, ti->name);
+        if (watch(m, layer, name, base + ti->offset, ti->rows == 1 ? dims("i", ti->cols, 0, 0, 0) :
+                  dims("row col", ti->rows, ti->cols, 0, 0))) return 1;
+    }
+    return 0;
+}
+
+// Every parameter, the tensors outside the blocks first, then block by block
+static void watch_parameters(GPT *m) {
+    for (int l = -1; l < m->cfg.n_layer && !watch_tensors(m, l, m->params, ""); l++) {}
+}
+
+void gpt_set_detect_anomaly(GPT *m, int on) {
+    m->detect_anomaly = on != 0;
+    memset(&m->anomaly, 0, sizeof m->anomaly);
+}
+
+int gpt_check_parameters(GPT *m) {
+    begin_checks(m, "parameters", 1);
+    watch_parameters(m);
+    return m->anomaly.found;
+}
+
 // Layer l's attention from its qkv (N,3C, hooked) into atty (N,C): the tiled kernel over the batch
 // (B,T) when kc is NULL; otherwise the chunk's T queries (B = 1) against the KV cache, to which
 // the chunk's keys and values are appended first.
@@ -436,19 +535,40 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     double drop = kc ? 0 : m->act_dropout;
     LayerActs la = layer_acts(m, l, B, T);
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
+    if (watch(m, l, "ln1", la.ln1, btc(B, T, C))) return NULL;
     TIMED(m, PROF_MATMUL, matmul_forward(la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
+    if (watch(m, l, "qkv", la.qkv, btc(B, T, 3 * C))) return NULL;
     TIMED(m, PROF_ATTENTION, qk_hook(la.qkv, ap, N, C, NH, QK_FORWARD));                                      // hook 2
+    if ((ap->scheme->hooks & PE_HOOK_QK) && watch(m, l, "qkv after hook 2", la.qkv, btc(B, T, 3 * C))) return NULL;
+    if (m->checking && ap->scheme->bias_forward) {                                                            // hook 3
+        note_scan(m, l, "hook 3 bias", dims("b h i j", B, NH, T, T), attention_bias_scan(ap, B, T, NH));
+        if (m->anomaly.found) return NULL;
+    }
     TIMED(m, PROF_ATTENTION, block_attention(m, l, &la, ap, B, T, kc));
+    if (watch(m, l, "atty", la.atty, btc(B, T, C))) return NULL;
     TIMED(m, PROF_MATMUL, matmul_forward(proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
     if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_ATTN_OUT), drop, N, C);
+    if (watch(m, l, "attproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual2, residual, proj, N * C);
+    if (watch(m, l, "residual2", la.residual2, btc(B, T, C))) return NULL;
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
+    if (watch(m, l, "ln2", la.ln2, btc(B, T, C))) return NULL;
     TIMED(m, PROF_MATMUL, matmul_forward(la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
+    if (watch(m, l, "fch", la.fch, btc(B, T, 4 * C))) return NULL;
     gelu_forward(la.fch_gelu, la.fch, N * 4 * C);
+    if (watch(m, l, "fch_gelu", la.fch_gelu, btc(B, T, 4 * C))) return NULL;
     TIMED(m, PROF_MATMUL, matmul_forward(proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
     if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_MLP_OUT), drop, N, C);
+    if (watch(m, l, "fcproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual3, la.residual2, proj, N * C);
+    if (watch(m, l, "residual3", la.residual3, btc(B, T, C))) return NULL;
     return la.residual3;
+}
+
+// A forward that met an anomaly stops there: no loss, and no backward of it
+static double forward_stopped(GPT *m) {
+    m->loss = NAN; m->weight_sum = 0; m->batch = NULL;
+    return NAN;
 }
 
 double gpt_forward(GPT *m, const Batch *b) {
@@ -467,20 +587,33 @@ double gpt_forward(GPT *m, const Batch *b) {
     m->act_dropout = m->dropout; m->act_drop_key = m->drop_key;
     Activations *a = &m->a;
     const ParamTensors *p = &m->p;
+    begin_checks(m, "forward", m->detect_anomaly);
 
     encoder_forward(a->encoded, b->tokens, p->wte, N, C);
+    if (watch(m, -1, "encoded", a->encoded, btc(B, T, C))) return forward_stopped(m);
     const PosScheme *in = posenc_scheme(c->pe.input);
-    if (in->input_forward) in->input_forward(&m->pt, p->pe_input, a->encoded, b->pos, N);   // hook 1
-    if (m->act_dropout > 0) dropout_forward(a->encoded, a->encoded, drop_site(m->act_drop_key, -1, DROP_EMBEDDING), m->act_dropout, N, C);
+    if (in->input_forward) {
+        in->input_forward(&m->pt, p->pe_input, a->encoded, b->pos, N);   // hook 1
+        if (watch(m, -1, "encoded after hook 1", a->encoded, btc(B, T, C))) return forward_stopped(m);
+    }
+    if (m->act_dropout > 0) {
+        dropout_forward(a->encoded, a->encoded, drop_site(m->act_drop_key, -1, DROP_EMBEDDING), m->act_dropout, N, C);
+        if (watch(m, -1, "encoded after dropout", a->encoded, btc(B, T, C))) return forward_stopped(m);
+    }
 
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
         AttnPos ap = attn_pos(m, b, l, 0);
         residual = block_forward(m, l, residual, &ap, B, T, NULL);
+        if (!residual) return forward_stopped(m);
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, N, C);
+    if (watch(m, -1, "lnf", a->lnf, btc(B, T, C))) return forward_stopped(m);
     TIMED(m, PROF_MATMUL, matmul_forward(a->logits, a->lnf, p->wte, NULL, N, C, Vp));     // LM head tied to wte
+    if (watch(m, -1, "logits", a->logits, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
     crossentropy_forward(a->probs, a->losses, a->logits, b->targets, N, V, Vp);
+    if (watch(m, -1, "probs", a->probs, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
+    if (b->targets && watch(m, -1, "losses", a->losses, dims("b t", B, T, 0, 0))) return forward_stopped(m);
 
     double sum = 0, wsum = 0;
     if (b->targets)
@@ -539,6 +672,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     check_positions(m, pos, (size_t)T);
     alloc_acts(m, 1, T);
     m->batch = NULL;                       // no backward through a cached forward
+    begin_checks(m, "forward", 0);         // and no anomaly detection
     if (max_threads() > kc->threads) {     // the thread count grew since kv_cache_init
         free(kc->att_row);
         kc->threads = max_threads();
@@ -589,6 +723,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     // dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)), written over probs: after a
     // backward the probabilities are gone (dump_step copies the logits before it calls backward)
     real *dlogits = a->probs;
+    begin_checks(m, "backward", m->detect_anomaly);
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         real *d = dlogits + n * Vp;
@@ -596,11 +731,14 @@ void gpt_backward(GPT *m, double grad_scale) {
         for (int v = 0; v < V; v++) d[v] *= s;
         d[b->targets[n]] -= s;
     }
+    if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     memset(g->dln, 0, sizeof(real) * N * C);
     TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp));
+    if (watch(m, -1, "dlnf", g->dln, btc(B, T, C))) return;
     memset(g->dresidual, 0, sizeof(real) * N * C);
     layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C);
+    if (watch(m, L - 1, "dresidual3", g->dresidual, btc(B, T, C))) return;
 
     for (int l = L - 1; l >= 0; l--) {
         const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;
@@ -611,37 +749,57 @@ void gpt_backward(GPT *m, double grad_scale) {
         // g->dln is scratch for the gradient at a LayerNorm's output (ln_f's above, ln2's, then ln1's)
         // and, with dropout, at a projection's output (dresidual through the branch's mask).
         const real *dproj = g->dresidual;
-        if (drop > 0) dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C);
+        if (drop > 0) {
+            dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C);
+            if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return;
+        }
         memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
         TIMED(m, PROF_MATMUL, matmul_backward(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj,
                         la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C));
+        if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return;
         memset(g->dfch, 0, sizeof(real) * N * 4 * C);
         gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
+        if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return;
         memset(g->dln, 0, sizeof(real) * N * C);
         TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
                         p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C));
+        if (watch(m, l, "dln2", g->dln, btc(B, T, C))) return;
         layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
                            la.ln2_mean, la.ln2_rstd, N, C);
+        if (watch(m, l, "dresidual2", g->dresidual, btc(B, T, C))) return;
         // residual2 = residual + attproj(attention(qkv(ln1(residual))))
         dproj = g->dresidual;
-        if (drop > 0) dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C);
+        if (drop > 0) {
+            dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C);
+            if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return;
+        }
         memset(g->datty, 0, sizeof(real) * N * C);
         TIMED(m, PROF_MATMUL, matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
                         p->attprojw + (size_t)l * C * C, N, C, C));
+        if (watch(m, l, "datty", g->datty, btc(B, T, C))) return;
         memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
         TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
+        if (watch(m, l, "dqkv", g->dqkv, btc(B, T, 3 * C))) return;
         TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
+        if ((ap.scheme->hooks & PE_HOOK_QK) && watch(m, l, "dqkv before hook 2", g->dqkv, btc(B, T, 3 * C))) return;
         memset(g->dln, 0, sizeof(real) * N * C);
         TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
                         p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C));
+        if (watch(m, l, "dln1", g->dln, btc(B, T, C))) return;
         layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
                            la.ln1_mean, la.ln1_rstd, N, C);
+        if (watch(m, l, "dresidual", g->dresidual, btc(B, T, C))) return;        // at the block's input
+        if (watch_tensors(m, l, m->grads, "grad.")) return;          // the block's parameter gradients
     }
     const real *demb = g->dresidual;        // the gradient at the embedding sum, before its dropout
-    if (drop > 0) demb = dropped_grad(g->dln, g->dresidual, drop_site(key, -1, DROP_EMBEDDING), drop, N, C);
+    if (drop > 0) {
+        demb = dropped_grad(g->dln, g->dresidual, drop_site(key, -1, DROP_EMBEDDING), drop, N, C);
+        if (watch(m, -1, "dencoded before dropout", demb, btc(B, T, C))) return;
+    }
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
     encoder_backward(dp->wte, demb, b->tokens, N, C);
+    watch_tensors(m, -1, m->grads, "grad.");     // wte, ln_f, the input scheme's and shared tensors
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -737,6 +895,8 @@ void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale) {
         const PosScheme *sc = ti->scheme >= 0 ? posenc_scheme(ti->scheme) : NULL;
         if (sc && sc->project) { PosDims d = dims_of(&m->cfg); sc->project(&m->cfg.pe, &d, m->params + ti->offset); }
     }
+    begin_checks(m, "optimiser step", m->detect_anomaly);
+    watch_parameters(m);
     m->prof[PROF_OPTIMIZER] += wall() - t0;
 }
 

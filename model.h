@@ -58,6 +58,8 @@ typedef struct {
     int init;            // InitKind: zeros, ones, normal(0, std), or the scheme's own init
     double std;
     int scheme;          // the positional scheme owning the tensor, or -1
+    int layer;           // the transformer block it belongs to, or -1 (wte, ln_f, input and shared
+                         // positional tensors)
 } TensorInfo;
 
 typedef struct {
@@ -94,6 +96,20 @@ typedef struct {
     real *dfch_gelu;   // (B,T,4C) gradient after GELU
 } GradActivations;
 
+// --detect-anomaly (gpt_set_detect_anomaly): the first value that was NaN or Inf in the last checked
+// call. Tensors are named as the Activations and GradActivations fields are (fch, dfch; README's
+// Numerics lists them all), parameters and their gradients by their HF names (grad.NAME).
+typedef struct {
+    int found;               // 1: the fields below describe it; 0: every checked value was finite
+    const char *pass;        // "forward", "backward", "optimiser step" (gpt_adamw) or "parameters"
+    int layer;               // the transformer block, or -1 outside the blocks
+    char tensor[112];        // the tensor, e.g. "fch", "dqkv", "transformer.h.1.mlp.c_fc.weight"
+    size_t index, bad, n;    // the first bad element (flat index), how many are bad, of n
+    char before[112];        // the tensor the same call checked just before, all finite ("": none)
+    double before_max;       // its largest |x|
+    char msg[640];           // all of it as a sentence: "layer 1 forward: fch has NaN at (b=0, t=3, c=17), ..."
+} Anomaly;
+
 // Time spent (seconds, accumulated since the model was built) by kind of work; bench reads it.
 enum { PROF_MATMUL, PROF_ATTENTION, PROF_OPTIMIZER, PROF_N };
 
@@ -119,6 +135,9 @@ typedef struct {
     const Batch *batch;            // the batch of the last forward
     double loss;                   // weighted mean loss of the last forward
     double weight_sum;             // sum of loss weights of the last forward
+    int detect_anomaly;            // gpt_set_detect_anomaly: forwards, backwards and AdamW check what they write
+    int checking;                  // 1 while a checked call runs
+    Anomaly anomaly;               // what the last checked call found
     double prof[PROF_N];           // seconds in matmul (all three products), attention (hooks 2 and 3
                                    // included), and the optimiser (clipping + AdamW)
 } GPT;
@@ -161,6 +180,20 @@ void gpt_set_dropout(GPT *m, double p, uint64_t key);
 // a resumed run draws the masks the uninterrupted run drew.
 uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro);
 void gpt_zero_grad(GPT *m);
+// Anomaly detection (on = 1), for debugging a new scheme or a diverging run: gpt_forward,
+// gpt_backward and gpt_adamw scan every tensor they write for NaN and Inf as they write it (forward:
+// the embedding, each block's ln1, qkv, q/k after hook 2, hook 3's bias, atty, attproj, residual2,
+// ln2, fch, fch_gelu, fcproj, residual3, then lnf, logits, probs, losses; backward: their gradients
+// in reverse and every parameter gradient; AdamW: every parameter it updated). Each such call clears
+// m->anomaly first and describes its first bad value there (found = 1); a forward stops at it and
+// returns NaN (no backward of it may follow), a backward stops at it; nothing exits, the caller
+// decides (./train --detect-anomaly stops). Values are never changed: with finite values every loss
+// and gradient is bit-identical to detection off, which costs one branch per tensor.
+// gpt_forward_cached is not checked.
+void gpt_set_detect_anomaly(GPT *m, int on);
+// Scans every parameter (the weights a run starts from, say) as above: m->anomaly, pass
+// "parameters"; returns found. Runs whether or not detection is on.
+int gpt_check_parameters(GPT *m);
 // The attention probabilities p(i,j) (T,T) of layer `layer`, head `head`, batch row b of the last
 // gpt_forward (m->batch must still be alive), recomputed as the forward computed them: row i sums
 // to 1 over the keys it may attend; masked keys (future, other document, padding) are exactly 0.

@@ -709,6 +709,9 @@ static void check_with_model(Session *s) {
     if (o->warmup < 0) o->warmup = o->steps / 10;
     CHECK(!o->resume || o->dump || o->sample || ppl_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
+    CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !ppl_requested(o) &&
+          !o->attention_map && !o->export_path), "--detect-anomaly checks training steps and this run trains none; "
+          "give --steps N (with --load) or drop the flag");
     CHECK(!o->sample || o->tokenizer || cfg->vocab_size == 256, "--sample: the model's vocabulary is %d tokens, "
           "not bytes; pass --tokenizer FILE to encode the prompt and print the sample", cfg->vocab_size);
 }
@@ -842,6 +845,11 @@ static void print_setup(const Session *s) {
 #endif
 }
 
+// --detect-anomaly: the first NaN or Inf of the model's last checked call stops the run, named
+static void stop_on_anomaly(const GPT *m, int step) {
+    CHECK(!m->anomaly.found, "anomaly at step %d: %s (--detect-anomaly)", step + 1, m->anomaly.msg);
+}
+
 // One optimiser step over accum micro-batches (gradients accumulated); returns the step's loss,
 // the mean over every weighted token, and the gradient norm before clipping in *norm. A diverged
 // step stops the run before it reaches the weights or a checkpoint.
@@ -855,13 +863,16 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     for (int k = 0; k < o->accum; k++)
         for (size_t n = 0; n < (size_t)o->batch * o->seq; n++) wtotal += mb[k].weights[n];
     gpt_zero_grad(&s->model);
+    gpt_set_detect_anomaly(&s->model, o->detect_anomaly);   // validation and evaluation are not checked
     double loss = 0;
     for (int k = 0; k < o->accum; k++) {
         // --dropout: masks from (--seed, step, micro-batch), so a resumed run drops what this one did
         gpt_set_dropout(&s->model, o->dropout, gpt_dropout_key((uint64_t)o->seed, step, k));
         gpt_forward(&s->model, &mb[k]);
+        stop_on_anomaly(&s->model, step);
         loss += s->model.loss * s->model.weight_sum / (wtotal > 0 ? wtotal : 1);
         if (wtotal > 0) gpt_backward(&s->model, 1.0 / wtotal);
+        stop_on_anomaly(&s->model, step);
     }
     gpt_set_dropout(&s->model, 0, 0);          // validation and everything after training never drop
     CHECK(isfinite(loss), "the training loss is %g at step %d: training diverged; lower --lr or keep --clip", loss, step + 1);
@@ -869,6 +880,8 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     CHECK(isfinite(*norm), "the gradient norm is %g at step %d: training diverged; lower --lr", *norm, step + 1);
     adam->lr = lr_at(o, step);
     gpt_adamw(&s->model, adam, step + 1, gpt_clip_scale(*norm, o->clip));   // clipping inside the update
+    stop_on_anomaly(&s->model, step);
+    gpt_set_detect_anomaly(&s->model, 0);
     return loss;
 }
 
@@ -920,6 +933,7 @@ static void train(Session *s) {
     double fit_acc = NAN;
     if (o->fit_target > 0) fit_init(&fit, &s->tc, o);
     double t0 = now_seconds(), tokens_done = 0;
+    if (o->detect_anomaly) { gpt_check_parameters(&s->model); stop_on_anomaly(&s->model, first); }   // the weights it starts from
     for (int step = first; step < o->steps; step++) {
         double ts = now_seconds(), norm;
         double loss = train_step(s, step, &adam, &norm);

@@ -52,6 +52,7 @@ const Flag FLAGS[] = {
     { "wd", F_DBL, O(wd), 0, 10, K_TRAIN, "X", "AdamW weight decay on matrices and embedding tables (0.1)" },
     { "dropout", F_DBL, O(dropout), 0, 0.999999, K_TRAIN, "P", "training dropout as in GPT-2: embeddings, attention probabilities, residual branches (0)" },
     { "clip", F_DBL, O(clip), 0, 1e9, K_TRAIN, "X", "clip the global gradient norm to X, 0 = off (1.0)" },
+    { "detect-anomaly", F_SWITCH, O(detect_anomaly), 0, 1, K_RUN, "", "check every tensor of each training step (forward, backward, AdamW update) for NaN and Inf; stop at the first, naming its layer, tensor and index" },
     { "beta1", F_DBL, O(beta1), 0, 0.999999, K_TRAIN, "X", "AdamW beta1 (0.9)" },
     { "beta2", F_DBL, O(beta2), 0, 0.999999, K_TRAIN, "X", "AdamW beta2 (0.95)" },
     { "eps", F_DBL, O(eps), 1e-30, 1, K_TRAIN, "X", "AdamW epsilon (1e-8)" },
@@ -147,6 +148,7 @@ void parse_args(Args *a, int argc, char **argv) {
         const char *name = s + 2;
         const Flag *f = find_flag(name);
         CHECK(f || posenc_is_flag(name), "unknown flag --%s (see --help)", name);
+        if (f && f->type == F_SWITCH) { *(int *)((char *)&a->o + f->off) = 1; a->set[f - FLAGS] = 1; continue; }
         CHECK(i + 1 < argc, "--%s needs a value (see --help)", name);
         const char *v = argv[++i];
         if (f) { set_flag(&a->o, f, v, "flag"); a->set[f - FLAGS] = 1; continue; }

@@ -22,9 +22,10 @@ typedef struct {
     const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
     double ppl_stride;
     int ppl_tokens;
+    int detect_anomaly;                        // --detect-anomaly: stop at the first NaN or Inf, naming it
 } Options;
 
-typedef enum { F_INT, F_DBL, F_STR, F_LL } FlagType;
+typedef enum { F_INT, F_DBL, F_STR, F_LL, F_SWITCH } FlagType;   // F_SWITCH: an int flag without a value, set to 1
 enum { K_RUN = 0, K_MODEL = 1, K_TRAIN = 2 };   // run-only, architecture, stored for --resume
 
 typedef struct {

@@ -170,6 +170,19 @@ if grep -q "^training: dropout 0.1 | lr 0.001, 0 warm-up steps, cosine decay to 
    [ "$(cut -d, -f2 "$tmp/d0.csv")" != "$(cut -d, -f2 "$tmp/d1.csv")" ]; then pass=$((pass + 1))
 else fail=$((fail + 1)); echo "FAIL: --dropout 0.1 must change the losses and be printed"; cat "$tmp/dout"; fi
 
+# --detect-anomaly: a run driven to overflow (lr 10 and weight decay 10 grow every weight 99-fold a
+# step) stops at the first NaN or Inf, naming the pass, the tensor and the index; a healthy run's
+# losses are unchanged by it
+expect_fail "--detect-anomaly on a diverging run" "(--detect-anomaly)" ./train $small --steps 40 --lr 10 --wd 10 --detect-anomaly --save "$tmp/keep"
+if grep -qE "error: anomaly at step [0-9]+: (layer [0-9]+ )?(forward|backward|optimiser step): [a-z0-9_.]+ has (NaN|[+-]Inf) at \([a-z]+=[0-9]+(, [a-z]+=[0-9]+)*\), first bad of [0-9]+ values \(of [0-9]+\)" "$tmp/err"; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --detect-anomaly's message"; cat "$tmp/err"; fi
+expect_fail "the same run without --detect-anomaly" "training diverged" ./train $small --steps 40 --lr 10 --wd 10 --save "$tmp/keep"
+./train $small --steps 3 --dropout 0.1 --detect-anomaly --log "$tmp/d2.csv" > /dev/null
+if [ "$(cut -d, -f2 "$tmp/d1.csv")" = "$(cut -d, -f2 "$tmp/d2.csv")" ]; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --detect-anomaly must not change a finite run's losses"; paste "$tmp/d1.csv" "$tmp/d2.csv"; fi
+./train $small --steps 1 --save "$tmp/da.ckpt" > /dev/null
+expect_fail "--detect-anomaly without training" "--detect-anomaly checks training steps and this run trains none" ./train --load "$tmp/da.ckpt" --detect-anomaly --sample 5
+
 # ---- the good paths print what a user needs
 if ./train --help > "$tmp/help" && grep -q -- "--rope-pairing" "$tmp/help" && grep -q -- "--dump-step" "$tmp/help"; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --help"; fi
@@ -177,7 +190,7 @@ for f in data steps batch seq layers heads dim lr seed threads save load resume 
          rope-base rope-fraction rope-pairing sample prompt export dump-step pack eval-batches rope-scaling \
          rope-factor rope-original-context yarn-beta-fast yarn-beta-slow llama3-low-freq-factor \
          llama3-high-freq-factor xpos-scale-base p-rope-fraction t5-num-buckets t5-max-distance \
-         dropout schedule poly-power warmup-frac; do
+         dropout schedule poly-power warmup-frac detect-anomaly; do
   grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
 done
 

@@ -5,7 +5,9 @@
 //   - tokens with loss weight 0 change neither the loss nor the gradient;
 //   - a checkpoint round trip restores every parameter and optimiser moment exactly;
 //   - the fused update (gradient norm, then AdamW with the clip scale inside) equals clipping the
-//     gradient in place and then a plain AdamW loop per tensor.
+//     gradient in place and then a plain AdamW loop per tensor;
+//   - anomaly detection names the first NaN or Inf (forward, hook 3, backward, AdamW, parameters)
+//     and changes no number when everything is finite.
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -222,6 +224,135 @@ static void test_fused_update(void) {
     free(mm); free(vv); batch_free(&b); gpt_free(&a); gpt_free(&r);
 }
 
+// Anomaly detection (gpt_set_detect_anomaly): the planted fault is named with its layer, pass,
+// tensor, first index and count.
+static real *param_at(GPT *m, const char *name, int row, int col) {
+    const TensorInfo *ti = gpt_find_tensor(m, name);
+    CHECK(ti, "no tensor %s", name);
+    return m->params + ti->offset + (size_t)row * ti->cols + col;
+}
+
+static void expect_anomaly(const GPT *m, const char *what, const char *pass, int layer, const char *tensor,
+                           size_t index, size_t bad, const char *msg_part) {
+    const Anomaly *a = &m->anomaly;
+    EXPECT(a->found && !strcmp(a->pass, pass) && a->layer == layer && !strcmp(a->tensor, tensor) && a->index == index &&
+           a->bad == bad && strstr(a->msg, msg_part),
+           "%s: expected layer %d %s: %s at %zu, %zu bad (\"%s\"); got found %d: %s", what, layer, pass, tensor, index,
+           bad, msg_part, a->found, a->msg);
+}
+
+static void test_anomaly_forward(void) {
+    GPTConfig c = small_config("learned", NULL, NULL);   // B=2, T=16, C=32: fch (2,16,128)
+    GPT m; gpt_build(&m, &c, 6, 0);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 21);
+    gpt_set_detect_anomaly(&m, 1);
+    gpt_forward(&m, &b);
+    EXPECT(!m.anomaly.found, "a finite model: no anomaly, got: %s", m.anomaly.msg);
+    // a NaN in layer 1's fc weight, output row 5: every token's fch channel 5
+    *param_at(&m, "transformer.h.1.mlp.c_fc.weight", 5, 3) = NAN;
+    double loss = gpt_forward(&m, &b);
+    expect_anomaly(&m, "NaN weight", "forward", 1, "fch", 5, 32,
+                   "layer 1 forward: fch has NaN at (b=0, t=0, c=5), first bad of 32 values (of 4096); "
+                   "the tensor checked before it, ln2, was finite");
+    EXPECT(isnan(loss), "the forward still completes: loss %g", loss);
+    EXPECT(gpt_check_parameters(&m), "gpt_check_parameters must find the NaN weight");
+    expect_anomaly(&m, "the weight itself", "parameters", 1, "transformer.h.1.mlp.c_fc.weight", 5 * 32 + 3, 1,
+                   "layer 1 parameters: transformer.h.1.mlp.c_fc.weight has NaN at (row=5, col=3), first bad of 1 values (of 4096)");
+    gpt_set_detect_anomaly(&m, 0);
+    gpt_forward(&m, &b);
+    EXPECT(!m.anomaly.found, "detection off: nothing recorded");
+    batch_free(&b); gpt_free(&m);
+
+    // hook 3: a learned bias table (t5, shared: its tensor is outside the blocks) made NaN; layer 1
+    // is the first to add it
+    c = small_config(NULL, "nope,t5", "none");
+    gpt_build(&m, &c, 6, 0);
+    batch_alloc(&b, 2, 16);
+    random_batch(&b, 22);
+    const TensorInfo *ti = gpt_find_tensor(&m, "pe.t5.weight");
+    EXPECT(ti && ti->layer == -1, "the shared t5 table belongs to no block");
+    for (int k = 0; ti && k < ti->rows * ti->cols; k++) m.params[ti->offset + k] = NAN;
+    gpt_set_detect_anomaly(&m, 1);
+    gpt_forward(&m, &b);
+    expect_anomaly(&m, "NaN bias", "forward", 1, "hook 3 bias", 0, 2 * 4 * 16 * 17 / 2,
+                   "layer 1 forward: hook 3 bias has NaN at (b=0, h=0, i=0, j=0), first bad of 1088 values (of 1088); "
+                   "the tensor checked before it, qkv, was finite");
+    batch_free(&b); gpt_free(&m);
+}
+
+static void test_anomaly_backward(void) {
+    GPTConfig c = small_config("rope", NULL, NULL);
+    GPT m; gpt_build(&m, &c, 7, 0);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 23);
+    gpt_set_detect_anomaly(&m, 1);
+    // an infinite loss weight on token (b=1, t=2): the forward's tensors stay finite; its dlogits row
+    // is w * (probs - onehot): +Inf, and NaN at the target
+    b.weights[16 + 2] = INFINITY;
+    gpt_forward(&m, &b);
+    EXPECT(!m.anomaly.found, "an infinite loss weight: the forward's tensors are finite, got: %s", m.anomaly.msg);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0);
+    expect_anomaly(&m, "infinite loss weight", "backward", -1, "dlogits", (size_t)18 * 64, 32,
+                   "backward: dlogits has +Inf at (b=1, t=2, v=0), first bad of 32 values (of 2048)");
+    b.weights[18] = 1;
+    // layer 1's fc bias at channel 7 set to 1e20: GELU's forward is finite there (x), its derivative
+    // is 0 * inf = NaN: the backward's dfch at every token's channel 7
+    *param_at(&m, "transformer.h.1.mlp.c_fc.bias", 0, 7) = (real)1e20;
+    gpt_forward(&m, &b);
+    EXPECT(!m.anomaly.found, "a huge fc bias: the forward is finite, got: %s", m.anomaly.msg);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.weight_sum);
+    expect_anomaly(&m, "GELU's derivative", "backward", 1, "dfch", 7, 32,
+                   "layer 1 backward: dfch has NaN at (b=0, t=0, c=7), first bad of 32 values (of 4096); "
+                   "the tensor checked before it, dfch_gelu, was finite");
+    *param_at(&m, "transformer.h.1.mlp.c_fc.bias", 0, 7) = 0;
+    // a NaN gradient reaching AdamW: the updated parameter is named
+    gpt_forward(&m, &b);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.weight_sum);
+    EXPECT(!m.anomaly.found, "finite again, got: %s", m.anomaly.msg);
+    const TensorInfo *ti = gpt_find_tensor(&m, "transformer.h.0.attn.c_proj.bias");
+    m.grads[ti->offset + 2] = NAN;
+    AdamWConfig o = { 1e-3, 0.9, 0.95, 1e-8, 0.1 };
+    gpt_adamw(&m, &o, 1, 1.0);
+    expect_anomaly(&m, "NaN update", "optimiser step", 0, "transformer.h.0.attn.c_proj.bias", 2, 1,
+                   "layer 0 optimiser step: transformer.h.0.attn.c_proj.bias has NaN at (i=2), first bad of 1 values (of 32)");
+    batch_free(&b); gpt_free(&m);
+}
+
+// With every value finite, detection changes no number: three steps of training (dropout, hook 1,
+// hook 2, hook 3 with parameters) give bit-identical losses, gradients and weights, on or off.
+static void test_anomaly_identical(void) {
+    GPTConfig c = small_config(NULL, "rope,t5", "learned");
+    GPT m[2];
+    double loss[2][3];
+    real *grads[2];
+    for (int on = 0; on < 2; on++) {
+        gpt_build(&m[on], &c, 8, 0);
+        gpt_set_detect_anomaly(&m[on], on);
+        Batch b; batch_alloc(&b, 2, 16);
+        random_batch(&b, 24);
+        AdamWConfig o = { 3e-3, 0.9, 0.95, 1e-8, 0.1 };
+        grads[on] = xmalloc(sizeof(real) * m[on].num_params);
+        for (int t = 0; t < 3; t++) {
+            gpt_set_dropout(&m[on], 0.1, gpt_dropout_key(8, t, 0));
+            loss[on][t] = gpt_forward(&m[on], &b);
+            gpt_zero_grad(&m[on]);
+            gpt_backward(&m[on], 1.0 / m[on].weight_sum);
+            memcpy(grads[on], m[on].grads, sizeof(real) * m[on].num_params);
+            gpt_adamw(&m[on], &o, t + 1, gpt_clip_scale(gpt_grad_norm(&m[on]), 1.0));
+            EXPECT(!m[on].anomaly.found, "finite training: no anomaly, got: %s", m[on].anomaly.msg);
+        }
+        batch_free(&b);
+    }
+    EXPECT(memcmp(loss[0], loss[1], sizeof loss[0]) == 0, "detection must not change the losses");
+    EXPECT(memcmp(grads[0], grads[1], sizeof(real) * m[0].num_params) == 0, "detection must not change the gradients");
+    EXPECT(memcmp(m[0].params, m[1].params, sizeof(real) * m[0].num_params) == 0, "detection must not change the weights");
+    for (int on = 0; on < 2; on++) { free(grads[on]); gpt_free(&m[on]); }
+}
+
 int main(void) {
     test_loader();
     for (int s = 0; s < posenc_count(); s++) test_overfit(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL);
@@ -231,5 +362,8 @@ int main(void) {
     test_loss_weights();
     test_checkpoint_roundtrip();
     test_fused_update();
+    test_anomaly_forward();
+    test_anomaly_backward();
+    test_anomaly_identical();
     return test_summary("test_train");
 }
