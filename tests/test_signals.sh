@@ -7,8 +7,8 @@
 #    same final checkpoint too, and the temporary a killed save may leave is removed;
 #  - a second signal stops the run at once (killed by the signal, no new checkpoint);
 #  - without --save: exit 128 + the signal and a message that nothing was saved.
-# The moments come from a seeded $RANDOM: the schedule is the same every run, the step a signal
-# lands in is not (that is the point), and every outcome must pass.
+# The moments come from a seeded $RANDOM, counted in steps of the log: the steps are the same every
+# run, the moment within the step a signal lands in is not, and every outcome must pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'kill -9 $(jobs -p) 2> /dev/null; rm -rf "$tmp"' EXIT
@@ -22,12 +22,17 @@ common="--layers 2 --heads 2 --dim 32 --seq 64 --batch 4 --steps $steps --val-ev
 ./train $common --log "$tmp/full.csv" --save "$tmp/full.ckpt" > /dev/null
 check $? "the uninterrupted run"
 
-# start CMD (an array) in the background, signal it after a random 0.1-0.9 s; sets rc
+# run_and_signal SIG LOG CMD...: start CMD in the background and signal it once its --log LOG has
+# grown by a random 1-30 steps (moments measured in steps, not seconds, so the test means the same
+# on a fast machine and under AddressSanitizer), a random 0-20 ms into the next step; sets rc.
 run_and_signal() {
-    local sig=$1; shift
+    local sig=$1 log=$2; shift 2
+    local n0=0 k=$((RANDOM % 30 + 1))
+    [[ " $* " == *" --resume "* ]] && [ -f "$log" ] && n0=$(wc -l < "$log")    # a new run starts its log again
     "$@" > "$tmp/out" 2> "$tmp/err" &
     local pid=$!
-    sleep "0.$((RANDOM % 9 + 1))"
+    while kill -0 "$pid" 2> /dev/null && [ "$(cat "$log" 2> /dev/null | wc -l)" -lt $((n0 + k)) ]; do sleep 0.005; done
+    sleep "0.0$((RANDOM % 3))"
     kill -"$sig" "$pid" 2> /dev/null
     { wait "$pid"; } 2> /dev/null; rc=$?      # (quiet: bash reports a job killed by a signal)
 }
@@ -38,7 +43,7 @@ interrupts=0; rounds=0; sig=TERM
 while [ $rounds -lt 40 ]; do
     rounds=$((rounds + 1))
     [ $interrupts -ge 5 ] && sig=0                   # kill -0 signals nothing: this round runs to the end
-    run_and_signal $sig "${cmd[@]}"
+    run_and_signal $sig "$tmp/int.csv" "${cmd[@]}"
     if [ $rc = 0 ]; then break; fi
     if [ $rc = 75 ]; then
         interrupts=$((interrupts + 1))
@@ -49,10 +54,8 @@ while [ $rounds -lt 40 ]; do
         line=$(grep -A1 '^interrupted by' "$tmp/out" | tail -1)
         eval "cmd=($line)"
         [ "${cmd[1]}" = --resume ] && [ -f "${cmd[2]}" ]; check $? "the command resumes from a checkpoint that exists: $line"
-    elif [ $rc = 143 ] || [ $rc = 130 ]; then
-        : # the signal came before training started (loading): killed as usual, nothing lost; run again
     else
-        check 1 "an interrupted run exits 75 (or dies of the signal before training), not $rc: $(tail -3 "$tmp/err")"
+        check 1 "an interrupted run exits 75, not $rc: $(tail -3 "$tmp/err")"
         break
     fi
     sig=$([ $sig = TERM ] && echo INT || echo TERM)
@@ -66,15 +69,15 @@ ls "$tmp"/*.tmp > /dev/null 2>&1; [ $? != 0 ]; check $? "no temporary file is le
 
 # kill -9, 4 times (then no more): nothing is saved at the kill; resume from the newest checkpoint
 every=25
-cmd=(./train $common --save "$tmp/k{step}.ckpt" --save-every $every)
+cmd=(./train $common --log "$tmp/k.csv" --save "$tmp/k{step}.ckpt" --save-every $every)
 kills=0
 for round in $(seq 1 40); do
-    run_and_signal $([ $kills -ge 4 ] && echo 0 || echo KILL) "${cmd[@]}"
+    run_and_signal $([ $kills -ge 4 ] && echo 0 || echo KILL) "$tmp/k.csv" "${cmd[@]}"
     [ $rc = 0 ] && break
     [ $rc = 137 ] || { check 1 "kill -9 gives 137, not $rc"; break; }
     kills=$((kills + 1))
     newest=$(ls "$tmp"/k*.ckpt 2> /dev/null | sed 's/.*k\([0-9]*\)\.ckpt/\1/' | sort -n | tail -1)
-    if [ -n "$newest" ]; then cmd=(./train --resume "$tmp/k$newest.ckpt" --threads 1 --save "$tmp/k{step}.ckpt" --save-every $every); fi
+    if [ -n "$newest" ]; then cmd=(./train --resume "$tmp/k$newest.ckpt" --threads 1 --log "$tmp/k.csv" --save "$tmp/k{step}.ckpt" --save-every $every); fi
 done
 [ $kills = 4 ]; check $? "4 kills ($kills)"
 cmp -s "$tmp/full.ckpt" "$tmp/k$steps.ckpt"
