@@ -86,7 +86,7 @@ grep -q "out of memory: this model and batch need [0-9.]* GiB (.*activations [0-
     && grep -q "lower --batch or --seq" "$tmp/err"
 check $? "a batch larger than the memory is refused with the sizes and what to lower (rc $rc: $(tail -1 "$tmp/err"))"
 # ulimit -v caps the address space; AddressSanitizer reserves terabytes of it, so not under make asan
-if ! nm ./train 2> /dev/null | grep -q __asan_init; then
+if ! nm ./train 2> /dev/null | grep __asan_init > /dev/null; then   # (not -q: with pipefail, nm would die of SIGPIPE)
     ( ulimit -v 1500000; ./train --layers 8 --heads 8 --dim 512 --seq 512 --batch 16 --steps 1 --threads 1 > /dev/null 2> "$tmp/err" ); rc=$?
     [ $rc = 1 ] && grep -q "out of memory: .*the address space left under the limit (ulimit -v)" "$tmp/err"
     check $? "a batch beyond ulimit -v is refused with the sizes (rc $rc: $(tail -1 "$tmp/err"))"
