@@ -77,12 +77,13 @@ timeout 60 ./train $small --steps 1000000 --save /proc/no/such/ck > "$tmp/out" 2
 [ $rc = 1 ] && grep -q "cannot write into the folder '/proc/no/such'" "$tmp/err" && ! grep -q '^step' "$tmp/out"
 check $? "--save into a folder that does not exist is refused before training"
 
-# memory: refused with the sizes, before allocating (the 48-layer model would need 72 GiB)
-./train --layers 48 --heads 32 --dim 4096 --steps 1 > /dev/null 2> "$tmp/err"; rc=$?
-[ $rc = 1 ] && grep -q "out of memory: this model needs [0-9.]* GiB (parameters [0-9.]*, gradients [0-9.]*; 48 layers, dim 4096" "$tmp/err"
+# memory: refused with the sizes, before allocating (sizes no machine has: the model needs ~1.5 TiB,
+# the batch ~20 TiB of activations; a --task, whose data has no end)
+./train --layers 64 --heads 64 --dim 16384 --steps 1 > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -q "out of memory: this model needs [0-9.]* GiB (parameters [0-9.]*, gradients [0-9.]*; 64 layers, dim 16384" "$tmp/err"
 check $? "a model larger than the memory is refused with its sizes (rc $rc: $(tail -1 "$tmp/err"))"
-./train --layers 12 --heads 12 --dim 768 --seq 4096 --batch 64 --steps 1 --threads 1 > /dev/null 2> "$tmp/err"; rc=$?
-grep -q "out of memory: this model and batch need [0-9.]* GiB (.*activations [0-9.]* for --batch 64 x --seq 4096" "$tmp/err" \
+./train --task copy --layers 12 --heads 12 --dim 768 --seq 4096 --batch 8192 --steps 1 --threads 1 > /dev/null 2> "$tmp/err"; rc=$?
+grep -q "out of memory: this model and batch need [0-9.]* GiB (.*activations [0-9.]* for --batch 8192 x --seq 4096" "$tmp/err" \
     && grep -q "lower --batch or --seq" "$tmp/err"
 check $? "a batch larger than the memory is refused with the sizes and what to lower (rc $rc: $(tail -1 "$tmp/err"))"
 # ulimit -v caps the address space; AddressSanitizer reserves terabytes of it, so not under make asan

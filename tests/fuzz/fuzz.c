@@ -151,6 +151,12 @@ const char *fuzz_file(const uint8_t *data, size_t size) {
     return path[n_fds++];
 }
 
+int fuzz_asks_help(char **argv, int argc, const char *stop) {
+    for (int i = 1; i < argc && !(stop && !strcmp(argv[i], stop)); i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
 int fuzz_argv(const uint8_t *data, size_t size, const char *prog, char **argv, int cap) {
     free(arg_buf);
     arg_buf = malloc(size + 1);

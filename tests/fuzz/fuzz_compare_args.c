@@ -11,8 +11,7 @@ enum { MAX_ARGS = 64 };
 void fuzz_one(const uint8_t *data, size_t size) {
     char *argv[MAX_ARGS + 1];
     int argc = fuzz_argv(data, size, "compare", argv, MAX_ARGS + 1);
-    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)   // --help prints the usage and exits 0
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return;
+    if (fuzz_asks_help(argv, argc, "--")) return;   // (what follows -- goes to ./train)
     static Cfg c;   // 40 KB
     compare_parse(&c, argc, argv);
     FUZZ_ASSERT(c.out && c.n_tasks >= 1 && c.n_tasks <= MAX_ITEMS);

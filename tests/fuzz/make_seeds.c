@@ -31,6 +31,15 @@ static void text(const char *name, const char *file, const char *content) {
     CHECK(fclose(f) == 0, "cannot write %s/%s/%s", dir, name, file);
 }
 
+// n command lines as name/line0.txt, line1.txt, ...
+static void lines(const char *name, const char *const *content, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char file[32];
+        snprintf(file, sizeof file, "line%zu.txt", i);
+        text(name, file, content[i]);
+    }
+}
+
 static void put32(FILE *f, int32_t v) {
     unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
     fwrite(b, 1, 4, f);
@@ -76,11 +85,7 @@ int main(int argc, char **argv) {
         "--pe\nrope\n--rope-scaling\nyarn\n--rope-factor\n8\n--seed\n-5\n--clip\n0\n--beta2\n0.99\n--eps\n1e-6\n",
         "--task\ncopy-repeat\n--fit-target\n0.9\n--max-steps\n600\n--train-max\n20\n--test-max\n40\n--alphabet\n640\n",
     };
-    for (size_t i = 0; i < sizeof train / sizeof *train; i++) {
-        char file[32];
-        snprintf(file, sizeof file, "line%zu.txt", i);
-        text("train_args", file, train[i]);
-    }
+    lines("train_args", train, sizeof train / sizeof *train);
     static const char *compare[] = {
         "--out\nruns/x\n--task\ncopy-repeat,copy-change\n--schemes\nnope,learned,alibi,t5\n--scheme\nrope-full=--pe rope\n"
         "--seeds\n1,2,3\n--jobs\n2\n--eval-per-length\n50\n--fit-target\n0.9\n--claims\nnope>learned,alibi>t5\n--\n--max-steps\n600\n",
@@ -88,11 +93,7 @@ int main(int argc, char **argv) {
         "--eval-flags\n--ppl-tokens 32768\n--quiet\n--threads\n1\n",
         "--out\nruns/z\n--task\nretrieval\n--report-only\n--seeds\n7\n",
     };
-    for (size_t i = 0; i < sizeof compare / sizeof *compare; i++) {
-        char file[32];
-        snprintf(file, sizeof file, "line%zu.txt", i);
-        text("compare_args", file, compare[i]);
-    }
+    lines("compare_args", compare, sizeof compare / sizeof *compare);
     for (int t = 0; task_info(t); t++) {
         const TaskInfo *ti = task_info(t);
         char file[96], line[256];
