@@ -96,7 +96,7 @@ tests/test_stats: $(call fobj,tests/test_stats.c common.c stats.c)
 FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task
 FUZZ_LIB_checkpoint = checkpoint.c safetensors.c $(CORE)
 FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
-FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c
+FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
 FUZZ_LIB_train_args = train_options.c perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
 FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c

@@ -27,7 +27,9 @@ static void out_reals(AtomicFile *o, const real *x, size_t n) {
     }
 }
 
-static char *config_text(const GPT *m, const char *train_kv, size_t *len) {
+// The config lines: the model, the training settings (train_kv) and, with st, the rest of the
+// data stream's position (data.*).
+static char *config_text(const GPT *m, const char *train_kv, const TrainState *st, size_t *len) {
     char *buf = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
@@ -37,6 +39,10 @@ static char *config_text(const GPT *m, const char *train_kv, size_t *len) {
             c->vocab_size, c->n_layer, c->n_head, c->n_embd, c->max_seq_len);
     posenc_write_kv(&c->pe, f);
     if (train_kv) fputs(train_kv, f);
+    if (st)
+        fprintf(f, "data.epoch=%llu\ndata.shard=%llu\ndata.tokens=%llu\ndata.files=%llu\n",
+                (unsigned long long)st->data_epoch, (unsigned long long)st->data_shard,
+                (unsigned long long)st->data_tokens, (unsigned long long)st->data_files);
     fclose(f);
     *len = size;
     return buf;
@@ -46,8 +52,9 @@ void ckpt_save(const char *path, const GPT *m, const char *train_kv, const Train
     AtomicFile o;
     af_open(&o, path, "checkpoint", "wb");
     size_t klen;
-    char *text = config_text(m, train_kv, &klen);
-    uint32_t version = CKPT_VERSION, flags = st && st->has_opt && m->m ? 1 : 0, k = (uint32_t)klen;
+    uint32_t version = CKPT_VERSION, flags = st && st->has_opt && m->m ? 1 : 0;
+    char *text = config_text(m, train_kv, flags & 1 ? st : NULL, &klen);
+    uint32_t k = (uint32_t)klen;
     uint64_t P = m->num_params;
     af_write(&o, MAGIC, 8);
     af_write(&o, &version, 4);
@@ -95,8 +102,27 @@ static int parse_int_value(const char *v, int *out) {
     return 1;
 }
 
-// Parses the config lines into cfg; the train.* lines are copied to *train_kv.
-static void parse_config(const char *path, char *text, GPTConfig *cfg, char **train_kv) {
+// "data.NAME=N": one of the data stream's numbers into st; 0 when the key is not one of them.
+static int parse_data_key(const char *path, const char *key, const char *val, TrainState *st) {
+    const struct { const char *key; uint64_t *field; } keys[] = {
+        { "data.epoch", &st->data_epoch }, { "data.shard", &st->data_shard },
+        { "data.tokens", &st->data_tokens }, { "data.files", &st->data_files } };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (strcmp(key, keys[i].key)) continue;
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(val, &end, 10);
+        CHECK(*val >= '0' && *val <= '9' && !*end && !errno, "checkpoint '%s': %s=%s is not a count (a damaged file)",
+              path, key, val);
+        *keys[i].field = x;
+        return 1;
+    }
+    return 0;
+}
+
+// Parses the config lines into cfg and the data stream's numbers into *stream; the train.* lines
+// are copied to *train_kv.
+static void parse_config(const char *path, char *text, GPTConfig *cfg, char **train_kv, TrainState *stream) {
     memset(cfg, 0, sizeof *cfg);
     posenc_defaults(&cfg->pe, 1);
     cfg->pe.input = PE_NOPE;
@@ -121,7 +147,7 @@ static void parse_config(const char *path, char *text, GPTConfig *cfg, char **tr
             have++;
         } else if (strncmp(key, "train.", 6) == 0) {
             tlen += snprintf(train + tlen, tcap - tlen, "%s=%s\n", key, val);
-        } else {
+        } else if (!parse_data_key(path, key, val, stream)) {
             int r = posenc_set(&cfg->pe, key, val, msg, sizeof msg);
             CHECK(r != 0, "checkpoint '%s': unknown config key '%s' (written by a newer version?)", path, key);
             CHECK(r > 0, "checkpoint '%s': %s", path, msg);
@@ -157,7 +183,8 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
     in_read(&in, text, klen, "the config");
     text[klen] = 0;
     GPTConfig cfg;
-    parse_config(path, text, &cfg, train_kv);
+    TrainState stream = { 0 };
+    parse_config(path, text, &cfg, train_kv, &stream);
     free(text);
     uint64_t P;
     in_read(&in, &P, 8, "the parameter count");
@@ -193,6 +220,10 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
             in_read(&in, &step, 8, "the step");
             in_read(&in, &st->rng, 8, "the RNG state");
             in_read(&in, &st->data_pos, 8, "the data position");
+            st->data_epoch = stream.data_epoch;
+            st->data_shard = stream.data_shard;
+            st->data_tokens = stream.data_tokens;
+            st->data_files = stream.data_files;
             st->step = step;
             st->has_opt = 1;
         }

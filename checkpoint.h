@@ -10,8 +10,11 @@
 //   uint64       number of parameters P
 //   float32[P]   parameters, in the model's layout (model.h)
 //   if flags & 1: float32[P] AdamW m, float32[P] AdamW v, int64 step (steps done),
-//                uint64 sampling RNG state, uint64 data position (text: the next training
-//                token index; a --task run: the state of its instance stream's RNG)
+//                uint64 sampling RNG state, uint64 data position (text: the stream's offset,
+//                see StreamPos in dataset/loader.h; a --task run: the state of its instance
+//                stream's RNG); the rest of a text stream's position is in the config lines:
+//                data.epoch, data.shard, and the training data's size data.tokens, data.files
+//                (checkpoints written before these lines existed load with all four 0)
 // The size must match exactly; a file is written to PATH.tmp and renamed, so a crash never
 // leaves a half-written checkpoint under the real name.
 #ifndef CHECKPOINT_H
@@ -23,8 +26,11 @@ typedef struct {
     int has_opt;         // optimiser state present
     int64_t step;        // optimiser steps done
     uint64_t rng;        // the sampling RNG's state (--sample)
-    uint64_t data_pos;   // where the training data stands: text, the next training token index
-                         // (Loader.pos); a --task run, its instance stream's RNG state
+    uint64_t data_pos;   // where the training data stands: text, the stream's offset
+                         // (StreamPos.offset); a --task run, its instance stream's RNG state
+    uint64_t data_epoch, data_shard;   // text: the rest of the stream's position (StreamPos)
+    uint64_t data_tokens, data_files;  // text: the training data's size, to refuse resuming on
+                                       // other data; 0 when not stored (an older checkpoint)
 } TrainState;
 
 // train_kv: extra "train.key=value\n" lines (may be NULL). st: NULL for weights only.

@@ -38,12 +38,13 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: ./compare --out DIR (--task NAME[,NAME...] | --data FILE) [options] [-- train flags]\n"
+        "usage: ./compare --out DIR (--task NAME[,NAME...] | --data PATH) [options] [-- train flags]\n"
         "Trains every scheme x seed (x task) with the same data order and initial weights, evaluates\n"
         "each run and writes DIR/results.csv, DIR/runs.csv (tasks), DIR/summary.md and plots. Finished runs are kept.\n\n"
         "  --out DIR              the results folder (created)\n"
         "  --task LIST            synthetic tasks (./train --help lists them); accuracy by length\n"
-        "  --data FILE            text instead: perplexity against context length (--val-data FILE optional)\n"
+        "  --data PATH            text instead (a file, folder or quoted glob, as ./train --data): perplexity against\n"
+        "                         context length (--val-data PATH optional)\n"
         "  --schemes LIST         scheme names, each run as --pe NAME (default " PE_DEFAULT_COMPARISON ")\n"
         "  --scheme LABEL=FLAGS   a scheme given by its ./train flags, e.g. 'rope25=--pe rope --rope-fraction 0.25'\n"
         "  --seeds LIST           seeds (default 1)\n"
@@ -180,7 +181,8 @@ void compare_parse(Cfg *c, int argc, char **argv) {
     CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
     CHECK(!c->fit_target || !c->data, "--fit-target applies to tasks (--task), whose in-distribution validation accuracy it reads");
     CHECK(!claims || !c->data, "--claims applies to tasks (--task): it compares accuracy beyond the training lengths");
-    if (c->data) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
+    // a glob pattern ('dir/*.bin') names no file itself: ./train expands and checks it
+    if (c->data && !strpbrk(c->data, "*?[")) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
     if (!c->n_schemes) {
         static char def[] = PE_DEFAULT_COMPARISON;
         char *names[MAX_ITEMS];

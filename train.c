@@ -37,15 +37,7 @@ static const uint64_t TASK_DATA_SALT = 0x7A5C0FFEEull;    // a --task's training
 static const uint64_t SHOW_SALT = 77;                    // --show's examples: seed + salt (+ 1 at the test length)
 static const uint64_t ATTENTION_MAP_SALT = 4242;         // --attention-map's task instance: seed + salt
 static const uint64_t FIT_SALT = 0xF17F17ull;             // --fit-target's validation instances: (seed ^ salt) + length
-
-// ----------------------------------------------------------------------------------------------
-// data
-
-static void check_tokens(const TokenData *d, int vocab, const char *name) {
-    for (size_t i = 0; i < d->n; i++)
-        CHECK(d->tokens[i] >= 0 && d->tokens[i] < vocab, "%s: token id %d at index %zu is outside the "
-              "model's vocabulary (0..%d); use data made with the model's tokenizer", name, d->tokens[i], i, vocab - 1);
-}
+static const uint64_t SHUFFLE_SALT = 0x5B0FF1Eull;        // --shuffle's orders of files and windows: seed ^ salt
 
 // ----------------------------------------------------------------------------------------------
 // helpers
@@ -70,8 +62,9 @@ static void save_path(const char *pattern, int step, char *out, size_t cap) {
     snprintf(out, cap, "%.*s%d%s", (int)(at - pattern), pattern, step, at + 6);
 }
 
-static double evaluate(GPT *m, const TokenData *val, const Options *o, Batch *b) {
-    Loader l = { val, 0, o->pack };
+// The mean loss over the first --val-batches batches of the validation text, read in order.
+static double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b) {
+    Loader l = { .d = val, .pack = o->pack };
     double sum = 0, wsum = 0;
     for (int i = 0; i < o->val_batches; i++) {
         loader_next(&l, b);
@@ -347,6 +340,7 @@ static void setup_task(Args *a, TaskConfig *tc) {
     CHECK(id >= 0, "--task %s is not a task; ./train --help lists them", o->task);
     CHECK(!o->data && !o->val_data, "--task %s generates its own data; drop --data and --val-data", o->task);
     CHECK(!o->pack, "--task packs its instances as separate documents already; drop --pack");
+    CHECK(!o->shuffle, "--task draws its instances at random already; --shuffle orders text (--data); drop it");
     task_defaults(tc, id);
     if (o->train_min) tc->train_min = o->train_min;
     if (o->train_max) tc->train_max = o->train_max;
@@ -526,7 +520,7 @@ static void check_ppl_flags(const Args *a) {
 
 // Scores the first N predictions of the validation text at every window, prints the table and
 // writes the CSV files. val_name: where the text comes from, for messages.
-static void run_perplexity(GPT *m, const TokenData *val, const Options *o, const char *val_name) {
+static void run_perplexity(GPT *m, const TokenSet *val, const Options *o, const char *val_name) {
     double mult[PPL_MAX_WINDOWS];
     int W[PPL_MAX_WINDOWS], T = m->cfg.max_seq_len, wmax = 0;
     char msg[512];
@@ -535,9 +529,9 @@ static void run_perplexity(GPT *m, const TokenData *val, const Options *o, const
     CHECK(ppl_windows(mult, nw, T, W, msg, sizeof msg), "--ppl-windows %s: %s", o->ppl_windows, msg);
     for (int i = 0; i < nw; i++) if (W[i] > wmax) wmax = W[i];
     size_t avail = val->n ? val->n - 1 : 0, N = ppl_token_count(val->n, (size_t)o->ppl_tokens, wmax);
-    CHECK(!(o->ppl_tokens && (size_t)o->ppl_tokens > avail), "--ppl-tokens %d: the validation text (%s) has %zu tokens, "
+    CHECK(!(o->ppl_tokens && (size_t)o->ppl_tokens > avail), "--ppl-tokens %d: the validation text (%s) has %llu tokens, "
           "so %zu predictions; give fewer, or more text with --val-data FILE or a larger --val-frac",
-          o->ppl_tokens, val_name, val->n, avail);
+          o->ppl_tokens, val_name, (unsigned long long)val->n, avail);
     CHECK(N > 0 || !o->ppl_tokens, "--ppl-tokens %d is fewer than the largest window, %d tokens (%g x the context %d); "
           "give at least %d or shorter --ppl-windows", o->ppl_tokens, wmax, (double)wmax / T, T, wmax);
     CHECK(N > 0, "the validation text (%s) holds %zu predictions, fewer than the largest window, %d tokens (%g x the "
@@ -549,7 +543,10 @@ static void run_perplexity(GPT *m, const TokenData *val, const Options *o, const
            "windows of %d..%d tokens\n", T, m->cfg.pe.input == PE_NOPE ? "none" : posenc_scheme(m->cfg.pe.input)->name,
            layers, val_name, N, W[0], wmax);
     PplResult *r = xcalloc((size_t)2 * nw, sizeof(PplResult));
-    ppl_run(m, val->tokens, N, W, nw, o->ppl_stride, PPL_BATCH_TOKENS, r, stdout);
+    int *tokens = xmalloc(sizeof(int) * (N + 1));            // the N + 1 tokens scored: read once, in memory
+    data_read(val, 0, N + 1, tokens);
+    ppl_run(m, tokens, N, W, nw, o->ppl_stride, PPL_BATCH_TOKENS, r, stdout);
+    free(tokens);
     ppl_print_table(stdout, r, nw, T, N, o->ppl_stride);
     if (o->ppl_out) { ppl_write_csv(o->ppl_out, r, 2 * nw); printf("wrote %s\n", o->ppl_out); }
     if (o->ppl_positions) { ppl_write_positions(o->ppl_positions, r, 2 * nw); printf("wrote %s\n", o->ppl_positions); }
@@ -612,7 +609,7 @@ typedef struct {
     Options *o;                                  // &a.o
     Tokenizer tok;
     TaskConfig tc;                               // --task: the task's settings
-    TokenData all, train, val, valfile;          // text: the data, its split, --val-data's file
+    TokenSet all, train, val, valfile;           // text: the data, its split, --val-data's set
     const char *data_name;                       // where the text comes from, for messages
     int have_data;                               // `all` is loaded
     GPT model;
@@ -656,7 +653,7 @@ static void load_inputs(Session *s) {
     if (o->task) setup_task(&s->a, &s->tc);
     s->data_name = o->data ? o->data : "the embedded corpus";
     s->have_data = !o->task && (o->data || (!o->load && !o->resume));   // --resume may name its data below
-    if (s->have_data) { if (o->data) data_load(o->data, &s->all); else data_default_corpus(&s->all); }
+    if (s->have_data) { if (o->data) data_open(o->data, &s->all); else data_default_corpus(&s->all); }
 }
 
 // The model (from a checkpoint or the flags), then the task settings a checkpoint holds.
@@ -742,32 +739,57 @@ static int model_only_modes(Session *s) {
 }
 
 // Text: the training and validation tokens (--val-data, or the last --val-frac of the data),
-// checked against the model and the batch shape.
+// checked against the model (every token inside its vocabulary: data_check_vocab reads the data
+// once, in chunks, when its kind can hold a token past it) and the batch shape.
 static void split_text(Session *s) {
     const Options *o = s->o;
     int vocab = s->model.cfg.vocab_size, context = s->model.cfg.max_seq_len;
-    check_tokens(&s->all, vocab, s->data_name);
+    data_check_vocab(&s->all, vocab);
     if (o->val_data) {
-        data_load(o->val_data, &s->valfile);
-        check_tokens(&s->valfile, vocab, o->val_data);
+        data_open(o->val_data, &s->valfile);
+        data_check_vocab(&s->valfile, vocab);
         s->train = s->all; s->val = s->valfile;
     } else {
         data_split(&s->all, o->val_frac, &s->train, &s->val);
     }
-    size_t need = (size_t)o->batch * o->seq + 1;
-    CHECK(s->train.n >= need || ((o->eval_batches || ppl_requested(o)) && !o->dump), "%s has %zu training tokens, fewer than --batch %d x --seq %d + 1 = %zu; "
-          "use more data or a smaller batch", s->data_name, s->train.n, o->batch, o->seq, need);
+    uint64_t need = (uint64_t)o->batch * o->seq + 1, n = s->train.n;
+    int reads = o->dump || s->train_steps > 0;                    // the training stream is read
+    CHECK(n >= need || !reads, "%s has %llu training tokens, fewer than --batch %d x --seq %d + 1 = %llu; use more data "
+          "or a smaller batch", s->data_name, (unsigned long long)n, o->batch, o->seq, (unsigned long long)need);
+    Loader shuffled = { .d = &s->train, .shuffle = 1 };
+    uint64_t windows = o->shuffle && reads ? loader_rows(&shuffled, o->seq) : 0;
+    CHECK(!o->shuffle || !reads || windows >= (uint64_t)o->batch, "--shuffle: the training files of %s hold %llu windows of "
+          "--seq %d + 1 tokens (a window lies inside one file), fewer than --batch %d; use more data, or a smaller --seq "
+          "or --batch", s->data_name, (unsigned long long)windows, o->seq, o->batch);
     CHECK(o->seq <= context || !(o->dump || o->eval_batches || s->train_steps > 0), "--seq %d is longer than the model's context %d; raise --context",
           o->seq, context);
-    size_t eval_need = (size_t)o->eval_batches * o->batch * o->seq + 1;
-    CHECK(!o->eval_batches || s->val.n >= eval_need, "--eval-batches %d: %zu validation tokens are fewer than "
-          "%d batches of %d x %d (%zu; no token is counted twice); give --val-data, a larger --val-frac or "
-          "fewer batches", o->eval_batches, s->val.n, o->eval_batches, o->batch, o->seq, eval_need);
+    uint64_t eval_need = (uint64_t)o->eval_batches * o->batch * o->seq + 1;
+    CHECK(!o->eval_batches || s->val.n >= eval_need, "--eval-batches %d: %llu validation tokens are fewer than "
+          "%d batches of %d x %d (%llu; no token is counted twice); give --val-data, a larger --val-frac or "
+          "fewer batches", o->eval_batches, (unsigned long long)s->val.n, o->eval_batches, o->batch, o->seq,
+          (unsigned long long)eval_need);
     if (s->train_steps > 0 && s->val.n < need) {
         if (s->val.n || o->val_data)
-            fprintf(stderr, "warning: %zu validation tokens are fewer than one batch (%zu); no validation loss\n", s->val.n, need);
+            fprintf(stderr, "warning: %llu validation tokens are fewer than one batch (%llu); no validation loss\n",
+                    (unsigned long long)s->val.n, (unsigned long long)need);
         s->val.n = 0;
     }
+}
+
+// The training stream: from the start, or where a --resume left it (refused when the data are not
+// the ones the run was trained on: another size or number of files, or a position outside them).
+static void start_stream(Session *s) {
+    const Options *o = s->o;
+    const TrainState *st = &s->st;
+    s->loader = (Loader){ .d = &s->train, .pack = o->pack, .shuffle = o->shuffle, .seed = (uint64_t)o->seed ^ SHUFFLE_SALT };
+    if (!o->resume || o->task || !s->need_data) return;
+    CHECK(!st->data_tokens || (st->data_tokens == s->train.n && st->data_files == (uint64_t)s->train.n_files),
+          "--resume: '%s' was trained on %llu tokens in %llu files, but the training data now (%s) hold %llu tokens in %d "
+          "files; resume with the data (and --val-frac) the run was trained on", o->resume,
+          (unsigned long long)st->data_tokens, (unsigned long long)st->data_files, s->data_name,
+          (unsigned long long)s->train.n, s->train.n_files);
+    s->loader.pos = (StreamPos){ st->data_epoch, st->data_shard, st->data_pos };
+    loader_check_pos(&s->loader, o->seq, o->resume);
 }
 
 // What training and the data-reading modes need: the steps left, the text (loaded now when
@@ -777,13 +799,13 @@ static void prepare_data(Session *s) {
     s->train_steps = o->dump || o->eval_batches || ppl_requested(o) ? 0 : o->steps - (int)s->st.step;
     s->need_data = o->dump || o->eval_batches || ppl_requested(o) || s->train_steps > 0;
     if (s->need_data && !s->have_data && !o->task) {   // --resume without --data: the stored data path
-        if (o->data) data_load(o->data, &s->all); else data_default_corpus(&s->all);
+        if (o->data) data_open(o->data, &s->all); else data_default_corpus(&s->all);
         s->data_name = o->data ? o->data : "the embedded corpus";
     }
     if (s->need_data && !o->task) split_text(s);
     s->mb = xcalloc(o->accum, sizeof(Batch));
     if (s->need_data) for (int k = 0; k < o->accum; k++) batch_alloc(&s->mb[k], o->batch, o->seq);
-    s->loader = (Loader){ &s->train, o->resume ? s->st.data_pos : 0, o->pack };
+    if (!o->task) start_stream(s);
 }
 
 // --eval-batches, --ppl-out/--ppl-positions and --dump-step: evaluations of the model on data
@@ -805,7 +827,7 @@ static void data_modes(Session *s) {
         run_perplexity(&s->model, &s->val, o, val_name);
     }
     if (o->dump) {
-        s->loader.pos = 0;
+        s->loader.pos = (StreamPos){ 0 };
         if (o->task) task_fill_batch(&s->tc, &s->task_rng, &s->mb[0]); else loader_next(&s->loader, &s->mb[0]);
         dump_step(o->dump, &s->model, &s->mb[0]);
         fprintf(stderr, "dumped one step (B=%d, T=%d, loss %.6f) to %s\n", o->batch, o->seq, s->model.loss, o->dump);
@@ -831,9 +853,15 @@ static void print_setup(const Session *s) {
             printf("fit-first: until validation accuracy >= %.4f at lengths %d-%d (%d instances per length), checked every "
                    "%d steps, within %d steps\n", o->fit_target, s->tc.train_min, s->tc.train_max, o->fit_per_length,
                    o->fit_every, o->steps);
-    } else
-        printf("data: %s, %zu train / %zu val tokens | batch %d x %d x accum %d | %d steps%s\n",
-               s->data_name, s->train.n, s->val.n, o->batch, o->seq, o->accum, o->steps, o->resume ? " (resumed)" : "");
+    } else {
+        char files[160] = "";
+        if (s->train.n_files > 1 || o->shuffle)
+            snprintf(files, sizeof files, " (%d file%s of %s%s)", s->train.n_files, s->train.n_files > 1 ? "s" : "",
+                     data_kind_name(s->train.kind), o->shuffle ? ", shuffled every epoch" : "");
+        printf("data: %s%s, %llu train / %llu val tokens | batch %d x %d x accum %d | %d steps%s\n", s->data_name, files,
+               (unsigned long long)s->train.n, (unsigned long long)s->val.n, o->batch, o->seq, o->accum, o->steps,
+               o->resume ? " (resumed)" : "");
+    }
     if (o->dropout > 0 || strcmp(o->schedule, "cosine")) {      // (a run with the defaults prints no such line)
         printf("training: dropout %g | lr %g, %d warm-up steps, %s decay to %g", o->dropout, o->lr, o->warmup,
                o->schedule, o->lr * o->min_lr_frac);
@@ -883,6 +911,21 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     stop_on_anomaly(&s->model, step);
     gpt_set_detect_anomaly(&s->model, 0);
     return loss;
+}
+
+// What a checkpoint after `steps` steps stores to resume: the steps, the sampling RNG and the data
+// position: a --task run's instance stream's state; for text, the stream's place and the training
+// data's size.
+static TrainState train_state(const Session *s, int steps) {
+    TrainState st = { .has_opt = 1, .step = steps, .rng = s->rng.s, .data_pos = s->task_rng.s };
+    if (s->o->task) return st;
+    const StreamPos *p = &s->loader.pos;
+    st.data_pos = p->offset;
+    st.data_epoch = p->epoch;
+    st.data_shard = p->shard;
+    st.data_tokens = s->train.n;
+    st.data_files = (uint64_t)s->train.n_files;
+    return st;
 }
 
 // After a signal (catch_signals): the step is finished and, with --save, checkpointed; say how to
@@ -968,8 +1011,7 @@ static void train(Session *s) {
         }
         int stop = interrupted && !fitted;      // the step is done: stop here (a fitted run ends anyway)
         if (o->save && (last || stop || (o->save_every && (step + 1) % o->save_every == 0))) {
-            // the data position of a --task run is its instance stream's state
-            TrainState st = { 1, step + 1, s->rng.s, o->task ? s->task_rng.s : s->loader.pos };
+            TrainState st = train_state(s, step + 1);
             char path[4096];
             save_path(o->save, step + 1, path, sizeof path);
             ckpt_save(path, &s->model, kv, &st);
@@ -998,8 +1040,8 @@ static void after_training(Session *s) {
 static void session_free(Session *s) {
     if (s->need_data) for (int k = 0; k < s->o->accum; k++) batch_free(&s->mb[k]);
     free(s->mb);
-    data_free(&s->all);
-    if (s->o->val_data) data_free(&s->valfile);
+    data_close(&s->all);
+    data_close(&s->valfile);
     tokenizer_free(&s->tok);
     gpt_free(&s->model);
     free(s->stored);

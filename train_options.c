@@ -13,11 +13,12 @@
 #define STRINGIFY(x) #x
 #define NUMBER_TEXT(x) STRINGIFY(x)     // a numeric macro as a string literal, for help texts
 const Flag FLAGS[] = {
-    { "data", F_STR, O(data), 0, 0, K_TRAIN, "FILE", "training data: an llm.c token shard, or any file read as bytes (default: the embedded corpus)" },
-    { "val-data", F_STR, O(val_data), 0, 0, K_TRAIN, "FILE", "validation data (default: the last --val-frac of --data)" },
-    { "val-frac", F_DBL, O(val_frac), 0, 0.5, K_TRAIN, "F", "fraction of the data held out for validation (0.1)" },
+    { "data", F_STR, O(data), 0, 0, K_TRAIN, "PATH", "training data: a file, a folder (its files) or a quoted glob ('dir/*.bin', sorted) of llm.c token shards (uint16 GPT-2 or uint32 Llama-3) or of byte files, read as one sequence in windows, never whole (default: the embedded corpus)" },
+    { "val-data", F_STR, O(val_data), 0, 0, K_TRAIN, "PATH", "validation data, as --data (default: the last --val-frac of --data)" },
+    { "val-frac", F_DBL, O(val_frac), 0, 0.5, K_TRAIN, "F", "fraction of the data held out for validation: the last tokens of its sequence (0.1)" },
     { "tokenizer", F_STR, O(tokenizer), 0, 0, K_RUN, "FILE", "llm.c tokenizer file to print samples of token data" },
     { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1", "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
+    { "shuffle", F_SWITCH, O(shuffle), 0, 1, K_TRAIN, "", "train on the data in a new order every epoch, from --seed: the files, and windows of --seq + 1 tokens within each file (default: in order)" },
     { "task", F_STR, O(task), 0, 0, K_TRAIN, "NAME", "train on a synthetic length-generalisation task instead of text (see the task table below)" },
     { "train-min", F_INT, O(train_min), 0, 100000, K_TRAIN, "N", "--task: shortest training length, 0 = the task's" },
     { "train-max", F_INT, O(train_max), 0, 100000, K_TRAIN, "N", "--task: longest training length; longer is out-of-distribution, 0 = the task's" },
@@ -133,7 +134,7 @@ static void set_flag(Options *o, const Flag *f, const char *v, const char *sourc
         long long x = strtoll(v, &end, 10);
         CHECK(*v && !*end && !errno, "%s --%s: '%s' is not an integer", source, f->name, v);
         CHECK(x >= f->min && (double)x <= f->max, "%s --%s %s is out of range [%.0f, %.0f]", source, f->name, v, f->min, f->max);
-        if (f->type == F_INT) *(int *)p = (int)x; else *(long long *)p = x;
+        if (f->type == F_INT || f->type == F_SWITCH) *(int *)p = (int)x; else *(long long *)p = x;
     }
 }
 
@@ -144,6 +145,10 @@ void parse_args(Args *a, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) { usage(stdout); exit(0); }
+        // an unquoted glob after --data: the shell has expanded it into several words
+        CHECK(strncmp(s, "--", 2) == 0 || i < 3 || (strcmp(argv[i - 2], "--data") && strcmp(argv[i - 2], "--val-data")),
+              "unexpected argument '%s' after %s %s: quote a glob (%s 'dir/*.bin') so that the shell passes it to "
+              "./train whole", s, argv[i - 2], argv[i - 1], argv[i - 2]);
         CHECK(strncmp(s, "--", 2) == 0, "unexpected argument '%s'; flags start with -- (see --help)", s);
         const char *name = s + 2;
         const Flag *f = find_flag(name);
@@ -188,6 +193,7 @@ void resume_command(const Args *a, const char *prog, const char *ckpt, char *buf
         const void *p = (const char *)&a->o + f->off;
         char v[64];
         if (f->type == F_STR) { append_flag(buf, cap, f->name, *(const char *const *)p); continue; }
+        if (f->type == F_SWITCH) { snprintf(buf + strlen(buf), cap - strlen(buf), " --%s", f->name); continue; }
         if (f->type == F_DBL) snprintf(v, sizeof v, "%.17g", *(const double *)p);
         else if (f->type == F_INT) snprintf(v, sizeof v, "%d", *(const int *)p);
         else snprintf(v, sizeof v, "%lld", *(const long long *)p);
@@ -204,7 +210,7 @@ char *train_kv(const Options *o) {
         const void *p = (const char *)o + fl->off;
         if (fl->type == F_STR) { if (*(const char *const *)p) fprintf(f, "train.%s=%s\n", fl->name, *(const char *const *)p); }
         else if (fl->type == F_DBL) fprintf(f, "train.%s=%.17g\n", fl->name, *(const double *)p);
-        else if (fl->type == F_INT) fprintf(f, "train.%s=%d\n", fl->name, *(const int *)p);
+        else if (fl->type == F_INT || fl->type == F_SWITCH) fprintf(f, "train.%s=%d\n", fl->name, *(const int *)p);
         else fprintf(f, "train.%s=%lld\n", fl->name, *(const long long *)p);
     }
     fclose(f);

@@ -14,7 +14,7 @@ typedef struct {
     double fit_target;                                    // fit-first training (--fit-target): 0 = off
     int max_steps, fit_every, fit_per_length;
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
-    int threads, sample, top_k, save_every, log_every, pack, eval_batches;
+    int threads, sample, top_k, save_every, log_every, pack, shuffle, eval_batches;
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
     double dropout, warmup_frac, poly_power;   // training dropout; lr warm-up as a fraction, poly decay
     const char *schedule;                      // the lr decay: "cosine" or "poly"

@@ -765,14 +765,13 @@ char *data_default_corpus_text(size_t *len) {
     return g.out.p;
 }
 
-void data_default_corpus(TokenData *out) {
+void data_default_corpus(TokenSet *out) {
     CHECK(out, "data_default_corpus needs an output struct (got NULL)");
     size_t len = 0;
     char *text = data_default_corpus_text(&len);
-    out->n = len;
-    out->tokens = xmalloc(len * sizeof(int));
-    for (size_t i = 0; i < len; i++) out->tokens[i] = (int)(unsigned char)text[i];
-    out->vocab_size = 256;
-    out->eot = -1;
+    int *tokens = xmalloc(sizeof(int) * len);
+    for (size_t i = 0; i < len; i++) tokens[i] = (int)(unsigned char)text[i];
+    data_from_memory(tokens, len, 256, -1, "the embedded corpus", out);
+    free(tokens);
     free(text);
 }

@@ -1,4 +1,5 @@
-// tests/test_data.c: readers, writers, split, tokenizers and the embedded corpus (dataset/).
+// tests/test_data.c: readers, writers, split, tokenizers and the embedded corpus (dataset/); sets
+// of several files, globs, folders and the loader are in tests/test_stream.c.
 // Error paths exit through CHECK, so they run in a forked child whose stderr goes to a temp file;
 // the parent checks the exit status (1) and that the message names the file.
 
@@ -97,9 +98,18 @@ static void write_tokenizer(const char *path, int version, int n, int eot, const
     free(b);
 }
 
+// Opens a set and checks its tokens against the set's own vocabulary, as ./train does for a new model.
 static void child_load(const void *arg) {
-    TokenData d;
-    data_load((const char *)arg, &d);
+    TokenSet d;
+    data_open((const char *)arg, &d);
+    data_check_vocab(&d, d.vocab_size);
+}
+
+// Every token of a set (caller frees).
+static int *read_all(const TokenSet *d) {
+    int *t = xmalloc(sizeof(int) * (d->n ? d->n : 1));
+    data_read(d, 0, d->n, t);
+    return t;
 }
 static void child_tokenizer_load(const void *arg) {
     Tokenizer t;
@@ -138,23 +148,26 @@ static void test_byte_file(void) {
     size_t n = sizeof text - 1;
     char *path = make_temp("bytes");
     write_bytes(path, text, n);
-    TokenData d;
-    data_load(path, &d);
-    EXPECT(d.n == n, "byte file: n %zu, expected %zu", d.n, n);
-    EXPECT(d.vocab_size == 256, "byte file: vocab %d", d.vocab_size);
+    TokenSet d;
+    data_open(path, &d);
+    EXPECT(d.n == n, "byte file: n %llu, expected %zu", (unsigned long long)d.n, n);
+    EXPECT(d.vocab_size == 256 && d.kind == DATA_BYTES, "byte file: vocab %d", d.vocab_size);
     EXPECT(d.eot == -1, "byte file: eot %d", d.eot);
-    int same = d.n == n;
-    for (size_t i = 0; same && i < n; i++) same = d.tokens[i] == (int)text[i];
+    int *tok = read_all(&d), same = d.n == n;
+    for (size_t i = 0; same && i < n; i++) same = tok[i] == (int)text[i];
     EXPECT(same, "byte file: tokens differ from the bytes written");
-    data_free(&d);
-    EXPECT(d.tokens == NULL && d.n == 0, "data_free clears the struct");
+    free(tok);
+    data_close(&d);
+    EXPECT(d.files == NULL && d.n == 0, "data_close clears the struct");
 
     // A one-byte file and a file of 1000 bytes that starts like a shard but is short of the header
     // are handled: the first is bytes, the second a truncated-shard error (tested below).
     write_bytes(path, "x", 1);
-    data_load(path, &d);
-    EXPECT(d.n == 1 && d.tokens[0] == 'x' && d.vocab_size == 256, "one-byte file loads as bytes");
-    data_free(&d);
+    data_open(path, &d);
+    tok = read_all(&d);
+    EXPECT(d.n == 1 && tok[0] == 'x' && d.vocab_size == 256, "one-byte file loads as bytes");
+    free(tok);
+    data_close(&d);
     remove(path);
     free(path);
 }
@@ -177,14 +190,15 @@ static void test_shard_round_trip(void) {
     EXPECT(raw[4] == 1 && raw[5] == 0 && raw[8] == (N & 0xff) && raw[9] == (N >> 8), "shard version/ntok");
     EXPECT(raw[1024 + 2] == (50256 & 0xff) && raw[1024 + 3] == (50256 >> 8), "token 50256 stored little-endian");
     free(raw);
-    TokenData d;
-    data_load(path, &d);
-    EXPECT(d.n == N, "shard: n %zu", d.n);
+    TokenSet d;
+    data_open(path, &d);
+    EXPECT(d.n == N && d.kind == DATA_GPT2, "shard: n %llu", (unsigned long long)d.n);
     EXPECT(d.vocab_size == 50257 && d.eot == 50256, "shard: vocab %d eot %d", d.vocab_size, d.eot);
-    int same = d.n == N;
-    for (size_t i = 0; same && i < N; i++) same = d.tokens[i] == tok[i];
+    int *got = read_all(&d), same = d.n == N;
+    for (size_t i = 0; same && i < N; i++) same = got[i] == tok[i];
     EXPECT(same, "shard: tokens round trip");
-    data_free(&d);
+    free(got);
+    data_close(&d);
 
     // no temporary file is left next to the shard
     char tmp[256];
@@ -209,10 +223,12 @@ static void test_shard_round_trip(void) {
 
     // overwriting an existing shard replaces it
     data_write_shard(path, tok, 5);
-    data_load(path, &d);
-    EXPECT(d.n == 5 && d.tokens[1] == 50256, "rewritten shard has 5 tokens (got %zu)", d.n);
+    data_open(path, &d);
+    got = read_all(&d);
+    EXPECT(d.n == 5 && got[1] == 50256, "rewritten shard has 5 tokens (got %llu)", (unsigned long long)d.n);
     EXPECT(access(tmp, F_OK) != 0, "the stale temporary %s is gone after the write that reused it", tmp);
-    data_free(&d);
+    free(got);
+    data_close(&d);
     remove(path);
     free(path);
 }
@@ -221,18 +237,25 @@ static void test_split(void) {
     enum { N = 1000 };
     int tok[N];
     for (int i = 0; i < N; i++) tok[i] = i % 256;
-    TokenData all = {tok, N, 256, -1}, tr, va;
+    TokenSet all, tr, va;
+    data_from_memory(tok, N, 256, -1, "split test", &all);
     data_split(&all, 0.1, &tr, &va);
-    EXPECT(tr.n == 900 && va.n == 100, "split 0.1: train %zu val %zu", tr.n, va.n);
-    EXPECT(tr.tokens == tok && va.tokens == tok + 900, "split: parts point into the buffer");
+    int first[2];
+    data_read(&va, 0, 2, first);
+    EXPECT(tr.n == 900 && va.n == 100, "split 0.1: train %llu val %llu", (unsigned long long)tr.n, (unsigned long long)va.n);
+    EXPECT(tr.begin == 0 && va.begin == 900 && va.files == all.files && first[0] == tok[900] && first[1] == tok[901],
+           "split: parts are ranges of the set's tokens");
     EXPECT(tr.vocab_size == 256 && va.vocab_size == 256 && tr.eot == -1 && va.eot == -1, "split copies vocab/eot");
     data_split(&all, 0.0, &tr, &va);
-    EXPECT(tr.n == N && va.n == 0 && tr.tokens == tok, "split 0: train %zu val %zu", tr.n, va.n);
+    EXPECT(tr.n == N && va.n == 0 && tr.begin == 0, "split 0: train %llu val %llu", (unsigned long long)tr.n, (unsigned long long)va.n);
     data_split(&all, 0.5, &tr, &va);
-    EXPECT(tr.n == 500 && va.n == 500 && va.tokens == tok + 500, "split 0.5: train %zu val %zu", tr.n, va.n);
-    TokenData small = {tok, 7, 256, -1};
+    EXPECT(tr.n == 500 && va.n == 500 && va.begin == 500, "split 0.5: train %llu val %llu", (unsigned long long)tr.n, (unsigned long long)va.n);
+    data_close(&all);
+    TokenSet small;
+    data_from_memory(tok, 7, 256, -1, "split test", &small);
     data_split(&small, 0.3, &tr, &va);  // floor(2.1) = 2
-    EXPECT(tr.n == 5 && va.n == 2 && va.tokens == tok + 5, "split 7 x 0.3: train %zu val %zu", tr.n, va.n);
+    EXPECT(tr.n == 5 && va.n == 2 && va.begin == 5, "split 7 x 0.3: train %llu val %llu", (unsigned long long)tr.n, (unsigned long long)va.n);
+    data_close(&small);
 }
 
 static void test_corpus(void) {
@@ -255,14 +278,15 @@ static void test_corpus(void) {
     uint64_t h = fnv1a(a, n1);
     EXPECT(h == 0xc1964205d62ba752ull, "corpus hash 0x%016llx, size %zu: the generated text changed", (unsigned long long)h, n1);
 
-    TokenData d;
+    TokenSet d;
     data_default_corpus(&d);
-    EXPECT(d.n == n1 && d.vocab_size == 256 && d.eot == -1, "corpus tokens: n %zu vocab %d eot %d", d.n,
-           d.vocab_size, d.eot);
-    int same = d.n == n1;
-    for (size_t i = 0; same && i < n1; i++) same = d.tokens[i] == (unsigned char)a[i];
+    EXPECT(d.n == n1 && d.vocab_size == 256 && d.eot == -1, "corpus tokens: n %llu vocab %d eot %d",
+           (unsigned long long)d.n, d.vocab_size, d.eot);
+    int *tok = read_all(&d), same = d.n == n1;
+    for (size_t i = 0; same && i < n1; i++) same = tok[i] == (unsigned char)a[i];
     EXPECT(same, "corpus tokens equal the text bytes");
-    data_free(&d);
+    free(tok);
+    data_close(&d);
     free(a);
     free(b);
 }
@@ -378,7 +402,10 @@ static void test_errors(void) {
     snprintf(missing, sizeof missing, "%s_does_not_exist", path);
     EXPECT(dies_with(child_load, missing, missing, strerror(ENOENT)), "missing file names it and strerror");
     EXPECT(dies_with(child_tokenizer_load, missing, missing, strerror(ENOENT)), "missing tokenizer file");
-    EXPECT(dies_with(child_load, "/tmp", "/tmp", NULL), "a directory is an error");
+    char folder[] = "/tmp/test_data_folder_XXXXXX";
+    EXPECT(mkdtemp(folder) != NULL, "mkdtemp: %s", strerror(errno));
+    EXPECT(dies_with(child_load, folder, folder, "holds no files"), "an empty folder is an error");
+    rmdir(folder);
 
     int bad[3] = {1, 70000, 2};
     ShardArgs sa = {path, bad, 3};

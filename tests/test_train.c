@@ -122,13 +122,15 @@ static void test_checkpoint_roundtrip(void) {
     char path[] = "/tmp/test_train_ckpt_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    TrainState st = { 1, 3, 12345, 678 }, st2;
+    TrainState st = { 1, 3, 12345, 678, 4, 2, 99999, 3 }, st2;
     ckpt_save(path, &m, "train.steps=9\n", &st);
     GPT m2; char *kv = NULL;
     ckpt_load(path, &m2, 0, &kv, &st2, NULL, NULL);
     EXPECT(m2.num_params == m.num_params && memcmp(m2.params, m.params, sizeof(real) * m.num_params) == 0, "parameters restored exactly");
     EXPECT(memcmp(m2.m, m.m, sizeof(real) * m.num_params) == 0 && memcmp(m2.v, m.v, sizeof(real) * m.num_params) == 0, "AdamW moments restored exactly");
     EXPECT(st2.step == 3 && st2.rng == 12345 && st2.data_pos == 678, "step, RNG and data position restored");
+    EXPECT(st2.data_epoch == 4 && st2.data_shard == 2 && st2.data_tokens == 99999 && st2.data_files == 3,
+           "the data stream's epoch, shard and size restored (data.* lines)");
     EXPECT(kv && strcmp(kv, "train.steps=9\n") == 0, "training settings restored: %s", kv ? kv : "(null)");
     EXPECT(m2.cfg.pe.rope_interleaved == 1 && m2.cfg.pe.rope_fraction == 0.5 && m2.cfg.pe.rope_base == 500 &&
            m2.cfg.pe.input == posenc_find("sinusoidal") && m2.cfg.pe.layer[1] == PE_NOPE, "scheme settings restored");
@@ -143,11 +145,12 @@ static void test_loader(void) {
     int toks[64];
     int n = (int)strlen(text);
     for (int i = 0; i < n; i++) toks[i] = (unsigned char)text[i];
-    TokenData d = { toks, (size_t)n, 256, -1 };
+    TokenSet d;
+    data_from_memory(toks, (size_t)n, 256, -1, "loader test", &d);
     Batch b; batch_alloc(&b, 1, 8);
-    Loader plain = { &d, 0, 0 }, packed = { &d, 0, 1 };
+    Loader plain = { .d = &d }, packed = { .d = &d, .pack = 1 };
     loader_next(&plain, &b);
-    EXPECT(b.tokens[0] == 'a' && b.targets[7] == toks[8] && b.pos[7] == 7 && b.doc[7] == 0 && plain.pos == 8,
+    EXPECT(b.tokens[0] == 'a' && b.targets[7] == toks[8] && b.pos[7] == 7 && b.doc[7] == 0 && plain.pos.offset == 8,
            "plain rows: tokens, shifted targets, positions 0..T-1, one document");
     loader_next(&packed, &b);
     // "ab\n" | "\ncde\n" | "\nfghij..." : the second newline of a blank line opens a document
@@ -158,12 +161,15 @@ static void test_loader(void) {
     loader_next(&packed, &b);
     EXPECT(b.tokens[0] == '\n' && b.pos[0] == 0 && b.doc[1] == 0 && b.pos[1] == 1, "packed rows: a row starts at position 0");
     loader_next(&packed, &b);     // 8 + 8 + 8 + 1 > 19 tokens: wraps to the start
-    EXPECT(b.tokens[0] == 'a', "the loader wraps to the start when a batch no longer fits");
-    TokenData e = { toks, (size_t)n, 50257, 'c' };            // an end-of-text token opens documents
-    Loader pe = { &e, 0, 1 };
+    EXPECT(b.tokens[0] == 'a' && packed.pos.epoch == 1, "the loader wraps to the start (a new epoch) when a batch no longer fits");
+    TokenSet e;
+    data_from_memory(toks, (size_t)n, 50257, 'c', "loader test", &e);   // an end-of-text token opens documents
+    Loader pe = { .d = &e, .pack = 1 };
     loader_next(&pe, &b);
     EXPECT(b.doc[3] == 0 && b.doc[4] == 1 && b.pos[4] == 0 && b.tokens[4] == 'c', "with an eot token, a document opens at it");
     batch_free(&b);
+    data_close(&d);
+    data_close(&e);
 }
 
 // The update as the definition states it, one tensor at a time: the norm, the gradient scaled in
