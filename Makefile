@@ -34,7 +34,7 @@ PYTHON ?= /usr/bin/python3
 CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
 HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
@@ -76,6 +76,8 @@ tests/test_kernels: $(call fobj,tests/test_kernels.c $(CORE))
 tests/test_train: $(call fobj,tests/test_train.c $(LIB))
 	$(LINK)
 tests/test_data: $(call fobj,tests/test_data.c common.c atomicfile.c dataset/data.c dataset/corpus.c)
+	$(LINK)
+tests/test_stream: $(call fobj,tests/test_stream.c common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c)
 	$(LINK)
 tests/test_tasks: $(call fobj,tests/test_tasks.c common.c atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
 	$(LINK)
@@ -142,6 +144,7 @@ test: all $(FUZZ_SA)
 	OMP_NUM_THREADS=2 ./tests/test_viz
 	OMP_NUM_THREADS=2 ./tests/test_kernels
 	./tests/test_data
+	./tests/test_stream
 	./tests/test_tasks
 	./tests/test_safetensors
 	OMP_NUM_THREADS=2 ./tests/test_train
