@@ -154,6 +154,7 @@ test: all $(FUZZ_SA)
 	for n in $(FUZZ); do $(SA)/fuzz_$$n tests/fuzz/regress/$$n || exit 1; done
 	./tests/test_cli.sh
 	./tests/test_resume.sh
+	./tests/test_stream.sh
 	./tests/test_fit.sh
 	./tests/test_signals.sh
 	./tests/test_faults.sh
