@@ -71,11 +71,24 @@ def shard(path, toks, ntok=None):
 shard(d + "/big.bin", [i % 1000 for i in range(400)])
 shard(d + "/trunc.bin", [1] * 100, ntok=200)
 shard(d + "/oov.bin", [60000] * 50)
+shard(d + "/short.bin", [1] * 6)
 PY
 ./train $small --steps 2 --save "$tmp/bytes.ckpt" > /dev/null || { echo "FAIL: could not train a small model"; fail=$((fail + 1)); }
 expect_fail "token id >= vocab" "outside the model's vocabulary" ./train --load "$tmp/bytes.ckpt" --data "$tmp/big.bin" --batch 2 --seq 8 --dump-step "$tmp/keep"
 expect_fail "truncated shard" "truncated" ./train --data "$tmp/trunc.bin" --save "$tmp/keep"
 expect_fail "shard token >= 50257" "60000" ./train --data "$tmp/oov.bin" --save "$tmp/keep"
+# sets of files (--data as a folder or a glob): every header is checked before anything runs
+mkdir -p "$tmp/set" "$tmp/mixed" "$tmp/empty"
+cp "$tmp/big.bin" "$tmp/set/a.bin"; cp "$tmp/big.bin" "$tmp/set/b.bin"; cp "$tmp/trunc.bin" "$tmp/set/c.bin"
+cp "$tmp/big.bin" "$tmp/mixed/a.bin"; echo "some text" > "$tmp/mixed/b.txt"
+expect_fail "a truncated shard among good ones" "$tmp/set/c.bin is truncated" ./train --data "$tmp/set/*.bin" --save "$tmp/keep"
+expect_fail "a shard and a byte file in one folder" "the files of one data set must all be of one kind" ./train --data "$tmp/mixed" --save "$tmp/keep"
+expect_fail "a glob that matches nothing" "matches no file" ./train --data "$tmp/set/*.txt" --save "$tmp/keep"
+expect_fail "an empty folder" "holds no files" ./train --data "$tmp/empty" --save "$tmp/keep"
+expect_fail "an unquoted glob" "quote a glob" ./train --data "$tmp/set/a.bin" "$tmp/set/b.bin" --save "$tmp/keep"
+expect_fail "--shuffle with --task" "drop it" ./train --task copy --shuffle --save "$tmp/keep"
+mkdir -p "$tmp/short"; for i in 1 2 3 4; do cp "$tmp/short.bin" "$tmp/short/$i.bin"; done   # 4 x 6 tokens: no window of 9
+expect_fail "--shuffle with fewer windows than a batch" "hold 0 windows of --seq 8 + 1 tokens" ./train $small --data "$tmp/short" --val-frac 0 --shuffle --save "$tmp/keep"
 
 # ---- checkpoints
 size=$(stat -c %s "$tmp/bytes.ckpt")
