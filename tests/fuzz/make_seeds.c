@@ -1,6 +1,6 @@
 // tests/fuzz/make_seeds.c: writes the seed inputs of the harnesses that do not come from ./train
 // (make fuzz runs ./train for the checkpoints and safetensors files) into DIR/NAME/: llm.c token
-// shards and a byte file (shard), llm.c tokenizer files (tokenizer), and command lines, one
+// shards (uint16 and uint32), a byte file and sets of several files (shard), llm.c tokenizer files (tokenizer), and command lines, one
 // argument per line (train_args, compare_args, task: one per task).
 //
 //   make_seeds DIR
@@ -45,6 +45,16 @@ static void put32(FILE *f, int32_t v) {
     fwrite(b, 1, 4, f);
 }
 
+// An llm.c token shard of n tokens of `width` bytes (2: GPT-2, 4: Llama-3) into f.
+static void shard(FILE *f, int width, const int *tok, int n) {
+    put32(f, width == 2 ? 20240520 : 20240801);
+    put32(f, width == 2 ? 1 : 7);
+    put32(f, n);
+    for (int i = 3; i < 256; i++) put32(f, 0);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < width; k++) fputc((unsigned)tok[i] >> (8 * k) & 0xff, f);
+}
+
 // An llm.c tokenizer: the 256 bytes, then `extra` two-byte pieces, then (version 2) "<|eot|>".
 static void tokenizer(const char *file, int version, int extra) {
     FILE *f = create("tokenizer", file);
@@ -73,6 +83,16 @@ int main(int argc, char **argv) {
     data_write_shard(path, tokens, 300);
     snprintf(path, sizeof path, "%s/shard/one.bin", dir);
     data_write_shard(path, tokens, 1);
+    int big[64];                                  // Llama-3 ids, past 65535, opening documents with 128000
+    for (int i = 0; i < 64; i++) big[i] = i % 9 == 0 ? 128000 : (i * 104729) % 128256;
+    FILE *f = create("shard", "llama3.bin");
+    shard(f, 4, big, 64);
+    CHECK(fclose(f) == 0, "cannot write the shard seed llama3.bin");
+    // sets: files joined by the line fuzz_shard.c cuts at
+    f = create("shard", "set-gpt2.bin");
+    for (int k = 0; k < 3; k++) { if (k) fputs("\n--next-file--\n", f); shard(f, 2, tokens + 40 * k, 13 + 7 * k); }
+    CHECK(fclose(f) == 0, "cannot write the shard seed set-gpt2.bin");
+    text("shard", "set-bytes.txt", "One file.\n\n\n--next-file--\nAnother file,\nlonger.\n\nIts second document.\n");
 
     tokenizer("v1.bin", 1, 0);
     tokenizer("v2.bin", 2, 40);
