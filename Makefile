@@ -230,12 +230,15 @@ asan:
 
 # make bench: builds ./bench (with OpenBLAS for the sgemm reference when libopenblas-dev is
 # installed) and runs it: peak, every config, scheme overheads, attention as T doubles; bench.csv.
+# Then tests/bench_stream.sh: the peak RSS of ./train's `small` on 0.2, 0.4 and 4 GB of sparse
+# shards in build/bench-stream/ (removed after), which must not grow with the data.
 HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -f /usr/lib/x86_64-linux-gnu/libopenblas.so && echo 1)
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
-bench: $(call fobj,$(LIB))
+bench: $(call fobj,$(LIB)) train
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench
+	./tests/bench_stream.sh
 
 # make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the
 # perplexity-against-length lab. Debian's bible-kjv (`apt-get install bible-kjv`) prints one verse

@@ -5,7 +5,8 @@
 #  - --shuffle over a glob of uint32 (Llama-3) shards: the same seed logs the same losses, and
 #    other losses than the same run in order; a run resumed from its step-8 checkpoint logs the uninterrupted run's losses for
 #    steps 9..16 bit for bit (the stream's epoch, shard and window restored; the 16 steps read two
-#    epochs and a half); resuming on other data is refused;
+#    epochs and a half); resuming on other data is refused; a checkpoint written before streaming
+#    (tests/fixtures/learned.ckpt) resumes;
 #  - memory: the peak RSS of training a tiny model on a 200 MB shard set and on a 20 MB one differ
 #    by less than 64 MB (sparse shards: nothing is written but the headers).
 set -uo pipefail
@@ -74,6 +75,10 @@ check $? "resumed shuffled losses (steps 9..16) must equal the uninterrupted run
 ./train --resume "$tmp/ck8" --threads 1 --data "$tmp/other/*.bin" > "$tmp/other.out" 2>&1
 [ $? != 0 ] && grep -q "was trained on 500 tokens in 3 files" "$tmp/other.out"
 check $? "resuming on other data must be refused: $(tail -2 "$tmp/other.out")"
+
+# a checkpoint written before streaming (no data.* lines) still resumes, at its stored position
+./train --resume tests/fixtures/learned.ckpt --steps 9 --threads 1 > "$tmp/old.out" 2>&1 && grep -q "^step     9/9" "$tmp/old.out"
+check $? "a checkpoint from before streaming must resume: $(tail -2 "$tmp/old.out")"
 
 # ---- memory: 200 MB against 20 MB of shards (two sparse shards each: headers, then zeros)
 sparse() {   # sparse FOLDER TOKENS_PER_SHARD
