@@ -74,16 +74,18 @@ static int64_t header_bytes(DataKind kind) { return kind == DATA_BYTES ? 0 : HEA
 // Checks one file's header and size: its kind and token count. A byte file is any file that does
 // not begin with a shard magic number.
 static DataKind open_file(const char *path, uint64_t *ntok) {
-    FILE *f = fopen(path, "rb");
-    int err = errno;
-    CHECK(f, "cannot open data file %s: %s; check the path and its permissions", path, strerror(err));
     struct stat sb;
-    int is_file = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+    int err = stat(path, &sb) == 0 ? 0 : errno;
+    CHECK(!err, "cannot open data file %s: %s; check the path and its permissions", path, strerror(err));
+    // before opening it: a named pipe would block the open
+    CHECK(S_ISREG(sb.st_mode), "data file %s is not a regular file (a folder, a pipe or a device); the tokens are "
+          "read from it during training, so give a file", path);
+    FILE *f = fopen(path, "rb");
+    err = errno;
+    CHECK(f, "cannot open data file %s: %s; check the path and its permissions", path, strerror(err));
     unsigned char h[HEADER_BYTES];
-    size_t len = is_file ? fread(h, 1, sizeof h, f) : 0;
+    size_t len = fread(h, 1, sizeof h, f);
     fclose(f);
-    CHECK(is_file, "data file %s is not a regular file (a folder, a pipe or a device); the tokens are read "
-          "from it during training, so give a file", path);
     uint64_t size = (uint64_t)sb.st_size;
     CHECK(size > 0, "data file %s is empty; pass a file with text or an llm.c token shard", path);
     DataKind kind = DATA_BYTES;

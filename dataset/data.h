@@ -33,7 +33,7 @@ typedef struct {
     TokenFile *files;    // (n_files,) in reading order; shared by a set and the parts data_split cuts
     int n_files;
     int *memory;         // (files[0].n,) a set in memory: its tokens; NULL for a set of files
-    DataKind kind;
+    DataKind kind;       // how the files store tokens (DATA_BYTES for a set in memory)
     uint64_t begin, n;   // the set is tokens [begin, begin + n) of the files' sequence
     int vocab_size;      // the kind's vocabulary: what a new model trained on the set gets
     int eot;             // the token that opens a document, or -1 when the data has none

@@ -12,7 +12,7 @@
 //     visits the files in a new order and, within a file, its windows in a new order; both orders
 //     are pseudo-random permutations drawn from (seed, epoch) and (seed, epoch, file), computed
 //     from the index (no table: memory does not grow with the data). A row never spans two files.
-// Data parallel (issue 13, later): a global batch is nranks x B rows; rank r takes rows
+// Data parallel (an MPI trainer, later): a global batch is nranks x B rows; rank r takes rows
 // r*B .. r*B + B - 1 of it (loader_next_slice) and every rank moves the position past all of
 // them, so the stream, its position and a checkpoint do not depend on the number of ranks
 // beyond the global batch size.

@@ -1,8 +1,8 @@
 // tests/test_stream.c: token sets of several files and the loader that streams them
 // (dataset/data.h, dataset/loader.h):
 //   - a folder (name order; hidden files and sub-folders skipped) and a glob (sorted) open the same
-//     set; an empty glob or folder, a glob matching a folder, files of two kinds, and one bad shard
-//     among good ones are errors that name the file(s);
+//     set; an empty glob or folder, a glob matching a folder, a named pipe, files of two kinds, and
+//     one bad shard among good ones are errors that name the file(s);
 //   - llm.c Llama-3 shards (uint32, magic 20240801 version 7) read back their tokens; their
 //     version, truncation and tokens past the vocabulary are refused;
 //   - a read across file boundaries, and the --val-frac split of a set, are the files' concatenation;
@@ -67,6 +67,7 @@ static int *read_all(const TokenSet *d) {
 }
 
 static void child_open(const void *spec) {
+    alarm(10);                                   // a reader that blocks (on a named pipe) fails, killed
     TokenSet d;
     data_open((const char *)spec, &d);
     data_check_vocab(&d, d.vocab_size);
@@ -111,6 +112,8 @@ static void test_folder_and_glob(void) {
     EXPECT(dies_with(child_open, at("empty"), at("empty"), "holds no files"), "an empty folder");
     EXPECT(dies_with(child_open, at("set/*.txt"), "set/*.txt", "matches no file"), "a glob matching nothing");
     EXPECT(dies_with(child_open, at("s*"), "matches the folder", at("set")), "a glob matching a folder");
+    CHECK(mkfifo(at("pipe"), 0644) == 0, "mkfifo: %s", strerror(errno));
+    EXPECT(dies_with(child_open, at("pipe"), at("pipe"), "not a regular file"), "a named pipe is refused, not opened (which would block)");
 }
 
 static void test_kinds(void) {
