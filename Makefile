@@ -32,8 +32,8 @@ LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
 CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
-LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
+LIB = $(CORE) checkpoint.c llmc_model.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
+HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv reproduce-nope reproduce-alibi
@@ -94,7 +94,7 @@ tests/test_stats: $(call fobj,tests/test_stats.c common.c stats.c)
 # (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
 # every source but the driver tests/fuzz/fuzz.c, which then frees what a refused input allocated.
 FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task
-FUZZ_LIB_checkpoint = checkpoint.c safetensors.c $(CORE)
+FUZZ_LIB_checkpoint = checkpoint.c llmc_model.c safetensors.c $(CORE)
 FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
 FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
