@@ -34,7 +34,7 @@ PYTHON ?= /usr/bin/python3
 CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c llmc_model.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
 HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
@@ -80,6 +80,8 @@ tests/test_data: $(call fobj,tests/test_data.c common.c atomicfile.c dataset/dat
 tests/test_tasks: $(call fobj,tests/test_tasks.c common.c atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
 	$(LINK)
 tests/test_safetensors: $(call fobj,tests/test_safetensors.c common.c atomicfile.c safetensors.c)
+	$(LINK)
+tests/test_import: $(call fobj,tests/test_import.c $(LIB))
 	$(LINK)
 tests/test_eval: $(call fobj,tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE))
 	$(LINK)
@@ -144,6 +146,7 @@ test: all $(FUZZ_SA)
 	./tests/test_data
 	./tests/test_tasks
 	./tests/test_safetensors
+	OMP_NUM_THREADS=2 ./tests/test_import
 	OMP_NUM_THREADS=2 ./tests/test_train
 	OMP_NUM_THREADS=2 ./tests/test_ppl
 	OMP_NUM_THREADS=2 ./tests/test_eval
