@@ -32,9 +32,9 @@ LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
 CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
-LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
+LIB = $(CORE) checkpoint.c llmc_model.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
+HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv reproduce-nope reproduce-alibi
 all: train compare $(TESTS)
@@ -83,6 +83,8 @@ tests/test_tasks: $(call fobj,tests/test_tasks.c common.c atomicfile.c dataset/t
 	$(LINK)
 tests/test_safetensors: $(call fobj,tests/test_safetensors.c common.c atomicfile.c safetensors.c)
 	$(LINK)
+tests/test_import: $(call fobj,tests/test_import.c $(LIB))
+	$(LINK)
 tests/test_eval: $(call fobj,tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE))
 	$(LINK)
 tests/st_compare: $(call fobj,tests/st_compare.c common.c atomicfile.c safetensors.c)
@@ -95,14 +97,16 @@ tests/test_stats: $(call fobj,tests/test_stats.c common.c stats.c)
 # ASan and UBSan (make fuzz), and build/fuzz-sa/fuzz_NAME with $(CC) and a main() that runs files
 # (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
 # every source but the driver tests/fuzz/fuzz.c, which then frees what a refused input allocated.
-FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task
-FUZZ_LIB_checkpoint = checkpoint.c safetensors.c $(CORE)
+FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task llmc import
+FUZZ_LIB_checkpoint = checkpoint.c llmc_model.c safetensors.c $(CORE)
 FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
 FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
 FUZZ_LIB_train_args = train_options.c perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
 FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
+FUZZ_LIB_llmc = llmc_model.c $(CORE)
+FUZZ_LIB_import = $(FUZZ_LIB_checkpoint)
 FUZZ_CC = clang
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -fno-omit-frame-pointer $(WARN) -Wno-unknown-pragmas -DREAL=float \
   -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -147,6 +151,7 @@ test: all $(FUZZ_SA)
 	./tests/test_stream
 	./tests/test_tasks
 	./tests/test_safetensors
+	OMP_NUM_THREADS=2 ./tests/test_import
 	OMP_NUM_THREADS=2 ./tests/test_train
 	OMP_NUM_THREADS=2 ./tests/test_ppl
 	OMP_NUM_THREADS=2 ./tests/test_eval
@@ -198,8 +203,10 @@ reproduce-alibi: train compare data/kjv.txt
 	  --rope-extensions linear,dynamic,yarn --eval-flags '--ppl-tokens 32768' \
 	  -- --seq 64 --steps 800 --lr 2e-3 --log-every 100 --val-every 200
 
-# make fuzz: the seed corpora (build/fuzz/corpus/NAME/: checkpoints and safetensors files from a
-# tiny ./train, the rest from tests/fuzz/make_seeds), then every harness for FUZZ_SECONDS; stops at
+# make fuzz: the seed corpora (build/fuzz/corpus/NAME/: checkpoints, safetensors files and, for
+# import, an export, an llm.c file and a checkpoint from a tiny ./train; the rest from
+# tests/fuzz/make_seeds), then every harness for FUZZ_SECONDS (make fuzz FUZZ="llmc import": only
+# those); stops at
 # the first finding, saved as build/fuzz/fuzz_NAME-crash-... (or -leak-, -timeout-, -oom-).
 # libFuzzer adds the inputs that reach new code to the corpus folder, so later runs start from them.
 # -close_fd_mask=2: the readers' refusals go to stderr, thousands a second; libFuzzer's own lines
@@ -207,12 +214,15 @@ reproduce-alibi: train compare data/kjv.txt
 FUZZ_TINY = --layers 1 --heads 2 --dim 8 --batch 2 --steps 2 --log-every 1
 $(FZ)/corpus/.done: train $(FZ)/make_seeds
 	$(FZ)/make_seeds $(FZ)/corpus
-	@mkdir -p $(FZ)/corpus/checkpoint $(FZ)/corpus/safetensors
+	@mkdir -p $(FZ)/corpus/checkpoint $(FZ)/corpus/safetensors $(FZ)/corpus/import
 	./train $(FUZZ_TINY) --seq 16 --val-every 0 --save $(FZ)/corpus/checkpoint/learned.ckpt > /dev/null
 	./train $(FUZZ_TINY) --seq 16 --val-every 0 --pe-layers rope,alibi --layers 2 --rope-fraction 0.5 --save $(FZ)/corpus/checkpoint/mixed.ckpt > /dev/null
 	./train $(FUZZ_TINY) --task copy --train-max 4 --eval-per-length 0 --pe t5 --save $(FZ)/corpus/checkpoint/task.ckpt > /dev/null
 	./train --load $(FZ)/corpus/checkpoint/learned.ckpt --export $(FZ)/corpus/safetensors/export.safetensors > /dev/null
 	./train --load $(FZ)/corpus/checkpoint/mixed.ckpt --batch 1 --seq 4 --dump-step $(FZ)/corpus/safetensors/dump.safetensors > /dev/null
+	./train --load $(FZ)/corpus/checkpoint/mixed.ckpt --export $(FZ)/corpus/import/mixed.safetensors > /dev/null 2>&1
+	./train --load $(FZ)/corpus/checkpoint/learned.ckpt --export-llmc $(FZ)/corpus/import/learned.bin > /dev/null 2>&1
+	cp $(FZ)/corpus/safetensors/export.safetensors $(FZ)/corpus/checkpoint/learned.ckpt $(FZ)/corpus/llmc/v5.bin $(FZ)/corpus/import/
 	touch $@
 fuzz: $(addprefix $(FZ)/fuzz_,$(FUZZ)) $(FZ)/corpus/.done
 	@for n in $(FUZZ); do \

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "atomicfile.h"
+#include "llmc_model.h"
 #include "safetensors.h"
 
 static const char MAGIC[8] = { 'G', 'P', 'T', 'P', 'E', 'C', 'K', '1' };
@@ -120,9 +121,11 @@ static int parse_data_key(const char *path, const char *key, const char *val, Tr
     return 0;
 }
 
-// Parses the config lines into cfg and the data stream's numbers into *stream; the train.* lines
-// are copied to *train_kv.
-static void parse_config(const char *path, char *text, GPTConfig *cfg, char **train_kv, TrainState *stream) {
+// Parses the config lines into cfg and the data stream's numbers into *stream (NULL: none may
+// appear); the train.* lines are copied to *train_kv. kind: what path is ("checkpoint",
+// "safetensors file"), for messages.
+static void parse_config(const char *path, const char *kind, char *text, GPTConfig *cfg, char **train_kv,
+                         TrainState *stream) {
     memset(cfg, 0, sizeof *cfg);
     posenc_defaults(&cfg->pe, 1);
     cfg->pe.input = PE_NOPE;
@@ -137,30 +140,38 @@ static void parse_config(const char *path, char *text, GPTConfig *cfg, char **tr
     char msg[512];
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         char *eq = strchr(line, '=');
-        CHECK(eq, "checkpoint '%s': config line '%s' is not key=value (a damaged or foreign file)", path, line);
+        CHECK(eq, "%s '%s': config line '%s' is not key=value (a damaged or foreign file)", kind, path, line);
         *eq = 0;
         const char *key = line, *val = eq + 1;
         int *field = NULL;
         for (int i = 0; i < n_ints; i++) if (strcmp(key, ints[i].key) == 0) field = ints[i].field;
         if (field) {
-            CHECK(parse_int_value(val, field), "checkpoint '%s': %s=%s is not an integer", path, key, val);
+            CHECK(parse_int_value(val, field), "%s '%s': %s=%s is not an integer", kind, path, key, val);
             have++;
         } else if (strncmp(key, "train.", 6) == 0) {
             tlen += snprintf(train + tlen, tcap - tlen, "%s=%s\n", key, val);
-        } else if (!parse_data_key(path, key, val, stream)) {
+        } else if (!stream || !parse_data_key(path, key, val, stream)) {
             int r = posenc_set(&cfg->pe, key, val, msg, sizeof msg);
-            CHECK(r != 0, "checkpoint '%s': unknown config key '%s' (written by a newer version?)", path, key);
-            CHECK(r > 0, "checkpoint '%s': %s", path, msg);
+            CHECK(r != 0, "%s '%s': unknown config key '%s' (written by a newer version?)", kind, path, key);
+            CHECK(r > 0, "%s '%s': %s", kind, path, msg);
         }
     }
-    CHECK(have == n_ints, "checkpoint '%s' lacks part of the model config (vocab_size, n_layer, n_head, "
-          "n_embd, max_seq_len)", path);
-    CHECK(cfg->pe.n_layer == cfg->n_layer, "checkpoint '%s': layer_pe names %d layers but n_layer is %d",
-          path, cfg->pe.n_layer, cfg->n_layer);
-    CHECK(gpt_config_check(cfg, msg, sizeof msg), "checkpoint '%s' holds an invalid config: %s", path, msg);
-    CHECK(cfg->max_seq_len <= 10000000, "checkpoint '%s': max_seq_len=%d is beyond the 1e7 that --context allows "
-          "(a damaged file)", path, cfg->max_seq_len);
+    CHECK(have == n_ints, "%s '%s' lacks part of the model config (vocab_size, n_layer, n_head, "
+          "n_embd, max_seq_len)", kind, path);
+    CHECK(cfg->pe.n_layer == cfg->n_layer, "%s '%s': layer_pe names %d layers but n_layer is %d",
+          kind, path, cfg->pe.n_layer, cfg->n_layer);
+    CHECK(gpt_config_check(cfg, msg, sizeof msg), "%s '%s' holds an invalid config: %s", kind, path, msg);
+    CHECK(cfg->max_seq_len <= 10000000, "%s '%s': max_seq_len=%d is beyond the 1e7 that --context allows "
+          "(a damaged file)", kind, path, cfg->max_seq_len);
     if (train_kv) *train_kv = train; else free(train);
+}
+
+// Fewer parameters than any model of c has: wte (V x C) and each layer's matrices (12 C^2), in
+// double, where C^2 x L cannot overflow. A reader compares it with what its file holds before it
+// lays the model out (whose sizes are ints).
+static double least_params(const GPTConfig *c) {
+    double C = c->n_embd;
+    return (double)c->vocab_size * C + 12.0 * c->n_layer * C * C;
 }
 
 void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st, CkptAdjust adjust, void *ctx) {
@@ -184,20 +195,19 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
     text[klen] = 0;
     GPTConfig cfg;
     TrainState stream = { 0 };
-    parse_config(path, text, &cfg, train_kv, &stream);
+    parse_config(path, "checkpoint", text, &cfg, train_kv, &stream);
     free(text);
     uint64_t P;
     in_read(&in, &P, 8, "the parameter count");
     // Before the model is built (a damaged config could ask for terabytes): the size must match the
-    // parameter count P, and the config must fit in P parameters: it has at least wte (vocab x C)
-    // and each layer's matrices (12 C^2); in double, where C^2 x L cannot overflow.
+    // parameter count P, and the config must fit in P parameters (least_params).
     CHECK(P <= (uint64_t)sb.st_size / 4, "checkpoint '%s' states %llu parameters, more than its %lld bytes hold: it is "
           "truncated or damaged", path, (unsigned long long)P, (long long)sb.st_size);
     uint64_t expect = 8 + 12 + (uint64_t)klen + 8 + 4 * P + ((flags & 1) ? 8 * P + 24 : 0);
     CHECK((uint64_t)sb.st_size == expect, "checkpoint '%s' is %lld bytes but should be %llu: it is %s",
           path, (long long)sb.st_size, (unsigned long long)expect,
           (uint64_t)sb.st_size < expect ? "truncated" : "followed by extra bytes");
-    double C = cfg.n_embd, least = (double)cfg.vocab_size * C + 12.0 * cfg.n_layer * C * C;
+    double least = least_params(&cfg);
     CHECK(least <= (double)P, "checkpoint '%s' holds %llu parameters but its config needs more than %.0f (damaged file)",
           path, (unsigned long long)P, least);
     if (adjust) {                       // after the checks: the file is what it says
@@ -241,6 +251,15 @@ void model_config_json(const GPT *m, char *buf, size_t cap) {
     if (k + 2 < cap) { buf[k] = '}'; buf[k + 1] = 0; }
 }
 
+// The shape tensor t has in an export: Conv1D weights (in, out), vectors 1-D, wte's real rows;
+// returns the number of dimensions.
+static int export_shape(const TensorInfo *t, int64_t shape[2]) {
+    if (t->transpose) { shape[0] = t->cols; shape[1] = t->export_rows; return 2; }
+    if (t->export_rows == 1) { shape[0] = t->cols; return 1; }
+    shape[0] = t->export_rows; shape[1] = t->cols;
+    return 2;
+}
+
 // Adds every parameter tensor (values from `base`: params or grads) under prefix+name.
 static void add_model_tensors(StWriter *w, const GPT *m, const real *base, const char *prefix) {
     for (int i = 0; i < m->n_tensors; i++) {
@@ -250,14 +269,12 @@ static void add_model_tensors(StWriter *w, const GPT *m, const real *base, const
         float *buf = xmalloc(sizeof(float) * n);
         const real *x = base + t->offset;
         int64_t shape[2];
-        int ndim;
+        int ndim = export_shape(t, shape);
         if (t->transpose) {            // Conv1D: (in, out) = transpose of our (out, in)
             for (int r = 0; r < rows; r++)
                 for (int c = 0; c < cols; c++) buf[(size_t)c * rows + r] = (float)x[(size_t)r * cols + c];
-            shape[0] = cols; shape[1] = rows; ndim = 2;
         } else {
             for (size_t k = 0; k < n; k++) buf[k] = (float)x[k];
-            if (rows == 1) { shape[0] = cols; ndim = 1; } else { shape[0] = rows; shape[1] = cols; ndim = 2; }
         }
         char name[160];
         snprintf(name, sizeof name, "%s%s", prefix, t->name);
@@ -339,4 +356,112 @@ void dump_step(const char *path, GPT *m, const Batch *b) {
     st_write(&w, path);
     st_writer_free(&w);
     free(ids); free(logits);
+}
+
+// ---- import: --load of any model file ---------------------------------------------------------
+
+// shape as text, "[3, 4]", for messages
+static const char *shape_text(int ndim, const int64_t *shape, char *buf, size_t cap) {
+    size_t k = snprintf(buf, cap, "[");
+    for (int d = 0; d < ndim && k < cap; d++) k += snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+    return buf;
+}
+
+// The file's tensor for the model's tensor t, checked to be as export_safetensors writes it
+// (present, F32, export_shape).
+static const StTensor *exported_tensor(const char *path, const StFile *f, const TensorInfo *t) {
+    const StTensor *s = st_find(f, t->name);
+    CHECK(s, "safetensors file %s lacks the tensor %s, which a model of its config has: it is not a whole export "
+          "(write one with --export)", path, t->name);
+    CHECK(s->dtype == ST_F32, "safetensors file %s: tensor %s is I32, but --export writes every parameter as F32", path, t->name);
+    int64_t shape[2];
+    int nd = export_shape(t, shape), same = s->ndim == nd;
+    for (int d = 0; same && d < nd; d++) same = s->shape[d] == shape[d];
+    char got[96], want[96];
+    CHECK(same, "safetensors file %s: tensor %s has shape %s, but its config needs %s", path, t->name,
+          shape_text(s->ndim, s->shape, got, sizeof got), shape_text(nd, shape, want, sizeof want));
+    return s;
+}
+
+// Before the model is built, the file against the model its config describes: every tensor there
+// as the export writes it, and no other. A bound in double first: the layout's sizes are ints, and
+// a damaged config could ask for any size.
+static void check_exported_tensors(const char *path, const StFile *f, const GPTConfig *cfg) {
+    double have = 0;
+    for (int k = 0; k < f->n; k++) have += (double)f->t[k].numel;
+    CHECK(least_params(cfg) <= have, "safetensors file %s holds %.0f values but its config (%d layers, dim %d, "
+          "vocabulary %d) needs more than %.0f: tensors are missing or the config is damaged", path, have,
+          cfg->n_layer, cfg->n_embd, cfg->vocab_size, least_params(cfg));
+    int n;
+    size_t P;
+    TensorInfo *want = gpt_tensor_list(cfg, &n, &P);
+    for (int i = 0; i < n; i++) exported_tensor(path, f, &want[i]);
+    for (int k = 0; k < f->n; k++) {
+        int known = 0;
+        for (int i = 0; i < n && !known; i++) known = strcmp(f->t[k].name, want[i].name) == 0;
+        CHECK(known, "safetensors file %s holds a tensor %s, which a model of its config does not have: it is not an "
+              "export of this program's model (a --dump-step file, or written elsewhere)", path, f->t[k].name);
+    }
+    free(want);
+}
+
+// --load of an export: the model from the "config" metadata (parsed as a checkpoint's config
+// lines), every parameter from its tensor. The inverse of export_safetensors, bit for bit.
+static void st_import(const char *path, GPT *m, int max_pos, CkptAdjust adjust, void *ctx) {
+    StFile f;
+    st_read(path, &f);
+    char *json = st_metadata_string(&f, "config", path);
+    CHECK(json, "safetensors file %s has no \"config\" metadata entry: the model's config comes from there, so only "
+          "files written by --export can be loaded", path);
+    char *lines = st_json_lines(json, path, "\"config\" metadata");
+    free(json);
+    GPTConfig cfg;
+    parse_config(path, "safetensors file", lines, &cfg, NULL, NULL);
+    free(lines);
+    check_exported_tensors(path, &f, &cfg);
+    if (adjust) {                       // after the checks: the file is what it says
+        adjust(&cfg, ctx);
+        char msg[512];
+        CHECK(gpt_config_check(&cfg, msg, sizeof msg), "with the model of '%s': %s", path, msg);
+    }
+    gpt_build(m, &cfg, 0, max_pos);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        const float *x = exported_tensor(path, &f, t)->data;
+        real *p = m->params + t->offset;
+        int rows = t->export_rows, cols = t->cols;
+        for (int r = 0; r < rows; r++)          // Conv1D (in, out) back to (out, in)
+            for (int c = 0; c < cols; c++) p[(size_t)r * cols + c] = x[t->transpose ? (size_t)c * rows + r : (size_t)r * cols + c];
+    }
+    st_file_free(&f);
+}
+
+typedef enum { MODEL_FILE_CHECKPOINT, MODEL_FILE_LLMC, MODEL_FILE_SAFETENSORS, MODEL_FILE_UNKNOWN } ModelFileKind;
+
+// What a model file is, from its first bytes: this program's magic, llm.c's model magic (int32
+// 20240326), or the '{' that opens a safetensors header after its 8-byte length.
+static ModelFileKind model_file_kind(const char *path) {
+    FILE *f = fopen(path, "rb");
+    CHECK(f, "cannot open checkpoint '%s': %s", path, strerror(errno));
+    unsigned char b[9];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    uint32_t word = n >= 4 ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24 : 0;
+    if (n >= 8 && memcmp(b, MAGIC, 8) == 0) return MODEL_FILE_CHECKPOINT;
+    if (n >= 4 && word == LLMC_MODEL_MAGIC) return MODEL_FILE_LLMC;
+    if (n == 9 && b[8] == '{') return MODEL_FILE_SAFETENSORS;
+    return MODEL_FILE_UNKNOWN;
+}
+
+void model_load(const char *path, GPT *m, int max_pos, char **train_kv, CkptAdjust adjust, void *ctx) {
+    if (train_kv) *train_kv = NULL;
+    switch (model_file_kind(path)) {
+    case MODEL_FILE_CHECKPOINT: ckpt_load(path, m, max_pos, train_kv, NULL, adjust, ctx); break;
+    case MODEL_FILE_LLMC: llmc_load(path, m, max_pos, adjust, ctx); break;
+    case MODEL_FILE_SAFETENSORS: st_import(path, m, max_pos, adjust, ctx); break;
+    default:
+        CHECK(0, "'%s' is not a checkpoint of this program (magic GPTPECK1, written by --save), an llm.c GPT-2 model "
+              "(magic %d) or a safetensors file written by --export; pass one of those", path, LLMC_MODEL_MAGIC);
+    }
 }

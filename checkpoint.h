@@ -43,6 +43,14 @@ void ckpt_save(const char *path, const GPT *m, const char *train_kv, const Train
 typedef void (*CkptAdjust)(GPTConfig *cfg, void *ctx);
 void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st, CkptAdjust adjust, void *ctx);
 
+// --load: a model file of any format this program reads, told apart by its first bytes, not its
+// name: a checkpoint (ckpt_load, weights only), an llm.c GPT-2 model (llmc_model.h: version 3 or 5),
+// or a safetensors file written by export_safetensors (the model from its "config" metadata, each
+// parameter from its tensor: export then import is the identity, bit for bit). max_pos, train_kv
+// and adjust as for ckpt_load; *train_kv is NULL for the files that hold no training lines. Every
+// size is checked before the model is built; exits with a message naming the file on any problem.
+void model_load(const char *path, GPT *m, int max_pos, char **train_kv, CkptAdjust adjust, void *ctx);
+
 // The export contract (README.md): every parameter as F32 under HF GPT-2 names, Conv1D weights
 // transposed to (in, out), wte cut to the real vocabulary; metadata format=pt and config JSON.
 // When the input scheme is learned and every layer nope, also writes config.json beside it.

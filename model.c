@@ -314,6 +314,18 @@ static void alloc_acts(GPT *m, int B, int T) {
     m->act_B = B; m->act_T = T; m->act_threads = max_threads(); m->act_forward_only = m->forward_only;
 }
 
+TensorInfo *gpt_tensor_list(const GPTConfig *cfg, int *n, size_t *num_params) {
+    GPT m;
+    memset(&m, 0, sizeof m);
+    m.cfg = *cfg;
+    size_t off[N_KINDS], pe_input_off, pe_layer_off[PE_MAX_LAYERS];
+    layout(&m, off);
+    layout_pe(&m, &pe_input_off, pe_layer_off);
+    *n = m.n_tensors;
+    *num_params = m.num_params;
+    return m.tensors;
+}
+
 GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int threads) {
     GPT m;
     memset(&m, 0, sizeof m);

@@ -153,6 +153,10 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos);
 typedef struct { double params, grads, adam, acts; } GPTMemory;
 GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int threads);
 void gpt_free(GPT *m);
+// The tensors a model of cfg has (names, shapes, offsets: what gpt_build lays out) without building
+// it, so a reader can check a file against them before allocating; *n of them, the parameter count
+// in *num_params. cfg must have passed gpt_config_check. The caller frees the list.
+TensorInfo *gpt_tensor_list(const GPTConfig *cfg, int *n, size_t *num_params);
 // Fills cfg->padded_vocab, checks every field; returns 0 with a message if something is wrong.
 int gpt_config_check(GPTConfig *cfg, char *msg, size_t cap);
 

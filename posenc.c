@@ -371,7 +371,7 @@ void posenc_help(FILE *f) {
     scheme_names(inputs, sizeof inputs, 1, "|", "|");
     fprintf(f, "Positional schemes (--pe NAME, --pe-layers a,b,...|%s, --input-pe none|%s):\n", presets, inputs);
     for (int i = 0; i < posenc_count(); i++) fprintf(f, "  %-11s %s\n", posenc_scheme(i)->name, posenc_scheme(i)->summary);
-    fprintf(f, "Scheme settings (context-extension settings may also be given with --load):\n");
+    fprintf(f, "Scheme settings (context-extension settings may also be given with --load, all of them with --load --new-schedule):\n");
     for (int i = 0; i < N_SETTINGS; i++) {
         char fl[64];
         snprintf(left, sizeof left, "%s %s", flag_of(SETTINGS[i].key, fl, sizeof fl), SETTINGS[i].arg);

@@ -126,6 +126,7 @@ typedef struct {
     const char *path;   // the file, for messages
     const char *s;      // header text (not NUL-terminated)
     size_t n, i;        // length and cursor
+    const char *part;   // what the text is, for messages (NULL: the header)
 } Parser;
 
 __attribute__((format(printf, 2, 3))) static _Noreturn void parse_fail(const Parser *p, const char *fmt, ...) {
@@ -134,9 +135,9 @@ __attribute__((format(printf, 2, 3))) static _Noreturn void parse_fail(const Par
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    CHECK(0, "safetensors file %s has a malformed header at byte %zu of the JSON: %s; "
+    CHECK(0, "safetensors file %s has a malformed %s at byte %zu of the JSON: %s; "
              "the file is corrupt or was not written as safetensors, rewrite it",
-          p->path, p->i, msg);
+          p->path, p->part ? p->part : "header", p->i, msg);
     exit(1);   // not reached; keeps _Noreturn honest for every compiler
 }
 
@@ -386,7 +387,7 @@ void st_add_i32(StWriter *w, const char *name, const int32_t *data, int ndim, co
 // The safetensors spec (and the reference Rust/Python library) requires __metadata__ to be an
 // object of string -> string; anything else makes the file unreadable there, so reject it here.
 static void check_metadata_object(const char *json) {
-    Parser p = {"(the metadata passed to st_set_metadata)", json, strlen(json), 0};
+    Parser p = {"(the metadata passed to st_set_metadata)", json, strlen(json), 0, NULL};
     expect_char(&p, '{');
     if (peek(&p) == '}') p.i++;
     else {
@@ -656,7 +657,7 @@ void st_read(const char *path, StFile *f) {
     const unsigned char *data = file + 8 + hlen;
     uint64_t data_size = size - 8 - hlen;
 
-    Parser p = {path, (const char *)file + 8, (size_t)hlen, 0};
+    Parser p = {path, (const char *)file + 8, (size_t)hlen, 0, NULL};
     Span *spans;
     parse_header(&p, f, &spans);
     check_spans(path, f->t, spans, f->n, data_size);
@@ -669,6 +670,82 @@ void st_read(const char *path, StFile *f) {
     }
     free(spans);
     free(file);
+}
+
+char *st_metadata_string(const StFile *f, const char *key, const char *path) {
+    if (!f->metadata_json) return NULL;
+    Parser p = { path, f->metadata_json, strlen(f->metadata_json), 0, "__metadata__" };
+    char *value = NULL;
+    expect_char(&p, '{');
+    if (peek(&p) == '}') return NULL;
+    for (;;) {
+        char *k = parse_string(&p, 1);
+        expect_char(&p, ':');
+        int match = strcmp(k, key) == 0;
+        free(k);
+        if (match && (value || peek(&p) != '"')) parse_fail(&p, "entry \"%s\" is %s", key, value ? "there twice" : "not a string");
+        if (match) value = parse_string(&p, 1); else skip_value(&p, 0);
+        int c = peek(&p);
+        if (c == ',') { p.i++; continue; }
+        if (c == '}') return value;
+        parse_fail(&p, "expected ',' or '}' in the metadata object");
+    }
+}
+
+// A string (decoded) or a number (as written) at the cursor, appended to out; in an array
+// (item = 1) a string may not hold the ',' that joins the items.
+static void put_scalar(Parser *p, Buf *out, int item) {
+    int c = peek(p);
+    if (c == '"') {
+        char *s = parse_string(p, 1);
+        int bad = strchr(s, '\n') || (item && strchr(s, ','));
+        if (!bad) buf_puts(out, s);
+        free(s);
+        if (bad) parse_fail(p, "a value holds a newline%s, which a key=value line cannot", item ? " or a ','" : "");
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+        size_t start = p->i;
+        skip_number(p);
+        buf_put(out, p->s + start, p->i - start);
+    } else {
+        parse_fail(p, "expected a string, a number or an array of them");
+    }
+}
+
+char *st_json_lines(const char *json, const char *path, const char *part) {
+    Parser p = { path, json, strlen(json), 0, part };
+    Buf out = { 0 };
+    buf_put(&out, "", 0);
+    expect_char(&p, '{');
+    if (peek(&p) == '}') p.i++;
+    else {
+        for (;;) {
+            char *key = parse_string(&p, 1);
+            int bad = !*key || strpbrk(key, "=\n") != NULL;
+            if (!bad) { buf_puts(&out, key); buf_puts(&out, "="); }
+            free(key);
+            if (bad) parse_fail(&p, "a member's name is empty or holds '=' or a newline");
+            expect_char(&p, ':');
+            if (peek(&p) != '[') put_scalar(&p, &out, 0);
+            else if (p.i++, peek(&p) == ']') p.i++;
+            else {
+                for (int first = 1;; first = 0) {
+                    if (!first) buf_puts(&out, ",");
+                    put_scalar(&p, &out, 1);
+                    int c = peek(&p);
+                    if (c == ',') { p.i++; continue; }
+                    if (c == ']') { p.i++; break; }
+                    parse_fail(&p, "expected ',' or ']' in an array");
+                }
+            }
+            buf_puts(&out, "\n");
+            int c = peek(&p);
+            if (c == ',') { p.i++; continue; }
+            if (c == '}') { p.i++; break; }
+            parse_fail(&p, "expected ',' or '}' in an object");
+        }
+    }
+    if (peek(&p) != -1) parse_fail(&p, "text after the object");
+    return out.p;
 }
 
 const StTensor *st_find(const StFile *f, const char *name) {

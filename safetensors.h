@@ -46,6 +46,14 @@ typedef struct {
 
 void st_read(const char *path, StFile *f);
 const StTensor *st_find(const StFile *f, const char *name);   // NULL if absent
+// The value of the __metadata__ entry `key` (a JSON string), decoded; NULL when there is none.
+// The caller frees it. Exits naming path when the entry is not a string or is there twice.
+char *st_metadata_string(const StFile *f, const char *key, const char *path);
+// A JSON object whose members are strings, numbers or arrays of them, as "key=value\n" lines: a
+// string decoded, a number as written, an array's items joined by ','. `part` names the text in
+// messages (the file is path). Exits when the text is not such an object, or when a name or value
+// could not be one line (a newline, '=' in a name, ',' in an array's string). The caller frees it.
+char *st_json_lines(const char *json, const char *path, const char *part);
 void st_file_free(StFile *f);
 
 // JSON string escaping helper: appends the JSON-escaped form of s (without quotes) to buf.

@@ -24,6 +24,7 @@
 #include "dataset/loader.h"
 #include "dataset/tasks.h"
 #include "eval.h"
+#include "llmc_model.h"
 #include "model.h"
 #include "viz.h"
 #include "perplexity.h"
@@ -199,10 +200,12 @@ static void check_memory(const GPTConfig *cfg, int B, int T, double allocated) {
 
 // With --load: the settings of how a trained model is run may change: a new --context (not for a
 // learned position table, whose size is fixed) and the context-extension settings (--rope-scaling ...).
+// With --new-schedule the model loads as it is: those flags are the new schedule's (new_schedule).
 static void adjust_loaded(GPTConfig *cfg, void *ctx) {
     Args *a = ctx;
     Options *o = &a->o;
     char msg[512];
+    if (o->new_schedule) { check_memory(cfg, 0, 0, 0); return; }
     if (a->set[find_flag("context") - FLAGS] && o->context != cfg->max_seq_len) {
         CHECK(!o->resume, "--context %d differs from the context %d of the checkpoint; --resume continues "
               "the same run (use --load to change the context)", o->context, cfg->max_seq_len);
@@ -223,29 +226,93 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
     check_memory(cfg, 0, 0, 0);
 }
 
-// The model: from a checkpoint (--load/--resume; architecture flags refused) or from the flags.
+// The positional schedule of the flags (--pe, --pe-layers, --input-pe, the scheme settings) on cfg,
+// whose dimensions are set; exits with the flags' problem.
+static void schedule_from_flags(const Args *a, GPTConfig *cfg) {
+    const Options *o = &a->o;
+    char msg[512];
+    posenc_defaults(&cfg->pe, cfg->n_layer);
+    CHECK(posenc_schedule(&cfg->pe, cfg->n_layer, o->pe, o->pe_layers, o->input_pe, msg, sizeof msg), "%s", msg);
+    for (int i = 0; i < a->n_pe; i++) CHECK(posenc_set(&cfg->pe, a->pe_key[i], a->pe_val[i], msg, sizeof msg) > 0, "%s", msg);
+    CHECK(gpt_config_check(cfg, msg, sizeof msg), "%s", msg);
+}
+
+// A loaded model keeps the positional schedule it was trained with unless --new-schedule asks for
+// the flags' one: a schedule flag alone is refused, naming what would be lost.
+static void refuse_schedule_flags(const Args *a, const GPT *m, const char *ckpt) {
+    char label[PE_MAX_LAYERS * 24];
+    posenc_label(&m->cfg.pe, label, sizeof label);
+    const PosScheme *table = posenc_fixed_table(&m->cfg.pe);
+    for (const char *const *f = SCHEDULE_FLAGS; *f && !a->o.new_schedule; f++) {
+        if (!flag_set(a, *f)) continue;
+        CHECK(!table, "--%s would give the model of '%s' a new positional schedule, dropping the %s position table it "
+              "was trained with; add --new-schedule to do that (README: Importing models)", *f, ckpt, table->name);
+        CHECK(0, "--%s would give the model of '%s' a new positional schedule in place of its own (%s); add "
+              "--new-schedule to do that (README: Importing models)", *f, ckpt, label);
+    }
+}
+
+// --new-schedule: the loaded model *m takes the flags' positional schedule. A model built from that
+// schedule and --seed (its context: --context, else the loaded one) takes every tensor of *m it has
+// by the same name and shape: wte, the blocks and ln_f always, a positional table the two schedules
+// share; the positional parameters only it has keep their --seed initialisation, and those only
+// *m has (a learned table over a schedule without one) are dropped.
+static void new_schedule(const Args *a, GPT *m, const char *ckpt) {
+    const Options *o = &a->o;
+    GPTConfig cfg = m->cfg;
+    if (o->context) cfg.max_seq_len = o->context;
+    schedule_from_flags(a, &cfg);
+    CHECK(!posenc_fixed_table(&cfg.pe) || !posenc_fixed_table(&m->cfg.pe) || cfg.max_seq_len == m->cfg.max_seq_len,
+          "--new-schedule --context %d: the new schedule keeps the %s position table of '%s', which has %d rows and "
+          "cannot serve another context", cfg.max_seq_len, posenc_fixed_table(&cfg.pe)->name, ckpt, m->cfg.max_seq_len);
+    check_memory(&cfg, 0, 0, 0);
+    GPT fresh;
+    gpt_build(&fresh, &cfg, (uint64_t)o->seed, 0);
+    char fresh_names[1024] = "", dropped[1024] = "";
+    for (int i = 0; i < fresh.n_tensors; i++) {
+        const TensorInfo *t = &fresh.tensors[i];
+        const TensorInfo *had = gpt_find_tensor(m, t->name);
+        if (had && had->rows == t->rows && had->cols == t->cols)
+            memcpy(fresh.params + t->offset, m->params + had->offset, sizeof(real) * (size_t)t->rows * t->cols);
+        else snprintf(fresh_names + strlen(fresh_names), sizeof fresh_names - strlen(fresh_names), " %s", t->name);
+    }
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = gpt_find_tensor(&fresh, m->tensors[i].name);
+        if (!t || t->rows != m->tensors[i].rows || t->cols != m->tensors[i].cols)
+            snprintf(dropped + strlen(dropped), sizeof dropped - strlen(dropped), " %s", m->tensors[i].name);
+    }
+    char was[PE_MAX_LAYERS * 24], now[PE_MAX_LAYERS * 24];
+    posenc_label(&m->cfg.pe, was, sizeof was);
+    posenc_label(&cfg.pe, now, sizeof now);
+    fprintf(stderr, "--new-schedule: the model of '%s' had positions %s, now %s; dropped:%s; new (from --seed):%s\n",
+            ckpt, was, now, *dropped ? dropped : " nothing", *fresh_names ? fresh_names : " nothing");
+    gpt_free(m);
+    *m = fresh;
+}
+
+// The model: from a model file (--load: any format model_load reads; --resume: a checkpoint;
+// architecture flags refused, the schedule flags with --new-schedule taken) or from the flags.
 // vocab: the vocabulary of a new model (from --tokenizer or the data). Evaluation beyond the
 // context extends the position tables later (gpt_reserve_positions).
 static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int vocab) {
     Options *o = &a->o;
     const char *ckpt = o->resume ? o->resume : o->load;
-    char msg[512];
     if (ckpt) {
-        ckpt_load(ckpt, model, 0, stored, o->resume ? st : NULL, adjust_loaded, a);
+        if (o->resume) ckpt_load(ckpt, model, 0, stored, st, adjust_loaded, a);
+        else model_load(ckpt, model, 0, stored, adjust_loaded, a);
         if (o->resume) {
             CHECK(st->has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
                   "use --load to fine-tune from it", ckpt);
             apply_stored(a, *stored, ckpt);
         }
+        refuse_schedule_flags(a, model, ckpt);
         refuse_model_flags(a, ckpt);
+        if (o->new_schedule) new_schedule(a, model, ckpt);
         return;
     }
     GPTConfig cfg = { .vocab_size = vocab, .n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
                       .max_seq_len = o->context ? o->context : o->seq };
-    posenc_defaults(&cfg.pe, cfg.n_layer);
-    CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, o->pe, o->pe_layers, o->input_pe, msg, sizeof msg), "%s", msg);
-    for (int i = 0; i < a->n_pe; i++) CHECK(posenc_set(&cfg.pe, a->pe_key[i], a->pe_val[i], msg, sizeof msg) > 0, "%s", msg);
-    CHECK(gpt_config_check(&cfg, msg, sizeof msg), "%s", msg);
+    schedule_from_flags(a, &cfg);
     check_memory(&cfg, 0, 0, 0);
     gpt_build(model, &cfg, (uint64_t)o->seed, 0);
 }
@@ -628,8 +695,12 @@ typedef struct {
 static void check_flags(const Args *a) {
     const Options *o = &a->o;
     CHECK(!(o->load && o->resume), "give either --load or --resume, not both");
-    CHECK(!(o->export_path || o->dump || o->eval_batches) || o->load || o->resume,
-          "--export, --dump-step and --eval-batches need the model from --load CKPT (or --resume CKPT)");
+    CHECK(!(o->export_path || o->export_llmc || o->dump || o->eval_batches) || o->load || o->resume,
+          "--export, --export-llmc, --dump-step and --eval-batches need the model from --load CKPT (or --resume CKPT)");
+    CHECK(!o->new_schedule || o->load, "--new-schedule gives the model of --load FILE a new positional schedule; give "
+          "--load (--resume continues the same run)");
+    CHECK(!o->new_schedule || o->pe || o->pe_layers || o->input_pe, "--new-schedule: give the new positional schedule "
+          "with --pe, --pe-layers or --input-pe");
     CHECK(!o->attention_map || o->load, "--attention-map needs a trained model: give --load CKPT (a checkpoint "
           "written with --save)");
     CHECK(!o->attention_map || (o->prompt != NULL) != (o->task != NULL), "--attention-map draws attention on one "
@@ -638,7 +709,8 @@ static void check_flags(const Args *a) {
     check_ppl_flags(a);
     const struct { const char *flag, *path; } outputs[] = {
         { "save", o->save }, { "log", o->log }, { "eval-out", o->eval_out }, { "ppl-out", o->ppl_out },
-        { "ppl-positions", o->ppl_positions }, { "export", o->export_path }, { "dump-step", o->dump },
+        { "ppl-positions", o->ppl_positions }, { "export", o->export_path }, { "export-llmc", o->export_llmc },
+        { "dump-step", o->dump },
     };
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
         if (outputs[i].path) check_output_file(outputs[i].flag, outputs[i].path);
@@ -707,8 +779,10 @@ static void check_with_model(Session *s) {
     CHECK(!o->resume || o->dump || o->sample || ppl_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
     CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !ppl_requested(o) &&
-          !o->attention_map && !o->export_path), "--detect-anomaly checks training steps and this run trains none; "
+          !o->attention_map && !o->export_path && !o->export_llmc), "--detect-anomaly checks training steps and this run trains none; "
           "give --steps N (with --load) or drop the flag");
+    char msg[512];
+    CHECK(!o->export_llmc || !llmc_unsupported(&s->model, msg, sizeof msg), "--export-llmc %s: %s", o->export_llmc, msg);
     CHECK(!o->sample || o->tokenizer || cfg->vocab_size == 256, "--sample: the model's vocabulary is %d tokens, "
           "not bytes; pass --tokenizer FILE to encode the prompt and print the sample", cfg->vocab_size);
 }
@@ -723,16 +797,22 @@ static void seed_streams(Session *s) {
     if (o->resume && o->task) s->task_rng.s = s->st.data_pos;
 }
 
-// --attention-map and --export need the model only; returns 1 when one of them ran.
+// --attention-map, --export and --export-llmc need the model only; returns 1 when one of them ran.
 static int model_only_modes(Session *s) {
     const Options *o = s->o;
     if (o->attention_map) {
         attention_map(&s->model, &s->tok, o, &s->tc);
         return 1;
     }
-    if (o->export_path) {
-        export_safetensors(o->export_path, &s->model);
-        fprintf(stderr, "exported %zu parameters to %s\n", s->model.num_params, o->export_path);
+    if (o->export_path || o->export_llmc) {
+        if (o->export_path) {
+            export_safetensors(o->export_path, &s->model);
+            fprintf(stderr, "exported %zu parameters to %s\n", s->model.num_params, o->export_path);
+        }
+        if (o->export_llmc) {
+            llmc_export(o->export_llmc, &s->model);
+            fprintf(stderr, "exported %zu parameters to %s (llm.c GPT-2 model, version 3)\n", s->model.num_params, o->export_llmc);
+        }
         return 1;
     }
     return 0;

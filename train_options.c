@@ -65,7 +65,8 @@ const Flag FLAGS[] = {
     { "log-every", F_INT, O(log_every), 1, 1e9, K_RUN, "N", "progress line every N steps (10)" },
     { "save", F_STR, O(save), 0, 0, K_RUN, "FILE", "write a checkpoint at the end (and every --save-every steps); {step} in FILE becomes the step" },
     { "save-every", F_INT, O(save_every), 0, 1e9, K_RUN, "N", "also checkpoint every N steps (0 = only at the end)" },
-    { "load", F_STR, O(load), 0, 0, K_RUN, "FILE", "start from a checkpoint's weights (fresh optimiser)" },
+    { "load", F_STR, O(load), 0, 0, K_RUN, "FILE", "start from a model's weights (fresh optimiser): a checkpoint, an llm.c GPT-2 model (version 3 or 5) or a --export safetensors file, told apart by content" },
+    { "new-schedule", F_SWITCH, O(new_schedule), 0, 1, K_RUN, "", "with --load: give the model the positional schedule of --pe/--pe-layers/--input-pe (and the scheme flags) in place of its own; the other weights are kept, a position table the new schedule has no place for is dropped, new positional parameters start from --seed" },
     { "resume", F_STR, O(resume), 0, 0, K_RUN, "FILE", "continue a run exactly: weights, optimiser, step, data position" },
     { "sample", F_INT, O(sample), 0, 1e7, K_RUN, "N", "generate N tokens after training (or from --load)" },
     { "prompt", F_STR, O(prompt), 0, 0, K_RUN, "TEXT", "text to continue when sampling" },
@@ -78,6 +79,7 @@ const Flag FLAGS[] = {
     { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F", "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
     { "ppl-tokens", F_INT, O(ppl_tokens), 1, 1e9, K_RUN, "N", "tokens scored at every window length, the same ones (default: all the validation text holds, at most 65536)" },
     { "export", F_STR, O(export_path), 0, 0, K_RUN, "FILE", "write the model as safetensors with HF GPT-2 names, then exit" },
+    { "export-llmc", F_STR, O(export_llmc), 0, 0, K_RUN, "FILE", "write the model as an llm.c GPT-2 model file (version 3, float32), then exit; only a learned input table over nope layers, which llm.c runs" },
     { "dump-step", F_STR, O(dump), 0, 0, K_RUN, "FILE", "write one forward/backward on the first batch as safetensors, then exit" },
     { "attention-map", F_STR, O(attention_map), 0, 0, K_RUN, "DIR", "draw every head's attention on --prompt (or a --task test instance) and the positional signal as PNG in DIR (gnuplot), then exit; needs --load" },
 };
@@ -189,8 +191,15 @@ void resume_command(const Args *a, const char *prog, const char *ckpt, char *buf
     append_flag(buf, cap, "resume", ckpt);
     for (int i = 0; i < N_FLAGS; i++) {
         const Flag *f = &FLAGS[i];
-        if (!a->set[i] || f->kind != K_RUN || !strcmp(f->name, "resume") || !strcmp(f->name, "load")) continue;
+        // --load and --new-schedule made the model the checkpoint now holds
+        if (!a->set[i] || f->kind != K_RUN || !strcmp(f->name, "resume") || !strcmp(f->name, "load") ||
+            !strcmp(f->name, "new-schedule")) continue;
         const void *p = (const char *)&a->o + f->off;
+        if (f->type == F_SWITCH) {                 // a switch takes no value
+            size_t n = strlen(buf);
+            snprintf(buf + n, n < cap ? cap - n : 0, " --%s", f->name);
+            continue;
+        }
         char v[64];
         if (f->type == F_STR) { append_flag(buf, cap, f->name, *(const char *const *)p); continue; }
         if (f->type == F_SWITCH) { snprintf(buf + strlen(buf), cap - strlen(buf), " --%s", f->name); continue; }
@@ -231,9 +240,17 @@ void apply_stored(Args *a, char *kv, const char *path) {
 
 int flag_set(const Args *a, const char *name) { return a->set[find_flag(name) - FLAGS]; }
 
+const char *const SCHEDULE_FLAGS[] = { "pe", "pe-layers", "input-pe", NULL };
+
+int is_schedule_flag(const char *name) {
+    for (const char *const *f = SCHEDULE_FLAGS; *f; f++) if (!strcmp(name, *f)) return 1;
+    return 0;
+}
+
 void refuse_model_flags(const Args *a, const char *ckpt) {
     for (int i = 0; i < N_FLAGS; i++)
-        CHECK(!(a->set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0,
+        CHECK(!(a->set[i] && FLAGS[i].kind == K_MODEL) || strcmp(FLAGS[i].name, "context") == 0 ||
+              (a->o.new_schedule && is_schedule_flag(FLAGS[i].name)),
               "--%s cannot change the architecture of the model in '%s'; drop the flag", FLAGS[i].name, ckpt);
 }
 

@@ -7,6 +7,8 @@
 
 typedef struct {
     const char *data, *val_data, *tokenizer, *save, *load, *resume, *export_path, *dump, *log, *prompt;
+    const char *export_llmc;                   // --export-llmc FILE: the model as an llm.c GPT-2 file
+    int new_schedule;                          // --new-schedule: --load with the flags' positional schedule
     const char *pe, *pe_layers, *input_pe;
     const char *attention_map;
     const char *task, *eval_out;
@@ -56,7 +58,12 @@ typedef struct {
 void parse_args(Args *a, int argc, char **argv);
 // 1 when the flag --name was given on the command line.
 int flag_set(const Args *a, const char *name);
-// With a checkpoint: exits when an architecture flag (K_MODEL, except --context) was given.
+// The flags that give a new model its positional schedule (--pe, --pe-layers, --input-pe), NULL
+// after the last; is_schedule_flag: 1 for one of them.
+extern const char *const SCHEDULE_FLAGS[];
+int is_schedule_flag(const char *name);
+// With a checkpoint: exits when an architecture flag (K_MODEL, except --context, and the schedule
+// flags with --new-schedule) was given.
 void refuse_model_flags(const Args *a, const char *ckpt);
 
 // The train.* lines stored in a checkpoint: every K_TRAIN flag's value (caller frees).

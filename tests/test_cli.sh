@@ -196,6 +196,54 @@ else fail=$((fail + 1)); echo "FAIL: --detect-anomaly must not change a finite r
 ./train $small --steps 1 --save "$tmp/da.ckpt" > /dev/null
 expect_fail "--detect-anomaly without training" "--detect-anomaly checks training steps and this run trains none" ./train --load "$tmp/da.ckpt" --detect-anomaly --sample 5
 
+# ---- model import: --load takes llm.c GPT-2 files and --export safetensors by content (both round
+# trip, byte for byte, with the same loss); --export-llmc only for what llm.c runs; a loaded model's
+# positional schedule changes only with --new-schedule
+./train $small --steps 2 --save "$tmp/gpt2.ckpt" > /dev/null
+ev="--val-data $tmp/tiny.txt --val-frac 0 --batch 2 --seq 8 --eval-batches 1"
+./train --load "$tmp/gpt2.ckpt" --export-llmc "$tmp/gpt2.bin" 2> /dev/null
+./train --load "$tmp/gpt2.ckpt" --export "$tmp/gpt2.st" 2> /dev/null
+if ./train --load "$tmp/gpt2.bin" --export-llmc "$tmp/gpt2-again.bin" --export "$tmp/gpt2-via-llmc.st" 2> /dev/null &&
+   ./train --load "$tmp/gpt2.st" --export "$tmp/gpt2-again.st" 2> /dev/null &&
+   cmp -s "$tmp/gpt2.bin" "$tmp/gpt2-again.bin" && cmp -s "$tmp/gpt2.st" "$tmp/gpt2-again.st" && cmp -s "$tmp/gpt2.st" "$tmp/gpt2-via-llmc.st" &&
+   [ "$(head -c 8 "$tmp/gpt2.bin" | od -An -tu4 | tr -s ' ')" = " 20240326 3" ]; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: llm.c and safetensors round trips through --load"; fi
+for f in gpt2.ckpt gpt2.bin gpt2.st; do
+  ./train --load "$tmp/$f" $ev 2> /dev/null | grep "^eval:" > "$tmp/ev.$f"
+done
+if grep -q "^eval: loss" "$tmp/ev.gpt2.ckpt" && cmp -s "$tmp/ev.gpt2.ckpt" "$tmp/ev.gpt2.bin" && cmp -s "$tmp/ev.gpt2.ckpt" "$tmp/ev.gpt2.st"; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the same loss from the checkpoint, its llm.c file and its export"; cat "$tmp"/ev.gpt2.*; fi
+size=$(stat -c %s "$tmp/gpt2.bin")
+head -c $((size - 8)) "$tmp/gpt2.bin" > "$tmp/trunc.bin"
+expect_fail "truncated llm.c model" "llm.c model '$tmp/trunc.bin' is $((size - 8)) bytes but its header needs $size: it is truncated" ./train --load "$tmp/trunc.bin" --export "$tmp/keep"
+./train --load "$tmp/gpt2.ckpt" --batch 1 --seq 4 --dump-step "$tmp/dump.st" 2> /dev/null
+expect_fail "a --dump-step file as a model" "safetensors file $tmp/dump.st lacks the tensor transformer.wte.weight" ./train --load "$tmp/dump.st" --export "$tmp/keep"
+expect_fail "--export-llmc of a RoPE model" "positions are rope; llm.c cannot run it" ./train --load "$tmp/rope.ckpt" --export "$tmp/keep" --export-llmc "$tmp/rope.bin"
+[ ! -e "$tmp/rope.bin" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a refused --export-llmc wrote a file"; }
+expect_fail "--export-llmc without a model" "--export-llmc, --dump-step and --eval-batches need the model from --load" ./train --export-llmc "$tmp/keep"
+expect_fail "--pe with --load of a learned model" "--pe would give the model of '$tmp/gpt2.bin' a new positional schedule, dropping the learned position table it was trained with; add --new-schedule" \
+  ./train --load "$tmp/gpt2.bin" --pe rope --steps 2 --save "$tmp/keep"
+expect_fail "--pe-layers with --load of a RoPE model" "a new positional schedule in place of its own (rope); add --new-schedule" ./train --load "$tmp/rope.ckpt" --pe-layers nope --save "$tmp/keep"
+expect_fail "--new-schedule with --resume" "--new-schedule gives the model of --load FILE a new positional schedule; give --load" ./train --resume "$tmp/r.ckpt" --new-schedule --pe rope --steps 9 --save "$tmp/keep"
+expect_fail "--new-schedule without a schedule" "give the new positional schedule with --pe, --pe-layers or --input-pe" ./train --load "$tmp/gpt2.bin" --new-schedule --steps 2 --save "$tmp/keep"
+expect_fail "--new-schedule keeping a learned table at a new context" "keeps the learned position table of '$tmp/gpt2.bin', which has 8 rows" \
+  ./train --load "$tmp/gpt2.bin" --new-schedule --input-pe learned --pe-layers t5 --context 16 --save "$tmp/keep"
+# accepted: GPT-2 weights with RoPE in place of the learned table, at twice the context; every other
+# weight kept exactly; then trained, resumed, and extended like any RoPE model
+if ./train --load "$tmp/gpt2.bin" --new-schedule --pe rope --export "$tmp/ns.st" 2> "$tmp/nsout" &&
+   grep -q "^--new-schedule: the model of '$tmp/gpt2.bin' had positions learned, now rope; dropped: transformer.wpe.weight; new (from --seed): nothing$" "$tmp/nsout" &&
+   ! grep -q "transformer.wpe" "$tmp/ns.st" && ./tests/st_compare "$tmp/ns.st" "$tmp/gpt2.st" --rtol 0 --atol 0 --skip transformer.wpe > /dev/null &&
+   ./train --load "$tmp/gpt2.bin" --new-schedule --pe rope --context 16 --seq 16 --steps 2 --save "$tmp/ns.ckpt" > /dev/null 2>&1 &&
+   ./train --resume "$tmp/ns.ckpt" --steps 3 > /dev/null &&
+   ./train --load "$tmp/ns.ckpt" --context 32 --seq 32 --batch 1 --eval-batches 1 --rope-scaling yarn --rope-factor 2 > "$tmp/ev" 2>&1 &&
+   grep -q "^eval: loss .* (model context 32)" "$tmp/ev"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --new-schedule --pe rope on a loaded GPT-2, then training and extension"; cat "$tmp/nsout" "$tmp/ev"; fi
+# a t5 table added beside the kept learned one (new from --seed; the learned table kept exactly)
+if ./train --load "$tmp/gpt2.st" --new-schedule --input-pe learned --pe-layers t5 --export "$tmp/ns5.st" 2> "$tmp/nsout" &&
+   grep -q "had positions learned, now learned+t5; dropped: nothing; new (from --seed): pe.t5.weight$" "$tmp/nsout" &&
+   ./tests/st_compare "$tmp/ns5.st" "$tmp/gpt2.st" --rtol 0 --atol 0 > /dev/null; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --new-schedule adding a t5 table"; cat "$tmp/nsout"; fi
+
 # ---- the good paths print what a user needs
 if ./train --help > "$tmp/help" && grep -q -- "--rope-pairing" "$tmp/help" && grep -q -- "--dump-step" "$tmp/help"; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --help"; fi
@@ -203,7 +251,7 @@ for f in data steps batch seq layers heads dim lr seed threads save load resume 
          rope-base rope-fraction rope-pairing sample prompt export dump-step pack eval-batches rope-scaling \
          rope-factor rope-original-context yarn-beta-fast yarn-beta-slow llama3-low-freq-factor \
          llama3-high-freq-factor xpos-scale-base p-rope-fraction t5-num-buckets t5-max-distance \
-         dropout schedule poly-power warmup-frac detect-anomaly; do
+         dropout schedule poly-power warmup-frac detect-anomaly export-llmc new-schedule; do
   grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
 done
 

@@ -6,7 +6,8 @@
 #     of only 1e-10: the gradients of a few-step model reach 1e-5 (attention weights), and
 #     st_compare's default floor 1e-6 would let a wrong one pass.
 #  2. When Debian's python3-torch is installed: also run the reference live on a fresh export and
-#     dump, and check the transformers config.json written beside a learned+nope export.
+#     dump, and check the transformers config.json written beside a learned+nope export; and load
+#     llm.c model files (versions 3 and 5) that tests/torch_llmc.py writes and checks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -35,6 +36,16 @@ while IFS='|' read -r name T data _; do
     fi
   fi
 done < tests/fixtures.list
+# llm.c GPT-2 files (versions 3 and 5) written by tests/torch_llmc.py from llm.c's layout, loaded by
+# ./train and checked against the float64 reference read from the same file by the script
+if [ $have_torch = 1 ]; then
+  "$PY" tests/torch_llmc.py write "$tmp"
+  for v in 3 5; do
+    if ./train --load "$tmp/model_v$v.bin" --data "$tmp/tokens.bin" --batch 2 --seq 16 --dump-step "$tmp/llmc$v.dump" 2> "$tmp/err" &&
+       "$PY" tests/torch_llmc.py check "$tmp/model_v$v.bin" "$tmp/llmc$v.dump" > "$tmp/llmc$v.out"; then ok
+    else bad "llm.c version $v file against PyTorch"; cat "$tmp/err" "$tmp/llmc$v.out"; fi
+  done
+fi
 [ $have_torch = 1 ] || echo "test_torch: python3-torch not installed: checked the committed fixtures only"
 echo "test_torch: $pass passed, $fail failed"
 [ $fail = 0 ]

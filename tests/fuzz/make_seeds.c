@@ -1,7 +1,8 @@
 // tests/fuzz/make_seeds.c: writes the seed inputs of the harnesses that do not come from ./train
 // (make fuzz runs ./train for the checkpoints and safetensors files) into DIR/NAME/: llm.c token
-// shards (uint16 and uint32), a byte file and sets of several files (shard), llm.c tokenizer files (tokenizer), and command lines, one
-// argument per line (train_args, compare_args, task: one per task).
+// shards (uint16 and uint32), a byte file and sets of several files (shard), llm.c tokenizer files
+// (tokenizer), llm.c model files (llmc), and command lines, one argument per line (train_args,
+// compare_args, task: one per task).
 //
 //   make_seeds DIR
 #include <errno.h>
@@ -70,6 +71,24 @@ static void tokenizer(const char *file, int version, int extra) {
     CHECK(fclose(f) == 0, "cannot write the tokenizer seed %s", file);
 }
 
+// A small llm.c GPT-2 model (llmc_model.h): context 4, vocabulary 5 padded to 8, 1 layer, 2 heads,
+// 4 channels; version 3 (float32) or 5 (bfloat16); the padding rows zero.
+static void llmc_model(const char *file, int version) {
+    FILE *f = create("llmc", file);
+    const int maxT = 4, V = 5, Vp = 8, L = 1, NH = 2, C = 4;
+    int32_t h[256] = { 20240326, version, maxT, V, L, NH, C, Vp };
+    for (int i = 0; i < 256; i++) put32(f, h[i]);
+    size_t n = (size_t)Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C;
+    for (size_t i = 0; i < n; i++) {
+        float x = i >= (size_t)V * C && i < (size_t)Vp * C ? 0.0f : 0.125f * (float)((int)(i % 17) - 8);
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        if (version == 5) { fputc((int)(u >> 16) & 255, f); fputc((int)(u >> 24), f); }
+        else put32(f, (int32_t)u);
+    }
+    CHECK(fclose(f) == 0, "cannot write the llm.c model seed %s", file);
+}
+
 int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: make_seeds DIR");
     snprintf(dir, sizeof dir, "%s", argv[1]);
@@ -96,6 +115,8 @@ int main(int argc, char **argv) {
 
     tokenizer("v1.bin", 1, 0);
     tokenizer("v2.bin", 2, 40);
+    llmc_model("v3.bin", 3);
+    llmc_model("v5.bin", 5);
 
     static const char *train[] = {
         "--steps\n20\n--lr\n3e-3\n--batch\n4\n--seq\n32\n--layers\n2\n--heads\n2\n--dim\n32\n",
