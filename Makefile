@@ -33,11 +33,13 @@ PYTHON ?= /usr/bin/python3
 
 CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
+HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
+# ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
+BPE = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv reproduce-nope reproduce-alibi
-all: train compare $(TESTS)
+all: train compare tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
 # link those objects (a program per source list compiled the model ten times over: make took
@@ -56,6 +58,8 @@ $(D)/%.o: %.c $(HDR) tests/testutil.h
 
 LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 train: $(call fobj,train.c train_options.c $(LIB))
+	$(LINK)
+tokenize: $(call fobj,tokenize.c $(BPE))
 	$(LINK)
 # compare asks posenc which schemes the RoPE context-extension settings act on
 compare: $(call fobj,compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c)
@@ -86,6 +90,8 @@ tests/test_eval: $(call fobj,tests/test_eval.c eval.c dataset/tasks.c dataset/da
 tests/st_compare: $(call fobj,tests/st_compare.c common.c atomicfile.c safetensors.c)
 	$(LINK)
 tests/test_stats: $(call fobj,tests/test_stats.c common.c stats.c)
+	$(LINK)
+tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 	$(LINK)
 
 # Fuzzing (README.md, "Fuzzing"). Each harness fuzz_NAME.c feeds one reader;
@@ -148,6 +154,7 @@ test: all $(FUZZ_SA)
 	OMP_NUM_THREADS=2 ./tests/test_ppl
 	OMP_NUM_THREADS=2 ./tests/test_eval
 	./tests/test_stats
+	./tests/test_bpe
 	for n in $(FUZZ); do $(SA)/fuzz_$$n tests/fuzz/regress/$$n || exit 1; done
 	./tests/test_cli.sh
 	./tests/test_resume.sh
@@ -252,4 +259,4 @@ fixtures: train tests/st_compare
 	./tests/make_fixtures.sh
 
 clean:
-	rm -rf train compare bench $(TESTS) build
+	rm -rf train compare tokenize bench $(TESTS) build
