@@ -162,6 +162,8 @@ test: all $(FUZZ_SA)
 	./tests/test_signals.sh
 	./tests/test_faults.sh
 	./tests/test_compare.sh
+	./tests/test_tokenize.sh
+	./tests/test_tokenize_ref.sh
 	./tests/test_torch.sh
 	./tests/test_rules.sh
 	@echo "make test: all test programs passed"
