@@ -99,7 +99,7 @@ tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 # ASan and UBSan (make fuzz), and build/fuzz-sa/fuzz_NAME with $(CC) and a main() that runs files
 # (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
 # every source but the driver tests/fuzz/fuzz.c, which then frees what a refused input allocated.
-FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task
+FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task bpe_vocab bpe_encode
 FUZZ_LIB_checkpoint = checkpoint.c safetensors.c $(CORE)
 FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
 FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c
@@ -107,6 +107,8 @@ FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
 FUZZ_LIB_train_args = train_options.c perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
 FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
+FUZZ_LIB_bpe_vocab = $(BPE)
+FUZZ_LIB_bpe_encode = $(BPE)
 FUZZ_CC = clang
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -fno-omit-frame-pointer $(WARN) -Wno-unknown-pragmas -DREAL=float \
   -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -137,7 +139,7 @@ $(SA)/fuzz_$(1): $(call sobj,tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz.c $(FUZZ_LIB
 	$$(LINK)
 endef
 $(foreach n,$(FUZZ),$(eval $(call FUZZ_RULES,$(n))))
-$(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/tasks.c dataset/batch.c)
+$(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c dataset/tasks.c dataset/batch.c $(BPE))
 	$(LINK)
 
 # Two threads make the tests exercise the OpenMP paths on any machine.
