@@ -13,7 +13,8 @@
 //   1. pre-tokenisation cuts the text into pieces with GPT-2's pattern
 //        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //      (bpe_piece_end; the classes \p{L}, \p{N}, \s come from dataset/unicode_classes.c);
-//   2. a piece whose bytes are a token is that token;
+//   2. a piece whose bytes are a token is that token (tiktoken's shortcut: with GPT-2's vocabulary,
+//      and with learned ones, merging the bytes reaches the same token, so it only saves time);
 //   3. any other piece starts as its single bytes, and the adjacent pair whose concatenation is
 //      the token of lowest id is merged, the leftmost such pair on a tie, until no adjacent pair
 //      concatenates to a token. (tiktoken's rule: the rank of a pair is the id of the bytes it

@@ -107,6 +107,8 @@ static void test_pieces(void) {
     PIECES(" \xff\xfe x", " \xff\xfe| x");
     PIECES("\xe2\x82" "x", "\xe2\x82|x");                    // a truncated sequence
     PIECES("\xc0\xaf" "a", "\xc0\xaf|a");                    // an overlong '/'
+    PIECES("\xe0\x81\x81" "b", "\xe0\x81\x81|b");              // an overlong 'A' is no letter
+    PIECES("\xf0\x80\x81\x81" "b", "\xf0\x80\x81\x81|b");
     PIECES("\xed\xa0\x80" "a", "\xed\xa0\x80|a");            // a surrogate
     PIECES("\xf4\x90\x80\x80" "a", "\xf4\x90\x80\x80|a");    // past U+10FFFF
     PIECES("caf\xc3", "caf|\xc3");                           // cut at the end
@@ -150,9 +152,9 @@ static void test_merge_loop(void) {
     for (int k = 0; k < cases; k++) {
         size_t len = 1 + rng_u64(&r) % (k % 10 == 0 ? 4000 : 60);
         int kind = k % 4;
-        if (kind == 3) {                                         // a long run of one or two tokens
-            const char *unit[] = { "a", "ab", " ", "!", "7", "\n", "the" };
-            const char *u = unit[rng_u64(&r) % 7];
+        if (kind == 3) {          // a run of one unit: overlapping equal pairs, where the leftmost tie decides
+            const char *unit[] = { "a", "e", "l", "s", "o", "ab", " ", "!", "7", "\n", "the" };
+            const char *u = unit[rng_u64(&r) % 11];
             for (size_t i = 0; i < len; i++) text[i] = (unsigned char)u[i % strlen(u)];
         } else {
             size_t from = rng_u64(&r) % (n - len);
