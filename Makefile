@@ -100,7 +100,7 @@ tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 # ASan and UBSan (make fuzz), and build/fuzz-sa/fuzz_NAME with $(CC) and a main() that runs files
 # (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
 # every source but the driver tests/fuzz/fuzz.c, which then frees what a refused input allocated.
-FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task bpe_vocab bpe_encode
+FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task bpe_vocab bpe_encode tokenize_decode
 FUZZ_LIB_checkpoint = checkpoint.c safetensors.c $(CORE)
 FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
 FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c
@@ -110,6 +110,7 @@ FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c pos
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_bpe_vocab = $(BPE)
 FUZZ_LIB_bpe_encode = $(BPE)
+FUZZ_LIB_tokenize_decode = tokenize.c $(BPE)
 FUZZ_CC = clang
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -fno-omit-frame-pointer $(WARN) -Wno-unknown-pragmas -DREAL=float \
   -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -119,8 +120,9 @@ SA = build/fuzz-sa
 zobj = $(addprefix $(FZ)/obj/,$(1:.c=.o))
 sobj = $(addprefix $(SA)/obj/,$(1:.c=.o))
 FUZZ_SA = $(addprefix $(SA)/fuzz_,$(FUZZ))
-# compare.c holds ./compare's main(), which the harness's driver replaces
+# compare.c and tokenize.c hold ./compare's and ./tokenize's main(), which the harness's driver replaces
 $(FZ)/obj/compare.o $(SA)/obj/compare.o: FUZZ_DEFS = -Dmain=compare_main
+$(FZ)/obj/tokenize.o $(SA)/obj/tokenize.o: FUZZ_DEFS = -Dmain=tokenize_main
 $(FZ)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h common.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c -o $@ $<

@@ -14,7 +14,6 @@
 // Nothing is written when the flags, the vocabulary files or an input are bad: everything is read
 // and encoded before the first shard is written, and each file is written whole or not at all
 // (atomicfile.h). The tokens are held in memory until then (4 bytes a token, about the input's size).
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -163,6 +162,13 @@ static void shard_name(char *buf, size_t cap, const char *out, int k) {
     snprintf(buf, cap, "%.*s_%06d.bin", (int)n, out, k);
 }
 
+// The first occurrence of sep (sep_len > 0 bytes) in s[0..n), or NULL
+static const unsigned char *find(const unsigned char *s, size_t n, const char *sep, size_t sep_len) {
+    for (size_t i = 0; i + sep_len <= n; i++)
+        if (s[i] == (unsigned char)sep[0] && !memcmp(s + i, sep, sep_len)) return s + i;
+    return NULL;
+}
+
 static void encode(const Args *a) {
     check_inputs(a->input, a->n_inputs, "input");
     check_writable_folder(a->out, "--out");
@@ -179,7 +185,7 @@ static void encode(const Args *a) {
         unsigned char *text = bpe_read_file(a->input[i], "input", &n);
         double t0 = now_seconds();
         for (size_t start = 0;;) {        // one document per stretch between separators
-            const unsigned char *sep = sep_len ? memmem(text + start, n - start, a->doc_sep, sep_len) : NULL;
+            const unsigned char *sep = sep_len ? find(text + start, n - start, a->doc_sep, sep_len) : NULL;
             size_t end = sep ? (size_t)(sep - text) : n;
             id_list_push(&ids, bpe.eot);
             bpe_encode(&enc, text + start, end - start, &ids);
@@ -288,8 +294,8 @@ static FILE *open_shard(const char *path, int32_t *ntok) {
     long long want = SHARD_HEADER_BYTES + 2LL * *ntok;
     CHECK((long long)st.st_size >= want, "the shard %s is truncated: its header says %d tokens (%lld bytes) but the file "
           "has %lld bytes", path, (int)*ntok, want, (long long)st.st_size);
-    CHECK((long long)st.st_size == want, "the shard %s has %lld bytes after its %d tokens; the file is damaged", path,
-          (long long)st.st_size - want, (int)*ntok);
+    CHECK((long long)st.st_size == want, "the shard %s is %lld bytes longer than its %d tokens; the file is damaged",
+          path, (long long)st.st_size - want, (int)*ntok);
     return f;
 }
 

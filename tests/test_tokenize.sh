@@ -190,7 +190,7 @@ open(d + "/short.bin", "wb").write(struct.pack("<3i", 20240520, 1, 0))
 PY
 dec() { local what=$1 needle=$2; shift 2; expect_fail "decode: $what" "$needle" $T decode --tokenizer "$V/tokenizer.bin" "$tmp/corpus.txt.bin" "$@"; }
 dec "a truncated shard" "$tmp/trunc.bin is truncated: its header says 20 tokens" "$tmp/trunc.bin"
-dec "bytes after the tokens" "$tmp/extra.bin has 1 bytes after its 10 tokens" "$tmp/extra.bin"
+dec "bytes after the tokens" "$tmp/extra.bin is 1 bytes longer than its 10 tokens" "$tmp/extra.bin"
 dec "a Llama-3 shard" "$tmp/llama3.bin is a Llama-3 shard" "$tmp/llama3.bin"
 dec "version 2" "$tmp/v2.bin has version 2" "$tmp/v2.bin"
 dec "a text file" "$tmp/a.txt is not an llm.c token shard" "$tmp/a.txt"

@@ -1,8 +1,9 @@
 // tests/fuzz/make_seeds.c: writes the seed inputs of the harnesses that do not come from ./train
 // (make fuzz runs ./train for the checkpoints and safetensors files) into DIR/NAME/: llm.c token
 // shards and a byte file (shard), llm.c tokenizer files (tokenizer), a learned BPE vocabulary as
-// encoder.json + vocab.bpe (bpe_vocab), texts to encode (bpe_encode), and command lines, one
-// argument per line (train_args, compare_args, task: one per task).
+// encoder.json + vocab.bpe (bpe_vocab), texts to encode (bpe_encode), a shard for ./tokenize decode
+// (tokenize_decode), and command lines, one argument per line (train_args, compare_args, task:
+// one per task).
 //
 //   make_seeds DIR
 #include <errno.h>
@@ -63,7 +64,8 @@ static void tokenizer(const char *file, int version, int extra) {
 }
 
 // bpe_vocab/trained.txt: 300 tokens learned from the embedded corpus, written by bpe.c's writers,
-// then joined as fuzz_bpe_vocab reads them; bpe_encode/: the corpus's start and mixed text.
+// then joined as fuzz_bpe_vocab reads them; bpe_encode/: the corpus's start and mixed text;
+// tokenize_decode/: a shard of byte tokens and ends of text (ids below 257).
 static void bpe_seeds(void) {
     size_t n;
     char *corpus = data_default_corpus_text(&n);
@@ -88,6 +90,13 @@ static void bpe_seeds(void) {
     bpe_free(&b);
     corpus[n < 4096 ? n : 4096] = 0;
     text("bpe_encode", "corpus.txt", corpus);
+    int tokens[300];
+    for (int i = 0; i < 300; i++) tokens[i] = i % 50 == 0 ? 256 : bpe_id_of_byte((unsigned char)corpus[i]);
+    char path[8192];
+    snprintf(path, sizeof path, "%s/tokenize_decode", dir);
+    CHECK(mkdir(path, 0777) == 0 || errno == EEXIST, "cannot create %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/tokenize_decode/bytes.bin", dir);
+    data_write_shard(path, tokens, 300);
     text("bpe_encode", "mixed.txt", "It's 12:30, we'll see. I'M \xc3\xa9t\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd "
          "\xe2\x80\x99s  \t\n\n  x \xc2\xa0y 1234567 \xd9\xa3 \xff\xfe\x80 caf\xc3");
     free(corpus);
