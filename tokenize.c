@@ -200,7 +200,10 @@ static void encode(const Args *a) {
     int n_shards = 1;
     char path[4096];
     if (a->shard_tokens) {
-        n_shards = (int)((ids.n + (size_t)a->shard_tokens - 1) / (size_t)a->shard_tokens);
+        size_t count = (ids.n + (size_t)a->shard_tokens - 1) / (size_t)a->shard_tokens;
+        CHECK(count <= 1000000, "--shard-tokens %ld: %zu tokens would make %zu shards, more than the 1000000 that "
+              "six-digit names number; pass a larger --shard-tokens", a->shard_tokens, ids.n, count);
+        n_shards = (int)count;
         shard_name(path, sizeof path, a->out, n_shards);
         CHECK(access(path, F_OK) != 0, "--out %s: %s exists, from an earlier run with more shards; a glob would mix it "
               "with the %d new shards, so remove it first", a->out, path, n_shards);
