@@ -295,5 +295,6 @@ unicode-classes:
 fixtures: train tests/st_compare
 	./tests/make_fixtures.sh
 
+# build/npm/ (downloads, not build outputs) is kept, so the tests do not fetch them again
 clean:
-	rm -rf train compare tokenize bench $(TESTS) build
+	rm -rf train compare tokenize bench $(TESTS) $(filter-out $(NPM_DIR),$(wildcard build/*))
