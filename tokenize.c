@@ -239,12 +239,11 @@ static void encode(const Args *a) {
 
 static void train(const Args *a) {
     check_inputs(a->input, a->n_inputs, "input");
-    struct stat st;
-    if (stat(a->out_dir, &st) != 0)
-        CHECK(mkdir(a->out_dir, 0777) == 0, "--out-dir %s cannot be created: %s", a->out_dir, strerror(errno));
-    else
-        CHECK(S_ISDIR(st.st_mode), "--out-dir %s is a file, not a folder", a->out_dir);
-    CHECK(access(a->out_dir, W_OK) == 0, "--out-dir %s is not writable", a->out_dir);
+    struct stat st;                      // the folder, or the one it will be created in, is writable
+    int exists = stat(a->out_dir, &st) == 0;
+    if (exists) CHECK(S_ISDIR(st.st_mode) && access(a->out_dir, W_OK) == 0, "--out-dir %s is %s", a->out_dir,
+                      S_ISDIR(st.st_mode) ? "a folder that is not writable" : "a file, not a folder");
+    else check_writable_folder(a->out_dir, "--out-dir");
     unsigned char **text = xmalloc((size_t)a->n_inputs * sizeof *text);
     size_t *len = xmalloc((size_t)a->n_inputs * sizeof *len), bytes = 0;
     for (int i = 0; i < a->n_inputs; i++) { text[i] = bpe_read_file(a->input[i], "input", &len[i]); bytes += len[i]; }
@@ -254,6 +253,7 @@ static void train(const Args *a) {
     Bpe bpe;
     bpe_train(&bpe, (const unsigned char *const *)text, len, a->n_inputs, (int)a->vocab_size, what);
     double seconds = now_seconds() - t0;
+    if (!exists) CHECK(mkdir(a->out_dir, 0777) == 0, "--out-dir %s cannot be created: %s", a->out_dir, strerror(errno));
     char path[3][4200];
     const char *names[3] = { "encoder.json", "vocab.bpe", "tokenizer.bin" };
     for (int k = 0; k < 3; k++) snprintf(path[k], sizeof path[k], "%s/%s", a->out_dir, names[k]);

@@ -140,7 +140,9 @@ if [ "$(id -u)" != 0 ] || [ ${#as_nobody[@]} != 0 ]; then
   expect_fail "unreadable input" "cannot read the input $tmp/secret.txt" "${as_nobody[@]}" $T encode "${enc[@]}" --out "$tmp/w/x.bin" "$tmp/secret.txt"
 else echo "test_tokenize: root without setpriv: the unreadable-input case is skipped"; fi
 expect_fail "train: too large a vocabulary" "pass --vocab-size" $T train --vocab-size 5000 --out-dir "$tmp/w" "$tmp/a.txt"
+expect_fail "train: too large a vocabulary, a new --out-dir" "pass --vocab-size" $T train --vocab-size 5000 --out-dir "$tmp/w/new" "$tmp/a.txt"
 expect_fail "train: --out-dir is a file" "--out-dir $tmp/keep is a file" $T train --vocab-size 300 --out-dir "$tmp/keep" "$tmp/a.txt"
+expect_fail "train: --out-dir in a missing folder" "the folder $tmp/nodir does not exist" $T train --vocab-size 300 --out-dir "$tmp/nodir/v" "$tmp/a.txt"
 
 # ---- bad encoder.json and vocab.bpe: each a copy of the good one with one thing wrong
 # mutate SRC DST 'python expression of s': DST is SRC (the good encoder.json or vocab.bpe) changed
