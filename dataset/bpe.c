@@ -197,7 +197,7 @@ unsigned char *bpe_read_file(const char *path, const char *what, size_t *len) {
 // ---- the vocabulary -------------------------------------------------------------------------------
 
 // token t's bytes as encoder.json writes them (each byte as its bytes_to_unicode character, UTF-8),
-// cut with "..." past ~60 characters, for messages
+// cut with "..." past 120 bytes, for messages
 static const char *token_text(const unsigned char *b, size_t n, char *buf, size_t cap) {
     size_t o = 0;
     for (size_t i = 0; i < n && o + 8 < cap; i++) {
