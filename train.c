@@ -818,6 +818,13 @@ static int model_only_modes(Session *s) {
     return 0;
 }
 
+// A shard set's document token is its kind's (GPT-2's 50256, Llama-3's 128000) unless --tokenizer
+// gives another: shards ./tokenize encode wrote with a vocabulary of its own (./tokenize train) open
+// each document with that vocabulary's end of text, which --pack must take as the boundary.
+static void use_tokenizer_eot(const Session *s, TokenSet *set) {
+    if (s->o->tokenizer && s->tok.eot >= 0 && set->kind != DATA_BYTES) set->eot = s->tok.eot;
+}
+
 // Text: the training and validation tokens (--val-data, or the last --val-frac of the data),
 // checked against the model (every token inside its vocabulary: data_check_vocab reads the data
 // once, in chunks, when its kind can hold a token past it) and the batch shape.
@@ -825,9 +832,11 @@ static void split_text(Session *s) {
     const Options *o = s->o;
     int vocab = s->model.cfg.vocab_size, context = s->model.cfg.max_seq_len;
     data_check_vocab(&s->all, vocab);
+    use_tokenizer_eot(s, &s->all);
     if (o->val_data) {
         data_open(o->val_data, &s->valfile);
         data_check_vocab(&s->valfile, vocab);
+        use_tokenizer_eot(s, &s->valfile);
         s->train = s->all; s->val = s->valfile;
     } else {
         data_split(&s->all, o->val_frac, &s->train, &s->val);

@@ -99,6 +99,14 @@ if [ -x ./train ]; then
   ./train --data "$tmp/w.bin" --tokenizer "$tmp/tok.bin" --layers 1 --heads 2 --dim 16 --seq 16 --batch 2 --steps 3 \
     --val-every 0 --log-every 1000 --sample 30 > "$tmp/train.out" 2>&1 && grep -q -- "---- end of sample" "$tmp/train.out" \
     && grep -q "vocab 600" "$tmp/train.out" && ok || { bad "./train on the shard with the tokenizer file:"; sed 's/^/    /' "$tmp/train.out"; }
+  # --pack takes the tokenizer's end of text (599, not GPT-2's 50256) as the document boundary:
+  # the shard's documents (one per file, three files) then change the first step's loss
+  printf 'one document\n' > "$tmp/d1.txt"; printf 'and another one\n' > "$tmp/d2.txt"; printf 'a third\n' > "$tmp/d3.txt"
+  ./tokenize encode "${enc[@]}" --out "$tmp/docs.bin" "$tmp/d1.txt" "$tmp/d2.txt" "$tmp/d3.txt" "$tmp/d1.txt" "$tmp/d2.txt" > /dev/null
+  small=(--data "$tmp/docs.bin" --tokenizer "$tmp/tok.bin" --layers 1 --heads 2 --dim 16 --seq 32 --batch 1 --steps 1 --val-frac 0 --val-every 0 --log-every 1 --pack)
+  l0=$(./train "${small[@]}" 0 2>&1 | grep -o 'loss [0-9.]*' | head -1)
+  l1=$(./train "${small[@]}" 1 2>&1 | grep -o 'loss [0-9.]*' | head -1)
+  [ -n "$l0" ] && [ -n "$l1" ] && [ "$l0" != "$l1" ] && ok || bad "--pack on a learned vocabulary's shard: the same loss as without ($l0, $l1): its end of text is not a boundary"
 fi
 
 # ---- --help lists every flag
