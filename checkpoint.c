@@ -284,7 +284,7 @@ static void add_model_tensors(StWriter *w, const GPT *m, const real *base, const
 }
 
 static void set_metadata(StWriter *w, const GPT *m) {
-    char cfg[8192], esc[16384], meta[20000], flat[2048];
+    char cfg[32768], esc[65536], meta[90000], flat[16384];   // room for two lists of PE_MAX_FACTORS
     model_config_json(m, cfg, sizeof cfg);
     st_json_escape(esc, sizeof esc, cfg);
     posenc_metadata(&m->cfg.pe, flat, sizeof flat);

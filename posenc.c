@@ -4,6 +4,7 @@
 // The schemes themselves (hooks, tables, SCHEMES[]) are in posenc_schemes.c.
 #include "posenc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -14,7 +15,7 @@
 // the settings: a new one is a row here (and a field of PosConfig), then its use in the scheme
 
 static const char *const PAIRING_NAMES[] = { "split", "interleaved", NULL };             // rope_interleaved 0, 1
-static const char *const SCALING_NAMES[] = { "none", "linear", "dynamic", "yarn", "llama3", NULL };   // RopeScaling
+static const char *const SCALING_NAMES[] = { "none", "linear", "dynamic", "yarn", "llama3", "longrope", NULL };   // RopeScaling
 _Static_assert(sizeof(RopeScaling) == sizeof(int), "rope_scaling is set through an int");
 
 #define PC(f) offsetof(PosConfig, f)
@@ -26,7 +27,7 @@ static const PosSetting SETTINGS[] = {
     { .key = "rope_pairing", .type = PE_SET_ENUM, .offset = PC(rope_interleaved), .names = PAIRING_NAMES,
       .arg = "P", .help = "split (i, i+d/2) [ccss] or interleaved (2i,2i+1) [cscs] (split)" },
     { .key = "rope_scaling", .type = PE_SET_ENUM, .offset = PC(rope_scaling), .names = SCALING_NAMES,
-      .arg = "M", .help = "context extension: none, linear, dynamic, yarn, llama3 (none)", .eval = 1, .metadata = 1 },
+      .arg = "M", .help = "context extension: none, linear, dynamic, yarn, llama3, longrope (none)", .eval = 1, .metadata = 1 },
     { .key = "rope_factor", .type = PE_SET_DOUBLE, .offset = PC(rope_factor), .def = 1, .lo = 1, .hi = 1e6,
       .arg = "S", .help = "the extension factor s (1)", .eval = 1, .metadata = 1 },
     // 0: the model's context (posenc_resolve)
@@ -40,6 +41,12 @@ static const PosSetting SETTINGS[] = {
       .lo_open = 1, .arg = "X", .help = "llama3 low_freq_factor (1)", .eval = 1, .metadata = 1 },
     { .key = "llama3_high_freq_factor", .type = PE_SET_DOUBLE, .offset = PC(llama3_high_freq_factor), .def = 4, .lo = 0, .hi = 1e6,
       .lo_open = 1, .arg = "X", .help = "llama3 high_freq_factor (4)", .eval = 1, .metadata = 1 },
+    { .key = "longrope_short", .type = PE_SET_LIST, .offset = PC(longrope_short), .lo = 0, .hi = 1e6, .lo_open = 1,
+      .arg = "LIST", .help = "longrope: d_rot/2 factors for sequences <= L0, a comma list or a file of numbers", .eval = 1, .metadata = 1 },
+    { .key = "longrope_long", .type = PE_SET_LIST, .offset = PC(longrope_long), .lo = 0, .hi = 1e6, .lo_open = 1,
+      .arg = "LIST", .help = "longrope: d_rot/2 factors for sequences > L0, as --longrope-short", .eval = 1, .metadata = 1 },
+    { .key = "longrope_attention", .type = PE_SET_DOUBLE, .offset = PC(longrope_attention), .def = 0, .lo = 0, .hi = 1e6,
+      .arg = "A", .help = "longrope: factor on cos and sin (0: sqrt(1 + ln s/ln L0) if s > 1, else 1) (0)", .eval = 1, .metadata = 1 },
     { .key = "xpos_scale_base", .type = PE_SET_DOUBLE, .offset = PC(xpos_scale_base), .def = 512, .lo = 0, .hi = 1e12, .lo_open = 1,
       .arg = "X", .help = "xpos gamma: zeta^(distance/gamma) (512)", .metadata = 1 },
     { .key = "p_rope_fraction", .type = PE_SET_DOUBLE, .offset = PC(p_rope_fraction), .def = 0.25, .lo = 0, .hi = 1, .lo_open = 1,
@@ -59,12 +66,19 @@ const PosSetting *posenc_setting(int i) {
 }
 
 static double *double_at(PosConfig *c, const PosSetting *s) { return (double *)((char *)c + s->offset); }
+static PosFactors *list_at(PosConfig *c, const PosSetting *s) { return (PosFactors *)((char *)c + s->offset); }
 static int *int_at(PosConfig *c, const PosSetting *s) { return (int *)((char *)c + s->offset); }
 
-// The value of setting s in c as text: %.17g (every double reads back exactly), %d, or the name.
+// The value of setting s in c as text: %.17g (every double reads back exactly), %d, the name, or a
+// list's numbers joined by commas (empty: none). cap: PE_VALUE_CAP holds any value.
 static const char *format_value(const PosConfig *c, const PosSetting *s, char *buf, size_t cap) {
     const char *p = (const char *)c + s->offset;
-    if (s->type == PE_SET_DOUBLE) snprintf(buf, cap, "%.17g", *(const double *)p);
+    if (s->type == PE_SET_LIST) {
+        const PosFactors *f = (const PosFactors *)p;
+        size_t k = 0;
+        buf[0] = 0;
+        for (int i = 0; i < f->n && k < cap; i++) k += snprintf(buf + k, cap - k, "%s%.17g", i ? "," : "", f->f[i]);
+    } else if (s->type == PE_SET_DOUBLE) snprintf(buf, cap, "%.17g", *(const double *)p);
     else if (s->type == PE_SET_INT) snprintf(buf, cap, "%d", *(const int *)p);
     else snprintf(buf, cap, "%s", s->names[*(const int *)p]);
     return buf;
@@ -111,6 +125,7 @@ void posenc_defaults(PosConfig *c, int n_layer) {
     for (int i = 0; i < N_SETTINGS; i++) {
         const PosSetting *s = &SETTINGS[i];
         if (s->type == PE_SET_DOUBLE) *double_at(c, s) = s->def;
+        else if (s->type == PE_SET_LIST) list_at(c, s)->n = 0;     // none
         else *int_at(c, s) = (int)s->def;
     }
 }
@@ -250,7 +265,7 @@ const PosScheme *posenc_fixed_table(const PosConfig *c) {
 }
 
 int posenc_window_context(const PosConfig *c, int W) {
-    if (c->rope_scaling != ROPE_SCALING_DYNAMIC) return 0;
+    if (c->rope_scaling != ROPE_SCALING_DYNAMIC && c->rope_scaling != ROPE_SCALING_LONGROPE) return 0;
     return W > c->rope_original_context ? W : c->rope_original_context;
 }
 
@@ -285,9 +300,76 @@ static int parse_int(const char *v, int *out) {
     return 1;
 }
 
+int posenc_parse_factors(const char *text, double lo, double hi, PosFactors *f, char *msg, size_t cap) {
+    memset(f, 0, sizeof *f);        // the unused tail too: configs compare equal as bytes
+    const char *p = text;
+    for (;;) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        if (f->n >= PE_MAX_FACTORS) { snprintf(msg, cap, "more than %d factors", PE_MAX_FACTORS); return 0; }
+        // one number: up to the next comma or white space
+        size_t len = strcspn(p, ", \t\r\n\v\f");
+        char num[64];
+        double x;
+        snprintf(num, sizeof num, "%.*s", (int)(len < sizeof num - 1 ? len : sizeof num - 1), p);
+        if (len == 0 || len >= sizeof num || !parse_double(num, &x)) {
+            snprintf(msg, cap, "factor %d, '%.*s', is not a number", f->n + 1, (int)(len < 40 ? len : 40), p);
+            return 0;
+        }
+        if (x <= lo || x > hi) { snprintf(msg, cap, "factor %d is %g, outside (%g, %g]", f->n + 1, x, lo, hi); return 0; }
+        f->f[f->n++] = x;
+        p += len;
+        while (isspace((unsigned char)*p)) p++;
+        if (*p == ',') {            // a comma must be followed by a number
+            p++;
+            while (isspace((unsigned char)*p)) p++;
+            if (!*p || *p == ',') { snprintf(msg, cap, "a comma after factor %d is not followed by a number", f->n); return 0; }
+        }
+    }
+    return 1;
+}
+
+// The setting whose key this is, or NULL
+static const PosSetting *setting_of(const char *key) {
+    for (int i = 0; i < N_SETTINGS; i++) if (strcmp(key, SETTINGS[i].key) == 0) return &SETTINGS[i];
+    return NULL;
+}
+
+const char *posenc_flag_value(const char *key, const char *value, char *buf, size_t bufcap, char *msg, size_t cap) {
+    const PosSetting *s = setting_of(key);
+    PosFactors f;
+    char fl[64], why[160];
+    if (!s || s->type != PE_SET_LIST || posenc_parse_factors(value, s->lo, s->hi, &f, why, sizeof why)) return value;
+    flag_of(s->key, fl, sizeof fl);
+    FILE *in = fopen(value, "rb");
+    if (!in) {
+        snprintf(msg, cap, "%s '%s' is neither a list of numbers (%s) nor a readable file (%s)", fl, value, why, strerror(errno));
+        return NULL;
+    }
+    enum { MAX_FILE = 1 << 20 };    // PE_MAX_FACTORS numbers take far less
+    char *text = xmalloc(MAX_FILE + 1);
+    size_t n = fread(text, 1, MAX_FILE + 1, in);
+    int failed = ferror(in);
+    fclose(in);
+    text[n <= MAX_FILE ? n : MAX_FILE] = 0;
+    int nul = strlen(text) != n;
+    int ok = !failed && n <= MAX_FILE && !nul && posenc_parse_factors(text, s->lo, s->hi, &f, why, sizeof why);
+    free(text);
+    if (!ok) {
+        snprintf(msg, cap, "%s: file '%s': %s", fl, value, failed ? "cannot be read" : n > MAX_FILE ? "over 1 MiB, not a factor list"
+                 : nul ? "holds a NUL byte, not a text list of numbers" : why);
+        return NULL;
+    }
+    CHECK(bufcap >= PE_VALUE_CAP, "internal: posenc_flag_value needs a buffer of PE_VALUE_CAP");
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < f.n; i++) k += snprintf(buf + k, bufcap - k, "%s%.17g", i ? "," : "", f.f[i]);
+    return buf;
+}
+
 
 void posenc_write_kv(const PosConfig *c, FILE *f) {
-    char layers[PE_MAX_LAYERS * 24], v[32];
+    char layers[PE_MAX_LAYERS * 24], v[PE_VALUE_CAP];
     posenc_layer_list(c, layers, sizeof layers);
     fprintf(f, "input_pe=%s\nlayer_pe=%s\n", input_name(c), layers);
     for (int i = 0; i < N_SETTINGS; i++) fprintf(f, "%s=%s\n", SETTINGS[i].key, format_value(c, &SETTINGS[i], v, sizeof v));
@@ -299,7 +381,16 @@ static int set_value(PosConfig *c, const PosSetting *s, const char *value, char 
     double x;
     int n;
     flag_of(s->key, fl, sizeof fl);
-    if (s->type == PE_SET_DOUBLE) {
+    if (s->type == PE_SET_LIST) {
+        PosFactors f;
+        char why[160];
+        if (!posenc_parse_factors(value, s->lo, s->hi, &f, why, sizeof why)) {
+            snprintf(msg, cap, "%s must be a list of numbers in %c%g, %g], separated by commas or white space: %s", fl,
+                     s->lo_open ? '(' : '[', s->lo, s->hi, why);
+            return 0;
+        }
+        *list_at(c, s) = f;
+    } else if (s->type == PE_SET_DOUBLE) {
         if (!parse_double(value, &x) || (s->lo_open ? x <= s->lo : x < s->lo) || x > s->hi) {
             snprintf(msg, cap, "%s must be a number in %c%g, %g] (got '%s')", fl, s->lo_open ? '(' : '[', s->lo, s->hi, value);
             return 0;
@@ -325,8 +416,8 @@ static int set_value(PosConfig *c, const PosSetting *s, const char *value, char 
 }
 
 int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size_t cap) {
-    for (int i = 0; i < N_SETTINGS; i++)
-        if (strcmp(key, SETTINGS[i].key) == 0) return set_value(c, &SETTINGS[i], value, msg, cap) ? 1 : -1;
+    const PosSetting *row = setting_of(key);
+    if (row) return set_value(c, row, value, msg, cap) ? 1 : -1;
     if (strcmp(key, "input_pe") == 0) return posenc_schedule(c, c->n_layer, NULL, NULL, value, msg, cap) ? 1 : -1;
     if (strcmp(key, "layer_pe") == 0) {
         int n = 1;
@@ -341,20 +432,21 @@ int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size
 
 #define AT (k < cap ? buf + k : buf + cap), (k < cap ? cap - k : 0)
 size_t posenc_json(const PosConfig *c, char *buf, size_t cap) {
-    char v[32];
+    char v[PE_VALUE_CAP];
     size_t k = snprintf(buf, cap, "\"input_pe\":\"%s\",\"layer_pe\":[", input_name(c));
     for (int l = 0; l < c->n_layer; l++) k += snprintf(AT, "%s\"%s\"", l ? "," : "", posenc_scheme(c->layer[l])->name);
     k += snprintf(AT, "]");
-    for (int i = 0; i < N_SETTINGS; i++) {     // numbers as JSON numbers, names as strings
-        const char *q = SETTINGS[i].type == PE_SET_ENUM ? "\"" : "";
-        k += snprintf(AT, ",\"%s\":%s%s%s", SETTINGS[i].key, q, format_value(c, &SETTINGS[i], v, sizeof v), q);
+    for (int i = 0; i < N_SETTINGS; i++) {     // numbers as JSON numbers, names as strings, lists as arrays
+        PosSettingType t = SETTINGS[i].type;
+        const char *open = t == PE_SET_ENUM ? "\"" : t == PE_SET_LIST ? "[" : "", *close = t == PE_SET_LIST ? "]" : open;
+        k += snprintf(AT, ",\"%s\":%s%s%s", SETTINGS[i].key, open, format_value(c, &SETTINGS[i], v, sizeof v), close);
     }
     return k;
 }
 
 // The settings with metadata = 1 as top-level safetensors metadata (string values): ,"rope_scaling":"none",...
 size_t posenc_metadata(const PosConfig *c, char *buf, size_t cap) {
-    char v[32];
+    char v[PE_VALUE_CAP];
     size_t k = 0;
     if (cap) buf[0] = 0;
     for (int i = 0; i < N_SETTINGS; i++)

@@ -14,6 +14,7 @@
 
 enum { PE_HOOK_INPUT = 1, PE_HOOK_QK = 2, PE_HOOK_BIAS = 4 };
 enum { PE_MAX_LAYERS = 64 };
+enum { PE_MAX_FACTORS = 128 };   // longrope: d_rot/2 factors per list, rotated widths up to 256
 
 // Scheme ids index the table returned by posenc_scheme(); 0 is always "nope".
 enum { PE_NOPE = 0 };
@@ -23,7 +24,13 @@ enum { PE_NOPE = 0 };
 
 // RoPE context extension (shared/REFERENCE.md; HF rope_type values)
 typedef enum { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_DYNAMIC, ROPE_SCALING_YARN,
-               ROPE_SCALING_LLAMA3 } RopeScaling;
+               ROPE_SCALING_LLAMA3, ROPE_SCALING_LONGROPE } RopeScaling;
+
+// A list of positive factors (longrope's short and long lists), one per rotated pair
+typedef struct {
+    int n;                      // factors given (0: none)
+    double f[PE_MAX_FACTORS];
+} PosFactors;
 
 typedef struct {
     int input;                  // scheme id at the input hook (PE_NOPE: nothing added)
@@ -33,11 +40,13 @@ typedef struct {
     double rope_fraction;       // d_rot = int(head_size * fraction), must be even (1.0)
     int rope_interleaved;       // 0: split-half pairs (i, i+d/2) [ccss]; 1: (2i, 2i+1) [cscs]
     // context extension of the RoPE family (rope, p-rope, xpos)
-    RopeScaling rope_scaling;   // none, linear, dynamic, yarn, llama3                    (none)
+    RopeScaling rope_scaling;   // none, linear, dynamic, yarn, llama3, longrope          (none)
     double rope_factor;         // s                                                     (1)
     int rope_original_context;  // L0, the context the model was trained at (0: the model's context)
     double yarn_beta_fast, yarn_beta_slow;                  // (32, 1)
     double llama3_low_freq_factor, llama3_high_freq_factor; // (1, 4)
+    PosFactors longrope_short, longrope_long;   // theta_i / f_i at sequences <= L0 / longer (none)
+    double longrope_attention;  // a on cos and sin (0: sqrt(1 + ln s / ln L0) when s > 1, else 1)
     double xpos_scale_base;     // xpos gamma                                            (512)
     double p_rope_fraction;     // p-rope keeps floor(fraction * d_rot/2) highest frequencies (0.25)
     int t5_num_buckets;         // (32)
@@ -128,10 +137,11 @@ int posenc_find(const char *name);              // -1 if unknown
 
 // A scheme setting: one row of posenc.c's SETTINGS[] gives its default, its flag (the key with '-'
 // for '_': rope_base -> --rope-base), its checkpoint line, JSON member, metadata entry and --help.
-typedef enum { PE_SET_DOUBLE, PE_SET_INT, PE_SET_ENUM } PosSettingType;
+typedef enum { PE_SET_DOUBLE, PE_SET_INT, PE_SET_ENUM, PE_SET_LIST } PosSettingType;
 typedef struct {
     const char *key;            // "rope_base": checkpoint key and JSON member
-    PosSettingType type;        // the field: a double, or an int (an enum: the index of its value name)
+    PosSettingType type;        // the field: a double, or an int (an enum: the index of its value name),
+                                // or a PosFactors (a list: each value in (lo, hi])
     size_t offset;              // of the field in PosConfig
     double def;                 // default value (an enum: the index of its value name)
     double lo, hi;              // valid values: [lo, hi], (lo, hi] with lo_open; an int with hi INT_MAX: >= lo
@@ -166,8 +176,11 @@ void posenc_tables_free(PosTables *t);
 void posenc_alibi_slopes(int n, double *out);
 // RoPE inverse frequencies theta_i, i < d_rot/2, out (d_rot/2,), after the context-extension
 // method of c (context: the model's context, which dynamic scaling compares with L0).
-// *attn_factor receives the factor on cos and sin (YaRN; 1 otherwise). T5's bucket of distance n.
+// *attn_factor receives the factor on cos and sin (YaRN, LongRoPE; 1 otherwise). longrope takes its
+// long list when context > L0, else its short one. T5's bucket of distance n.
 void posenc_rope_freqs(const PosConfig *c, int d_rot, int context, double *out, double *attn_factor);
+// LongRoPE's attention factor: given when > 0, else sqrt(1 + ln(s)/ln(L0)) when s > 1, else 1.
+double posenc_longrope_attention(double s, int L0, double given);
 int posenc_t5_bucket(int n, int num_buckets, int max_distance);
 int posenc_rope_width(const PosConfig *c, int head_size);
 
@@ -176,6 +189,17 @@ int posenc_rope_width(const PosConfig *c, int head_size);
 // the key is not posenc's, -1 (with msg) if the value is bad, 1 on success.
 void posenc_write_kv(const PosConfig *c, FILE *f);
 int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size_t cap);
+// The value of a scheme flag as posenc_set takes it (key: "longrope_short"). A list setting takes a
+// list of numbers or the name of a file that holds one (numbers separated by commas or white
+// space): a file's list is written into buf (bufcap >= PE_VALUE_CAP) as a comma list, and buf is
+// returned. Any other value is returned as it is. NULL and a sentence naming the flag in msg when
+// the value is neither a list nor a readable file of one.
+const char *posenc_flag_value(const char *key, const char *value, char *buf, size_t bufcap, char *msg, size_t cap);
+// The longest text a setting's value takes (a list of PE_MAX_FACTORS numbers), with its NUL.
+enum { PE_VALUE_CAP = PE_MAX_FACTORS * 25 + 1 };
+// Parses a list of numbers separated by commas and/or white space into f; each must be a finite
+// number in [lo, hi]. On error writes a sentence (without a flag name) into msg and returns 0.
+int posenc_parse_factors(const char *text, double lo, double hi, PosFactors *f, char *msg, size_t cap);
 // Writes "input_pe":"...","layer_pe":[...],"rope_base":... into buf (JSON members, no braces).
 size_t posenc_json(const PosConfig *c, char *buf, size_t cap);
 // The settings marked metadata as top-level safetensors metadata entries with string values (what
@@ -189,7 +213,8 @@ int posenc_position_limit(const PosConfig *c, const PosTables *t, int context);
 // learned), or NULL: the tables of every scheme in c grow to any position (gpt_reserve_positions).
 const PosScheme *posenc_fixed_table(const PosConfig *c);
 // Windows of W tokens (perplexity): the context to build the tables for when they depend on the
-// window's length (dynamic NTK scaling: the base grows with W past L0), else 0.
+// window's length (dynamic NTK scaling: the base grows with W past L0; longrope: its long list
+// serves W > L0, its short one shorter windows), else 0.
 int posenc_window_context(const PosConfig *c, int W);
 // 1 if NAME is a scheme, or a --pe-layers preset with a layer of a scheme, on which the
 // context-extension settings act (takes_extension: the RoPE family).

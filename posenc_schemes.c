@@ -89,6 +89,32 @@ static void sinusoidal_input_forward(const PosTables *t, const real *p, real *x,
 //   interleaved [c s c s]: pair i = (2i, 2i + 1)          (paper, GPT-J, llama2.c)
 // Channels d_rot .. hs-1 pass unchanged (partial RoPE). Backward = rotation by -angle.
 
+// longrope: both lists, d_rot/2 factors each, and an L0 whose log the attention factor divides by;
+// lists without longrope would be ignored, so they are refused.
+static const char *longrope_check(const PosConfig *c, int rot, char *msg, size_t cap) {
+    const PosFactors *lists[2] = { &c->longrope_short, &c->longrope_long };
+    const char *flags[2] = { "--longrope-short", "--longrope-long" };
+    for (int k = 0; k < 2; k++) {
+        if (c->rope_scaling != ROPE_SCALING_LONGROPE) {
+            if (lists[k]->n == 0) continue;
+            snprintf(msg, cap, "%s acts only with --rope-scaling longrope; drop it or add --rope-scaling longrope", flags[k]);
+            return msg;
+        }
+        if (lists[k]->n != rot / 2) {
+            snprintf(msg, cap, "--rope-scaling longrope needs %s with d_rot/2 = %d factors, one per rotated pair "
+                     "(d_rot = %d), but it has %d", flags[k], rot / 2, rot, lists[k]->n);
+            return msg;
+        }
+    }
+    if (c->rope_scaling == ROPE_SCALING_LONGROPE && c->longrope_attention == 0 && c->rope_factor > 1 &&
+        c->rope_original_context < 2) {
+        snprintf(msg, cap, "longrope's attention factor divides by ln(L0): --rope-original-context must be >= 2 "
+                 "(or give --longrope-attention)");
+        return msg;
+    }
+    return NULL;
+}
+
 static const char *rope_check(const PosConfig *c, const PosDims *d, char *msg, size_t cap) {
     int rot = posenc_rope_width(c, d->head_size);
     if (rot < 2 || rot % 2) {
@@ -102,6 +128,7 @@ static const char *rope_check(const PosConfig *c, const PosDims *d, char *msg, s
                  c->llama3_low_freq_factor, c->llama3_high_freq_factor);
         return msg;
     }
+    if (longrope_check(c, rot, msg, cap)) return msg;
     if (c->rope_scaling == ROPE_SCALING_DYNAMIC && rot <= 2) {
         snprintf(msg, cap, "--rope-scaling dynamic needs more than 2 rotated channels (its exponent is d/(d-2))");
         return msg;
@@ -570,6 +597,13 @@ void posenc_rope_freqs(const PosConfig *c, int d, int context, double *out, doub
             out[i] = out[i] / s * (1 - ext) + out[i] * ext;
         }
         *attn_factor = 0.1 * log(s) + 1;
+    } else if (c->rope_scaling == ROPE_SCALING_LONGROPE) {
+        // inv_freq_i = 1 / (f_i base^(2i/d)): the long list past L0, else the short one (HF picks by
+        // the current sequence length; here the context the tables are built for)
+        const PosFactors *f = context > L0 ? &c->longrope_long : &c->longrope_short;
+        CHECK(f->n == half, "internal: longrope has %d factors for %d rotated pairs (rope_check)", f->n, half);
+        for (int i = 0; i < half; i++) out[i] = 1.0 / (f->f[i] * pow(base, 2.0 * i / d));
+        *attn_factor = posenc_longrope_attention(s, (int)L0, c->longrope_attention);
     } else if (c->rope_scaling == ROPE_SCALING_LLAMA3) {
         double lo_ff = c->llama3_low_freq_factor, hi_ff = c->llama3_high_freq_factor;
         for (int i = 0; i < half; i++) {
@@ -580,6 +614,11 @@ void posenc_rope_freqs(const PosConfig *c, int d, int context, double *out, doub
             out[i] = (1 - smooth) * out[i] / s + smooth * out[i];
         }
     }
+}
+
+double posenc_longrope_attention(double s, int L0, double given) {
+    if (given > 0) return given;
+    return s > 1 ? sqrt(1 + log(s) / log((double)L0)) : 1;
 }
 
 // T5's decoder bucketing of a distance n = i - j >= 0 (shared/REFERENCE.md)

@@ -164,10 +164,12 @@ void parse_args(Args *a, int argc, char **argv) {
         size_t k = 0;
         for (; name[k]; k++) key[k] = name[k] == '-' ? '_' : name[k];
         key[k] = 0;
-        PosConfig probe; posenc_defaults(&probe, 1);
-        char msg[256];
-        CHECK(posenc_set(&probe, key, v, msg, sizeof msg) > 0, "%s", msg);
+        char msg[512];
         CHECK(a->n_pe < MAX_PE_SETTINGS, "too many scheme settings");
+        v = posenc_flag_value(key, v, a->pe_file[a->n_pe], sizeof a->pe_file[a->n_pe], msg, sizeof msg);   // a list's file read
+        CHECK(v, "%s", msg);
+        PosConfig probe; posenc_defaults(&probe, 1);
+        CHECK(posenc_set(&probe, key, v, msg, sizeof msg) > 0, "%s", msg);
         memcpy(a->pe_key[a->n_pe], key, sizeof key);
         a->pe_val[a->n_pe++] = v;
     }

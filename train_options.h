@@ -4,6 +4,7 @@
 #define TRAIN_OPTIONS_H
 
 #include "common.h"
+#include "posenc.h"
 
 typedef struct {
     const char *data, *val_data, *tokenizer, *save, *load, *resume, *export_path, *dump, *log, *prompt;
@@ -50,6 +51,7 @@ typedef struct {
     int set[MAX_FLAGS];                    // FLAGS[i] was given on the command line
     char pe_key[MAX_PE_SETTINGS][64];      // scheme settings (--rope-base -> rope_base) for posenc
     const char *pe_val[MAX_PE_SETTINGS];
+    char pe_file[MAX_PE_SETTINGS][PE_VALUE_CAP];   // a list setting read from a file (posenc_flag_value)
     int n_pe;
 } Args;
 

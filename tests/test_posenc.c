@@ -257,6 +257,80 @@ static void test_rope_scaling(void) {
     EXPECT(factor == 1, "llama3 has no attention factor");
 }
 
+// LongRoPE: the attention factor's worked examples of shared/REFERENCE.md, and inv_freq against a
+// hand computation: d = 8, base 1e4 gives base^(-2i/d) = 1, 0.1, 0.01, 0.001, each divided by the
+// short factors at a context <= L0 and by the long ones past it; s = 4, L0 = 16 gives
+// a = sqrt(1 + ln 4 / ln 16) = sqrt(1.5). The tables carry a on cos and sin.
+static void test_longrope(void) {
+    EXPECT_NEAR(posenc_longrope_attention(32, 4096, 0), 1.190238, 5e-7, 0, "longrope a, L0 4096, s 32");
+    EXPECT_NEAR(posenc_longrope_attention(8, 64, 0), 1.224745, 5e-7, 0, "longrope a, L0 64, s 8");
+    EXPECT(posenc_longrope_attention(1, 64, 0) == 1, "longrope a = 1 when s = 1");
+    EXPECT(posenc_longrope_attention(8, 64, 1.5) == 1.5, "longrope a given explicitly");
+    PosConfig c; posenc_defaults(&c, 1);
+    char msg[512];
+    c.layer[0] = posenc_find("rope");
+    EXPECT(posenc_set(&c, "rope_scaling", "longrope", msg, sizeof msg) == 1, "rope_scaling longrope: %s", msg);
+    EXPECT(posenc_set(&c, "longrope_short", "1, 1,1.5\n2", msg, sizeof msg) == 1, "short list: %s", msg);
+    EXPECT(posenc_set(&c, "longrope_long", "2,3,4,5", msg, sizeof msg) == 1, "long list: %s", msg);
+    c.rope_factor = 4; c.rope_original_context = 16;
+    static const double shrt[4] = { 1, 0.1, 0.01 / 1.5, 0.0005 }, lng[4] = { 0.5, 0.1 / 3, 0.0025, 0.0002 };
+    double f[4], a;
+    posenc_rope_freqs(&c, 8, 16, f, &a);
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(f[i], shrt[i], 0, 1e-14, "longrope short inv_freq at context L0");
+    EXPECT_NEAR(a, sqrt(1.5), 1e-15, 0, "longrope a with s 4, L0 16");
+    posenc_rope_freqs(&c, 8, 17, f, &a);
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(f[i], lng[i], 0, 1e-14, "longrope long inv_freq past L0");
+    EXPECT(posenc_window_context(&c, 8) == 16 && posenc_window_context(&c, 40) == 40, "longrope windows pick their list");
+    for (int ctx = 16; ctx <= 32; ctx += 16) {       // the tables: a cos(p theta_i), a sin(p theta_i)
+        PosDims d = { 1, 2, 16, 8, ctx };
+        PosTables t; posenc_tables_build(&t, &c, &d, 40);
+        const double *want = ctx > 16 ? lng : shrt;
+        for (int p = 0; p < 40; p += 13)
+            for (int i = 0; i < 4; i++) {
+                EXPECT_NEAR(t.rope.cos[p * 4 + i], sqrt(1.5) * cos(p * want[i]), 1e-6, 0, ctx > 16 ? "longrope cos, long list" : "longrope cos, short list");
+                EXPECT_NEAR(t.rope.sin[p * 4 + i], sqrt(1.5) * sin(p * want[i]), 1e-6, 0, ctx > 16 ? "longrope sin, long list" : "longrope sin, short list");
+            }
+        posenc_tables_free(&t);
+    }
+    // lists against the rotated width (d_rot/2 = 4 with head size 8), and without longrope
+    PosDims d8 = { 1, 2, 16, 8, 16 };
+    EXPECT(posenc_validate(&c, &d8, msg, sizeof msg), "4 factors for d_rot 8: %s", msg);
+    c.rope_fraction = 0.5;
+    EXPECT(!posenc_validate(&c, &d8, msg, sizeof msg) && strstr(msg, "--longrope-short") && strstr(msg, "2 factors"),
+           "4 factors for d_rot 4 refused: %s", msg);
+    c.rope_fraction = 1;
+    c.longrope_long.n = 0;
+    EXPECT(!posenc_validate(&c, &d8, msg, sizeof msg) && strstr(msg, "--longrope-long"), "a missing long list refused: %s", msg);
+    c.rope_scaling = ROPE_SCALING_YARN;
+    EXPECT(!posenc_validate(&c, &d8, msg, sizeof msg) && strstr(msg, "--longrope-short acts only"), "a list without longrope refused: %s", msg);
+    // bad lists name the flag
+    static const char *bad[] = { "1,abc", "1,0", "1,-2", "1,,2", "1,", "2 x", "nan", "1e400" };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+        EXPECT(posenc_set(&c, "longrope_short", bad[k], msg, sizeof msg) == -1 && strstr(msg, "--longrope-short must be a list"),
+               "list '%s' refused: %s", bad[k], msg);
+    char many[PE_VALUE_CAP + 8] = "";
+    for (int i = 0; i <= PE_MAX_FACTORS; i++) strcat(many, "1,");
+    many[strlen(many) - 1] = 0;
+    EXPECT(posenc_set(&c, "longrope_short", many, msg, sizeof msg) == -1 && strstr(msg, "more than"), "%d factors refused", PE_MAX_FACTORS + 1);
+    // a flag's value: a list, or a file of numbers; anything else refused naming the flag
+    char buf[PE_VALUE_CAP], path[] = "/tmp/test_posenc_XXXXXX";
+    const char *v = posenc_flag_value("longrope_long", "1,2", buf, sizeof buf, msg, sizeof msg);
+    EXPECT(v && strcmp(v, "1,2") == 0, "a comma list is the value");
+    v = posenc_flag_value("longrope_long", "/nonexistent/factors", buf, sizeof buf, msg, sizeof msg);
+    EXPECT(!v && strstr(msg, "--longrope-long") && strstr(msg, "readable file"), "an unreadable file refused: %s", msg);
+    int fd = mkstemp(path);
+    EXPECT(fd >= 0 && write(fd, "1.25\n 2\t3,\n4e0\n", 15) == 15, "temporary factor file");
+    close(fd);
+    v = posenc_flag_value("longrope_long", path, buf, sizeof buf, msg, sizeof msg);
+    EXPECT(v && strcmp(v, "1.25,2,3,4") == 0, "a factor file's numbers: %s", v ? v : msg);
+    FILE *fw = fopen(path, "w");
+    fputs("1 2 three\n", fw);
+    fclose(fw);
+    v = posenc_flag_value("longrope_long", path, buf, sizeof buf, msg, sizeof msg);
+    EXPECT(!v && strstr(msg, "--longrope-long") && strstr(msg, path) && strstr(msg, "'three'"), "a bad factor file refused: %s", msg);
+    remove(path);
+}
+
 // T5 decoder buckets: the first distance of each bucket from 16 on, and 113+ in bucket 31
 static void test_t5_buckets(void) {
     static const int first[16] = { 16, 19, 21, 24, 27, 31, 35, 40, 46, 52, 59, 67, 77, 87, 99, 113 };
@@ -482,16 +556,20 @@ static void test_settings(void) {
         } else if (s->type == PE_SET_INT) {
             snprintf(value, sizeof value, "%d", (int)s->lo + 1);
             snprintf(bad, sizeof bad, "%d", (int)s->lo - 1);
+        } else if (s->type == PE_SET_LIST) {
+            snprintf(value, sizeof value, "%.17g,2,0.3", s->lo + 0.3);
+            snprintf(bad, sizeof bad, "1,%.17g", s->lo);
         } else {
             snprintf(value, sizeof value, "%s", s->names[n_names - 1]);
             snprintf(bad, sizeof bad, "bogus");
         }
+        size_t size = s->type == PE_SET_DOUBLE ? sizeof(double) : s->type == PE_SET_LIST ? sizeof(PosFactors) : sizeof(int);
         PosConfig c, back, def;
         posenc_defaults(&c, 3);
         posenc_defaults(&back, 3);
         posenc_defaults(&def, 3);
         EXPECT(posenc_set(&c, s->key, value, msg, sizeof msg) == 1, "%s=%s accepted: %s", s->key, value, msg);
-        EXPECT(memcmp((char *)&c + s->offset, (char *)&def + s->offset, s->type == PE_SET_DOUBLE ? sizeof(double) : sizeof(int)),
+        EXPECT(memcmp((char *)&c + s->offset, (char *)&def + s->offset, size),
                "%s=%s differs from the default", s->key, value);
         posenc_resolve(&c, 64);      // as a model's config is (gpt_config_check) before a checkpoint is written
         char *text = kv_text(&c), *line = text, *eol;
@@ -503,8 +581,7 @@ static void test_settings(void) {
         }
         free(text);
         char *t1 = kv_text(&c), *t2 = kv_text(&back);
-        EXPECT(strcmp(t1, t2) == 0 && !memcmp((char *)&c + s->offset, (char *)&back + s->offset,
-                                              s->type == PE_SET_DOUBLE ? sizeof(double) : sizeof(int)),
+        EXPECT(strcmp(t1, t2) == 0 && !memcmp((char *)&c + s->offset, (char *)&back + s->offset, size),
                "%s=%s: write_kv -> posenc_set gives the same config", s->key, value);
         free(t1); free(t2);
         char want[128];
@@ -534,6 +611,7 @@ int main(void) {
     test_nope_equivariance();
     test_learned_range();
     test_rope_scaling();
+    test_longrope();
     test_t5_buckets();
     test_prope();
     test_xpos();
