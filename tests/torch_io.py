@@ -10,7 +10,7 @@ import numpy as np
 KNOWN_INPUT_PE = ("none", "learned", "sinusoidal")
 KNOWN_LAYER_PE = ("nope", "rope", "alibi", "t5", "kerple", "fire", "xpos", "p-rope")
 ROPE_FAMILY = ("rope", "p-rope", "xpos")
-KNOWN_ROPE_SCALING = ("none", "linear", "dynamic", "yarn", "llama3")
+KNOWN_ROPE_SCALING = ("none", "linear", "dynamic", "yarn", "llama3", "longrope")
 FIRE_WIDTH = 32
 
 
@@ -193,6 +193,13 @@ def parse_config(metadata, path):
     c["yarn_beta_slow"] = opt("yarn_beta_slow", float, 1.0)
     c["llama3_low_freq_factor"] = opt("llama3_low_freq_factor", float, 1.0)
     c["llama3_high_freq_factor"] = opt("llama3_high_freq_factor", float, 4.0)
+    c["longrope_attention"] = opt("longrope_attention", float, 0.0)
+    for key in ("longrope_short", "longrope_long"):
+        v = cfg.get(key) or []
+        if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                              and math.isfinite(x) and x > 0 for x in v):
+            raise RefError("export %s: config %s must be a list of positive numbers, got %r" % (path, key, v))
+        c[key] = [float(x) for x in v]
     c["xpos_scale_base"] = opt("xpos_scale_base", float, 512.0)
     c["p_rope_fraction"] = opt("p_rope_fraction", float, 0.25)
     c["t5_num_buckets"] = opt("t5_num_buckets", int, 32)
@@ -213,6 +220,13 @@ def parse_config(metadata, path):
             if not (c["yarn_beta_fast"] > 0 and c["yarn_beta_slow"] > 0):
                 bad("yarn_beta_fast and yarn_beta_slow must be positive, got %r, %r"
                     % (c["yarn_beta_fast"], c["yarn_beta_slow"]))
+        if sc == "longrope":
+            for key in ("longrope_short", "longrope_long"):
+                if len(c[key]) != c["d_rot"] // 2:
+                    bad("rope_scaling longrope needs %s with d_rot/2 = %d factors, got %d"
+                        % (key, c["d_rot"] // 2, len(c[key])))
+            if c["longrope_attention"] < 0:
+                bad("longrope_attention must be >= 0 (0: derived), got %r" % c["longrope_attention"])
         if sc == "llama3" and not (0 < c["llama3_low_freq_factor"] < c["llama3_high_freq_factor"]):
             bad("llama3 needs 0 < llama3_low_freq_factor < llama3_high_freq_factor, got %r, %r"
                 % (c["llama3_low_freq_factor"], c["llama3_high_freq_factor"]))
@@ -227,7 +241,7 @@ def parse_config(metadata, path):
              "rope_base", "rope_fraction", "rope_pairing", "rope_scaling", "rope_factor",
              "rope_original_context", "yarn_beta_fast", "yarn_beta_slow", "llama3_low_freq_factor",
              "llama3_high_freq_factor", "xpos_scale_base", "p_rope_fraction", "t5_num_buckets",
-             "t5_max_distance"}
+             "t5_max_distance", "longrope_short", "longrope_long", "longrope_attention"}
     c["ignored_keys"] = sorted(k for k in cfg if k not in known)
     return c
 

@@ -39,11 +39,20 @@ def rope_pairs(d_rot, pairing):
     return [2 * j for j in range(half)], [2 * j + 1 for j in range(half)]
 
 
+def longrope_attention(s, L0, given=0.0):
+    """LongRoPE's factor on cos and sin: given when > 0, else sqrt(1 + ln(s)/ln(L0)) for s > 1, else 1."""
+    if given > 0:
+        return given
+    return math.sqrt(1.0 + math.log(s) / math.log(L0)) if s > 1 else 1.0
+
+
 def rope_theta(d, base, scaling="none", s=1.0, L0=None, L=None, beta_fast=32.0, beta_slow=1.0,
-               low_ff=1.0, high_ff=4.0):
+               low_ff=1.0, high_ff=4.0, short=None, long=None, attention=0.0):
     """The RoPE frequencies theta'_k, k = 0..d/2-1, of d rotated channels after context-extension
     scaling. Returns (theta float64 tensor [d/2], attention factor multiplying cos and sin, info)
-    where info holds the intermediate numbers (dynamic: base'; yarn: low, high)."""
+    where info holds the intermediate numbers (dynamic: base'; yarn: low, high; longrope: which
+    list). longrope: short and long are the d/2 factors, the long ones for L > L0 (HF's choice by
+    the sequence length)."""
     half = d // 2
     k = np.arange(half, dtype=np.float64)
     theta = base ** (-2.0 * k / d) if half else np.zeros(0)
@@ -69,6 +78,14 @@ def rope_theta(d, base, scaling="none", s=1.0, L0=None, L=None, beta_fast=32.0, 
         ext = 1.0 - ramp
         theta = (theta / s) * (1.0 - ext) + theta * ext
         attn = 0.1 * math.log(s) + 1.0
+    elif scaling == "longrope":
+        use_long = L > L0
+        f = np.array(long if use_long else short, dtype=np.float64)
+        if f.shape != (half,):
+            raise RefError("longrope needs d/2 = %d factors per list, got %d" % (half, f.shape[0]))
+        info["list"] = "long" if use_long else "short"
+        theta = 1.0 / (f * base ** (2.0 * k / d))
+        attn = longrope_attention(s, L0, attention)
     elif scaling == "llama3":
         wavelen = 2.0 * math.pi / theta
         out = theta.copy()
@@ -89,7 +106,7 @@ def rope_theta(d, base, scaling="none", s=1.0, L0=None, L=None, beta_fast=32.0, 
 def config_theta(c):
     return rope_theta(c["d_rot"], c["rope_base"], c["rope_scaling"], c["rope_factor"], c["rope_original_context"],
                       c["max_seq_len"], c["yarn_beta_fast"], c["yarn_beta_slow"], c["llama3_low_freq_factor"],
-                      c["llama3_high_freq_factor"])
+                      c["llama3_high_freq_factor"], c["longrope_short"], c["longrope_long"], c["longrope_attention"])
 
 
 def prope_kept(p_fraction, d_rot):

@@ -13,9 +13,10 @@ a "__metadata__" entry "config": a JSON string with vocab_size, n_layer, n_head,
 max_seq_len, input_pe ("none" | "learned" | "sinusoidal"), layer_pe (one scheme per layer: "nope",
 "rope", "alibi", "t5", "kerple", "fire", "xpos", "p-rope"), rope_base, rope_fraction, rope_pairing
 ("split" | "interleaved"), and (each optional, default in brackets) rope_scaling ("none" | "linear"
-| "dynamic" | "yarn" | "llama3") [none], rope_factor [1], rope_original_context [max_seq_len],
-yarn_beta_fast [32], yarn_beta_slow [1], llama3_low_freq_factor [1], llama3_high_freq_factor [4],
-xpos_scale_base [512], p_rope_fraction [0.25], t5_num_buckets [32], t5_max_distance [128].
+| "dynamic" | "yarn" | "llama3" | "longrope") [none], rope_factor [1], rope_original_context
+[max_seq_len], yarn_beta_fast [32], yarn_beta_slow [1], llama3_low_freq_factor [1],
+llama3_high_freq_factor [4], longrope_short and longrope_long (lists of d_rot/2 positive numbers)
+[[]], longrope_attention [0], xpos_scale_base [512], p_rope_fraction [0.25], t5_num_buckets [32], t5_max_distance [128].
 DUMP holds tokens I32 [B,T], targets I32 [B,T], logits F32 [B,T,V], loss F32 scalar and grad.NAME
 for every exported NAME (pe.* included), all computed by the C code with positions 0..T-1 and loss
 weights 1.
@@ -28,7 +29,9 @@ Positional schemes (i = query position, j = key position, j <= i; score biases a
            L0 = rope_original_context): linear theta/s; dynamic (NTK, with L = max_seq_len > L0)
            base' = base*(s*L/L0 - (s-1))^(d/(d-2)); yarn (ramp between low/high from
            yarn_beta_fast/slow, cos and sin times 0.1*ln(s)+1); llama3 (by wavelength against
-           L0/llama3_high_freq_factor and L0/llama3_low_freq_factor).
+           L0/llama3_high_freq_factor and L0/llama3_low_freq_factor); longrope
+           theta_k / f_k with f = longrope_long when L = max_seq_len > L0, else longrope_short,
+           cos and sin times longrope_attention if > 0, else sqrt(1 + ln s/ln L0) when s > 1.
   p-rope   rope in which only the kept = floor(p_rope_fraction*d_rot/2) highest frequencies
            (k < kept) rotate; the other pairs get angle 0 (Barbero et al. 2024).
   xpos     rope, then pair k of q at m times zeta_k^(m/gamma) and of k at n times

@@ -10,7 +10,7 @@ import torch
 from torch_io import (FIRE_WIDTH, ROPE_FAMILY, RefError, expected_params, parse_config, read_safetensors,
                       write_safetensors)
 from torch_model import LN_EPS, check_dump, check_hf_config, forward, reference
-from torch_posenc import (alibi_slopes, prope_kept, rope_pairs, rope_qk_tables, rope_rotate, rope_theta,
+from torch_posenc import (alibi_slopes, longrope_attention, prope_kept, rope_pairs, rope_qk_tables, rope_rotate, rope_theta,
                           rotate_pairs, sinusoidal_table, t5_bucket, xpos_zeta)
 
 
@@ -266,6 +266,15 @@ def self_test(prefix):
           "llama3: theta'[0,20,40,63] = 1, 0.0165604, 3.4281e-05, 3.06893e-07")
     th, _, _ = rope_theta(16, 100.0, "linear", 2.5)
     check(torch.max(torch.abs(th * 2.5 - rope_theta(16, 100.0)[0])).item() < 1e-15, "linear scaling divides theta by s")
+    check(close_sf(longrope_attention(32.0, 4096), "1.190238") and close_sf(longrope_attention(8.0, 64), "1.224745")
+          and longrope_attention(1.0, 64) == 1.0, "longrope attention factor: 1.190238 (L0 4096, s 32), 1.224745 (L0 64, s 8)")
+    sf, lf = [1.0, 1.0, 1.5, 2.0], [2.0, 3.0, 4.0, 5.0]
+    th_s, fa, info_s = rope_theta(8, 1e4, "longrope", 4.0, 16, 16, short=sf, long=lf)
+    th_l, _, info_l = rope_theta(8, 1e4, "longrope", 4.0, 16, 17, short=sf, long=lf)
+    check(info_s["list"] == "short" and info_l["list"] == "long" and abs(fa - math.sqrt(1.5)) < 1e-15
+          and torch.max(torch.abs(th_s / torch.tensor([1.0, 0.1, 0.01 / 1.5, 5e-4], dtype=torch.float64) - 1)).item() < 1e-12
+          and torch.max(torch.abs(th_l / torch.tensor([0.5, 0.1 / 3, 2.5e-3, 2e-4], dtype=torch.float64) - 1)).item() < 1e-12,
+          "longrope: theta / short factors up to L0, / long factors past it; a = sqrt(1.5) for s 4, L0 16")
 
     def small_cfg(**kw):
         base = dict(vocab_size=5, n_layer=1, n_head=1, n_embd=16, max_seq_len=64, input_pe="none",
