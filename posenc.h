@@ -182,6 +182,21 @@ void posenc_rope_freqs(const PosConfig *c, int d_rot, int context, double *out, 
 // LongRoPE's attention factor: given when > 0, else sqrt(1 + ln(s)/ln(L0)) when s > 1, else 1.
 double posenc_longrope_attention(double s, int L0, double given);
 int posenc_t5_bucket(int n, int num_buckets, int max_distance);
+
+// LongRoPE's factor search (longrope.c) asks posenc what concerns the scheme:
+//   posenc_longrope_target: for a model with config c (its RoPE family layers' head size hs): the
+//     pairs d_rot/2, L0, s (--rope-factor, > 1) and the two windows the lists serve, L0 (short)
+//     and round(s L0) (long). 0 and a sentence in msg when the model has no RoPE layer, s <= 1 or
+//     there are more pairs than PE_MAX_FACTORS.
+//   posenc_longrope_seeds: the lists a search starts from, each non-decreasing in i, into
+//     out (n_out, pairs); returns how many (<= n_out): ones (no change), position interpolation
+//     (s everywhere), NTK-aware (s^(2i/(d-2)), as base * s^(d/(d-2))) and YaRN's ramp, each
+//     as the factors theta_i / theta'_i.
+//   posenc_longrope_use: c runs longrope with these lists (pairs factors each).
+typedef struct { int pairs, L0, short_window, long_window; double s; } LongropeTarget;
+int posenc_longrope_target(const PosConfig *c, int hs, LongropeTarget *t, char *msg, size_t cap);
+int posenc_longrope_seeds(const PosConfig *c, const LongropeTarget *t, double *out, int n_out);
+void posenc_longrope_use(PosConfig *c, const double *short_f, const double *long_f, int pairs);
 int posenc_rope_width(const PosConfig *c, int head_size);
 
 // Serialisation: "key=value\n" lines (checkpoints) and JSON members (export metadata), all from the

@@ -621,6 +621,59 @@ double posenc_longrope_attention(double s, int L0, double given) {
     return s > 1 ? sqrt(1 + log(s) / log((double)L0)) : 1;
 }
 
+int posenc_longrope_target(const PosConfig *c, int hs, LongropeTarget *t, char *msg, size_t cap) {
+    int rope = 0;
+    for (int l = 0; l < c->n_layer; l++) rope |= SCHEMES[c->layer[l]].takes_extension;
+    if (!rope) { snprintf(msg, cap, "the model has no layer of the RoPE family: there are no factors to search"); return 0; }
+    int rot = posenc_rope_width(c, hs);
+    t->pairs = rot / 2;
+    t->L0 = c->rope_original_context;
+    t->s = c->rope_factor;
+    t->short_window = t->L0;
+    t->long_window = (int)lround(t->s * t->L0);
+    if (!(t->s > 1) || t->long_window <= t->L0) {
+        snprintf(msg, cap, "the search extends L0 = %d by --rope-factor s; give s > 1 with s * L0 > L0 (got %g)", t->L0, t->s);
+        return 0;
+    }
+    if (t->pairs > PE_MAX_FACTORS || rot < 4) {
+        snprintf(msg, cap, "the search needs 2..%d rotated pairs (d_rot = %d)", PE_MAX_FACTORS, rot);
+        return 0;
+    }
+    if (t->L0 < 2) { snprintf(msg, cap, "the search needs --rope-original-context >= 2 (got %d)", t->L0); return 0; }
+    return 1;
+}
+
+int posenc_longrope_seeds(const PosConfig *c, const LongropeTarget *t, double *out, int n_out) {
+    int h = t->pairs, d = 2 * h, n = 0;
+    double plain[PE_MAX_FACTORS], scaled[PE_MAX_FACTORS], a;
+    PosConfig yc = *c;
+    yc.rope_scaling = ROPE_SCALING_NONE;
+    posenc_rope_freqs(&yc, d, t->L0, plain, &a);
+    yc.rope_scaling = ROPE_SCALING_YARN;
+    yc.rope_factor = t->s;
+    yc.rope_original_context = t->L0;
+    posenc_rope_freqs(&yc, d, t->long_window, scaled, &a);
+    for (int k = 0; k < 4 && n < n_out; k++, n++)
+        for (int i = 0; i < h; i++) {
+            double *f = out + (size_t)n * h + i;
+            if (k == 0) *f = 1;                                           // no change
+            else if (k == 1) *f = t->s;                                   // position interpolation
+            else if (k == 2) *f = pow(t->s, 2.0 * i / (d - 2));          // NTK-aware
+            else *f = plain[i] / scaled[i];                               // YaRN's ramp
+        }
+    return n;
+}
+
+void posenc_longrope_use(PosConfig *c, const double *short_f, const double *long_f, int pairs) {
+    CHECK(pairs >= 1 && pairs <= PE_MAX_FACTORS, "internal: %d longrope pairs", pairs);
+    c->rope_scaling = ROPE_SCALING_LONGROPE;
+    memset(&c->longrope_short, 0, sizeof c->longrope_short);
+    memset(&c->longrope_long, 0, sizeof c->longrope_long);
+    c->longrope_short.n = c->longrope_long.n = pairs;
+    memcpy(c->longrope_short.f, short_f, sizeof(double) * pairs);
+    memcpy(c->longrope_long.f, long_f, sizeof(double) * pairs);
+}
+
 // T5's decoder bucketing of a distance n = i - j >= 0 (shared/REFERENCE.md)
 int posenc_t5_bucket(int n, int num_buckets, int max_distance) {
     int exact = num_buckets / 2;

@@ -27,6 +27,7 @@
 #include "llmc_model.h"
 #include "model.h"
 #include "viz.h"
+#include "longrope.h"
 #include "perplexity.h"
 #include "train_options.h"
 
@@ -561,14 +562,16 @@ static void fit_free(FitCheck *f) {
 // perplexity against window length (--ppl-out, --ppl-positions; perplexity.h)
 
 static int ppl_requested(const Options *o) { return o->ppl_out || o->ppl_positions; }
+// An evaluation on text instead of training: perplexity, or the LongRoPE factor search
+static int eval_requested(const Options *o) { return ppl_requested(o) || o->longrope_search; }
 
 // The --ppl-* flags, checked before any work: combinations, the window list, the output folders.
 static void check_ppl_flags(const Args *a) {
     const Options *o = &a->o;
     static const char *opts[] = { "ppl-windows", "ppl-stride", "ppl-tokens" };
     for (int i = 0; i < 3; i++)
-        CHECK(ppl_requested(o) || !flag_set(a, opts[i]), "--%s applies to the perplexity evaluation; "
-              "give --ppl-out FILE (or --ppl-positions FILE)", opts[i]);
+        CHECK(ppl_requested(o) || !flag_set(a, opts[i]) || (o->longrope_search && i == 2), "--%s applies to the perplexity "
+              "evaluation; give --ppl-out FILE (or --ppl-positions FILE)%s", opts[i], i == 2 ? " or --longrope-search PREFIX" : "");
     if (!ppl_requested(o)) return;
     CHECK(o->load || o->resume, "--ppl-out and --ppl-positions need the model from --load CKPT (or --resume CKPT)");
     CHECK(!o->task, "--ppl-out and --ppl-positions evaluate text; they do not apply to --task");
@@ -619,6 +622,52 @@ static void run_perplexity(GPT *m, const TokenSet *val, const Options *o, const 
     if (o->ppl_positions) { ppl_write_positions(o->ppl_positions, r, 2 * nw); printf("wrote %s\n", o->ppl_positions); }
     for (int i = 0; i < 2 * nw; i++) ppl_result_free(&r[i]);
     free(r);
+}
+
+// ----------------------------------------------------------------------------------------------
+// LongRoPE's factor search (--longrope-search; longrope.h)
+
+#define LONGROPE_DEFAULT_TOKENS 8192   // tokens each candidate is scored on, unless --ppl-tokens
+
+// The --longrope-* flags, checked before any work
+static void check_longrope_flags(const Args *a) {
+    const Options *o = &a->o;
+    static const char *opts[] = { "longrope-population", "longrope-generations" };
+    for (int i = 0; i < 2; i++)
+        CHECK(o->longrope_search || !flag_set(a, opts[i]), "--%s applies to the factor search; give --longrope-search PREFIX", opts[i]);
+    if (!o->longrope_search) return;
+    CHECK(o->load, "--longrope-search searches the factors of a trained RoPE model: give --load CKPT");
+    CHECK(!o->task, "--longrope-search scores perplexity on text; it does not apply to --task");
+    CHECK(!ppl_requested(o) && !o->eval_batches && !o->dump, "--longrope-search runs alone; evaluate its lists in another run "
+          "(--ppl-out with --longrope-short PREFIX.short --longrope-long PREFIX.long)");
+}
+
+static void run_longrope_search(GPT *m, const TokenSet *val, const Options *o, const char *val_name) {
+    int sw, lw;
+    char msg[512];
+    CHECK(longrope_windows(m, &sw, &lw, msg, sizeof msg), "--longrope-search: %s", msg);
+    size_t avail = val->n ? val->n - 1 : 0;
+    size_t want = o->ppl_tokens ? (size_t)o->ppl_tokens : avail < LONGROPE_DEFAULT_TOKENS ? avail : LONGROPE_DEFAULT_TOKENS;
+    size_t N = ppl_token_count(val->n, want, lw);
+    CHECK(!(o->ppl_tokens && (size_t)o->ppl_tokens > avail), "--ppl-tokens %d: the validation text (%s) has %zu "
+          "predictions; give fewer, or more text with --val-data FILE or a larger --val-frac", o->ppl_tokens, val_name, avail);
+    CHECK(N > 0, "--longrope-search: %zu tokens of the validation text (%s) are fewer than one long window of %d tokens "
+          "(--rope-factor x L0); give more with --ppl-tokens, --val-data or --val-frac", want, val_name, lw);
+    LongropeSearch ls = { .population = o->longrope_population, .generations = o->longrope_generations,
+                          .seed = (uint64_t)o->seed, .batch_tokens = PPL_BATCH_TOKENS };
+    printf("longrope search: model context %d | %s, its first %zu tokens scored | windows of %d (long list) and %d (short "
+           "list) | population %d, %d generations, seed %lld\n", m->cfg.max_seq_len, val_name, N, lw, sw, ls.population,
+           ls.generations, o->seed);
+    int *tokens = xmalloc(sizeof(int) * (N + 1));
+    data_read(val, 0, N + 1, tokens);
+    LongropeResult r;
+    longrope_search(m, tokens, N, &ls, &r, stdout);
+    free(tokens);
+    longrope_write(o->longrope_search, &r);
+    printf("long list: ppl %.4f at windows of %d (the seeds' best %.4f)\nshort list: ppl %.4f at windows of %d (the "
+           "seeds' best %.4f)\nwrote %s.short and %s.long (--longrope-short and --longrope-long read them)\n",
+           exp(r.long_loss), lw, exp(r.long_start), exp(r.short_loss), sw, exp(r.short_start), o->longrope_search,
+           o->longrope_search);
 }
 
 // --attention-map DIR: the folder, created when only its last part is missing.
@@ -707,10 +756,11 @@ static void check_flags(const Args *a) {
           "input: give --prompt TEXT or --task NAME (a test instance of the task), exactly one of them");
     if (o->attention_map) attention_map_dir(o->attention_map);
     check_ppl_flags(a);
+    check_longrope_flags(a);
     const struct { const char *flag, *path; } outputs[] = {
         { "save", o->save }, { "log", o->log }, { "eval-out", o->eval_out }, { "ppl-out", o->ppl_out },
         { "ppl-positions", o->ppl_positions }, { "export", o->export_path }, { "export-llmc", o->export_llmc },
-        { "dump-step", o->dump },
+        { "dump-step", o->dump }, { "longrope-search", o->longrope_search },
     };
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
         if (outputs[i].path) check_output_file(outputs[i].flag, outputs[i].path);
@@ -776,9 +826,9 @@ static void check_with_model(Session *s) {
     CHECK(!(flag_set(&s->a, "warmup") && flag_set(&s->a, "warmup-frac")), "give either --warmup N or --warmup-frac F, not both");
     if (flag_set(&s->a, "warmup-frac")) o->warmup = (int)ceil(o->warmup_frac * o->steps);
     if (o->warmup < 0) o->warmup = o->steps / 10;
-    CHECK(!o->resume || o->dump || o->sample || ppl_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
+    CHECK(!o->resume || o->dump || o->sample || eval_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
-    CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !ppl_requested(o) &&
+    CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !eval_requested(o) &&
           !o->attention_map && !o->export_path && !o->export_llmc), "--detect-anomaly checks training steps and this run trains none; "
           "give --steps N (with --load) or drop the flag");
     char msg[512];
@@ -885,8 +935,8 @@ static void start_stream(Session *s) {
 // --resume named it), the micro-batches and the text stream (where a --resume left it).
 static void prepare_data(Session *s) {
     const Options *o = s->o;
-    s->train_steps = o->dump || o->eval_batches || ppl_requested(o) ? 0 : o->steps - (int)s->st.step;
-    s->need_data = o->dump || o->eval_batches || ppl_requested(o) || s->train_steps > 0;
+    s->train_steps = o->dump || o->eval_batches || eval_requested(o) ? 0 : o->steps - (int)s->st.step;
+    s->need_data = o->dump || o->eval_batches || eval_requested(o) || s->train_steps > 0;
     if (s->need_data && !s->have_data && !o->task) {   // --resume without --data: the stored data path
         if (o->data) data_open(o->data, &s->all); else data_default_corpus(&s->all);
         s->data_name = o->data ? o->data : "the embedded corpus";
@@ -914,6 +964,12 @@ static void data_modes(Session *s) {
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
         run_perplexity(&s->model, &s->val, o, val_name);
+    }
+    if (o->longrope_search) {
+        char val_name[4200];
+        if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
+        else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
+        run_longrope_search(&s->model, &s->val, o, val_name);
     }
     if (o->dump) {
         s->loader.pos = (StreamPos){ 0 };
@@ -1123,7 +1179,7 @@ static void train(Session *s) {
 static void after_training(Session *s) {
     const Options *o = s->o;
     if (o->task && !o->dump) evaluate_task(&s->model, &s->tc, o);
-    if (o->sample && !o->dump && !o->eval_batches && !ppl_requested(o)) generate(&s->model, &s->tok, o, &s->rng);
+    if (o->sample && !o->dump && !o->eval_batches && !eval_requested(o)) generate(&s->model, &s->tok, o, &s->rng);
 }
 
 static void session_free(Session *s) {

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "dataset/tasks.h"
+#include "longrope.h"
 #include "perplexity.h"
 #include "posenc.h"
 
@@ -78,6 +79,9 @@ const Flag FLAGS[] = {
     { "ppl-windows", F_STR, O(ppl_windows), 0, 0, K_RUN, "LIST", "perplexity windows as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
     { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F", "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
     { "ppl-tokens", F_INT, O(ppl_tokens), 1, 1e9, K_RUN, "N", "tokens scored at every window length, the same ones (default: all the validation text holds, at most 65536)" },
+    { "longrope-search", F_STR, O(longrope_search), 0, 0, K_RUN, "PREFIX", "search LongRoPE factor lists for the --load RoPE model at --rope-factor S (and --rope-original-context L0): evolutionary, scored by perplexity of --ppl-tokens validation tokens at windows of S*L0 (long list) and L0 (short list); writes PREFIX.short and PREFIX.long, then exits" },
+    { "longrope-population", F_INT, O(longrope_population), 4, 1000, K_RUN, "P", "--longrope-search: lists per generation, the best P/2 kept (" NUMBER_TEXT(LONGROPE_DEFAULT_POPULATION) ")" },
+    { "longrope-generations", F_INT, O(longrope_generations), 0, 1000, K_RUN, "G", "--longrope-search: generations after the first (" NUMBER_TEXT(LONGROPE_DEFAULT_GENERATIONS) ")" },
     { "export", F_STR, O(export_path), 0, 0, K_RUN, "FILE", "write the model as safetensors with HF GPT-2 names, then exit" },
     { "export-llmc", F_STR, O(export_llmc), 0, 0, K_RUN, "FILE", "write the model as an llm.c GPT-2 model file (version 3, float32), then exit; only a learned input table over nope layers, which llm.c runs" },
     { "dump-step", F_STR, O(dump), 0, 0, K_RUN, "FILE", "write one forward/backward on the first batch as safetensors, then exit" },
@@ -98,6 +102,7 @@ static void defaults(Options *o) {
     o->distractors = -1; o->eval_per_length = 100; o->ppl_windows = PPL_DEFAULT_WINDOWS;
     o->fit_every = 50; o->fit_per_length = 20;
     o->schedule = "cosine"; o->poly_power = 1.0;
+    o->longrope_population = LONGROPE_DEFAULT_POPULATION; o->longrope_generations = LONGROPE_DEFAULT_GENERATIONS;
 }
 
 static void usage(FILE *f) {

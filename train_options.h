@@ -25,6 +25,8 @@ typedef struct {
     const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
     double ppl_stride;
     int ppl_tokens;
+    const char *longrope_search;               // --longrope-search PREFIX: the factor search (longrope.h)
+    int longrope_population, longrope_generations;
     int detect_anomaly;                        // --detect-anomaly: stop at the first NaN or Inf, naming it
 } Options;
 
