@@ -170,6 +170,7 @@ test: all $(FUZZ_SA)
 	./tests/test_bpe
 	for n in $(FUZZ); do $(SA)/fuzz_$$n tests/fuzz/regress/$$n || exit 1; done
 	./tests/test_cli.sh
+	./tests/test_longrope.sh
 	./tests/test_resume.sh
 	./tests/test_stream.sh
 	./tests/test_fit.sh

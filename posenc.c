@@ -341,7 +341,11 @@ const char *posenc_flag_value(const char *key, const char *value, char *buf, siz
     char fl[64], why[160];
     if (!s || s->type != PE_SET_LIST || posenc_parse_factors(value, s->lo, s->hi, &f, why, sizeof why)) return value;
     flag_of(s->key, fl, sizeof fl);
-    FILE *in = fopen(value, "rb");
+    FILE *in = strchr(value, ',') ? NULL : fopen(value, "rb");     // a comma: a list, never a file name
+    if (!in && strchr(value, ',')) {
+        snprintf(msg, cap, "%s must be a list of numbers in (%g, %g], separated by commas or white space: %s", fl, s->lo, s->hi, why);
+        return NULL;
+    }
     if (!in) {
         snprintf(msg, cap, "%s '%s' is neither a list of numbers (%s) nor a readable file (%s)", fl, value, why, strerror(errno));
         return NULL;
