@@ -5,7 +5,8 @@
 //   uint32       version (1)
 //   uint32       flags: bit 0 = optimiser state and training position follow the parameters
 //   uint32       config length K, then K bytes of "key=value\n" lines: the model config
-//                (vocab_size, n_layer, n_head, n_embd, max_seq_len, input_pe, layer_pe, rope_*)
+//                (vocab_size, n_layer, n_head, n_embd, max_seq_len, input_pe, layer_pe and every
+//                scheme setting of posenc's table, rope_* ... longrope_* ...)
 //                and the training settings as train.<flag>=<value> (used by --resume)
 //   uint64       number of parameters P
 //   float32[P]   parameters, in the model's layout (model.h)

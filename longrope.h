@@ -22,6 +22,7 @@
 
 #define LONGROPE_DEFAULT_POPULATION 8
 #define LONGROPE_DEFAULT_GENERATIONS 4
+#define LONGROPE_DEFAULT_TOKENS 8192     // tokens each candidate is scored on, unless --ppl-tokens
 
 typedef struct {
     int population;     // P >= 4: lists alive per generation

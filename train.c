@@ -627,8 +627,6 @@ static void run_perplexity(GPT *m, const TokenSet *val, const Options *o, const 
 // ----------------------------------------------------------------------------------------------
 // LongRoPE's factor search (--longrope-search; longrope.h)
 
-#define LONGROPE_DEFAULT_TOKENS 8192   // tokens each candidate is scored on, unless --ppl-tokens
-
 // The --longrope-* flags, checked before any work
 static void check_longrope_flags(const Args *a) {
     const Options *o = &a->o;

@@ -78,7 +78,7 @@ const Flag FLAGS[] = {
     { "ppl-positions", F_STR, O(ppl_positions), 0, 0, K_RUN, "FILE", "with the perplexity evaluation: mean loss at each position of the window, nonoverlap mode, as CSV (window,position,loss)" },
     { "ppl-windows", F_STR, O(ppl_windows), 0, 0, K_RUN, "LIST", "perplexity windows as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
     { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F", "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
-    { "ppl-tokens", F_INT, O(ppl_tokens), 1, 1e9, K_RUN, "N", "tokens scored at every window length, the same ones (default: all the validation text holds, at most 65536)" },
+    { "ppl-tokens", F_INT, O(ppl_tokens), 1, 1e9, K_RUN, "N", "tokens scored at every window length, the same ones (default: all the validation text holds, at most 65536); with --longrope-search, by every candidate (default " NUMBER_TEXT(LONGROPE_DEFAULT_TOKENS) ")" },
     { "longrope-search", F_STR, O(longrope_search), 0, 0, K_RUN, "PREFIX", "search LongRoPE factor lists for the --load RoPE model at --rope-factor S (and --rope-original-context L0): evolutionary, scored by perplexity of --ppl-tokens validation tokens at windows of S*L0 (long list) and L0 (short list); writes PREFIX.short and PREFIX.long, then exits" },
     { "longrope-population", F_INT, O(longrope_population), 4, 1000, K_RUN, "P", "--longrope-search: lists per generation, the best P/2 kept (" NUMBER_TEXT(LONGROPE_DEFAULT_POPULATION) ")" },
     { "longrope-generations", F_INT, O(longrope_generations), 0, 1000, K_RUN, "G", "--longrope-search: generations after the first (" NUMBER_TEXT(LONGROPE_DEFAULT_GENERATIONS) ")" },
