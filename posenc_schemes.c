@@ -97,7 +97,8 @@ static const char *longrope_check(const PosConfig *c, int rot, char *msg, size_t
     for (int k = 0; k < 2; k++) {
         if (c->rope_scaling != ROPE_SCALING_LONGROPE) {
             if (lists[k]->n == 0) continue;
-            snprintf(msg, cap, "%s acts only with --rope-scaling longrope; drop it or add --rope-scaling longrope", flags[k]);
+            snprintf(msg, cap, "%s acts only with --rope-scaling longrope; drop it, add --rope-scaling longrope, or "
+                     "clear a loaded model's list with %s ''", flags[k], flags[k]);
             return msg;
         }
         if (lists[k]->n != rot / 2) {
