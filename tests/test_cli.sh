@@ -104,7 +104,7 @@ expect_fail "missing checkpoint" "cannot open checkpoint" ./train --load "$tmp/n
 expect_fail "--layers with --load" "cannot change the architecture" ./train --load "$tmp/bytes.ckpt" --layers 3 --export "$tmp/keep"
 expect_fail "--rope-base with --load" "--rope-base cannot change the model" ./train --load "$tmp/bytes.ckpt" --rope-base 500 --export "$tmp/keep"
 expect_fail "--context of a learned table" "learned position table has 8 rows" ./train --load "$tmp/bytes.ckpt" --context 16 --export "$tmp/keep"
-expect_fail "bad --rope-scaling" "none, linear, dynamic, yarn or llama3" ./train --pe rope --rope-scaling ntk --save "$tmp/keep"
+expect_fail "bad --rope-scaling" "none, linear, dynamic, yarn, llama3 or longrope" ./train --pe rope --rope-scaling ntk --save "$tmp/keep"
 expect_fail "--rope-factor below 1" "--rope-factor must be a number in [1," ./train --pe rope --rope-factor 0.5 --save "$tmp/keep"
 expect_fail "p-rope keeping no frequency" "keeps floor" ./train --pe p-rope --dim 16 --heads 2 --p-rope-fraction 0.1 --save "$tmp/keep"
 expect_fail "--eval-batches without a model" "need the model from --load" ./train --eval-batches 2
