@@ -65,7 +65,7 @@ static void save_path(const char *pattern, int step, char *out, size_t cap) {
 
 // The mean loss over the first --val-batches batches of the validation text, read in order.
 static double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b) {
-    Loader l = { .d = val, .pack = o->pack };
+    Loader l = { .d = val, .pack = o->pack, .bos = o->bos };
     double sum = 0, wsum = 0;
     for (int i = 0; i < o->val_batches; i++) {
         loader_next(&l, b);
@@ -407,6 +407,7 @@ static void setup_task(Args *a, TaskConfig *tc) {
     CHECK(id >= 0, "--task %s is not a task; ./train --help lists them", o->task);
     CHECK(!o->data && !o->val_data, "--task %s generates its own data; drop --data and --val-data", o->task);
     CHECK(!o->pack, "--task packs its instances as separate documents already; drop --pack");
+    CHECK(!o->bos, "--bos starts windows of text (--data) with a boundary token; --task instances are separate documents already; drop --bos");
     CHECK(!o->shuffle, "--task draws its instances at random already; --shuffle orders text (--data); drop it");
     task_defaults(tc, id);
     if (o->train_min) tc->train_min = o->train_min;
@@ -841,6 +842,13 @@ static void split_text(Session *s) {
     } else {
         data_split(&s->all, o->val_frac, &s->train, &s->val);
     }
+    const TokenSet *sets[2] = { &s->train, &s->val };
+    for (int k = 0; k < 2 && o->bos; k++) {
+        int bos = loader_bos_token(sets[k]);
+        CHECK(bos >= 0, "--bos: the %s data (%s) have no boundary token (no end of text, and not bytes); drop --bos",
+              k ? "validation" : "training", k && o->val_data ? o->val_data : s->data_name);
+        CHECK(bos < vocab, "--bos: the boundary token %d is outside the model's vocabulary (0..%d)", bos, vocab - 1);
+    }
     uint64_t need = (uint64_t)o->batch * o->seq + 1, n = s->train.n;
     int reads = o->dump || s->train_steps > 0;                    // the training stream is read
     CHECK(n >= need || !reads, "%s has %llu training tokens, fewer than --batch %d x --seq %d + 1 = %llu; use more data "
@@ -870,7 +878,7 @@ static void split_text(Session *s) {
 static void start_stream(Session *s) {
     const Options *o = s->o;
     const TrainState *st = &s->st;
-    s->loader = (Loader){ .d = &s->train, .pack = o->pack, .shuffle = o->shuffle, .seed = (uint64_t)o->seed ^ SHUFFLE_SALT };
+    s->loader = (Loader){ .d = &s->train, .pack = o->pack, .bos = o->bos, .shuffle = o->shuffle, .seed = (uint64_t)o->seed ^ SHUFFLE_SALT };
     if (!o->resume || o->task || !s->need_data) return;
     CHECK(!st->data_tokens || (st->data_tokens == s->train.n && st->data_files == (uint64_t)s->train.n_files),
           "--resume: '%s' was trained on %llu tokens in %llu files, but the training data now (%s) hold %llu tokens in %d "
@@ -910,6 +918,9 @@ static void data_modes(Session *s) {
     }
     if (ppl_requested(o)) {
         CHECK(!o->task, "--ppl-out and --ppl-positions evaluate text; '%s' was trained on --task %s", o->resume ? o->resume : o->load, o->task);
+        CHECK(!o->bos, "--ppl-out and --ppl-positions: the perplexity windows do not start with a boundary token, so "
+              "--bos%s does not apply; evaluate with --load CKPT and without --bos", o->resume && !flag_set(&s->a, "bos") ?
+              " (stored in the checkpoint)" : "");
         char val_name[4200];
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);

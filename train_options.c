@@ -19,6 +19,7 @@ const Flag FLAGS[] = {
     { "tokenizer", F_STR, O(tokenizer), 0, 0, K_RUN, "FILE", "llm.c tokenizer file to print samples of token data" },
     { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1", "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
     { "shuffle", F_SWITCH, O(shuffle), 0, 1, K_TRAIN, "", "train on the data in a new order every epoch, from --seed: the files, and windows of --seq + 1 tokens within each file (default: in order)" },
+    { "bos", F_SWITCH, O(bos), 0, 1, K_TRAIN, "", "start every window of text (training and evaluation) with the boundary token: the data's end of text, or byte 2 (STX) in byte data, followed by --seq - 1 tokens of text; stored for --resume (with --load, give it again to evaluate a model trained with it)" },
     { "task", F_STR, O(task), 0, 0, K_TRAIN, "NAME", "train on a synthetic length-generalisation task instead of text (see the task table below)" },
     { "train-min", F_INT, O(train_min), 0, 100000, K_TRAIN, "N", "--task: shortest training length, 0 = the task's" },
     { "train-max", F_INT, O(train_max), 0, 100000, K_TRAIN, "N", "--task: longest training length; longer is out-of-distribution, 0 = the task's" },

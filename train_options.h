@@ -17,6 +17,7 @@ typedef struct {
     int max_steps, fit_every, fit_per_length;
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
     int threads, sample, top_k, save_every, log_every, pack, shuffle, eval_batches;
+    int bos;                                   // --bos: every text window starts with the boundary token
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
     double dropout, warmup_frac, poly_power;   // training dropout; lr warm-up as a fraction, poly decay
     const char *schedule;                      // the lr decay: "cosine" or "poly"
