@@ -19,6 +19,7 @@
 #include <omp.h>
 #endif
 
+#include "attnstats.h"
 #include "checkpoint.h"
 #include "dataset/data.h"
 #include "dataset/loader.h"
@@ -562,6 +563,8 @@ static void fit_free(FitCheck *f) {
 // perplexity against window length (--ppl-out, --ppl-positions; perplexity.h)
 
 static int ppl_requested(const Options *o) { return o->ppl_out || o->ppl_positions; }
+// an evaluation of the --load model on windows of the validation text (perplexity, attention statistics)
+static int text_eval_requested(const Options *o) { return ppl_requested(o) || o->attention_stats; }
 
 // The --ppl-* flags, checked before any work: combinations, the window list, the output folders.
 static void check_ppl_flags(const Args *a) {
@@ -619,6 +622,71 @@ static void run_perplexity(GPT *m, const TokenSet *val, const Options *o, const 
     if (o->ppl_out) { ppl_write_csv(o->ppl_out, r, 2 * nw); printf("wrote %s\n", o->ppl_out); }
     if (o->ppl_positions) { ppl_write_positions(o->ppl_positions, r, 2 * nw); printf("wrote %s\n", o->ppl_positions); }
     for (int i = 0; i < 2 * nw; i++) ppl_result_free(&r[i]);
+    free(r);
+}
+
+// ----------------------------------------------------------------------------------------------
+// attention statistics over windows of text (--attention-stats; attnstats.h)
+
+// The --attention-* flags and --collapse-threshold, checked before any work.
+static void check_astats_flags(const Args *a) {
+    const Options *o = &a->o;
+    static const char *opts[] = { "attention-lengths", "attention-windows", "collapse-threshold" };
+    for (int i = 0; i < 3; i++)
+        CHECK(o->attention_stats || !flag_set(a, opts[i]), "--%s applies to the attention statistics; give "
+              "--attention-stats FILE", opts[i]);
+    if (!o->attention_stats) return;
+    CHECK(o->load || o->resume, "--attention-stats needs the model from --load CKPT (or --resume CKPT)");
+    CHECK(!o->task, "--attention-stats measures windows of text; it does not apply to --task (text models only)");
+    CHECK(o->collapse_threshold > 0, "--collapse-threshold %g: a head's mean first-key mass is compared with a "
+          "threshold in (0, 1]", o->collapse_threshold);
+    double mult[PPL_MAX_WINDOWS];
+    char msg[512];
+    CHECK(ppl_parse_multiples(o->attention_lengths, mult, PPL_MAX_WINDOWS, msg, sizeof msg), "--attention-lengths %s", msg);
+}
+
+// The statistics at every window length over the first windows of the validation text; prints the
+// table and writes the CSV. val_name: where the text comes from, for messages.
+static void run_attention_stats(GPT *m, const TokenSet *val, const Options *o, const char *val_name) {
+    double mult[PPL_MAX_WINDOWS];
+    int W[PPL_MAX_WINDOWS], T = m->cfg.max_seq_len, nwin = o->attention_windows, bos = o->bos ? loader_bos_token(val) : -1;
+    char msg[512];
+    int nw = ppl_parse_multiples(o->attention_lengths, mult, PPL_MAX_WINDOWS, msg, sizeof msg);
+    CHECK(nw > 0, "--attention-lengths %s", msg);
+    CHECK(ppl_windows(mult, nw, T, W, msg, sizeof msg), "--attention-lengths %s: %s", o->attention_lengths, msg);
+    size_t need = 0;
+    for (int i = 0; i < nw; i++) {
+        CHECK(W[i] >= 2, "--attention-lengths %s: %g x the context %d is a window of %d token; the statistics need at "
+              "least 2 (row 0 is not averaged)", o->attention_lengths, mult[i], T, W[i]);
+        size_t n = astats_tokens_needed(W[i], nwin, bos);
+        if (n > need && ppl_window_ok(m, W[i], NULL, 0)) need = n;
+    }
+    CHECK(val->n >= need, "--attention-stats: %d windows of up to %d tokens need %zu tokens of text, but the validation "
+          "text (%s) has %llu; give fewer --attention-windows, shorter --attention-lengths, or more text with --val-data "
+          "FILE or a larger --val-frac", nwin, W[nw - 1], need, val_name, (unsigned long long)val->n);
+    char layers[PE_MAX_LAYERS * 24];
+    posenc_layer_list(&m->cfg.pe, layers, sizeof layers);
+    printf("attention statistics: model context %d, positions: input %s, layers %s | text: %s, %d windows per length%s\n",
+           T, m->cfg.pe.input == PE_NOPE ? "none" : posenc_scheme(m->cfg.pe.input)->name, layers, val_name, nwin,
+           bos >= 0 ? ", each opened by the boundary token (--bos)" : "");
+    int *tokens = xmalloc(sizeof(int) * (need ? need : 1));
+    data_read(val, 0, need, tokens);
+    AStatsResult *r = xcalloc((size_t)nw, sizeof(AStatsResult));
+    for (int i = 0; i < nw; i++) {
+        if (!ppl_window_ok(m, W[i], r[i].note, sizeof r[i].note)) {
+            r[i].window = W[i]; r[i].L = m->cfg.n_layer; r[i].NH = m->cfg.n_head;
+            printf("attention: window %d: no number, %s\n", W[i], r[i].note);
+            continue;
+        }
+        astats_evaluate(m, tokens, W[i], nwin, bos, &r[i]);
+        printf("attention: window %5d: %d windows (%.1f s)\n", W[i], nwin, r[i].seconds);
+        fflush(stdout);
+    }
+    free(tokens);
+    astats_print_table(stdout, r, nw, T, o->collapse_threshold);
+    astats_write_csv(o->attention_stats, r, nw, o->collapse_threshold);
+    printf("wrote %s\n", o->attention_stats);
+    for (int i = 0; i < nw; i++) astats_result_free(&r[i]);
     free(r);
 }
 
@@ -708,8 +776,10 @@ static void check_flags(const Args *a) {
           "input: give --prompt TEXT or --task NAME (a test instance of the task), exactly one of them");
     if (o->attention_map) attention_map_dir(o->attention_map);
     check_ppl_flags(a);
+    check_astats_flags(a);
     const struct { const char *flag, *path; } outputs[] = {
         { "save", o->save }, { "log", o->log }, { "eval-out", o->eval_out }, { "ppl-out", o->ppl_out },
+        { "attention-stats", o->attention_stats },
         { "ppl-positions", o->ppl_positions }, { "export", o->export_path }, { "export-llmc", o->export_llmc },
         { "dump-step", o->dump },
     };
@@ -777,9 +847,9 @@ static void check_with_model(Session *s) {
     CHECK(!(flag_set(&s->a, "warmup") && flag_set(&s->a, "warmup-frac")), "give either --warmup N or --warmup-frac F, not both");
     if (flag_set(&s->a, "warmup-frac")) o->warmup = (int)ceil(o->warmup_frac * o->steps);
     if (o->warmup < 0) o->warmup = o->steps / 10;
-    CHECK(!o->resume || o->dump || o->sample || ppl_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
+    CHECK(!o->resume || o->dump || o->sample || text_eval_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
-    CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !ppl_requested(o) &&
+    CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !text_eval_requested(o) &&
           !o->attention_map && !o->export_path && !o->export_llmc), "--detect-anomaly checks training steps and this run trains none; "
           "give --steps N (with --load) or drop the flag");
     char msg[512];
@@ -893,8 +963,8 @@ static void start_stream(Session *s) {
 // --resume named it), the micro-batches and the text stream (where a --resume left it).
 static void prepare_data(Session *s) {
     const Options *o = s->o;
-    s->train_steps = o->dump || o->eval_batches || ppl_requested(o) ? 0 : o->steps - (int)s->st.step;
-    s->need_data = o->dump || o->eval_batches || ppl_requested(o) || s->train_steps > 0;
+    s->train_steps = o->dump || o->eval_batches || text_eval_requested(o) ? 0 : o->steps - (int)s->st.step;
+    s->need_data = o->dump || o->eval_batches || text_eval_requested(o) || s->train_steps > 0;
     if (s->need_data && !s->have_data && !o->task) {   // --resume without --data: the stored data path
         if (o->data) data_open(o->data, &s->all); else data_default_corpus(&s->all);
         s->data_name = o->data ? o->data : "the embedded corpus";
@@ -925,6 +995,13 @@ static void data_modes(Session *s) {
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
         run_perplexity(&s->model, &s->val, o, val_name);
+    }
+    if (o->attention_stats) {
+        CHECK(!o->task, "--attention-stats measures windows of text; '%s' was trained on --task %s", o->resume ? o->resume : o->load, o->task);
+        char val_name[4200];
+        if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
+        else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
+        run_attention_stats(&s->model, &s->val, o, val_name);
     }
     if (o->dump) {
         s->loader.pos = (StreamPos){ 0 };
@@ -1134,7 +1211,7 @@ static void train(Session *s) {
 static void after_training(Session *s) {
     const Options *o = s->o;
     if (o->task && !o->dump) evaluate_task(&s->model, &s->tc, o);
-    if (o->sample && !o->dump && !o->eval_batches && !ppl_requested(o)) generate(&s->model, &s->tok, o, &s->rng);
+    if (o->sample && !o->dump && !o->eval_batches && !text_eval_requested(o)) generate(&s->model, &s->tok, o, &s->rng);
 }
 
 static void session_free(Session *s) {

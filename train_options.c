@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "attnstats.h"
 #include "dataset/tasks.h"
 #include "perplexity.h"
 #include "posenc.h"
@@ -78,6 +79,10 @@ const Flag FLAGS[] = {
     { "ppl-positions", F_STR, O(ppl_positions), 0, 0, K_RUN, "FILE", "with the perplexity evaluation: mean loss at each position of the window, nonoverlap mode, as CSV (window,position,loss)" },
     { "ppl-windows", F_STR, O(ppl_windows), 0, 0, K_RUN, "LIST", "perplexity windows as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
     { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F", "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
+    { "attention-stats", F_STR, O(attention_stats), 0, 0, K_RUN, "FILE", "attention statistics of the --load model over windows of the validation text: per layer and head the mean first-key (sink) mass, row entropy and attended distance, and the fraction of heads collapsed, as CSV (window,layer,head,windows,rows,sink_mass,entropy,distance,collapsed,layer_collapsed_frac,note), then exit" },
+    { "attention-lengths", F_STR, O(attention_lengths), 0, 0, K_RUN, "LIST", "attention-statistics window lengths as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
+    { "attention-windows", F_INT, O(attention_windows), 1, 1e6, K_RUN, "N", "attention statistics: windows per length, the first N of the validation text (" NUMBER_TEXT(ASTATS_DEFAULT_WINDOWS) ")" },
+    { "collapse-threshold", F_DBL, O(collapse_threshold), 0, 1, K_RUN, "F", "attention statistics: a head is collapsed when its mean first-key mass is >= F, in (0, 1] (0.5)" },
     { "ppl-tokens", F_INT, O(ppl_tokens), 1, 1e9, K_RUN, "N", "tokens scored at every window length, the same ones (default: all the validation text holds, at most 65536)" },
     { "export", F_STR, O(export_path), 0, 0, K_RUN, "FILE", "write the model as safetensors with HF GPT-2 names, then exit" },
     { "export-llmc", F_STR, O(export_llmc), 0, 0, K_RUN, "FILE", "write the model as an llm.c GPT-2 model file (version 3, float32), then exit; only a learned input table over nope layers, which llm.c runs" },
@@ -97,6 +102,8 @@ static void defaults(Options *o) {
     o->beta2 = 0.95; o->eps = 1e-8; o->seed = 1337; o->val_every = 100; o->val_batches = 8;
     o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0; o->ppl_stride = 0.5;
     o->distractors = -1; o->eval_per_length = 100; o->ppl_windows = PPL_DEFAULT_WINDOWS;
+    o->attention_lengths = PPL_DEFAULT_WINDOWS; o->attention_windows = ASTATS_DEFAULT_WINDOWS;
+    o->collapse_threshold = ASTATS_DEFAULT_THRESHOLD;
     o->fit_every = 50; o->fit_per_length = 20;
     o->schedule = "cosine"; o->poly_power = 1.0;
 }

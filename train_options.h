@@ -25,6 +25,9 @@ typedef struct {
     const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
     double ppl_stride;
     int ppl_tokens;
+    const char *attention_stats, *attention_lengths;   // attention statistics over windows (attnstats.h)
+    int attention_windows;
+    double collapse_threshold;
     int detect_anomaly;                        // --detect-anomaly: stop at the first NaN or Inf, naming it
 } Options;
 
