@@ -655,15 +655,16 @@ static void run_attention_stats(GPT *m, const TokenSet *val, const Options *o, c
     CHECK(nw > 0, "--attention-lengths %s", msg);
     CHECK(ppl_windows(mult, nw, T, W, msg, sizeof msg), "--attention-lengths %s: %s", o->attention_lengths, msg);
     size_t need = 0;
+    int wmax = 0;
     for (int i = 0; i < nw; i++) {
         CHECK(W[i] >= 2, "--attention-lengths %s: %g x the context %d is a window of %d token; the statistics need at "
               "least 2 (row 0 is not averaged)", o->attention_lengths, mult[i], T, W[i]);
         size_t n = astats_tokens_needed(W[i], nwin, bos);
-        if (n > need && ppl_window_ok(m, W[i], NULL, 0)) need = n;
+        if (n > need && ppl_window_ok(m, W[i], NULL, 0)) { need = n; wmax = W[i]; }
     }
     CHECK(val->n >= need, "--attention-stats: %d windows of up to %d tokens need %zu tokens of text, but the validation "
           "text (%s) has %llu; give fewer --attention-windows, shorter --attention-lengths, or more text with --val-data "
-          "FILE or a larger --val-frac", nwin, W[nw - 1], need, val_name, (unsigned long long)val->n);
+          "FILE or a larger --val-frac", nwin, wmax, need, val_name, (unsigned long long)val->n);
     char layers[PE_MAX_LAYERS * 24];
     posenc_layer_list(&m->cfg.pe, layers, sizeof layers);
     printf("attention statistics: model context %d, positions: input %s, layers %s | text: %s, %d windows per length%s\n",
