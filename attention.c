@@ -474,6 +474,75 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
     free(cache);
 }
 
+// ---- attention statistics -----------------------------------------------------------------------
+// The statistics need each row's final normaliser, which the forward's online softmax knows only
+// after its last tile. Rather than hold a head's (T, T) probabilities, this is a second pass over
+// the keys, tile by tile as the backward does: with lse_i known, p(i,j) = exp(score(i,j) - lse_i)
+// comes out of the forward's own tile_scores and exp, and ln p(i,j) = score(i,j) - lse_i needs no
+// log. Per (b, h) pair and block of QB query rows, memory is the forward's per-thread scratch (the
+// tile S (nk, QB)) plus three (QB,) sums; per call, part (B, NH, ATT_NSTAT) doubles. Cost: the
+// forward's q.k products and exps again (no P V product).
+
+// The sums of one (b, h) pair into st (ATT_NSTAT,) (attention.h: which rows, what sums)
+static void pair_stats(const AttnCall *x, AttnPair *p, const real *lse_h, double *st) {
+    const int *doc = p->doc;
+    int T = x->T, first = 0;
+    for (int i0 = 0; i0 < T; i0 += ATT_QB) {
+        int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(x->ap, i0 + nb - 1, T);
+        real lse_q[ATT_QB] __attribute__((aligned(64)));
+        int sink[ATT_QB];                                  // each row's first key: its document's start
+        double mass[ATT_QB] = { 0 }, ent[ATT_QB] = { 0 }, dist[ATT_QB] = { 0 };
+        for (int r = 0; r < ATT_QB; r++) {
+            int i = i0 + r;
+            lse_q[r] = r < nb ? lse_h[i] : 0;
+            if (r < nb && (i == 0 || doc[i] != doc[i - 1])) first = i;
+            sink[r] = first;
+        }
+        block_transpose(p->w.xT, p->q0 + (size_t)i0 * x->C3, x->C3, nb, x->hs, x->scale);
+        for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
+            nk = tile_width(j0, i0, nkeys);
+            if (!tile_scores(x, p, i0, nb, j0, nk)) continue;
+            for (int j = 0; j < nk; j++) {
+                const real *s = p->w.S + (size_t)j * ATT_QB;
+                for (int r = 0; r < nb; r++) {
+                    real lp = s[r] - lse_q[r], pr = exp_fast(lp);      // tile_exp's p(i,j), exactly
+                    if (pr == 0) continue;                             // masked (or underflowed): adds 0
+                    ent[r] -= (double)pr * lp;
+                    dist[r] += (double)pr * (i0 + r - (j0 + j));
+                    if (j0 + j == sink[r]) mass[r] += pr;
+                }
+            }
+        }
+        for (int r = 0; r < nb; r++) {
+            int i = i0 + r;
+            if (doc[i] < 0 || i == sink[r]) continue;              // padding; a document's first row
+            st[ATT_STAT_ROWS] += 1;
+            st[ATT_STAT_SINK] += mass[r];
+            st[ATT_STAT_ENTROPY] += ent[r];
+            st[ATT_STAT_DIST] += dist[r];
+        }
+    }
+}
+
+void attention_stats(double *acc, const real *qkv, const real *lse, const AttnPos *ap, real *scratch,
+                     int B, int T, int C, int NH) {
+    CHECK(!ap->bidirectional, "internal: attention_stats is defined for causal attention only");
+    size_t ncache;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
+    AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
+    double *part = xcalloc((size_t)B * NH * ATT_NSTAT, sizeof(double));   // (B, NH, ATT_NSTAT)
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), b, h);
+            pair_stats(&x, &p, lse + ((size_t)b * NH + h) * T, part + ((size_t)b * NH + h) * ATT_NSTAT);
+        }
+    for (int b = 0; b < B; b++)                    // in batch order: the same sums for any thread count
+        for (size_t k = 0; k < (size_t)NH * ATT_NSTAT; k++) acc[k] += part[(size_t)b * NH * ATT_NSTAT + k];
+    free(part);
+    free(cache);
+}
+
 // out (T,T); qkv (T,3C) and lse (NH,T) of one batch row; ap->pos, ap->doc (T,). The forward's own
 // scoring (tile_scores: same tiles, mask and hook 3), its exp and its log-sum-exp (never dropout).
 void attention_head_probs(real *out, const real *qkv, const real *lse, const AttnPos *ap, int T, int C,

@@ -49,6 +49,22 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
 void attention_head_probs(real *out, const real *qkv, const real *lse, const AttnPos *ap, int T, int C,
                           int NH, int h);
 
+// Attention statistics (./train --attention-stats, attnstats.h), summed over query rows per head.
+// Query i's sink is the first key of its document (key 0 of an unpacked row; with --bos, the BOS);
+// the rows summed are every query i of a real document (doc >= 0, so padding is skipped) except
+// the document's first, which attends only to itself (mass 1, entropy 0, distance 0 always):
+//   ATT_STAT_ROWS     the number of rows summed
+//   ATT_STAT_SINK     p(i, first)
+//   ATT_STAT_ENTROPY  -sum_j p(i,j) ln p(i,j), in nats
+//   ATT_STAT_DIST     sum_j p(i,j) (i - j), in tokens
+enum { ATT_STAT_ROWS, ATT_STAT_SINK, ATT_STAT_ENTROPY, ATT_STAT_DIST, ATT_NSTAT };
+// acc (NH, ATT_NSTAT) += the sums over the batch; qkv (B,T,3C) and lse (B,NH,T) as
+// attention_forward left them; scratch as the forward's. Causal attention only. A second pass over
+// the keys with the known log-sum-exps: O(T) memory, never a (T, T) matrix; the sums are added in
+// a fixed order (the same numbers for any thread count).
+void attention_stats(double *acc, const real *qkv, const real *lse, const AttnPos *ap, real *scratch,
+                     int B, int T, int C, int NH);
+
 // The keys and values that a chunk of T new queries attends in incremental decoding: those of the
 // P tokens before it, then the chunk's own. Query t of the chunk sees keys 0 .. P+t.
 typedef struct {

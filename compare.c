@@ -14,7 +14,8 @@
 //
 // Folder layout (OUT):
 //   runs/TASK/SCHEME/seedN/   train.log (everything ./train printed), log.csv (loss per step),
-//                             model.ckpt, eval.csv (task accuracy) or ppl*.csv (text), done
+//                             model.ckpt, eval.csv (task accuracy) or ppl*.csv (text), done,
+//                             attention.csv (text with --attention-stats)
 //   results.csv               one row per run and length bucket (tasks) or window (text)
 //   runs.csv                  tasks: one row per run (fitted, steps to fit, accuracies, degenerate lengths)
 //   summary.md                per task: fitted runs, means with 95% bootstrap intervals, test pools,
@@ -35,6 +36,7 @@
 #include "posenc.h"
 
 #define MAX_ARGS 256
+#define MAX_CMDS (3 + MAX_ITEMS)     // a run's commands: training, up to 1 + MAX_ITEMS perplexity evaluations, attention
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -60,6 +62,8 @@ static void usage(FILE *f) {
         "  --report-only          write the report from the finished runs in --out (give the flags that trained\n"
         "                         them); train nothing\n"
         "  --eval-flags 'FLAGS'   text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'\n"
+        "  --attention-stats      text: also measure each run's attention (./train --attention-stats, with --bos when\n"
+        "                         the run trained with it) and add the collapsed fraction of heads by layer to summary.md\n"
         "  --jobs N               runs at a time (default 1)\n"
         "  --threads N            OpenMP threads per run (default: cores / jobs)\n"
         "  --train PATH           the ./train binary (default: next to ./compare)\n"
@@ -124,6 +128,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         if (!strcmp(s, "--")) { c->extra = argv + i + 1; c->n_extra = argc - i - 1; break; }
         if (!strcmp(s, "--quiet")) { c->quiet = 1; continue; }
         if (!strcmp(s, "--report-only")) { c->report_only = 1; continue; }
+        if (!strcmp(s, "--attention-stats")) { c->attention_stats = 1; continue; }
         CHECK(!strncmp(s, "--", 2), "unexpected argument '%s'; see ./compare --help", s);
         CHECK(i + 1 < argc, "%s needs a value (see ./compare --help)", s);
         char *v = argv[++i], *end;
@@ -179,6 +184,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
     CHECK(!c->n_ext || c->data, "--rope-extensions applies to text (--data), where perplexity is measured by length");
     CHECK(!c->val_data || c->data, "--val-data goes with --data");
     CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
+    CHECK(!c->attention_stats || c->data, "--attention-stats applies to text (--data): ./train measures attention on windows of text");
     CHECK(!c->fit_target || !c->data, "--fit-target applies to tasks (--task), whose in-distribution validation accuracy it reads");
     CHECK(!claims || !c->data, "--claims applies to tasks (--task): it compares accuracy beyond the training lengths");
     // a glob pattern ('dir/*.bin') names no file itself: ./train expands and checks it
@@ -262,8 +268,19 @@ static int run_cmd(Argv *a, const char *log) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+// 1 when the run's training flags (its scheme's, or those after --) include --bos
+static int run_bos(const Cfg *c, const Run *r) {
+    int bos = 0;
+    for (int k = 0; k < c->n_extra; k++) bos |= !strcmp(c->extra[k], "--bos");
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", c->schemes[r->scheme].flags);
+    for (char *w = strtok(tmp, " \t"); w; w = strtok(NULL, " \t")) bos |= !strcmp(w, "--bos");
+    return bos;
+}
+
 // The commands of one run: the training (which also writes the task accuracy to eval.csv), then
-// for text one perplexity evaluation per RoPE extension. cmds holds 1 + MAX_ITEMS; returns the count.
+// for text one perplexity evaluation per RoPE extension and, with --attention-stats, the attention
+// statistics (attention.csv). cmds holds MAX_CMDS; returns the count.
 static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     Argv *a = &cmds[0];
     arg(a, "%s", c->train_bin);
@@ -295,13 +312,24 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
         arg(b, "--ppl-out"); arg(b, "%s/ppl%s%s.csv", r->dir, e ? "_" : "", suffix);
         arg(b, "--ppl-positions"); arg(b, "%s/ppl_positions%s%s.csv", r->dir, e ? "_" : "", suffix);
     }
-    return n_eval + 1;
+    if (!c->attention_stats) return n_eval + 1;
+    Argv *s = &cmds[1 + n_eval];                    // at 0.5x .. 8x the context, the run's own positions
+    arg(s, "%s", c->train_bin);
+    arg(s, "--load"); arg(s, "%s/model.ckpt", r->dir);
+    arg(s, "--threads"); arg(s, "%d", c->threads);
+    arg(s, "--data"); arg(s, "%s", c->data);
+    if (c->val_data) { arg(s, "--val-data"); arg(s, "%s", c->val_data); }
+    for (int k = 0; k < c->n_extra; k++)
+        if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(s, "--val-frac"); arg(s, "%s", c->extra[k + 1]); }
+    if (run_bos(c, r)) arg(s, "--bos");
+    arg(s, "--attention-stats"); arg(s, "%s/attention.csv", r->dir);
+    return n_eval + 2;
 }
 
 // A run's settings: its commands, one per line. Stored in its `done` file, so that a later
 // command with other settings does not mix its runs in silently.
 static char *run_settings(const Cfg *c, const Run *r) {
-    Argv *cmds = xcalloc(1 + MAX_ITEMS, sizeof(Argv));
+    Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
     int n = build_cmds(c, r, cmds);
     char *buf = NULL; size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
@@ -319,7 +347,7 @@ static void run_child(const Cfg *c, const Run *r) {
     char log[4200], path[4200];
     snprintf(log, sizeof log, "%s/train.log", r->dir);
     remove(log);
-    Argv *cmds = xcalloc(1 + MAX_ITEMS, sizeof(Argv));
+    Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
     int n = build_cmds(c, r, cmds);
     for (int i = 0; i < n; i++) if (run_cmd(&cmds[i], log)) _exit(1);
     char *set = run_settings(c, r);

@@ -20,6 +20,7 @@ typedef struct {
     double ext_factor;
     int jobs, threads, per_length, quiet;
     int report_only;                              // report the finished runs, train nothing
+    int attention_stats;                          // text: also ./train --attention-stats per run (attention.csv)
     const char *fit_target;                       // --fit-target A as given (NULL: none), for every run
     int claims[MAX_ITEMS][2], n_claims;           // --claims: the schemes (a, b) of each claim "a > b"
     char **extra; int n_extra;                    // flags after --, given to every training run

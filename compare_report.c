@@ -790,6 +790,99 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
     fprintf(md, "\n%s%s", notes, *notes ? "\n\n" : "");
 }
 
+// ---- attention statistics (--attention-stats): each run's attention.csv (./train, attnstats.h) ----
+
+#define ATTN_COLUMNS "window,layer,head,windows,rows,sink_mass,entropy,distance,collapsed,layer_collapsed_frac,note"
+
+typedef struct { int run, window, layer, windows; double frac; char note[96]; } LayerRow;   // one (run, window, layer)
+typedef struct { LayerRow *r; int n, cap; } LayerRows;
+
+// The layer rows of one run's attention.csv (the layer's fraction, read from its head-0 row; NAN
+// and the note for a window the model could not take) into ls
+static void read_attention(const char *path, int run, LayerRows *ls) {
+    char line[1024], *fl[16];
+    FILE *f = open_result(path, line, sizeof line);
+    line[strcspn(line, "\r\n")] = 0;
+    CHECK(!strcmp(line, ATTN_COLUMNS), "'%s' has the columns '%s', expected '" ATTN_COLUMNS "' (written by an older "
+          "./train? delete the run's folder to redo it)", path, line);
+    while (fgets(line, sizeof line, f)) {
+        int k = fields(line, fl, 16);
+        CHECK(k == 11, "'%s': a row has %d fields, expected 11 (" ATTN_COLUMNS ")", path, k);
+        if (atoi(fl[2]) != 0) continue;
+        if (ls->n == ls->cap) {
+            ls->cap = ls->cap ? 2 * ls->cap : 256;
+            ls->r = realloc(ls->r, sizeof(LayerRow) * ls->cap);
+            CHECK(ls->r, "out of memory");
+        }
+        LayerRow *r = &ls->r[ls->n++];
+        *r = (LayerRow){ .run = run, .window = atoi(fl[0]), .layer = atoi(fl[1]), .windows = atoi(fl[3]), .frac = *fl[9] ? atof(fl[9]) : NAN };
+        snprintf(r->note, sizeof r->note, "%s", fl[10]);
+    }
+    fclose(f);
+}
+
+// Per window length, a table of the fraction of heads collapsed (mean first-key mass >= ./train's
+// --collapse-threshold, 0.5) by layer: a row per scheme, the mean over its seeds with the 95%
+// t-interval (stats.h; the mean alone with one seed).
+static void attention_section(const Report *rp, int t, int context) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    LayerRows ls = { 0 };
+    char path[4200];
+    for (int i = 0; i < rp->n; i++)
+        if (rp->runs[i].task == t && run_has_results(&rp->runs[i])) {
+            snprintf(path, sizeof path, "%s/attention.csv", rp->runs[i].dir);
+            read_attention(path, i, &ls);
+        }
+    int windows[64], nw = 0, layers = 0, per_length = 0;
+    for (int i = 0; i < ls.n; i++) {
+        if (ls.r[i].windows > per_length) per_length = ls.r[i].windows;
+        int seen = 0;
+        for (int k = 0; k < nw; k++) seen |= windows[k] == ls.r[i].window;
+        if (!seen && nw < 64) windows[nw++] = ls.r[i].window;
+        if (ls.r[i].layer + 1 > layers) layers = ls.r[i].layer + 1;
+    }
+    sort_ints(windows, nw);
+    fprintf(md, "### Attention: heads collapsed onto the first key\n\nThe fraction of each layer's heads whose mean "
+                "attention mass on the first key of the window (the sink; the boundary token with --bos) is >= 0.5, "
+                "averaged over %d windows of the validation text per length (./train --attention-stats; README, "
+                "\"Attention sinks and head collapse\"): mean over seeds [95%% t-interval]%s.\n\n",
+            per_length, c->n_seeds > 1 ? "" : " (one seed: no interval)");
+    for (int w = 0; w < nw; w++) {
+        fprintf(md, "Windows of %d tokens (%gT):\n\n| scheme |", windows[w], context ? (double)windows[w] / context : NAN);
+        for (int l = 0; l < layers; l++) fprintf(md, " layer %d |", l);
+        fprintf(md, "\n|---|");
+        for (int l = 0; l < layers; l++) fprintf(md, "---|");
+        fprintf(md, "\n");
+        char notes[512] = "";
+        for (int sc = 0; sc < c->n_schemes; sc++) {
+            fprintf(md, "| %s |", c->schemes[sc].label);
+            for (int l = 0; l < layers; l++) {
+                double x[MAX_ITEMS];
+                int n = 0;
+                const char *note = "";
+                for (int sd = 0; sd < c->n_seeds; sd++)
+                    for (int i = 0; i < ls.n; i++) {
+                        const LayerRow *r = &ls.r[i];
+                        if (r->run != run_index(c, t, sc, sd) || r->window != windows[w] || r->layer != l) continue;
+                        if (isnan(r->frac)) note = r->note; else x[n++] = r->frac;
+                    }
+                Interval iv = mean_t_interval(x, n);
+                if (!n) {
+                    fprintf(md, " n/a |");
+                    char line[160];
+                    snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
+                    if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
+                } else if (n > 1) fprintf(md, " %.2f [%.2f, %.2f] |", iv.mean, iv.lo, iv.hi);
+                else fprintf(md, " %.2f |", iv.mean);
+            }
+            fprintf(md, "\n");
+        }
+        fprintf(md, "\n%s%s", notes, *notes ? "\n\n" : "");
+    }
+    free(ls.r);
+}
+
 // Text's section: perplexity against window length, non-overlapping then sliding, and the plot.
 static void text_section(Report *rp, int t) {
     const Cfg *c = rp->c;
@@ -808,6 +901,7 @@ static void text_section(Report *rp, int t) {
     sort_ints(windows, nw);
     for (int mode = 0; mode < 2; mode++) ppl_table(rp, t, windows, nw, mode);
     plot_ppl(c, &rp->rs, context, rp->md, rp->plots, &rp->made);
+    if (c->attention_stats) attention_section(rp, t, context);
 }
 
 // The mean reciprocal rank of each scheme over the fitted runs of every task and seed, with its

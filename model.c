@@ -346,6 +346,7 @@ GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int t
 }
 
 void gpt_set_forward_only(GPT *m, int on) { m->forward_only = on != 0; }
+void gpt_set_attention_stats(GPT *m, double *acc) { m->attn_stats = acc; }
 
 // ----------------------------------------------------------------------------------------------
 // dropout's keys: the step's key (gpt_set_dropout), then one per layer and site, then one per
@@ -522,7 +523,12 @@ int gpt_check_parameters(GPT *m) {
 // the chunk's keys and values are appended first.
 static void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *ap, int B, int T, KVCache *kc) {
     int C = m->cfg.n_embd, NH = m->cfg.n_head;
-    if (!kc) { attention_forward(la->atty, la->att_lse, la->qkv, ap, m->a.att_scratch, B, T, C, NH); return; }
+    if (!kc) {
+        attention_forward(la->atty, la->att_lse, la->qkv, ap, m->a.att_scratch, B, T, C, NH);
+        if (m->attn_stats)        // gpt_set_attention_stats: this layer's statistics, while its qkv and lse exist
+            attention_stats(m->attn_stats + (size_t)l * NH * ATT_NSTAT, la->qkv, la->att_lse, ap, m->a.att_scratch, B, T, C, NH);
+        return;
+    }
     int P = kc->len;
     real *Kl = kc->k + (size_t)l * kc->cap * C, *Vl = kc->v + (size_t)l * kc->cap * C;
     for (int t = 0; t < T; t++) {      // append this chunk's keys and values

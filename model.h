@@ -128,6 +128,7 @@ typedef struct {
     int act_forward_only;            // the mode the activations were allocated in
     Activations a;
     GradActivations ga;
+    double *attn_stats;            // gpt_set_attention_stats: (L, NH, ATT_NSTAT) sums, or NULL
     double dropout;                // rate of the next forwards' dropout (gpt_set_dropout); 0: evaluation
     uint64_t drop_key;             // their masks' key
     double act_dropout;            // the last forward's rate and key, which its backward repeats
@@ -170,6 +171,11 @@ double gpt_forward(GPT *m, const Batch *b);
 // gpt_backward and attention_probs refuse to run after such a forward. Takes effect at the next
 // forward (the activations are reallocated when the mode changes); on = 0 restores training mode.
 void gpt_set_forward_only(GPT *m, int on);
+// Attention statistics (attention_stats, attention.h): while acc (L, NH, ATT_NSTAT) is set, every
+// gpt_forward adds each layer's sums over the batch into it, layer by layer as the forward runs (so
+// forward-only mode, which keeps one layer's activations, works); NULL stops it. The KV cache's
+// forward adds nothing. The caller zeroes and owns acc.
+void gpt_set_attention_stats(GPT *m, double *acc);
 // Dropout, as GPT-2 trains (embd_pdrop = attn_pdrop = resid_pdrop = p): the next gpt_forward calls
 // drop, at rate p (0 <= p < 1, kept values scaled by 1/(1-p)), elements of the embedding sum (token
 // + input position, before block 0), the attention probabilities (after the softmax, before V) and

@@ -19,6 +19,7 @@
 #include <omp.h>
 #endif
 
+#include "attnstats.h"
 #include "checkpoint.h"
 #include "dataset/data.h"
 #include "dataset/loader.h"
@@ -66,7 +67,7 @@ static void save_path(const char *pattern, int step, char *out, size_t cap) {
 
 // The mean loss over the first --val-batches batches of the validation text, read in order.
 static double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b) {
-    Loader l = { .d = val, .pack = o->pack };
+    Loader l = { .d = val, .pack = o->pack, .bos = o->bos };
     double sum = 0, wsum = 0;
     for (int i = 0; i < o->val_batches; i++) {
         loader_next(&l, b);
@@ -408,6 +409,7 @@ static void setup_task(Args *a, TaskConfig *tc) {
     CHECK(id >= 0, "--task %s is not a task; ./train --help lists them", o->task);
     CHECK(!o->data && !o->val_data, "--task %s generates its own data; drop --data and --val-data", o->task);
     CHECK(!o->pack, "--task packs its instances as separate documents already; drop --pack");
+    CHECK(!o->bos, "--bos starts windows of text (--data) with a boundary token; --task instances are separate documents already; drop --bos");
     CHECK(!o->shuffle, "--task draws its instances at random already; --shuffle orders text (--data); drop it");
     task_defaults(tc, id);
     if (o->train_min) tc->train_min = o->train_min;
@@ -562,8 +564,9 @@ static void fit_free(FitCheck *f) {
 // perplexity against window length (--ppl-out, --ppl-positions; perplexity.h)
 
 static int ppl_requested(const Options *o) { return o->ppl_out || o->ppl_positions; }
-// An evaluation on text instead of training: perplexity, or the LongRoPE factor search
-static int eval_requested(const Options *o) { return ppl_requested(o) || o->longrope_search; }
+// An evaluation on text instead of training: perplexity, attention statistics, or the LongRoPE
+// factor search
+static int eval_requested(const Options *o) { return ppl_requested(o) || o->attention_stats || o->longrope_search; }
 
 // The --ppl-* flags, checked before any work: combinations, the window list, the output folders.
 static void check_ppl_flags(const Args *a) {
@@ -668,6 +671,72 @@ static void run_longrope_search(GPT *m, const TokenSet *val, const Options *o, c
            o->longrope_search);
 }
 
+// ----------------------------------------------------------------------------------------------
+// attention statistics over windows of text (--attention-stats; attnstats.h)
+
+// The --attention-* flags and --collapse-threshold, checked before any work.
+static void check_astats_flags(const Args *a) {
+    const Options *o = &a->o;
+    static const char *opts[] = { "attention-lengths", "attention-windows", "collapse-threshold" };
+    for (int i = 0; i < 3; i++)
+        CHECK(o->attention_stats || !flag_set(a, opts[i]), "--%s applies to the attention statistics; give "
+              "--attention-stats FILE", opts[i]);
+    if (!o->attention_stats) return;
+    CHECK(o->load || o->resume, "--attention-stats needs the model from --load CKPT (or --resume CKPT)");
+    CHECK(!o->task, "--attention-stats measures windows of text; it does not apply to --task (text models only)");
+    CHECK(o->collapse_threshold > 0, "--collapse-threshold %g: a head's mean first-key mass is compared with a "
+          "threshold in (0, 1]", o->collapse_threshold);
+    double mult[PPL_MAX_WINDOWS];
+    char msg[512];
+    CHECK(ppl_parse_multiples(o->attention_lengths, mult, PPL_MAX_WINDOWS, msg, sizeof msg), "--attention-lengths %s", msg);
+}
+
+// The statistics at every window length over the first windows of the validation text; prints the
+// table and writes the CSV. val_name: where the text comes from, for messages.
+static void run_attention_stats(GPT *m, const TokenSet *val, const Options *o, const char *val_name) {
+    double mult[PPL_MAX_WINDOWS];
+    int W[PPL_MAX_WINDOWS], T = m->cfg.max_seq_len, nwin = o->attention_windows, bos = o->bos ? loader_bos_token(val) : -1;
+    char msg[512];
+    int nw = ppl_parse_multiples(o->attention_lengths, mult, PPL_MAX_WINDOWS, msg, sizeof msg);
+    CHECK(nw > 0, "--attention-lengths %s", msg);
+    CHECK(ppl_windows(mult, nw, T, W, msg, sizeof msg), "--attention-lengths %s: %s", o->attention_lengths, msg);
+    size_t need = 0;
+    int wmax = 0;
+    for (int i = 0; i < nw; i++) {
+        CHECK(W[i] >= 2, "--attention-lengths %s: %g x the context %d is a window of %d token; the statistics need at "
+              "least 2 (row 0 is not averaged)", o->attention_lengths, mult[i], T, W[i]);
+        size_t n = astats_tokens_needed(W[i], nwin, bos);
+        if (n > need && ppl_window_ok(m, W[i], NULL, 0)) { need = n; wmax = W[i]; }
+    }
+    CHECK(val->n >= need, "--attention-stats: %d windows of up to %d tokens need %zu tokens of text, but the validation "
+          "text (%s) has %llu; give fewer --attention-windows, shorter --attention-lengths, or more text with --val-data "
+          "FILE or a larger --val-frac", nwin, wmax, need, val_name, (unsigned long long)val->n);
+    char layers[PE_MAX_LAYERS * 24];
+    posenc_layer_list(&m->cfg.pe, layers, sizeof layers);
+    printf("attention statistics: model context %d, positions: input %s, layers %s | text: %s, %d windows per length%s\n",
+           T, m->cfg.pe.input == PE_NOPE ? "none" : posenc_scheme(m->cfg.pe.input)->name, layers, val_name, nwin,
+           bos >= 0 ? ", each opened by the boundary token (--bos)" : "");
+    int *tokens = xmalloc(sizeof(int) * (need ? need : 1));
+    data_read(val, 0, need, tokens);
+    AStatsResult *r = xcalloc((size_t)nw, sizeof(AStatsResult));
+    for (int i = 0; i < nw; i++) {
+        if (!ppl_window_ok(m, W[i], r[i].note, sizeof r[i].note)) {
+            r[i].window = W[i]; r[i].L = m->cfg.n_layer; r[i].NH = m->cfg.n_head;
+            printf("attention: window %d: no number, %s\n", W[i], r[i].note);
+            continue;
+        }
+        astats_evaluate(m, tokens, W[i], nwin, bos, &r[i]);
+        printf("attention: window %5d: %d windows (%.1f s)\n", W[i], nwin, r[i].seconds);
+        fflush(stdout);
+    }
+    free(tokens);
+    astats_print_table(stdout, r, nw, T, o->collapse_threshold);
+    astats_write_csv(o->attention_stats, r, nw, o->collapse_threshold);
+    printf("wrote %s\n", o->attention_stats);
+    for (int i = 0; i < nw; i++) astats_result_free(&r[i]);
+    free(r);
+}
+
 // --attention-map DIR: the folder, created when only its last part is missing.
 static void attention_map_dir(const char *dir) {
     struct stat sb;
@@ -755,8 +824,10 @@ static void check_flags(const Args *a) {
     if (o->attention_map) attention_map_dir(o->attention_map);
     check_ppl_flags(a);
     check_longrope_flags(a);
+    check_astats_flags(a);
     const struct { const char *flag, *path; } outputs[] = {
         { "save", o->save }, { "log", o->log }, { "eval-out", o->eval_out }, { "ppl-out", o->ppl_out },
+        { "attention-stats", o->attention_stats },
         { "ppl-positions", o->ppl_positions }, { "export", o->export_path }, { "export-llmc", o->export_llmc },
         { "dump-step", o->dump }, { "longrope-search", o->longrope_search },
     };
@@ -889,6 +960,13 @@ static void split_text(Session *s) {
     } else {
         data_split(&s->all, o->val_frac, &s->train, &s->val);
     }
+    const TokenSet *sets[2] = { &s->train, &s->val };
+    for (int k = 0; k < 2 && o->bos; k++) {
+        int bos = loader_bos_token(sets[k]);
+        CHECK(bos >= 0, "--bos: the %s data (%s) have no boundary token (no end of text, and not bytes); drop --bos",
+              k ? "validation" : "training", k && o->val_data ? o->val_data : s->data_name);
+        CHECK(bos < vocab, "--bos: the boundary token %d is outside the model's vocabulary (0..%d)", bos, vocab - 1);
+    }
     uint64_t need = (uint64_t)o->batch * o->seq + 1, n = s->train.n;
     int reads = o->dump || s->train_steps > 0;                    // the training stream is read
     CHECK(n >= need || !reads, "%s has %llu training tokens, fewer than --batch %d x --seq %d + 1 = %llu; use more data "
@@ -918,7 +996,7 @@ static void split_text(Session *s) {
 static void start_stream(Session *s) {
     const Options *o = s->o;
     const TrainState *st = &s->st;
-    s->loader = (Loader){ .d = &s->train, .pack = o->pack, .shuffle = o->shuffle, .seed = (uint64_t)o->seed ^ SHUFFLE_SALT };
+    s->loader = (Loader){ .d = &s->train, .pack = o->pack, .bos = o->bos, .shuffle = o->shuffle, .seed = (uint64_t)o->seed ^ SHUFFLE_SALT };
     if (!o->resume || o->task || !s->need_data) return;
     CHECK(!st->data_tokens || (st->data_tokens == s->train.n && st->data_files == (uint64_t)s->train.n_files),
           "--resume: '%s' was trained on %llu tokens in %llu files, but the training data now (%s) hold %llu tokens in %d "
@@ -958,6 +1036,9 @@ static void data_modes(Session *s) {
     }
     if (ppl_requested(o)) {
         CHECK(!o->task, "--ppl-out and --ppl-positions evaluate text; '%s' was trained on --task %s", o->resume ? o->resume : o->load, o->task);
+        CHECK(!o->bos, "--ppl-out and --ppl-positions: the perplexity windows do not start with a boundary token, so "
+              "--bos%s does not apply; evaluate with --load CKPT and without --bos", o->resume && !flag_set(&s->a, "bos") ?
+              " (stored in the checkpoint)" : "");
         char val_name[4200];
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
@@ -968,6 +1049,13 @@ static void data_modes(Session *s) {
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
         run_longrope_search(&s->model, &s->val, o, val_name);
+    }
+    if (o->attention_stats) {
+        CHECK(!o->task, "--attention-stats measures windows of text; '%s' was trained on --task %s", o->resume ? o->resume : o->load, o->task);
+        char val_name[4200];
+        if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
+        else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
+        run_attention_stats(&s->model, &s->val, o, val_name);
     }
     if (o->dump) {
         s->loader.pos = (StreamPos){ 0 };

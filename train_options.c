@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "attnstats.h"
 #include "dataset/tasks.h"
 #include "longrope.h"
 #include "perplexity.h"
@@ -20,6 +21,7 @@ const Flag FLAGS[] = {
     { "tokenizer", F_STR, O(tokenizer), 0, 0, K_RUN, "FILE", "llm.c tokenizer file to print samples of token data" },
     { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1", "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
     { "shuffle", F_SWITCH, O(shuffle), 0, 1, K_TRAIN, "", "train on the data in a new order every epoch, from --seed: the files, and windows of --seq + 1 tokens within each file (default: in order)" },
+    { "bos", F_SWITCH, O(bos), 0, 1, K_TRAIN, "", "start every window of text (training and evaluation) with the boundary token: the data's end of text, or byte 2 (STX) in byte data, followed by --seq - 1 tokens of text; stored for --resume (with --load, give it again to evaluate a model trained with it)" },
     { "task", F_STR, O(task), 0, 0, K_TRAIN, "NAME", "train on a synthetic length-generalisation task instead of text (see the task table below)" },
     { "train-min", F_INT, O(train_min), 0, 100000, K_TRAIN, "N", "--task: shortest training length, 0 = the task's" },
     { "train-max", F_INT, O(train_max), 0, 100000, K_TRAIN, "N", "--task: longest training length; longer is out-of-distribution, 0 = the task's" },
@@ -78,6 +80,10 @@ const Flag FLAGS[] = {
     { "ppl-positions", F_STR, O(ppl_positions), 0, 0, K_RUN, "FILE", "with the perplexity evaluation: mean loss at each position of the window, nonoverlap mode, as CSV (window,position,loss)" },
     { "ppl-windows", F_STR, O(ppl_windows), 0, 0, K_RUN, "LIST", "perplexity windows as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
     { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F", "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
+    { "attention-stats", F_STR, O(attention_stats), 0, 0, K_RUN, "FILE", "attention statistics of the --load model over windows of the validation text: per layer and head the mean first-key (sink) mass, row entropy and attended distance, and the fraction of heads collapsed, as CSV (window,layer,head,windows,rows,sink_mass,entropy,distance,collapsed,layer_collapsed_frac,note), then exit" },
+    { "attention-lengths", F_STR, O(attention_lengths), 0, 0, K_RUN, "LIST", "attention-statistics window lengths as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
+    { "attention-windows", F_INT, O(attention_windows), 1, 1e6, K_RUN, "N", "attention statistics: windows per length, the first N of the validation text (" NUMBER_TEXT(ASTATS_DEFAULT_WINDOWS) ")" },
+    { "collapse-threshold", F_DBL, O(collapse_threshold), 0, 1, K_RUN, "F", "attention statistics: a head is collapsed when its mean first-key mass is >= F, in (0, 1] (0.5)" },
     { "ppl-tokens", F_INT, O(ppl_tokens), 1, 1e9, K_RUN, "N", "tokens scored at every window length, the same ones (default: all the validation text holds, at most 65536); with --longrope-search, by every candidate (default " NUMBER_TEXT(LONGROPE_DEFAULT_TOKENS) ")" },
     { "longrope-search", F_STR, O(longrope_search), 0, 0, K_RUN, "PREFIX", "search LongRoPE factor lists for the --load RoPE model at --rope-factor S (and --rope-original-context L0): evolutionary, scored by perplexity of --ppl-tokens validation tokens at windows of S*L0 (long list) and L0 (short list); writes PREFIX.short and PREFIX.long, then exits" },
     { "longrope-population", F_INT, O(longrope_population), 4, 1000, K_RUN, "P", "--longrope-search: lists per generation, the best P/2 kept (" NUMBER_TEXT(LONGROPE_DEFAULT_POPULATION) ")" },
@@ -100,6 +106,8 @@ static void defaults(Options *o) {
     o->beta2 = 0.95; o->eps = 1e-8; o->seed = 1337; o->val_every = 100; o->val_batches = 8;
     o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0; o->ppl_stride = 0.5;
     o->distractors = -1; o->eval_per_length = 100; o->ppl_windows = PPL_DEFAULT_WINDOWS;
+    o->attention_lengths = PPL_DEFAULT_WINDOWS; o->attention_windows = ASTATS_DEFAULT_WINDOWS;
+    o->collapse_threshold = ASTATS_DEFAULT_THRESHOLD;
     o->fit_every = 50; o->fit_per_length = 20;
     o->schedule = "cosine"; o->poly_power = 1.0;
     o->longrope_population = LONGROPE_DEFAULT_POPULATION; o->longrope_generations = LONGROPE_DEFAULT_GENERATIONS;

@@ -18,6 +18,7 @@ typedef struct {
     int max_steps, fit_every, fit_per_length;
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
     int threads, sample, top_k, save_every, log_every, pack, shuffle, eval_batches;
+    int bos;                                   // --bos: every text window starts with the boundary token
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
     double dropout, warmup_frac, poly_power;   // training dropout; lr warm-up as a fraction, poly decay
     const char *schedule;                      // the lr decay: "cosine" or "poly"
@@ -27,6 +28,9 @@ typedef struct {
     int ppl_tokens;
     const char *longrope_search;               // --longrope-search PREFIX: the factor search (longrope.h)
     int longrope_population, longrope_generations;
+    const char *attention_stats, *attention_lengths;   // attention statistics over windows (attnstats.h)
+    int attention_windows;
+    double collapse_threshold;
     int detect_anomaly;                        // --detect-anomaly: stop at the first NaN or Inf, naming it
 } Options;
 

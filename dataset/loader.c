@@ -6,6 +6,11 @@ int loader_starts_document(const int *row, int t, int eot) {
     return row[t] == '\n' && row[t - 1] == '\n';
 }
 
+int loader_bos_token(const TokenSet *d) {
+    if (d->eot >= 0) return d->eot;
+    return d->kind == DATA_BYTES && d->vocab_size == 256 ? LOADER_BYTE_BOS : -1;
+}
+
 // ---- the shuffled order ------------------------------------------------------------------------
 
 // splitmix64's finaliser: a 64-bit hash whose output bits each depend on every input bit.
@@ -102,9 +107,17 @@ void loader_check_pos(const Loader *l, int T, const char *what) {
 static void fill_row(const Loader *l, Batch *b, int r, uint64_t at) {
     int T = b->T;
     int *tok = b->tokens + (size_t)r * T, *tgt = b->targets + (size_t)r * T;
-    data_read(l->d, at, (size_t)T, tok);
-    memcpy(tgt, tok + 1, sizeof(int) * (size_t)(T - 1));
-    data_read(l->d, at + (uint64_t)T, 1, tgt + T - 1);
+    if (l->bos) {                                  // [BOS, w_0 .. w_{T-2}] -> [w_0 .. w_{T-1}]
+        int bos = loader_bos_token(l->d);
+        CHECK(bos >= 0, "internal: --bos on data without a boundary token (loader_bos_token)");
+        data_read(l->d, at, (size_t)T, tgt);
+        tok[0] = bos;
+        memcpy(tok + 1, tgt, sizeof(int) * (size_t)(T - 1));
+    } else {
+        data_read(l->d, at, (size_t)T, tok);
+        memcpy(tgt, tok + 1, sizeof(int) * (size_t)(T - 1));
+        data_read(l->d, at + (uint64_t)T, 1, tgt + T - 1);
+    }
     if (!l->pack) return;
     int doc = 0, p = 0;
     for (int t = 0; t < T; t++) {

@@ -33,6 +33,7 @@ typedef struct {
     const TokenSet *d;
     int pack;            // --pack: documents isolated, positions restart at each document
     int shuffle;         // --shuffle: the shuffled order above
+    int bos;             // --bos: each row starts with the boundary token loader_bos_token (see loader_next)
     uint64_t seed;       // the shuffled orders' seed
     StreamPos pos;
 } Loader;
@@ -44,11 +45,21 @@ typedef struct {
 // alone. A row's first token is always at position 0 of its first document.
 int loader_starts_document(const int *row, int t, int eot);
 
+// --bos: the boundary token a row starts with: the data's end-of-text (eot), or in byte data (no
+// eot) byte LOADER_BYTE_BOS, 2 (ASCII STX, "start of text"; text files hardly hold it, so it marks
+// the row's start); -1 when the data have neither (a vocabulary without a boundary token).
+#define LOADER_BYTE_BOS 2
+int loader_bos_token(const TokenSet *d);
+
 // Fills b (B rows of T) with the next B rows of the stream and moves the position past them.
 // Every token gets loss weight 1. Without pack a row is one sequence at positions 0..T-1 (doc 0).
 // With pack a row holds the documents it spans: each starts (at its boundary token) at position 0
 // with its own document id, so attention never crosses from one to another (a row that begins
 // mid-document starts at 0).
+// With bos a row reads the same window but only its first T tokens: inputs [BOS, w_0 .. w_{T-2}],
+// targets [w_0 .. w_{T-1}] (BOS predicts the window's first token; every token of the stream is
+// still a target once); the stream, its positions and a checkpoint's are those without bos. With
+// pack too, BOS opens the row's first document.
 void loader_next(Loader *l, Batch *b);
 // The same for rank `rank` of nranks: b receives rows rank*B .. rank*B + B - 1 of the next global
 // batch of nranks*B rows, and the position moves past the whole global batch.

@@ -285,6 +285,38 @@ for f in ppl-out ppl-positions ppl-windows ppl-stride ppl-tokens; do
   grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
 done
 
+# ---- attention statistics (--attention-stats): 16 windows per length, every query row but row 0;
+# a learned table gets no number past its context (8)
+if ./train --load "$tmp/ppl.ckpt" --attention-stats "$tmp/as.csv" --collapse-threshold 0.2 > "$tmp/asout" 2>&1 &&
+   [ "$(head -1 "$tmp/as.csv")" = "window,layer,head,windows,rows,sink_mass,entropy,distance,collapsed,layer_collapsed_frac,note" ] &&
+   [ "$(wc -l < "$tmp/as.csv")" = 11 ] && [ "$(grep -c '^4,0,[01],16,48,' "$tmp/as.csv")" = 2 ] &&
+   [ "$(grep -c '^8,0,[01],16,112,' "$tmp/as.csv")" = 2 ] &&
+   [ "$(grep -c '^\(16\|32\|64\),0,[01],0,0,,,,,,learned table has 8 rows$' "$tmp/as.csv")" = 6 ] &&
+   awk -F, 'NR > 1 && $5 > 0 { if ($6 < 0 || $6 > 1 || $7 < 0 || $8 < 0 || $9 != ($6 >= 0.2) || $11 != "") bad = 1 }
+            END { exit bad }' "$tmp/as.csv" &&
+   grep -q "fraction of heads collapsed (mean first-key mass >= 0.2)" "$tmp/asout" && ! ls "$tmp"/*.tmp > /dev/null 2>&1; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --attention-stats on a learned-table model"; cat "$tmp/asout" "$tmp/as.csv"; fi
+# --bos: each window is the boundary token and W-1 bytes of text (other numbers than without it); the
+# rows summed stay W-1 per window, at 8x the context too
+if ./train --load "$tmp/rope.ckpt" --attention-stats "$tmp/asb.csv" --attention-lengths 1,8 --attention-windows 3 --bos > "$tmp/asout" 2>&1 &&
+   grep -q "each opened by the boundary token (--bos)" "$tmp/asout" && [ "$(grep -c '^64,0,[01],3,189,' "$tmp/asb.csv")" = 2 ] &&
+   ./train --load "$tmp/rope.ckpt" --attention-stats "$tmp/asn.csv" --attention-lengths 1,8 --attention-windows 3 > /dev/null 2>&1 &&
+   [ "$(grep -c '^64,0,[01],3,189,' "$tmp/asn.csv")" = 2 ] && ! diff -q "$tmp/asb.csv" "$tmp/asn.csv" > /dev/null; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --attention-stats --bos at 8x the context"; cat "$tmp/asout" "$tmp/asb.csv"; fi
+expect_fail "--attention-stats without a model" "--attention-stats needs the model from --load" ./train --attention-stats "$tmp/keep"
+expect_fail "--attention-stats on a task" "--attention-stats measures windows of text" ./train --task copy --load "$tmp/ppl.ckpt" --attention-stats "$tmp/keep"
+expect_fail "--attention-windows without --attention-stats" "--attention-windows applies to the attention statistics" ./train --load "$tmp/ppl.ckpt" --attention-windows 2
+expect_fail "--collapse-threshold 0" "--collapse-threshold 0: a head's mean first-key mass" ./train --load "$tmp/ppl.ckpt" --collapse-threshold 0 --attention-stats "$tmp/keep"
+expect_fail "--attention-lengths malformed" "--attention-lengths 'x' in '1,x' is not a number" ./train --load "$tmp/ppl.ckpt" --attention-lengths 1,x --attention-stats "$tmp/keep"
+expect_fail "--attention-lengths of one token" "the statistics need at least 2" ./train --load "$tmp/ppl.ckpt" --attention-lengths 0.15,1 --attention-stats "$tmp/keep"
+expect_fail "--attention-windows beyond the text" "need 800000 tokens of text" ./train --load "$tmp/ppl.ckpt" --attention-windows 100000 --attention-lengths 1 --attention-stats "$tmp/keep"
+expect_fail "--attention-stats into a missing folder" "--attention-stats $tmp/nodir/a.csv" ./train --load "$tmp/ppl.ckpt" --attention-stats "$tmp/nodir/a.csv"
+expect_fail "--bos with --ppl-out" "the perplexity windows do not start with a boundary token" ./train --load "$tmp/ppl.ckpt" --bos --ppl-out "$tmp/keep"
+expect_fail "--bos on a task" "--bos starts windows of text" ./train --task copy --bos --save "$tmp/keep"
+for f in attention-stats attention-lengths attention-windows collapse-threshold bos; do
+  grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
+done
+
 # ---- attention pictures (--attention-map): data and scripts always, PNG when gnuplot is installed
 ./train --layers 2 --heads 2 --dim 16 --seq 8 --context 32 --batch 2 --pe-layers rope,alibi --input-pe learned --steps 2 --val-every 0 --save "$tmp/viz.ckpt" > /dev/null
 viz_files="attn_layer0 attn_layer1 pos_input pos_rope_layer0 pos_bias_layer1"

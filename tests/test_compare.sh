@@ -2,7 +2,8 @@
 # tests/test_compare.sh: the report alone (--report-only) on a hand-made grid, against numbers
 # computed by hand (fitted counts, intervals, pools, the degenerate flag, paired tests, MRR, claim
 # verdicts); then ./compare end to end on a grid small enough for seconds: the folder it writes,
-# finished runs kept, a redone run bit-identical, text mode with RoPE extensions, the message when
+# finished runs kept, a redone run bit-identical, text mode with RoPE extensions, text mode with
+# --attention-stats (the collapsed fraction by layer, mean and t-interval over seeds), the message when
 # gnuplot is missing, and bad input.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -174,6 +175,37 @@ grep -q ",rope+yarn,1,128,sliding,2048," "$tmp/text/results.csv" && ok || bad "n
 grep -q ",learned,1,128,nonoverlap,.*learned table" "$tmp/text/results.csv" && ok || bad "learned past its table has no note"
 grep -q "^| rope+yarn |" "$tmp/text/summary.md" && ok || bad "summary lacks rope+yarn"
 
+# ---- text with --attention-stats: ./train --attention-stats per run (with --bos, as trained) and
+# per window a table of the collapsed fraction by layer in summary.md
+./compare --out "$tmp/attn" --data "$tmp/text.txt" --schemes alibi --seeds 1,2 --attention-stats --quiet \
+  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --bos > "$tmp/log7" 2>&1 || { bad "text grid with --attention-stats failed:"; cat "$tmp/log7"; }
+grep -q -- "--bos --attention-stats $tmp/attn/runs/text/alibi/seed2/attention.csv$" "$tmp/attn/runs/text/alibi/seed2/train.log" \
+  && ok || bad "the attention command lacks --bos or its CSV"
+grep -q "^### Attention: heads collapsed onto the first key" "$tmp/attn/summary.md" && grep -q "^Windows of 128 tokens (8T):" "$tmp/attn/summary.md" \
+  && grep -q "^| alibi | [0-9.]* \[[-0-9.]*, [-0-9.]*\] |" "$tmp/attn/summary.md" && ok || bad "summary.md lacks the attention tables"
+# the numbers, on hand-made runs: layer 0's fractions 0, 0.5, 1 over three seeds at W = 32 give
+# 0.50 [0.50 -+ t(0.975, 2) 0.5 / sqrt(3) = 1.242]; layer 1's 0.25 each give 0.25 [0.25, 0.25];
+# W = 64 has no number (a learned table), its note below the table
+fa="$tmp/fattn"
+for s in 1 2 3; do
+  d="$fa/runs/text/alibi/seed$s"; mkdir -p "$d"; : > "$d/done"
+  echo "model: 2 layers, 4 heads, dim 16, context 16, vocab 256 | 1 parameters" > "$d/train.log"
+  printf 'step,loss\n1,2.0\n' > "$d/log.csv"
+  printf 'window,mode,tokens,loss,ppl,note\n32,nonoverlap,64,1.0,2.718,\n' > "$d/ppl.csv"
+  f=$(awk -v s=$s 'BEGIN { print (s - 1) / 2 }')
+  { echo "window,layer,head,windows,rows,sink_mass,entropy,distance,collapsed,layer_collapsed_frac,note"
+    for h in 0 1 2 3; do echo "32,0,$h,16,496,0.3,1.0,2.0,0,$f,"; echo "32,1,$h,16,496,0.3,1.0,2.0,0,0.25,"; done
+    for l in 0 1; do for h in 0 1 2 3; do echo "64,$l,$h,0,0,,,,,,learned table has 16 rows"; done; done; } > "$d/attention.csv"
+done
+./compare --out "$fa" --data "$tmp/text.txt" --schemes alibi --seeds 1,2,3 --attention-stats --report-only > "$tmp/log8" 2>&1 \
+  || { bad "--report-only with --attention-stats failed:"; cat "$tmp/log8"; }
+grep -qF "| alibi | 0.50 [-0.74, 1.74] | 0.25 [0.25, 0.25] |" "$fa/summary.md" && grep -qF "| alibi | n/a | n/a |" "$fa/summary.md" &&
+  grep -qF "n/a for alibi: learned table has 16 rows." "$fa/summary.md" && grep -q "^Windows of 32 tokens (2T):" "$fa/summary.md" \
+  && ok || { bad "the hand-made attention table:"; sed -n '/### Attention/,$p' "$fa/summary.md"; }
+printf 'window,layer\n' > "$fa/runs/text/alibi/seed3/attention.csv"
+expect_fail_early() { if "$@" > "$tmp/o" 2>&1; then bad "an attention.csv with other columns was accepted"; else grep -q "has the columns 'window,layer'" "$tmp/o" && ok || bad "no columns message"; fi; }
+expect_fail_early ./compare --out "$fa" --data "$tmp/text.txt" --schemes alibi --seeds 1,2,3 --attention-stats --report-only
+
 # ---- retrieval: accuracy by haystack length and key depth
 ./compare --out "$tmp/find" --task retrieval --schemes nope --eval-per-length 2 --quiet \
   -- $model --steps 2 --depths 3 --train-max 64 --test-max 128 > "$tmp/log6" 2>&1 || { bad "retrieval grid failed:"; cat "$tmp/log6"; }
@@ -214,6 +246,7 @@ expect_fail "fit target with --steps" "give --max-steps N instead of --steps" ./
   -- --max-steps 50 --steps 5
 expect_fail "fit target out of range" "--fit-target 90" ./compare --out "$tmp/x" --task copy --fit-target 90 -- --max-steps 50
 expect_fail "fit target after --" "set by ./compare" ./compare --out "$tmp/x" --task copy -- --fit-target 0.9 --max-steps 50
+expect_fail "--attention-stats with a task" "--attention-stats applies to text" ./compare --out "$tmp/x" --task copy --attention-stats
 expect_fail "fit target with text" "--fit-target applies to tasks" ./compare --out "$tmp/x" --data README.md --fit-target 0.9 -- --max-steps 5
 expect_fail "claim of an unknown scheme" "'rope' is not one of the schemes" ./compare --out "$tmp/x" --task copy --schemes nope,alibi --claims 'nope>rope'
 expect_fail "malformed claim" "write A>B" ./compare --out "$tmp/x" --task copy --schemes nope,alibi --claims 'nope<alibi'

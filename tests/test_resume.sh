@@ -6,7 +6,8 @@
 #  - sampling after the resumed run equals sampling after the uninterrupted one;
 #  - a fit-first task run (--fit-target, checks every 10 steps) resumed from step 15 logs the same
 #    losses and the same validation checks as the uninterrupted run.
-#  - the same with --dropout 0.1 and --schedule poly --warmup-frac 0.06 (masks and lr resume exactly).
+#  - the same with --dropout 0.1 and --schedule poly --warmup-frac 0.06 (masks and lr resume exactly),
+#    and with --bos (stored: the resumed rows open with the boundary token too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -41,6 +42,16 @@ diff <(cut -d, -f4 "$tmp/dfull.csv" | sed -n '17,31p') <(cut -d, -f4 "$tmp/dres.
 check $? "the resumed run keeps the poly schedule (its lr column)"
 ! diff <(losses "$tmp/full.csv") <(losses "$tmp/dfull.csv") > /dev/null
 check $? "dropout must change the losses"
+
+# --bos is a training setting stored in the checkpoint: the resumed run opens its rows with the
+# boundary token as the uninterrupted one did
+./train $common --bos --log "$tmp/bfull.csv" --save "$tmp/bck{step}" --save-every 15 > /dev/null
+check $? "the full run with --bos"
+./train --resume "$tmp/bck15" --threads 2 --log "$tmp/bres.csv" > /dev/null
+diff <(losses "$tmp/bfull.csv" | sed -n '17,31p') <(losses "$tmp/bres.csv" | tail -n +2) > "$tmp/diff"
+check $? "with --bos, resumed losses (steps 16..30) must equal the uninterrupted run's: $(head -4 "$tmp/diff")"
+! diff <(losses "$tmp/full.csv") <(losses "$tmp/bfull.csv") > /dev/null
+check $? "--bos must change the losses"
 
 diff <(sed -n '/^---- sample/,$p' "$tmp/again.out") <(sed -n '/^---- sample/,$p' "$tmp/resumed.out") > /dev/null
 check $? "a sample after the resumed run must equal the uninterrupted run's"

@@ -13,6 +13,8 @@
 //   - shuffled, an epoch reads every window of every file exactly once and no window spans two files,
 //     the next epoch in another order; the same seed repeats the stream, another seed changes it; a
 //     loader restarted from a stored position continues the same stream;
+//   - --bos: rows [BOS, window's first T-1 tokens] -> its first T, packed or not, in order and
+//     shuffled, the stream moving as without it; the boundary token of shards, bytes, other sets;
 //   - a rank's slice of a global batch is the matching rows of one loader reading the whole batch;
 //   - memory: streaming a 20 GB set (sparse files, so nothing is written) grows the peak RSS no more
 //     than streaming a 200 MB one: nothing is allocated by the size of the data.
@@ -238,6 +240,48 @@ static void test_in_order(void) {
     data_close(&three); data_close(&one);
 }
 
+// --bos: each row is [BOS, w_0 .. w_{T-2}] with targets [w_0 .. w_{T-1}] of the window the loader
+// without bos reads, in order and shuffled, packed or not; the stream moves as without bos. The
+// boundary token: the shards' end of text, byte 2 in bytes, none in a set of another vocabulary.
+static void test_bos(void) {
+    TokenSet three;
+    data_open(at("three"), &three);
+    Batch a, b;
+    batch_alloc(&a, 2, 6);
+    batch_alloc(&b, 2, 6);
+    int ok = 1;
+    for (int mode = 0; mode < 4; mode++) {
+        int pack = mode & 1, shuffle = mode >> 1;
+        Loader lb = { .d = &three, .pack = pack, .shuffle = shuffle, .seed = 5, .bos = 1 };
+        Loader ln = { .d = &three, .pack = pack, .shuffle = shuffle, .seed = 5 };
+        for (int k = 0; k < 6; k++) {
+            loader_next(&lb, &a);
+            loader_next(&ln, &b);
+            ok &= lb.pos.offset == ln.pos.offset && lb.pos.epoch == ln.pos.epoch && lb.pos.shard == ln.pos.shard;
+            for (int r = 0; r < 2; r++) {
+                const int *ta = a.tokens + r * 6, *ga = a.targets + r * 6, *tb = b.tokens + r * 6;
+                ok &= ta[0] == 50256 && ga[0] == tb[0] && a.doc[r * 6] == 0 && a.pos[r * 6] == 0;
+                for (int t = 1; t < 6; t++) ok &= ta[t] == tb[t - 1] && ga[t] == tb[t];
+            }
+        }
+        EXPECT(ok, "--bos (pack %d, shuffle %d): rows are BOS then the window's first T-1 tokens, targets its first T", pack, shuffle);
+    }
+    int bytes[8] = { 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h' };
+    TokenSet tb, other;
+    data_from_memory(bytes, 8, 256, -1, "bytes", &tb);
+    data_from_memory(bytes, 8, 300, -1, "other", &other);
+    Loader l = { .d = &tb, .bos = 1 };
+    Batch r;
+    batch_alloc(&r, 1, 4);
+    loader_next(&l, &r);
+    EXPECT(loader_bos_token(&three) == 50256 && loader_bos_token(&tb) == LOADER_BYTE_BOS && loader_bos_token(&other) == -1,
+           "the boundary token: end of text, byte 2 in bytes, none otherwise");
+    EXPECT(r.tokens[0] == LOADER_BYTE_BOS && r.tokens[1] == 'a' && r.tokens[3] == 'c' && r.targets[0] == 'a' && r.targets[3] == 'd',
+           "--bos on bytes: [2, a, b, c] -> [a, b, c, d]");
+    batch_free(&r); batch_free(&a); batch_free(&b);
+    data_close(&tb); data_close(&other); data_close(&three);
+}
+
 // Shuffled: windows of T + 1 tokens at multiples of T inside each file.
 static void test_shuffled(void) {
     TokenSet d;
@@ -394,6 +438,7 @@ int main(void) {
     test_changed_file();
     write_small_shards();
     test_in_order();
+    test_bos();
     test_shuffled();
     test_positions();
     test_slices();

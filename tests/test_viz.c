@@ -4,6 +4,8 @@
 //     attend, is exactly 0 at every other key (future, other document, padding), equals a plain
 //     softmax computed here from m->a.qkv and the scheme's bias hook called one key at a time, and
 //     reproduces the attention output the forward stored (sum_j p(i,j) v_j);
+//   - attention_stats (gpt_set_attention_stats), for every layer scheme on the same batch, in
+//     training and forward-only mode: its sums equal those computed from attention_probs;
 //   - viz_attention and viz_positions write their data and scripts for every kind of scheme (with
 //     gnuplot hidden from PATH: no rendering here; tests/test_cli.sh renders through ./train), and
 //     the data hold the right numbers: attn_layer*.dat the attention_probs of each head (rows sum
@@ -106,6 +108,54 @@ static void test_probs(const char *label, GPT *m) {
     EXPECT(worst_ref < TOL, "%s: attention_probs differs from a plain softmax by %.3g", label, worst_ref);
     EXPECT(worst_out < TOL, "%s: sum_j p v_j differs from the forward's attention output by %.3g", label, worst_out);
     free(P);
+    batch_free(&b);
+}
+
+// The sums attention_stats accumulates during a forward (gpt_set_attention_stats), in training and
+// in forward-only mode, against the same sums computed here from attention_probs: per layer and
+// head, over every query row of a real document but the document's first (padding skipped), the
+// first key's mass (the first key of the query's document), -sum p ln p and sum p (i - j).
+static void test_stats(const char *label, GPT *m) {
+    Batch b; batch_alloc(&b, B, T);
+    fill_batch(&b);
+    size_t n = (size_t)NL * NH * ATT_NSTAT;
+    double *acc = xcalloc(n, sizeof(double)), *acc_fo = xcalloc(n, sizeof(double)), *ref = xcalloc(n, sizeof(double));
+    gpt_set_attention_stats(m, acc);
+    gpt_forward(m, &b);
+    real *P = xmalloc(sizeof(real) * T * T);
+    for (int l = 0; l < NL; l++)
+        for (int r = 0; r < B; r++)
+            for (int h = 0; h < NH; h++) {
+                attention_probs(m, l, r, h, P);
+                const int *doc = b.doc + r * T;
+                double *st = ref + ((size_t)l * NH + h) * ATT_NSTAT;
+                for (int i = 0; i < T; i++) {
+                    int first = 0;
+                    while (doc[first] != doc[i]) first++;
+                    if (doc[i] < 0 || i == first) continue;
+                    st[ATT_STAT_ROWS] += 1;
+                    st[ATT_STAT_SINK] += P[(size_t)i * T + first];
+                    for (int j = 0; j < T; j++) {
+                        double p = P[(size_t)i * T + j];
+                        if (p > 0) { st[ATT_STAT_ENTROPY] -= p * log(p); st[ATT_STAT_DIST] += p * (i - j); }
+                    }
+                }
+            }
+    gpt_set_forward_only(m, 1);            // one layer's activations, as ./train --attention-stats runs
+    gpt_set_attention_stats(m, acc_fo);
+    gpt_forward(m, &b);
+    gpt_set_attention_stats(m, NULL);
+    gpt_set_forward_only(m, 0);
+    double worst = 0, worst_fo = 0;
+    for (size_t k = 0; k < n; k++) {
+        worst = fmax(worst, fabs(acc[k] - ref[k]));
+        worst_fo = fmax(worst_fo, fabs(acc_fo[k] - acc[k]));
+    }
+    // rows: row 0 has documents of 15 and 22 tokens, row 1 one of 27 between padding
+    EXPECT(ref[ATT_STAT_ROWS] == 14 + 21 + 26, "%s: %g rows summed per head, expected 61", label, ref[ATT_STAT_ROWS]);
+    EXPECT(worst < 1e-10, "%s: attention_stats differs from the sums over attention_probs by %.3g", label, worst);
+    EXPECT(worst_fo == 0, "%s: forward-only attention_stats differs from training mode's by %.3g", label, worst_fo);
+    free(P); free(acc); free(acc_fo); free(ref);
     batch_free(&b);
 }
 
@@ -335,9 +385,11 @@ int main(void) {
         snprintf(layers, sizeof layers, "%s,%s", sc->name, sc->name);
         build(&m, layers, "none");
         test_probs(sc->name, &m);
+        test_stats(sc->name, &m);
         gpt_free(&m);
     }
-    { GPT m; build(&m, "rope,alibi", "learned"); test_probs("rope,alibi + learned input", &m); gpt_free(&m); }
+    { GPT m; build(&m, "rope,alibi", "learned"); test_probs("rope,alibi + learned input", &m);
+      test_stats("rope,alibi + learned input", &m); gpt_free(&m); }
 
     // no gnuplot on PATH: the data and scripts are still written (rendering is tests/test_cli.sh's)
     CHECK(setenv("PATH", "/nonexistent", 1) == 0, "setenv");
