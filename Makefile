@@ -192,7 +192,7 @@ test: all $(FUZZ_SA)
 RUN_SCHEMES = --schemes nope,learned,alibi,t5 --scheme 'rope-full=--pe rope'
 RUN_CLAIMS = nope>learned,nope>rope-full,nope>alibi,nope>t5
 run: train compare
-	./compare --out runs/default --task copy-repeat $(RUN_SCHEMES) --seeds 1,2,3,4,5 --jobs 2 \
+	./compare --out runs/default --task copy-repeat $(RUN_SCHEMES) --seeds 1,2,3,4,5,6 --jobs 2 \
 	  --eval-per-length 50 --fit-target 0.9 --claims '$(RUN_CLAIMS)' -- --max-steps 600 --lr 3e-3 --log-every 100
 
 # make reproduce-nope: the NoPE paper's experiment (Kazemnejad et al. 2023) as one fit-first test of
