@@ -183,10 +183,11 @@ test: all $(FUZZ_SA)
 	./tests/test_rules.sh
 	@echo "make test: all test programs passed"
 
-# make run: the comparison on the default task, fit-first. Five schemes x 5 seeds of the tiny model
+# make run: the comparison on the default task, fit-first. Five schemes x 6 seeds of the tiny model
 # on copy-repeat (train on lengths <= 20, test to 40; alphabet 640, so >= 50 unseen test instances
 # at every length), each trained until 90% in-distribution validation accuracy (checked every 50
-# steps) within 600 steps; two runs at a time. `rope-full` is RoPE on every channel with split-half
+# steps) within 600 steps; two runs at a time. 6 seeds: with 5 pairs an exact sign-flip test
+# cannot go below p = 2/32 = 0.0625, so no claim could be supported. `rope-full` is RoPE on every channel with split-half
 # pairs, not the NoPE paper's 25% interleaved Rotary (make reproduce-nope has that one).
 # Writes runs/default/ (results.csv, runs.csv, summary.md with intervals and paired tests, plots).
 RUN_SCHEMES = --schemes nope,learned,alibi,t5 --scheme 'rope-full=--pe rope'
