@@ -51,20 +51,20 @@ static int fields(char *line, char **f, int cap) {
     return n;
 }
 
-// Opens a finished run's CSV past its header line.
-static FILE *open_result(const char *path, char *line, int cap) {
+// Opens a finished run's CSV past its header line, which must be `columns` (NULL: not checked).
+static FILE *open_result(const char *path, const char *columns, char *line, int cap) {
     FILE *f = fopen(path, "r");
     CHECK(f, "cannot read '%s' (the run's done marker exists; remove it to redo the run)", path);
     CHECK(fgets(line, cap, f), "'%s' is empty; remove the run's folder to redo it", path);
+    line[strcspn(line, "\r\n")] = 0;
+    CHECK(!columns || !strcmp(line, columns), "'%s' has the columns '%s', expected '%s' (written by an older ./train? "
+          "delete the run's folder to redo it)", path, line, columns);
     return f;
 }
 
 static void read_eval(const char *path, int run, Rows *rs) {
     char line[1024], *fl[16];
-    FILE *f = open_result(path, line, sizeof line);
-    line[strcspn(line, "\r\n")] = 0;
-    CHECK(!strcmp(line, EVAL_COLUMNS), "'%s' has the columns '%s', expected '" EVAL_COLUMNS "' (written by an older "
-          "./train? delete the run's folder to redo it)", path, line);
+    FILE *f = open_result(path, EVAL_COLUMNS, line, sizeof line);
     while (fgets(line, sizeof line, f)) {
         int k = fields(line, fl, 16);
         CHECK(k == 13, "'%s': a row has %d fields, expected 13 (" EVAL_COLUMNS ")", path, k);
@@ -80,7 +80,7 @@ static void read_eval(const char *path, int run, Rows *rs) {
 
 static void read_ppl(const char *path, int run, int variant, Rows *rs) {
     char line[1024], *fl[16];
-    FILE *f = open_result(path, line, sizeof line);
+    FILE *f = open_result(path, NULL, line, sizeof line);
     while (fgets(line, sizeof line, f)) {
         int k = fields(line, fl, 16);
         CHECK(k >= 5, "'%s': a row has %d fields, expected window,mode,tokens,loss,ppl,note", path, k);
@@ -801,10 +801,7 @@ typedef struct { LayerRow *r; int n, cap; } LayerRows;
 // and the note for a window the model could not take) into ls
 static void read_attention(const char *path, int run, LayerRows *ls) {
     char line[1024], *fl[16];
-    FILE *f = open_result(path, line, sizeof line);
-    line[strcspn(line, "\r\n")] = 0;
-    CHECK(!strcmp(line, ATTN_COLUMNS), "'%s' has the columns '%s', expected '" ATTN_COLUMNS "' (written by an older "
-          "./train? delete the run's folder to redo it)", path, line);
+    FILE *f = open_result(path, ATTN_COLUMNS, line, sizeof line);
     while (fgets(line, sizeof line, f)) {
         int k = fields(line, fl, 16);
         CHECK(k == 11, "'%s': a row has %d fields, expected 11 (" ATTN_COLUMNS ")", path, k);
