@@ -34,7 +34,7 @@ PYTHON ?= /usr/bin/python3
 
 CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
 LIB = $(CORE) checkpoint.c llmc_model.c viz.c eval.c perplexity.c longrope.c attnstats.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h atomicfile.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h longrope.h attnstats.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
+HDR = common.h atomicfile.h dist.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h longrope.h attnstats.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
@@ -58,8 +58,25 @@ $(D)/%.o: %.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -c -o $@ $<
 
 LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-train: $(call fobj,train.c train_options.c $(LIB))
-	$(LINK)
+# make MPI=1: ./train runs data parallel under mpirun (dist.h, README "Many processes: MPI"). Only
+# dist.c differs: compiled with mpicc and -DUSE_MPI into dist_mpi.o, and ./train linked with mpicc.
+# build/mpi-setting changes when MPI does, so switching relinks ./train. tests/train_mpi is the MPI
+# build under another name, for tests/test_mpi.sh (any build can run it).
+MPICC ?= mpicc
+$(shell mkdir -p build && (echo '$(MPI)' | cmp -s - build/mpi-setting || echo '$(MPI)' > build/mpi-setting))
+TRAIN_OBJ = $(call fobj,train.c train_options.c $(LIB))
+$(F)/dist_mpi.o: dist.c $(HDR)
+	@mkdir -p $(@D)
+	$(MPICC) $(CPPFLAGS) $(CFLAGS) -DUSE_MPI -c -o $@ $<
+ifeq ($(MPI),1)
+train: $(TRAIN_OBJ) $(F)/dist_mpi.o build/mpi-setting
+	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
+else
+train: $(TRAIN_OBJ) $(F)/dist.o build/mpi-setting
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
+endif
+tests/train_mpi: $(TRAIN_OBJ) $(F)/dist_mpi.o
+	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 tokenize: $(call fobj,tokenize.c $(BPE))
 	$(LINK)
 # compare asks posenc which schemes the RoPE context-extension settings act on
@@ -177,6 +194,7 @@ test: all $(FUZZ_SA)
 	./tests/test_signals.sh
 	./tests/test_faults.sh
 	./tests/test_compare.sh
+	./tests/test_mpi.sh
 	./tests/test_tokenize.sh
 	./tests/test_tokenize_ref.sh
 	./tests/test_torch.sh
@@ -316,4 +334,4 @@ fixtures: train tests/st_compare
 
 # build/npm/ (downloads, not build outputs) is kept, so the tests do not fetch them again
 clean:
-	rm -rf train compare tokenize bench $(TESTS) $(filter-out $(NPM_DIR),$(wildcard build/*))
+	rm -rf train compare tokenize bench tests/train_mpi $(TESTS) $(filter-out $(NPM_DIR),$(wildcard build/*))

@@ -808,6 +808,7 @@ void gpt_backward(GPT *m, double grad_scale) {
                            la.ln1_mean, la.ln1_rstd, N, C);
         if (watch(m, l, "dresidual", g->dresidual, btc(B, T, C))) return;        // at the block's input
         if (watch_tensors(m, l, m->grads, "grad.")) return;          // the block's parameter gradients
+        if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, l);       // they are final: MPI may reduce them
     }
     const real *demb = g->dresidual;        // the gradient at the embedding sum, before its dropout
     if (drop > 0) {
@@ -817,7 +818,8 @@ void gpt_backward(GPT *m, double grad_scale) {
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
     encoder_backward(dp->wte, demb, b->tokens, N, C);
-    watch_tensors(m, -1, m->grads, "grad.");     // wte, ln_f, the input scheme's and shared tensors
+    if (watch_tensors(m, -1, m->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
+    if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, -1);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -907,14 +909,36 @@ void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale) {
         }
     }
     free(begin); free(decay);
+    gpt_project_parameters(m);
+    begin_checks(m, "optimiser step", m->detect_anomaly);
+    watch_parameters(m);
+    m->prof[PROF_OPTIMIZER] += wall() - t0;
+}
+
+void gpt_project_parameters(GPT *m) {
     // a scheme may constrain its parameters (KERPLE keeps r1, r2 >= 0.01 as the paper's code does)
     for (int k = 0; k < m->n_tensors; k++) {
         const TensorInfo *ti = &m->tensors[k];
         const PosScheme *sc = ti->scheme >= 0 ? posenc_scheme(ti->scheme) : NULL;
         if (sc && sc->project) { PosDims d = dims_of(&m->cfg); sc->project(&m->cfg.pe, &d, m->params + ti->offset); }
     }
-    begin_checks(m, "optimiser step", m->detect_anomaly);
-    watch_parameters(m);
+}
+
+void gpt_adamw_span(GPT *m, const AdamWConfig *o, int t, double grad_scale, size_t offset, size_t n,
+                    const real *grad, real *mm, real *vv, int decay) {
+    double t0 = wall();
+    CHECK(offset + n <= m->num_params, "internal: gpt_adamw_span [%zu, %zu) past the %zu parameters", offset, offset + n,
+          m->num_params);
+    // the factors exactly as gpt_adamw computes them, so a slice gets the bits the whole would
+    double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
+    real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;
+    real wd = decay ? (real)o->weight_decay : 0;
+    #pragma omp parallel
+    {
+        size_t lo, hi;
+        thread_span(n, &lo, &hi);
+        if (lo < hi) adamw_span(m->params + offset + lo, mm + lo, vv + lo, grad + lo, hi - lo, o, ibc1, ibc2, wd, gs);
+    }
     m->prof[PROF_OPTIMIZER] += wall() - t0;
 }
 

@@ -141,6 +141,13 @@ typedef struct {
     Anomaly anomaly;               // what the last checked call found
     double prof[PROF_N];           // seconds in matmul (all three products), attention (hooks 2 and 3
                                    // included), and the optimiser (clipping + AdamW)
+    // Called by gpt_backward as soon as gradients are final: grad_ready(ctx, l) after block l's
+    // (l = L-1 down to 0: the tensors whose TensorInfo.layer is l), then grad_ready(ctx, -1) for
+    // the rest (wte, ln_f, the input scheme's and shared positional tensors) at the very end.
+    // NULL (the default): nothing is called. The training loop's MPI layer (dist.h) starts the
+    // reduction of a block's gradients there while the backward goes on below.
+    void (*grad_ready)(void *ctx, int layer);
+    void *grad_ready_ctx;
 } GPT;
 
 // Builds a model (parameters initialised from seed; each tensor draws from its own stream, so
@@ -247,6 +254,14 @@ double gpt_clip_scale(double norm, double max_norm);
 // One AdamW step (decoupled weight decay on tensors with decay=1) on grads * grad_scale; t is the
 // 1-based step.
 void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale);
+// What gpt_adamw does to one tensor's elements [offset, offset + n) of the parameter buffer, with
+// that span's gradient and moments given (grad, mm, vv: (n,)) and decay its TensorInfo.decay: the
+// same numbers, for an update that owns only slices of the tensors (dist.c's --zero 1). Threaded.
+void gpt_adamw_span(GPT *m, const AdamWConfig *o, int t, double grad_scale, size_t offset, size_t n,
+                    const real *grad, real *mm, real *vv, int decay);
+// The constraints schemes put on their parameters (KERPLE's r1, r2 >= 0.01), which gpt_adamw
+// applies after its update; gpt_adamw_span's caller calls it once every slice is in place.
+void gpt_project_parameters(GPT *m);
 
 const TensorInfo *gpt_find_tensor(const GPT *m, const char *name);
 // Position ids the model can take: 0 .. limit-1 (its tables; a learned input table: its context).

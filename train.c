@@ -22,6 +22,7 @@
 #include "attnstats.h"
 #include "checkpoint.h"
 #include "dataset/data.h"
+#include "dist.h"
 #include "dataset/loader.h"
 #include "dataset/tasks.h"
 #include "eval.h"
@@ -805,6 +806,9 @@ typedef struct {
     Batch *mb;                                   // (accum,) micro-batches
     Loader loader;                               // text: the training stream
     const char *prog;                            // argv[0], for the command that resumes
+    int rank, ranks;                             // under mpirun: this process's rank of `ranks` (dist.h)
+    DistGrad dg;                                 // the gradients' reduction across ranks
+    Batch task_rows;                             // a --task's global micro-batch (ranks x --batch rows)
 } Session;
 
 // Flag combinations that need neither the model nor the data, refused before any work.
@@ -1020,6 +1024,7 @@ static void prepare_data(Session *s) {
     if (s->need_data && !o->task) split_text(s);
     s->mb = xcalloc(o->accum, sizeof(Batch));
     if (s->need_data) for (int k = 0; k < o->accum; k++) batch_alloc(&s->mb[k], o->batch, o->seq);
+    if (s->need_data && o->task && s->ranks > 1) batch_alloc(&s->task_rows, o->batch * s->ranks, o->seq);
     if (!o->task) start_stream(s);
 }
 
@@ -1100,7 +1105,10 @@ static void print_setup(const Session *s) {
         printf("\n");
     }
 #ifdef _OPENMP
-    printf("threads: %d\n", omp_get_max_threads());
+    if (s->ranks > 1)
+        printf("ranks: %d x %d threads | global batch %d x %d rows x accum %d%s\n", s->ranks, omp_get_max_threads(),
+               s->ranks, o->batch, o->accum, o->zero ? " | ZeRO-1: AdamW moments sharded over the ranks" : "");
+    else printf("threads: %d\n", omp_get_max_threads());
 #endif
 }
 
@@ -1115,12 +1123,16 @@ static void stop_on_anomaly(const GPT *m, int step) {
 static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) {
     const Options *o = s->o;
     Batch *mb = s->mb;
+    // each rank's rows of the step's global micro-batches (ranks x --batch rows each): the rows one
+    // process with ranks x --batch rows would read, whatever the number of ranks
     for (int k = 0; k < o->accum; k++) {
-        if (o->task) task_fill_batch(&s->tc, &s->task_rng, &mb[k]); else loader_next(&s->loader, &mb[k]);
+        if (o->task) task_fill_slice(&s->tc, &s->task_rng, &mb[k], &s->task_rows, s->rank, s->ranks);
+        else loader_next_slice(&s->loader, &mb[k], s->rank, s->ranks);
     }
     double wtotal = 0;
     for (int k = 0; k < o->accum; k++)
         for (size_t n = 0; n < (size_t)o->batch * o->seq; n++) wtotal += mb[k].weights[n];
+    wtotal = dist_sum(wtotal);                  // the loss is the mean over every rank's tokens
     gpt_zero_grad(&s->model);
     gpt_set_detect_anomaly(&s->model, o->detect_anomaly);   // validation and evaluation are not checked
     double loss = 0;
@@ -1130,15 +1142,20 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
         gpt_forward(&s->model, &mb[k]);
         stop_on_anomaly(&s->model, step);
         loss += s->model.loss * s->model.weight_sum / (wtotal > 0 ? wtotal : 1);
+        // under mpirun the last backward reduces each block's gradients across the ranks as it
+        // finishes the block (dist.h); the earlier micro-batches only accumulate
+        if (k == o->accum - 1 && wtotal > 0) dist_grad_arm(&s->dg);
         if (wtotal > 0) gpt_backward(&s->model, 1.0 / wtotal);
         stop_on_anomaly(&s->model, step);
     }
     gpt_set_dropout(&s->model, 0, 0);          // validation and everything after training never drop
+    loss = dist_sum(loss);
     CHECK(isfinite(loss), "the training loss is %g at step %d: training diverged; lower --lr or keep --clip", loss, step + 1);
-    *norm = gpt_grad_norm(&s->model);
+    if (wtotal > 0) dist_grad_wait(&s->dg);
+    *norm = dist_grad_norm(&s->dg);
     CHECK(isfinite(*norm), "the gradient norm is %g at step %d: training diverged; lower --lr", *norm, step + 1);
     adam->lr = lr_at(o, step);
-    gpt_adamw(&s->model, adam, step + 1, gpt_clip_scale(*norm, o->clip));   // clipping inside the update
+    dist_adamw(&s->dg, adam, step + 1, gpt_clip_scale(*norm, o->clip));   // clipping inside the update
     stop_on_anomaly(&s->model, step);
     gpt_set_detect_anomaly(&s->model, 0);
     return loss;
@@ -1166,10 +1183,13 @@ static void interrupt_exit(Session *s, int step, FILE *log, char *kv) {
     const char *name = interrupted == SIGINT ? "SIGINT" : "SIGTERM";
     if (log) fclose(log);
     free(kv);
+    int sig = interrupted ? interrupted : SIGTERM;   // under mpirun another rank may have seen it
+    name = sig == SIGINT ? "SIGINT" : "SIGTERM";
     if (!o->save) {
         printf("interrupted by %s after step %d of %d: nothing saved (no --save)\n", name, step, o->steps);
         fflush(stdout);
-        exit(128 + interrupted);
+        dist_finalize();
+        exit(128 + sig);
     }
     char path[4096], cmd[8192];
     save_path(o->save, step, path, sizeof path);
@@ -1178,8 +1198,10 @@ static void interrupt_exit(Session *s, int step, FILE *log, char *kv) {
     // the same losses, bit for bit, need the same thread count
     if (!flag_set(&s->a, "threads")) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --threads %d", omp_get_max_threads());
 #endif
-    printf("interrupted by %s after step %d of %d: checkpoint %s; continue with:\n  %s\n", name, step, o->steps, path, cmd);
+    printf("interrupted by %s after step %d of %d: checkpoint %s; continue with:\n  %s%s\n", name, step, o->steps, path,
+           s->ranks > 1 ? "mpirun -np N " : "", cmd);
     fflush(stdout);
+    dist_finalize();
     exit(EXIT_INTERRUPTED);
 }
 
@@ -1191,38 +1213,43 @@ static void train(Session *s) {
     GPTMemory held = gpt_memory(&s->model.cfg, 1, 1, 0, 1);       // the weights and gradients exist
     check_memory(&s->model.cfg, o->batch, o->seq, held.params + held.grads);
     print_setup(s);
+    dist_grad_init(&s->dg, &s->model, o->zero);
+    dist_moments_shard(&s->dg);                 // --zero 1 after --resume: this rank's slice of the moments
+    int writer = s->rank == 0;                  // rank 0 alone writes the log and the checkpoints
     FILE *log = NULL;
-    if (o->log) {
+    if (o->log && writer) {
         // a resumed run appends to its log; a new log starts with the header
         log = fopen(o->log, o->resume ? "a" : "w");
         CHECK(log, "cannot open the log '%s': %s", o->log, strerror(errno));
         if (ftell(log) == 0) fprintf(log, "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
     }
-    if (o->save) remove_stale_temporaries(o->save);
+    if (o->save && writer) remove_stale_temporaries(o->save);
     catch_signals(1);
     char *kv = train_kv(o);
     AdamWConfig adam = { o->lr, o->beta1, o->beta2, o->eps, o->wd };
     int first = (int)s->st.step, done = first, fitted = 0;
     FitCheck fit = { 0 };
     double fit_acc = NAN;
-    if (o->fit_target > 0) fit_init(&fit, &s->tc, o);
+    if (o->fit_target > 0 && writer) fit_init(&fit, &s->tc, o);
     double t0 = now_seconds(), tokens_done = 0;
     if (o->detect_anomaly) { gpt_check_parameters(&s->model); stop_on_anomaly(&s->model, first); }   // the weights it starts from
     for (int step = first; step < o->steps; step++) {
         double ts = now_seconds(), norm;
         double loss = train_step(s, step, &adam, &norm);
         double dt = now_seconds() - ts;
-        tokens_done += (double)o->accum * o->batch * o->seq;
+        tokens_done += (double)o->accum * o->batch * o->seq * s->ranks;    // every rank's tokens
         done = step + 1;
         int last = step + 1 == o->steps;
         if (o->fit_target > 0 && ((step + 1) % o->fit_every == 0 || last)) {
-            fit_acc = fit_check(&s->model, &fit, step + 1);
+            if (writer) fit_acc = fit_check(&s->model, &fit, step + 1);   // rank 0 decides, every rank stops
+            dist_bcast(&fit_acc, sizeof fit_acc);
             fitted = fit_acc >= o->fit_target;
             if (fitted) last = 1;                                 // it ends here, as at the last step
         }
         double val_loss = NAN;
-        if (s->val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))
+        if (writer && s->val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))
             val_loss = evaluate(&s->model, &s->val, o, &s->mb[0]);
+        if (o->verify_ranks) dist_check_same(s->model.params, sizeof(real) * s->model.num_params, "the parameters");
         double elapsed = now_seconds() - t0, tps = tokens_done / elapsed;
         if ((step + 1) % o->log_every == 0 || last || step == first || !isnan(val_loss)) {
             char eta[32];
@@ -1240,18 +1267,27 @@ static void train(Session *s) {
             CHECK(fflush(log) == 0 && !ferror(log), "could not write the log '%s' at step %d: %s; it holds the steps "
                   "before, and the checkpoints written so far are intact", o->log, step + 1, strerror(errno));
         }
-        int stop = interrupted && !fitted;      // the step is done: stop here (a fitted run ends anyway)
+        // the step is done: stop here (a fitted run ends anyway); under mpirun every rank stops at
+        // the step where the first of them saw the signal
+        int stop = dist_any(interrupted) && !fitted;
         if (o->save && (last || stop || (o->save_every && (step + 1) % o->save_every == 0))) {
             TrainState st = train_state(s, step + 1);
             char path[4096];
             save_path(o->save, step + 1, path, sizeof path);
-            ckpt_save(path, &s->model, kv, &st);
+            dist_moments_gather(&s->dg);        // --zero 1: the moments' slices, whole on rank 0
+            if (writer) ckpt_save(path, &s->model, kv, &st);
+            dist_moments_release(&s->dg);
             if (last || stop) printf("saved %s\n", path);
         }
         if (stop) interrupt_exit(s, step + 1, log, kv);
         if (fitted) break;
     }
     catch_signals(0);
+    // the ranks trained one model: checked once at the end (every step with --verify-ranks)
+    dist_check_same(s->model.params, sizeof(real) * s->model.num_params, "the parameters");
+    if (s->ranks > 1) printf("ranks: %d, parameters bit-identical on every rank; %.1f s waiting for communication "
+                             "(rank 0)\n", s->ranks, s->dg.wait_s);
+    dist_grad_free(&s->dg);
     if (o->fit_target > 0) {
         if (fitted) printf("fit: fitted at step %d: validation accuracy %.4f >= %.4f\n", done, fit_acc, o->fit_target);
         else printf("fit: not fitted in %d steps: validation accuracy %.4f < %.4f\n", o->steps, fit_acc, o->fit_target);
@@ -1270,6 +1306,7 @@ static void after_training(Session *s) {
 
 static void session_free(Session *s) {
     if (s->need_data) for (int k = 0; k < s->o->accum; k++) batch_free(&s->mb[k]);
+    if (s->task_rows.B) batch_free(&s->task_rows);
     free(s->mb);
     data_close(&s->all);
     data_close(&s->valfile);
@@ -1278,8 +1315,22 @@ static void session_free(Session *s) {
     free(s->stored);
 }
 
+// Under mpirun with more than one rank, the modes that evaluate or write a model once are refused:
+// they run in one process.
+static void check_ranks(const Session *s) {
+    const Options *o = s->o;
+    if (s->ranks == 1) return;
+    CHECK(!(o->attention_map || o->export_path || o->export_llmc || o->dump || o->eval_batches || eval_requested(o)),
+          "--attention-map, --export, --export-llmc, --dump-step, --eval-batches, --ppl-out, --ppl-positions, "
+          "--attention-stats and --longrope-search run in one process: run them without mpirun (or with -np 1)");
+    CHECK(!o->detect_anomaly, "--detect-anomaly runs in one process: run it without mpirun (or with -np 1)");
+}
+
 int main(int argc, char **argv) {
     static Session s;                            // static: starts zeroed
+    dist_init(&argc, &argv);                     // MPI first (make MPI=1); one rank of one otherwise
+    s.rank = dist_rank();
+    s.ranks = dist_size();
     parse_args(&s.a, argc, argv);
     s.o = &s.a.o;
     s.prog = argv[0];
@@ -1287,6 +1338,7 @@ int main(int argc, char **argv) {
     // the default action of SIGXFSZ would kill the process without a word
     signal(SIGXFSZ, SIG_IGN);
     check_flags(&s.a);
+    check_ranks(&s);
 #ifdef _OPENMP
     if (s.o->threads) omp_set_num_threads(s.o->threads);
 #endif
@@ -1298,8 +1350,9 @@ int main(int argc, char **argv) {
         prepare_data(&s);
         data_modes(&s);
         train(&s);
-        after_training(&s);
+        if (s.rank == 0) after_training(&s);    // rank 0 alone evaluates and samples
     }
     session_free(&s);
+    dist_finalize();
     return 0;
 }

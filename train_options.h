@@ -32,6 +32,8 @@ typedef struct {
     int attention_windows;
     double collapse_threshold;
     int detect_anomaly;                        // --detect-anomaly: stop at the first NaN or Inf, naming it
+    int zero;                                  // --zero 1: ZeRO stage 1 under MPI (dist.h): moments sharded
+    int verify_ranks;                          // --verify-ranks: compare the ranks' parameters after every step
 } Options;
 
 typedef enum { F_INT, F_DBL, F_STR, F_LL, F_SWITCH } FlagType;   // F_SWITCH: an int flag without a value, set to 1

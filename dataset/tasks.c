@@ -704,3 +704,17 @@ void task_fill_batch(const TaskConfig *c, Rng *rng, Batch *b) {
     }
     free(inst);
 }
+
+void task_fill_slice(const TaskConfig *c, Rng *rng, Batch *b, Batch *global, int rank, int nranks) {
+    if (nranks == 1) { task_fill_batch(c, rng, b); return; }
+    CHECK(global->B == nranks * b->B && global->T == b->T && rank >= 0 && rank < nranks,
+          "internal: task_fill_slice: a global batch of %d x %d for rank %d of %d with %d x %d rows", global->B, global->T,
+          rank, nranks, b->B, b->T);
+    task_fill_batch(c, rng, global);
+    size_t at = (size_t)rank * b->B * b->T, n = (size_t)b->B * b->T;
+    memcpy(b->tokens, global->tokens + at, n * sizeof(int));
+    memcpy(b->targets, global->targets + at, n * sizeof(int));
+    memcpy(b->weights, global->weights + at, n * sizeof(float));
+    memcpy(b->pos, global->pos + at, n * sizeof(int));
+    memcpy(b->doc, global->doc + at, n * sizeof(int));
+}

@@ -144,5 +144,10 @@ int task_test_depths(const TaskConfig *c, double *depths, int cap);
 // redrawn. The instance that does not fit in a row is not dropped: rng is rewound to before it,
 // so it opens the next row (or the next call), and the instance stream keeps uniform lengths.
 void task_fill_batch(const TaskConfig *c, Rng *rng, Batch *b);
+// Rank `rank` of `nranks`'s rows of a global batch of nranks x b->B rows: rows rank*B .. rank*B+B-1 of
+// what task_fill_batch would fill into `global` (nranks x b->B rows, the caller's scratch; unused
+// when nranks is 1), so every rank draws the same stream and the ranks together train on the rows
+// one process with the global batch would.
+void task_fill_slice(const TaskConfig *c, Rng *rng, Batch *b, Batch *global, int rank, int nranks);
 
 #endif

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# tests/test_mpi.sh: data-parallel training under mpirun (dist.h; README "Many processes: MPI").
+# Builds tests/train_mpi (./train with MPI) and checks, with 2 ranks:
+#  - equivalence: 2 ranks x --batch B log the losses of one process with --batch 2B (relative
+#    difference <= 1e-6: the same sums in another order) and end with the same parameters (to
+#    float tolerance), for a scheme of each hook kind (rope: q/k, alibi and t5: scores, learned:
+#    input), on a --task and on packed text (--pack) with gradient accumulation;
+#  - every rank holds bit-identical parameters after every step (--verify-ranks), with and without
+#    --zero 1, and --zero 1 logs the losses of --zero 0;
+#  - a checkpoint written by 2 ranks with --zero 1 resumes on 1 process, and one written by 1
+#    process resumes on 2 ranks with --zero 1, each continuing the uninterrupted run's losses;
+#  - a rank killed mid-run makes mpirun exit non-zero naming the rank, and the last checkpoint
+#    stays intact (it resumes);
+#  - the one-process modes are refused under 2 ranks with a message.
+# Skipped, with a message, where mpicc or mpirun is missing (apt-get install openmpi-bin libopenmpi-dev).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v mpicc > /dev/null || ! command -v mpirun > /dev/null; then
+    echo "test_mpi: SKIPPED (no mpicc or mpirun: apt-get install openmpi-bin libopenmpi-dev)"
+    exit 0
+fi
+${MAKE:-make} -s tests/train_mpi || { echo "FAIL: building tests/train_mpi"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+check() { if [ "$1" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
+# Root in a container: Open MPI refuses root unless told; 2 ranks on fewer cores need --oversubscribe.
+# Open MPI's own allocations at exit are not this project's leaks (make asan).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan_mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+MPIRUN="mpirun -np 2 --oversubscribe --bind-to none"
+# the loss column of two logs agrees step by step: |a - b| <= 1e-6 |b|
+same_losses() {
+    paste -d, <(cut -d, -f1,2 "$1") <(cut -d, -f1,2 "$2") | awk -F, 'NR > 1 {
+        n++; if ($1 != $3) bad = 1; d = $2 - $4; if (d < 0) d = -d; r = $4 < 0 ? -$4 : $4
+        if (d > 1e-6 * r) { bad = 1; print "  step " $1 ": " $2 " vs " $4 } }
+        END { exit (bad || n == 0) }'
+}
+# the parameters of two checkpoints agree (exported by ./train, compared tensor by tensor). atol
+# 1e-5: the key part of c_attn.bias has a gradient that is 0 but for rounding (a key bias adds the
+# same q.b to every score of a row), and AdamW scales such noise up to steps of ~lr; a missing or
+# doubled reduction moves every tensor by ~lr = 1e-3, a hundred times more.
+same_params() {
+    ./train --load "$1" --export "$tmp/a.st" 2> /dev/null && ./train --load "$2" --export "$tmp/b.st" 2> /dev/null &&
+        ./tests/st_compare "$tmp/a.st" "$tmp/b.st" --rtol 1e-5 --atol 1e-5 > "$tmp/st.out" 2>&1
+}
+
+tiny="--layers 2 --heads 2 --dim 32 --steps 6 --log-every 1 --threads 1"
+task="--task copy-repeat --train-max 8 --test-max 10 --seq 48 --eval-per-length 2"
+configs=(
+    "rope|$task --pe rope"
+    "alibi|$task --pe alibi"
+    "t5|$task --pe t5"
+    "learned-pack|--input-pe learned --pe nope --seq 32 --pack 1 --accum 2 --val-every 0"
+)
+for c in "${configs[@]}"; do
+    name=${c%%|*}; flags=${c#*|}
+    $MPIRUN ./tests/train_mpi $tiny $flags --batch 2 --verify-ranks --log "$tmp/$name-2.csv" --save "$tmp/$name-2.ckpt" \
+        > "$tmp/$name-2.out" 2>&1
+    check $? "$name: 2 ranks ($(tail -3 "$tmp/$name-2.out"))"
+    ./train $tiny $flags --batch 4 --log "$tmp/$name-1.csv" --save "$tmp/$name-1.ckpt" > /dev/null 2>&1
+    check $? "$name: one process with the global batch"
+    same_losses "$tmp/$name-2.csv" "$tmp/$name-1.csv" > "$tmp/diff"
+    check $? "$name: 2 ranks x 2 rows must log the losses of 1 process x 4 rows: $(head -3 "$tmp/diff")"
+    same_params "$tmp/$name-2.ckpt" "$tmp/$name-1.ckpt"
+    check $? "$name: the final parameters must agree: $(grep -v ' ok ' "$tmp/st.out" | head -3)"
+    grep -q "parameters bit-identical on every rank" "$tmp/$name-2.out"
+    check $? "$name: the ranks' parameters are compared at the end"
+done
+grep -q "ranks: 2 x 1 threads | global batch 2 x 2 rows x accum 2" "$tmp/learned-pack-2.out"
+check $? "the setup line states the ranks, threads and global batch"
+
+# --zero 1: the same losses, bit-identical ranks after every step
+$MPIRUN ./tests/train_mpi $tiny $task --pe rope --batch 2 --zero 1 --verify-ranks --log "$tmp/z.csv" > "$tmp/z.out" 2>&1
+check $? "--zero 1 ($(tail -3 "$tmp/z.out"))"
+grep -q "ZeRO-1" "$tmp/z.out"; check $? "--zero 1 says so in the setup line"
+same_losses "$tmp/z.csv" "$tmp/rope-2.csv" > "$tmp/diff"
+check $? "--zero 1 must log the losses of --zero 0: $(head -3 "$tmp/diff")"
+
+# resume across process counts: 2 ranks (ZeRO-1) -> 1 process, and 1 process -> 2 ranks (ZeRO-1)
+long="$tiny $task --pe alibi --steps 10"
+./train $long --batch 4 --log "$tmp/full.csv" --save "$tmp/full{step}.ckpt" --save-every 5 > /dev/null 2>&1
+check $? "the uninterrupted run"
+$MPIRUN ./tests/train_mpi $long --batch 2 --zero 1 --save "$tmp/r2-{step}.ckpt" --save-every 5 > "$tmp/r2.out" 2>&1
+check $? "2 ranks, ZeRO-1, checkpoints at steps 5 and 10 ($(tail -2 "$tmp/r2.out"))"
+./train --resume "$tmp/r2-5.ckpt" --batch 4 --threads 1 --log "$tmp/r1.csv" > /dev/null 2>&1
+check $? "resuming the 2-rank ZeRO-1 checkpoint on 1 process"
+same_losses <(sed -n '1p;7,11p' "$tmp/full.csv") "$tmp/r1.csv" > "$tmp/diff"
+check $? "2 ranks -> 1 process: steps 6-10 must continue the uninterrupted run: $(head -3 "$tmp/diff")"
+$MPIRUN ./tests/train_mpi --resume "$tmp/full5.ckpt" --batch 2 --zero 1 --threads 1 --verify-ranks \
+    --log "$tmp/r12.csv" > "$tmp/r12.out" 2>&1
+check $? "resuming a 1-process checkpoint on 2 ranks with ZeRO-1 ($(tail -2 "$tmp/r12.out"))"
+same_losses <(sed -n '1p;7,11p' "$tmp/full.csv") "$tmp/r12.csv" > "$tmp/diff"
+check $? "1 process -> 2 ranks: steps 6-10 must continue the uninterrupted run: $(head -3 "$tmp/diff")"
+
+# a rank that dies: every rank stops, mpirun exits non-zero naming it, the last checkpoint is intact
+$MPIRUN ./tests/train_mpi --layers 2 --heads 2 --dim 32 --seq 32 --batch 2 --steps 100000 --threads 1 --val-every 0 \
+    --save "$tmp/dies.ckpt" --save-every 5 --log-every 100000 > "$tmp/dies.out" 2>&1 &
+mp=$!
+for _ in $(seq 200); do [ -f "$tmp/dies.ckpt" ] && break; sleep 0.1; done
+victim=$(pgrep -f "train_mpi .*$tmp/dies.ckpt" | tail -1)
+[ -n "$victim" ] && kill -9 "$victim"
+wait "$mp"; rc=$?
+[ "$rc" != 0 ]; check $? "mpirun must exit non-zero when a rank is killed (exit $rc)"
+grep -qiE "rank [0-9]|process rank|exited on signal" "$tmp/dies.out"
+check $? "mpirun's message names the rank that died: $(tail -5 "$tmp/dies.out")"
+./train --resume "$tmp/dies.ckpt" --steps 1 --threads 1 > /dev/null 2>&1 ||
+    ./train --load "$tmp/dies.ckpt" --export "$tmp/dies.st" > /dev/null 2>&1
+check $? "the last checkpoint of the killed run loads"
+
+# the one-process modes are refused under 2 ranks
+$MPIRUN ./tests/train_mpi --load "$tmp/full5.ckpt" --export "$tmp/x.st" > "$tmp/refused.out" 2>&1
+[ $? != 0 ] && grep -q "run them without mpirun" "$tmp/refused.out"
+check $? "--export under 2 ranks must be refused with a message: $(head -2 "$tmp/refused.out")"
+
+echo "test_mpi: $pass passed, $fail failed"
+[ "$fail" = 0 ]
