@@ -58,29 +58,35 @@ $(D)/%.o: %.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -c -o $@ $<
 
 LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-# make MPI=1: ./train runs data parallel under mpirun (dist.h, README "Many processes: MPI"). Only
-# dist.c differs: compiled with mpicc and -DUSE_MPI into dist_mpi.o, and ./train linked with mpicc.
-# build/mpi-setting changes when MPI does, so switching relinks ./train. tests/train_mpi is the MPI
-# build under another name, for tests/test_mpi.sh (any build can run it).
+# make MPI=1: ./train trains data parallel and ./compare shares its runs out under mpirun (dist.h,
+# README "Many processes: MPI"). Only dist.c and dist_grad.c differ: compiled with mpicc and
+# -DUSE_MPI into NAME_mpi.o, and the programs linked with mpicc. build/mpi-setting changes when MPI
+# does, so switching relinks them. tests/train_mpi and tests/compare_mpi are the MPI builds under
+# other names, for tests/test_mpi.sh (whatever MPI is).
 MPICC ?= mpicc
 $(shell mkdir -p build && (echo '$(MPI)' | cmp -s - build/mpi-setting || echo '$(MPI)' > build/mpi-setting))
-TRAIN_OBJ = $(call fobj,train.c train_options.c $(LIB))
-$(F)/dist_mpi.o: dist.c $(HDR)
+$(F)/%_mpi.o: %.c $(HDR)
 	@mkdir -p $(@D)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -DUSE_MPI -c -o $@ $<
+TRAIN_OBJ = $(call fobj,train.c train_options.c $(LIB))
+# compare asks posenc which schemes the RoPE context-extension settings act on
+COMPARE_OBJ = $(call fobj,compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c)
 ifeq ($(MPI),1)
-train: $(TRAIN_OBJ) $(F)/dist_mpi.o build/mpi-setting
+train: $(TRAIN_OBJ) $(F)/dist_mpi.o $(F)/dist_grad_mpi.o build/mpi-setting
+	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
+compare: $(COMPARE_OBJ) $(F)/dist_mpi.o build/mpi-setting
 	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 else
-train: $(TRAIN_OBJ) $(F)/dist.o build/mpi-setting
+train: $(TRAIN_OBJ) $(F)/dist.o $(F)/dist_grad.o build/mpi-setting
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
+compare: $(COMPARE_OBJ) $(F)/dist.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 endif
-tests/train_mpi: $(TRAIN_OBJ) $(F)/dist_mpi.o
+tests/train_mpi: $(TRAIN_OBJ) $(F)/dist_mpi.o $(F)/dist_grad_mpi.o
+	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+tests/compare_mpi: $(COMPARE_OBJ) $(F)/dist_mpi.o
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 tokenize: $(call fobj,tokenize.c $(BPE))
-	$(LINK)
-# compare asks posenc which schemes the RoPE context-extension settings act on
-compare: $(call fobj,compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c)
 	$(LINK)
 tests/test_grad: $(call dobj,tests/test_grad.c $(CORE))
 	$(LINK)
@@ -127,7 +133,7 @@ FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
 FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
 FUZZ_LIB_train_args = train_options.c perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
-FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c
+FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c dist.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_llmc = llmc_model.c $(CORE)
 FUZZ_LIB_import = $(FUZZ_LIB_checkpoint)
@@ -334,4 +340,4 @@ fixtures: train tests/st_compare
 
 # build/npm/ (downloads, not build outputs) is kept, so the tests do not fetch them again
 clean:
-	rm -rf train compare tokenize bench tests/train_mpi $(TESTS) $(filter-out $(NPM_DIR),$(wildcard build/*))
+	rm -rf train compare tokenize bench tests/train_mpi tests/compare_mpi $(TESTS) $(filter-out $(NPM_DIR),$(wildcard build/*))

@@ -27,12 +27,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "compare.h"
+#include "dist.h"
 #include "posenc.h"
 
 #define MAX_ARGS 256
@@ -67,6 +69,8 @@ static void usage(FILE *f) {
         "  --jobs N               runs at a time (default 1)\n"
         "  --threads N            OpenMP threads per run (default: cores / jobs)\n"
         "  --train PATH           the ./train binary (default: next to ./compare)\n"
+        "  --launch 'WORDS'       put WORDS before each training command, e.g. 'mpirun -np 2 --bind-to core' to\n"
+        "                         train each run on 2 ranks (./train built with make MPI=1); not under mpirun\n"
         "  --quiet                no per-run progress lines\n");
 }
 
@@ -136,6 +140,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         else if (!strcmp(s, "--data")) c->data = v;
         else if (!strcmp(s, "--val-data")) c->val_data = v;
         else if (!strcmp(s, "--train")) c->train_bin = v;
+        else if (!strcmp(s, "--launch")) { CHECK(*v, "--launch: give the words to put before ./train, e.g. 'mpirun -np 2'"); c->launch = v; }
         else if (!strcmp(s, "--eval-flags")) c->eval_flags = v;
         else if (!strcmp(s, "--claims")) claims = v;
         else if (!strcmp(s, "--fit-target")) {
@@ -198,7 +203,9 @@ void compare_parse(Cfg *c, int argc, char **argv) {
     if (claims) parse_claims(c, claims);
     if (!c->n_seeds) { c->seeds[0] = 1; c->n_seeds = 1; }
     if (!c->threads) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        // the cores this process may run on (under mpirun: the rank's binding), else all online
+        cpu_set_t set;
+        long cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
         c->threads = cores / c->jobs > 0 ? (int)(cores / c->jobs) : 1;
     }
     if (!c->n_tasks) { static char text[] = "text"; c->tasks[0] = text; c->n_tasks = 1; }
@@ -248,6 +255,27 @@ static void arg_words(Argv *a, const char *s) {      // a scheme's flags, split 
 }
 
 // Runs argv with stdout and stderr appended to log; returns the exit status (0 = success).
+// In a child of ./compare under mpirun: the variables through which Open MPI (and PMIx) tell a
+// process which job and rank it is, removed, so that a ./train built with MPI starts as a job of its
+// own (one rank, or the ranks of --launch) instead of taking the place of this rank.
+static void forget_mpi_job(void) {
+    extern char **environ;
+    static const char *const prefixes[] = { "OMPI_", "PMIX_", "PMI_", "OPAL_", "ORTE_", "PRTE_", NULL };
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; *e && !again; e++)
+            for (const char *const *p = prefixes; *p; p++)
+                if (!strncmp(*e, *p, strlen(*p))) {
+                    char name[256];
+                    size_t n = strcspn(*e, "=");
+                    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), *e);
+                    unsetenv(name);
+                    again = 1;                 // environ changed under us: start over
+                    break;
+                }
+    }
+}
+
 static int run_cmd(Argv *a, const char *log) {
     pid_t pid = fork();
     CHECK(pid >= 0, "fork failed: %s", strerror(errno));
@@ -259,7 +287,8 @@ static int run_cmd(Argv *a, const char *log) {
         fprintf(f, "\n");
         fflush(f);
         dup2(fileno(f), 1); dup2(fileno(f), 2);
-        execv(a->v[0], a->v);
+        if (dist_mpi()) forget_mpi_job();
+        execvp(a->v[0], a->v);
         fprintf(stderr, "cannot run %s: %s\n", a->v[0], strerror(errno));
         _exit(127);
     }
@@ -283,6 +312,7 @@ static int run_bos(const Cfg *c, const Run *r) {
 // statistics (attention.csv). cmds holds MAX_CMDS; returns the count.
 static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     Argv *a = &cmds[0];
+    if (c->launch) arg_words(a, c->launch);
     arg(a, "%s", c->train_bin);
     if (c->data) { arg(a, "--data"); arg(a, "%s", c->data); if (c->val_data) { arg(a, "--val-data"); arg(a, "%s", c->val_data); } }
     else { arg(a, "--task"); arg(a, "%s", c->tasks[r->task]); arg(a, "--eval-per-length"); arg(a, "%d", c->per_length);
@@ -435,7 +465,11 @@ static int run_all(const Cfg *c, Run *runs, int n) {
 
 int main(int argc, char **argv) {
     Cfg c;
+    dist_init(&argc, &argv);          // under mpirun (make MPI=1): the runs are shared out over the ranks
+    int rank = dist_rank(), ranks = dist_size();
     compare_parse(&c, argc, argv);
+    CHECK(ranks == 1 || !c.launch, "--launch starts each run as a job of its own (mpirun); it cannot be nested in "
+          "a ./compare under mpirun with %d ranks: run ./compare without mpirun, or drop --launch", ranks);
     static char bin[4096];
     if (!c.train_bin) {
         const char *slash = strrchr(argv[0], '/');
@@ -459,6 +493,10 @@ int main(int argc, char **argv) {
                 snprintf(r->dir, sizeof r->dir, "%s/runs/%s/%s/seed%lld", c.out, c.tasks[t], c.schemes[sc].label, c.seeds[sd]);
                 r->state = finished(&c, r) ? RUN_FOUND_DONE : RUN_TODO;
             }
+    // under mpirun: the runs still to train, dealt out in turn (the i-th goes to rank i % ranks)
+    int todo = 0;
+    for (int i = 0; i < n && !c.report_only; i++)
+        if (runs[i].state == RUN_TODO && todo++ % ranks != rank) runs[i].state = RUN_ELSEWHERE;
     int failed = 0;
     if (c.report_only) {
         int done = 0;
@@ -466,8 +504,16 @@ int main(int argc, char **argv) {
         CHECK(done, "--report-only: no finished run in %s (a run is finished when its folder has a done file)", c.out);
         printf("compare: --report-only: %d of %d runs finished%s\n", done, n, done < n ? "; the others are left out (nothing is trained)" : "");
     } else failed = run_all(&c, runs, n);
-    report(&c, runs, n);
+    if (ranks > 1) {
+        dist_idle_barrier();                // every rank waits here (asleep) until the last run is done
+        failed = (int)dist_sum(failed);
+        for (int i = 0; i < n; i++)         // the others' runs, back from their done files
+            if (runs[i].state == RUN_ELSEWHERE) runs[i].state = finished(&c, &runs[i]) ? RUN_FOUND_DONE : RUN_FAILED;
+        if (rank == 0) printf("compare: %d ranks trained %d runs\n", ranks, todo);
+    }
+    if (rank == 0) report(&c, runs, n);     // rank 0 alone writes the report
     free(runs);
+    dist_finalize();
     if (failed) { fprintf(stderr, "compare: %d runs failed; their train.log says why; run the command again to retry them\n", failed); return 1; }
     return 0;
 }

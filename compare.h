@@ -24,6 +24,8 @@ typedef struct {
     const char *fit_target;                       // --fit-target A as given (NULL: none), for every run
     int claims[MAX_ITEMS][2], n_claims;           // --claims: the schemes (a, b) of each claim "a > b"
     char **extra; int n_extra;                    // flags after --, given to every training run
+    const char *launch;                           // --launch 'WORDS': put before each training command
+                                                  // (e.g. 'mpirun -np 2': a run on several ranks)
 } Cfg;
 
 typedef enum {
@@ -32,6 +34,7 @@ typedef enum {
     RUN_DONE,          // trained now
     RUN_FAILED,
     RUN_FOUND_DONE,    // trained by an earlier command (its `done` file holds the same settings)
+    RUN_ELSEWHERE,     // under mpirun: another rank trains it (rank 0 reads it back for the report)
 } RunState;
 
 typedef struct {

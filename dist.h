@@ -1,5 +1,5 @@
-// dist.h: data-parallel training across processes, on MPI (make MPI=1 links dist.c with mpicc and
-// -DUSE_MPI; without it every function below is the one-process case: rank 0 of 1, and the
+// dist.h: data-parallel training across processes, on MPI (make MPI=1 builds dist.c and dist_grad.c
+// with mpicc and -DUSE_MPI; without it every function below is the one-process case: rank 0 of 1, and the
 // gradient functions call gpt_grad_norm and gpt_adamw directly, so a build without MPI computes
 // exactly what it did before this file existed).
 //
@@ -37,6 +37,9 @@ double dist_sum(double x);                  // the sum over ranks (every rank ge
 int dist_any(int x);                        // 1 when x is nonzero on some rank
 void dist_bcast(void *buf, size_t bytes);   // rank 0's bytes to every rank
 void dist_barrier(void);
+// A barrier that sleeps while it waits (50 ms at a time) instead of spinning a core, for a rank
+// that is done while the others still work (./compare under mpirun).
+void dist_idle_barrier(void);
 // Exits (CHECK) when the `bytes` at buf differ between ranks, naming `what` and the ranks: a
 // 64-bit FNV-1a hash per rank, gathered and compared.
 void dist_check_same(const void *buf, size_t bytes, const char *what);

@@ -11,7 +11,9 @@
 #    process resumes on 2 ranks with --zero 1, each continuing the uninterrupted run's losses;
 #  - a rank killed mid-run makes mpirun exit non-zero naming the rank, and the last checkpoint
 #    stays intact (it resumes);
-#  - the one-process modes are refused under 2 ranks with a message.
+#  - the one-process modes are refused under 2 ranks with a message;
+#  - ./compare under mpirun shares a grid's runs over the ranks and reports what one ./compare
+#    does; ./compare --launch 'mpirun -np 2 ...' trains each run on 2 ranks.
 # Skipped, with a message, where mpicc or mpirun is missing (apt-get install openmpi-bin libopenmpi-dev).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,7 @@ if ! command -v mpicc > /dev/null || ! command -v mpirun > /dev/null; then
     echo "test_mpi: SKIPPED (no mpicc or mpirun: apt-get install openmpi-bin libopenmpi-dev)"
     exit 0
 fi
-${MAKE:-make} -s tests/train_mpi || { echo "FAIL: building tests/train_mpi"; exit 1; }
+${MAKE:-make} -s tests/train_mpi tests/compare_mpi || { echo "FAIL: building tests/train_mpi and tests/compare_mpi"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
 check() { if [ "$1" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
@@ -111,6 +113,24 @@ check $? "the last checkpoint of the killed run loads"
 $MPIRUN ./tests/train_mpi --load "$tmp/full5.ckpt" --export "$tmp/x.st" > "$tmp/refused.out" 2>&1
 [ $? != 0 ] && grep -q "run them without mpirun" "$tmp/refused.out"
 check $? "--export under 2 ranks must be refused with a message: $(head -2 "$tmp/refused.out")"
+
+# ./compare under mpirun: the runs shared out over 2 ranks, rank 0 writes the report, the same
+# results as one ./compare; its children are jobs of their own even when ./train is built with MPI
+grid="--task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --threads 1 -- --layers 1 --heads 2 --dim 16 --steps 20 --train-max 8 --test-max 10 --seq 48"
+$MPIRUN ./tests/compare_mpi --train ./tests/train_mpi --out "$tmp/grid2" $grid > "$tmp/grid2.out" 2>&1
+check $? "./compare under 2 ranks ($(tail -3 "$tmp/grid2.out"))"
+grep -q "compare: 2 ranks trained 4 runs" "$tmp/grid2.out"; check $? "./compare says the ranks shared the runs"
+./compare --train ./train --out "$tmp/grid1" $grid > /dev/null 2>&1
+check $? "the same grid in one ./compare"
+diff "$tmp/grid2/results.csv" "$tmp/grid1/results.csv" > /dev/null
+check $? "the grid's results.csv must be the same under 2 ranks and in one process"
+grep -q "^threads: 1" "$tmp/grid2/runs/copy-repeat/alibi/seed2/train.log"
+check $? "a run of ./compare under mpirun is a one-rank job of its own: $(grep -m1 -E '^(ranks|threads)' "$tmp/grid2/runs/copy-repeat/alibi/seed2/train.log")"
+# --launch: each run of the grid trained on 2 ranks
+./compare --train ./tests/train_mpi --launch "$MPIRUN" --out "$tmp/grid-launch" $grid > "$tmp/launch.out" 2>&1
+check $? "./compare --launch 'mpirun -np 2 ...' ($(tail -3 "$tmp/launch.out"))"
+grep -q "^ranks: 2 x 1 threads" "$tmp/grid-launch/runs/copy-repeat/nope/seed1/train.log"
+check $? "--launch runs each training on 2 ranks"
 
 echo "test_mpi: $pass passed, $fail failed"
 [ "$fail" = 0 ]
