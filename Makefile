@@ -280,6 +280,8 @@ asan:
 
 # make bench: builds ./bench (with OpenBLAS for the sgemm reference when libopenblas-dev is
 # installed) and runs it: peak, every config, scheme overheads, attention as T doubles; bench.csv.
+# Then tests/bench_mpi.sh: 2 ranks x 1 thread against 1 rank x 2 threads (small, gpt2-124m) and
+# the scaling model (needs Open MPI; skipped without it); bench_mpi.csv.
 # Then tests/bench_stream.sh: the peak RSS of ./train's `small` on 0.2, 0.4 and 4 GB of sparse
 # shards in build/bench-stream/ (removed after), which must not grow with the data.
 # Then dataset/bench_tokenize.sh: ./tokenize's encode and train MB/s on the KJV against tiktoken
@@ -291,6 +293,7 @@ bench: $(call fobj,$(LIB)) train tokenize
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench
 	./tests/bench_stream.sh
+	./tests/bench_mpi.sh
 	dataset/bench_tokenize.sh
 
 # make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the

@@ -1231,12 +1231,13 @@ static void train(Session *s) {
     FitCheck fit = { 0 };
     double fit_acc = NAN;
     if (o->fit_target > 0 && writer) fit_init(&fit, &s->tc, o);
-    double t0 = now_seconds(), tokens_done = 0;
+    double t0 = now_seconds(), tokens_done = 0, step_s = 0;
     if (o->detect_anomaly) { gpt_check_parameters(&s->model); stop_on_anomaly(&s->model, first); }   // the weights it starts from
     for (int step = first; step < o->steps; step++) {
         double ts = now_seconds(), norm;
         double loss = train_step(s, step, &adam, &norm);
         double dt = now_seconds() - ts;
+        step_s += dt;
         tokens_done += (double)o->accum * o->batch * o->seq * s->ranks;    // every rank's tokens
         done = step + 1;
         int last = step + 1 == o->steps;
@@ -1285,8 +1286,9 @@ static void train(Session *s) {
     catch_signals(0);
     // the ranks trained one model: checked once at the end (every step with --verify-ranks)
     dist_check_same(s->model.params, sizeof(real) * s->model.num_params, "the parameters");
-    if (s->ranks > 1) printf("ranks: %d, parameters bit-identical on every rank; %.1f s waiting for communication "
-                             "(rank 0)\n", s->ranks, s->dg.wait_s);
+    if (s->ranks > 1) printf("ranks: %d, parameters bit-identical on every rank; rank 0 waited %.2f s of its %.2f s of "
+                             "steps (%.1f%%) for communication\n", s->ranks, s->dg.wait_s, step_s,
+                             step_s > 0 ? 100 * s->dg.wait_s / step_s : 0.0);
     dist_grad_free(&s->dg);
     if (o->fit_target > 0) {
         if (fitted) printf("fit: fitted at step %d: validation accuracy %.4f >= %.4f\n", done, fit_acc, o->fit_target);
