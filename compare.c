@@ -66,6 +66,9 @@ static void usage(FILE *f) {
         "  --eval-flags 'FLAGS'   text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'\n"
         "  --attention-stats      text: also measure each run's attention (./train --attention-stats, with --bos when\n"
         "                         the run trained with it) and add the collapsed fraction of heads by layer to summary.md\n"
+        "  --attention-distance   task: the NoPE paper's attention distance (JSD to the nearest head, by layer) of\n"
+        "                         nope's runs to every scheme's run of the same seed, and to nope's of the next\n"
+        "                         seed (the baseline), after training; a table and a plot by layer in summary.md\n"
         "  --jobs N               runs at a time (default 1)\n"
         "  --threads N            OpenMP threads per run (default: cores / jobs)\n"
         "  --train PATH           the ./train binary (default: next to ./compare)\n"
@@ -133,6 +136,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         if (!strcmp(s, "--quiet")) { c->quiet = 1; continue; }
         if (!strcmp(s, "--report-only")) { c->report_only = 1; continue; }
         if (!strcmp(s, "--attention-stats")) { c->attention_stats = 1; continue; }
+        if (!strcmp(s, "--attention-distance")) { c->attention_distance = 1; continue; }
         CHECK(!strncmp(s, "--", 2), "unexpected argument '%s'; see ./compare --help", s);
         CHECK(i + 1 < argc, "%s needs a value (see ./compare --help)", s);
         char *v = argv[++i], *end;
@@ -190,6 +194,8 @@ void compare_parse(Cfg *c, int argc, char **argv) {
     CHECK(!c->val_data || c->data, "--val-data goes with --data");
     CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
     CHECK(!c->attention_stats || c->data, "--attention-stats applies to text (--data): ./train measures attention on windows of text");
+    CHECK(!c->attention_distance || !c->data, "--attention-distance applies to tasks (--task): it compares task models "
+          "on the same test instances");
     CHECK(!c->fit_target || !c->data, "--fit-target applies to tasks (--task), whose in-distribution validation accuracy it reads");
     CHECK(!claims || !c->data, "--claims applies to tasks (--task): it compares accuracy beyond the training lengths");
     // a glob pattern ('dir/*.bin') names no file itself: ./train expands and checks it
@@ -201,6 +207,9 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
     }
     if (claims) parse_claims(c, claims);
+    CHECK(!c->attention_distance || (nope_scheme(c) >= 0 && (c->n_schemes > 1 || c->n_seeds > 1)),
+          "--attention-distance measures every scheme's attention against NoPE's: give a scheme labelled nope "
+          "(--schemes nope,...) and another scheme or a second seed");
     if (!c->n_seeds) { c->seeds[0] = 1; c->n_seeds = 1; }
     if (!c->threads) {
         // the cores this process may run on (under mpirun: the rank's binding), else all online
@@ -463,6 +472,44 @@ static int run_all(const Cfg *c, Run *runs, int n) {
     return failed;
 }
 
+// --attention-distance, after training: for every task and seed, ./train --attention-distance of
+// nope's model to each scheme's model of the seed, and to nope's of the next seed (the baseline),
+// into the other run's distance.csv (nope's own folder holds the baseline). Both runs must be
+// finished; a distance.csv already there is kept. Returns the number that failed.
+static int attention_distances(const Cfg *c, const Run *runs) {
+    int ns = nope_scheme(c), failed = 0, made = 0;
+    double t0 = now_seconds();
+    for (int t = 0; t < c->n_tasks; t++)
+        for (int sd = 0; sd < c->n_seeds; sd++)
+            for (int sc = 0; sc < c->n_schemes; sc++) {
+                if (sc == ns && c->n_seeds < 2) continue;
+                const Run *a = &runs[run_index(c, t, ns, sd)];
+                const Run *b = &runs[run_index(c, t, sc, sc == ns ? (sd + 1) % c->n_seeds : sd)];
+                const Run *home = &runs[run_index(c, t, sc, sd)];
+                if (!run_has_results(a) || !run_has_results(b)) continue;
+                char out[4200], log[4200];
+                snprintf(out, sizeof out, "%s/distance.csv", home->dir);
+                if (access(out, F_OK) == 0) continue;
+                snprintf(log, sizeof log, "%s/distance.log", home->dir);
+                remove(log);
+                Argv *cmd = xcalloc(1, sizeof(Argv));
+                arg(cmd, "%s", c->train_bin);
+                arg(cmd, "--load"); arg(cmd, "%s/model.ckpt", a->dir);
+                arg(cmd, "--task"); arg(cmd, "%s", c->tasks[t]);
+                arg(cmd, "--attention-distance"); arg(cmd, "%s", out);
+                arg(cmd, "--distance-to"); arg(cmd, "%s/model.ckpt", b->dir);
+                arg(cmd, "--threads"); arg(cmd, "%d", c->threads);
+                int rc = run_cmd(cmd, log);
+                free(cmd);
+                if (rc) { failed++; printf("attention distance of %s to %s FAILED: see %s\n", a->dir, b->dir, log); }
+                else made++;
+            }
+    char took[32];
+    fmt_duration(now_seconds() - t0, took, sizeof took);
+    if (made || failed) printf("compare: %d attention distances in %s%s\n", made, took, failed ? " (some failed)" : "");
+    return failed;
+}
+
 int main(int argc, char **argv) {
     Cfg c;
     dist_init(&argc, &argv);          // under mpirun (make MPI=1): the runs are shared out over the ranks
@@ -511,6 +558,7 @@ int main(int argc, char **argv) {
             if (runs[i].state == RUN_ELSEWHERE) runs[i].state = finished(&c, &runs[i]) ? RUN_FOUND_DONE : RUN_FAILED;
         if (rank == 0) printf("compare: %d ranks trained %d runs\n", ranks, todo);
     }
+    if (rank == 0 && c.attention_distance && !c.report_only) failed += attention_distances(&c, runs);
     if (rank == 0) report(&c, runs, n);     // rank 0 alone writes the report
     free(runs);
     dist_finalize();

@@ -21,6 +21,7 @@ typedef struct {
     int jobs, threads, per_length, quiet;
     int report_only;                              // report the finished runs, train nothing
     int attention_stats;                          // text: also ./train --attention-stats per run (attention.csv)
+    int attention_distance;                       // tasks: the NoPE paper's attention distance to nope (distance.csv)
     const char *fit_target;                       // --fit-target A as given (NULL: none), for every run
     int claims[MAX_ITEMS][2], n_claims;           // --claims: the schemes (a, b) of each claim "a > b"
     char **extra; int n_extra;                    // flags after --, given to every training run
@@ -47,6 +48,12 @@ typedef struct {
 
 // 1 when the run has results to report (trained now or before).
 static inline int run_has_results(const Run *r) { return r->state == RUN_DONE || r->state == RUN_FOUND_DONE; }
+
+// The scheme labelled "nope" (the attention distance's reference), or -1.
+static inline int nope_scheme(const Cfg *c) {
+    for (int k = 0; k < c->n_schemes; k++) if (!strcmp(c->schemes[k].label, "nope")) return k;
+    return -1;
+}
 
 // runs[] is ordered task, then seed, then scheme.
 static inline int run_index(const Cfg *c, int task, int scheme, int seed) {

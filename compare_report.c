@@ -6,6 +6,7 @@
 // interval and the --claims verdicts. The statistics are stats.c's.
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compare.h"
 #include "stats.h"
@@ -725,6 +726,120 @@ static void plot_accuracy(Report *rp, int t, int train_max) {
     fprintf(rp->md, "![accuracy](%s.png)\n\n", name);
 }
 
+// --attention-distance: each scheme's distance.csv (layer,split,instances,jsd: nope's model of the
+// seed against this run's; in nope's own folder, against nope of the next seed) as a table by layer,
+// mean over the seeds where both runs fitted with the 95% t-interval, and a plot by layer.
+#define DIST_COLUMNS "layer,split,instances,jsd"
+#define DIST_MAX_LAYERS 64
+
+// jsd[split][layer] of one distance.csv; returns the layers read, 0 when the file is missing
+static int read_distance(const char *path, double jsd[2][DIST_MAX_LAYERS]) {
+    if (access(path, F_OK) != 0) return 0;
+    char line[512], *fl[8];
+    for (int sp = 0; sp < 2; sp++) for (int l = 0; l < DIST_MAX_LAYERS; l++) jsd[sp][l] = NAN;
+    FILE *f = open_result(path, DIST_COLUMNS, line, sizeof line);
+    int layers = 0;
+    while (fgets(line, sizeof line, f)) {
+        int k = fields(line, fl, 8);
+        CHECK(k == 4, "'%s': a row has %d fields, expected 4 (" DIST_COLUMNS ")", path, k);
+        int l = atoi(fl[0]), sp = !strcmp(fl[1], "longer");
+        CHECK(l >= 0 && l < DIST_MAX_LAYERS && (sp || !strcmp(fl[1], "in")), "'%s': bad row (layer %s, split %s)", path, fl[0], fl[1]);
+        jsd[sp][l] = atof(fl[3]);
+        if (l + 1 > layers) layers = l + 1;
+    }
+    fclose(f);
+    return layers;
+}
+
+static void distance_section(Report *rp, int t) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int ns = nope_scheme(c), layers = 0;
+    // x[sc][split][layer][seed]
+    static double x[MAX_ITEMS][2][DIST_MAX_LAYERS][MAX_ITEMS];
+    int nx[MAX_ITEMS] = { 0 }, missing = 0, unfitted = 0;
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            int a = run_index(c, t, ns, sd), b = run_index(c, t, sc, sc == ns ? (sd + 1) % c->n_seeds : sd);
+            if (sc == ns && c->n_seeds < 2) continue;
+            char path[4200];
+            snprintf(path, sizeof path, "%s/distance.csv", rp->runs[run_index(c, t, sc, sd)].dir);
+            double jsd[2][DIST_MAX_LAYERS];
+            int L = run_has_results(&rp->runs[a]) && run_has_results(&rp->runs[b]) ? read_distance(path, jsd) : 0;
+            if (!L) { missing++; continue; }
+            if (!counts(rp, a) || !counts(rp, b)) { unfitted++; continue; }
+            if (L > layers) layers = L;
+            for (int sp = 0; sp < 2; sp++) for (int l = 0; l < L; l++) x[sc][sp][l][nx[sc]] = jsd[sp][l];
+            nx[sc]++;
+        }
+    if (!layers) return;
+    fprintf(md, "### Attention distance to NoPE\n\nThe NoPE paper's measure (Kazemnejad et al. 2023, section 5.2; "
+                "README, \"The NoPE paper's attention distance\"): for each of NoPE's heads, the Jensen-Shannon "
+                "divergence (nats; 0 = the same attention, ln 2 = 0.693 = disjoint) to the nearest head of the other "
+                "model in the same layer, averaged over the query rows of 5 test instances per test length and over "
+                "NoPE's heads. Each scheme's run is compared with NoPE's run of the same seed; the nope row is the "
+                "baseline, NoPE against NoPE of the next seed. Mean over the seeds where both runs fitted [95%% "
+                "t-interval], at the training lengths (in) by layer, and over all layers at the training lengths "
+                "and beyond them.\n\n| scheme | pairs |");
+    for (int l = 0; l < layers; l++) fprintf(md, " layer %d (in) |", l);
+    fprintf(md, " all layers (in) | all layers (longer) |\n|---|---|");
+    for (int l = 0; l < layers + 2; l++) fprintf(md, "---|");
+    fprintf(md, "\n");
+    char name[256], path[4200];
+    snprintf(name, sizeof name, "distance_%s", c->tasks[t]);
+    snprintf(path, sizeof path, "%s/%s.dat", c->out, name);
+    FILE *d = fopen(path, "w");
+    CHECK(d, "cannot write '%s'", path);
+    fprintf(d, "# layer, then per scheme: mean, lo, hi of the JSD to NoPE at the training lengths (nope: NoPE of "
+               "another seed); 95%% t-interval over the seeds where both runs fitted\n# layer");
+    for (int sc = 0; sc < c->n_schemes; sc++) fprintf(d, " %s %s_lo %s_hi", c->schemes[sc].label, c->schemes[sc].label, c->schemes[sc].label);
+    fprintf(d, "\n");
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        fprintf(md, "| %s%s | %d |", c->schemes[sc].label, sc == ns ? " (vs nope, next seed)" : "", nx[sc]);
+        for (int l = 0; l < layers + 2; l++) {
+            double v[MAX_ITEMS];
+            int sp = l == layers + 1;
+            for (int k = 0; k < nx[sc]; k++) {
+                if (l < layers) { v[k] = x[sc][0][l][k]; continue; }
+                double s = 0;                       // the mean over layers of this pair
+                for (int j = 0; j < layers; j++) s += x[sc][sp][j][k];
+                v[k] = s / layers;
+            }
+            Interval iv = mean_t_interval(v, nx[sc]);
+            if (!nx[sc] || isnan(iv.mean)) fprintf(md, " n/a |");
+            else if (nx[sc] > 1) fprintf(md, " %.4f [%.4f, %.4f] |", iv.mean, iv.lo, iv.hi);
+            else fprintf(md, " %.4f |", iv.mean);
+        }
+        fprintf(md, "\n");
+    }
+    for (int l = 0; l < layers; l++) {
+        fprintf(d, "%d", l);
+        for (int sc = 0; sc < c->n_schemes; sc++) {
+            Interval iv = mean_t_interval(x[sc][0][l], nx[sc]);
+            if (!nx[sc] || isnan(iv.mean)) fprintf(d, " NaN NaN NaN");
+            else fprintf(d, " %.6g %.6g %.6g", iv.mean, nx[sc] > 1 ? iv.lo : iv.mean, nx[sc] > 1 ? iv.hi : iv.mean);
+        }
+        fprintf(d, "\n");
+    }
+    fclose(d);
+    fprintf(md, "\n");
+    if (unfitted || missing) fprintf(md, "Left out: %d pairs with a run not fitted, %d without a distance (a run not "
+                                         "finished).\n\n", unfitted, missing);
+    char title[256];
+    snprintf(title, sizeof title, "%s: attention distance to NoPE by layer (JSD to the nearest head; mean, 95%% t-interval)", c->tasks[t]);
+    FILE *g = gp_open(c->out, name, title, "layer", "JSD (nats)");
+    fprintf(g, "set xtics 1\nset offsets 0.3, 0.3, 0, 0\nplot ");
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        fprintf(g, "%s'%s.dat' using ($1 + %g):%d:%d:%d with yerrorlines lw 2 pt 7 ps 0.6 lc rgb '%s' title '%s%s'", sc ? ", \\\n     " : "",
+                name, 0.04 * (sc - (c->n_schemes - 1) / 2.0), 2 + 3 * sc, 3 + 3 * sc, 4 + 3 * sc, COLORS[sc % 10],
+                c->schemes[sc].label, sc == ns ? " (another seed)" : "");
+    fprintf(g, "\n");
+    gp_again_svg(g, name);
+    fclose(g);
+    if (rp->plots) gnuplot(c->out, name, &rp->made);
+    fprintf(md, "![attention distance](%s.png)\n\n", name);
+}
+
 // A task's section: the scheme table, the test pools, the degenerate runs, the paired tests, its
 // ranks for the MRR, the retrieval depth tables and the plot against length.
 static void task_section(Report *rp, int t) {
@@ -745,6 +860,7 @@ static void task_section(Report *rp, int t) {
     add_ranks(rp, t);
     depth_tables(c, &rp->rs, t, md);
     plot_accuracy(rp, t, train_max);
+    if (c->attention_distance) distance_section(rp, t);
 }
 
 // One perplexity table of text (mode 0: non-overlapping windows, 1: sliding): a row per scheme

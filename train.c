@@ -19,6 +19,8 @@
 #include <omp.h>
 #endif
 
+#include "atomicfile.h"
+#include "attndist.h"
 #include "attnstats.h"
 #include "checkpoint.h"
 #include "dataset/data.h"
@@ -42,6 +44,7 @@ static const uint64_t SHOW_SALT = 77;                    // --show's examples: s
 static const uint64_t ATTENTION_MAP_SALT = 4242;         // --attention-map's task instance: seed + salt
 static const uint64_t FIT_SALT = 0xF17F17ull;             // --fit-target's validation instances: (seed ^ salt) + length
 static const uint64_t SHUFFLE_SALT = 0x5B0FF1Eull;        // --shuffle's orders of files and windows: seed ^ salt
+static const uint64_t DISTANCE_SALT = 0xD157ull;           // --attention-distance's test instances: salt + length
 
 // ----------------------------------------------------------------------------------------------
 // helpers
@@ -781,6 +784,72 @@ static void attention_map(GPT *m, const Tokenizer *tok, const Options *o, const 
     free(tokens);
 }
 
+// --attention-distance FILE --distance-to B: the NoPE paper's attention distance (attndist.h) of the
+// --load model (A) to B, on --distance-per-length distinct test instances at every test length (the
+// same instances for every pair of models: they depend on the task and the length only), each layer
+// averaged over the instances of the training lengths ("in") and of the longer ones ("longer").
+static void check_distance_flags(const Args *a) {
+    const Options *o = &a->o;
+    CHECK(o->attention_distance || (!o->distance_to && !flag_set(a, "distance-per-length")), "--distance-to and "
+          "--distance-per-length apply to the attention distance; give --attention-distance FILE");
+    if (!o->attention_distance) return;
+    CHECK(o->load && o->task && o->distance_to, "--attention-distance FILE compares two models trained on a task: give "
+          "--load A.ckpt --task NAME --distance-to B.ckpt");
+}
+
+static void run_attention_distance(GPT *m, const TaskConfig *tc, const Options *o) {
+    GPT other = { 0 };
+    char *stored = NULL;
+    model_load(o->distance_to, &other, 0, &stored, NULL, NULL);
+    free(stored);
+    int L = m->cfg.n_layer;
+    CHECK(other.cfg.n_layer == L, "--distance-to %s: it has %d layers and --load %s has %d; the distance compares layer "
+          "by layer", o->distance_to, other.cfg.n_layer, o->load, L);
+    CHECK(other.cfg.vocab_size == m->cfg.vocab_size, "--distance-to %s: its vocabulary is %d tokens, --load %s's %d; "
+          "train both on the same task (and --alphabet)", o->distance_to, other.cfg.vocab_size, o->load, m->cfg.vocab_size);
+    int lengths[EVAL_MAX_LENGTHS];
+    int nl = task_test_lengths(tc, lengths, EVAL_MAX_LENGTHS);
+    double depths[TASK_MAX_DEPTHS], *sum = xcalloc((size_t)2 * L, sizeof(double)), *d = xmalloc(sizeof(double) * (size_t)L);
+    task_test_depths(tc, depths, TASK_MAX_DEPTHS);
+    long count[2] = { 0, 0 }, skipped = 0;
+    int limit = gpt_position_limit(m) < gpt_position_limit(&other) ? gpt_position_limit(m) : gpt_position_limit(&other);
+    for (int k = 0; k < nl; k++) {
+        TaskSet set;
+        int n = task_eval_set(tc, lengths[k], depths[0], TASK_TEST, o->distance_per_length, DISTANCE_SALT + (uint64_t)lengths[k], &set);
+        int split = lengths[k] > tc->train_max;
+        for (int i = 0; i < n; i++) {
+            int T = set.len[i];
+            if (T > limit) { skipped++; continue; }
+            attention_distance(m, &other, set.tokens + (size_t)i * set.stride, T, d);
+            for (int l = 0; l < L; l++) sum[split * L + l] += d[l];
+            count[split]++;
+        }
+        task_set_free(&set);
+    }
+    CHECK(count[0] + count[1] > 0, "--attention-distance: no test instance fits both models' positions (%d)", limit);
+    AtomicFile af;
+    FILE *f = af_open(&af, o->attention_distance, "attention distance CSV", "w");
+    fprintf(f, "layer,split,instances,jsd\n");
+    printf("attention distance (JSD, nats; each of A's heads to B's nearest head) of %s to %s, %d test instances per length:\n",
+           o->load, o->distance_to, o->distance_per_length);
+    printf("  layer | lengths <= %d (%ld instances) | longer (%ld)\n", tc->train_max, count[0], count[1]);
+    for (int l = 0; l < L; l++) {
+        printf("  %5d |", l);
+        for (int sp = 0; sp < 2; sp++) {
+            if (!count[sp]) { printf(" %s", sp ? "-" : "- |"); continue; }
+            double v = sum[sp * L + l] / (double)count[sp];
+            fprintf(f, "%d,%s,%ld,%.9f\n", l, sp ? "longer" : "in", count[sp], v);
+            printf(sp ? " %.4f" : " %.4f |", v);
+        }
+        printf("\n");
+    }
+    if (skipped) printf("  (%ld instances longer than a model's %d positions left out)\n", skipped, limit);
+    af_commit(&af);
+    printf("wrote %s\n", o->attention_distance);
+    free(sum); free(d);
+    gpt_free(&other);
+}
+
 // ----------------------------------------------------------------------------------------------
 // main's stages, in the order they run:
 //   check_flags -> load_inputs -> load_model -> check_with_model -> seed_streams
@@ -829,9 +898,10 @@ static void check_flags(const Args *a) {
     check_ppl_flags(a);
     check_longrope_flags(a);
     check_astats_flags(a);
+    check_distance_flags(a);
     const struct { const char *flag, *path; } outputs[] = {
         { "save", o->save }, { "log", o->log }, { "eval-out", o->eval_out }, { "ppl-out", o->ppl_out },
-        { "attention-stats", o->attention_stats },
+        { "attention-stats", o->attention_stats }, { "attention-distance", o->attention_distance },
         { "ppl-positions", o->ppl_positions }, { "export", o->export_path }, { "export-llmc", o->export_llmc },
         { "dump-step", o->dump }, { "longrope-search", o->longrope_search },
     };
@@ -925,6 +995,10 @@ static int model_only_modes(Session *s) {
     const Options *o = s->o;
     if (o->attention_map) {
         attention_map(&s->model, &s->tok, o, &s->tc);
+        return 1;
+    }
+    if (o->attention_distance) {
+        run_attention_distance(&s->model, &s->tc, o);
         return 1;
     }
     if (o->export_path || o->export_llmc) {
@@ -1322,7 +1396,7 @@ static void session_free(Session *s) {
 static void check_ranks(const Session *s) {
     const Options *o = s->o;
     if (s->ranks == 1) return;
-    CHECK(!(o->attention_map || o->export_path || o->export_llmc || o->dump || o->eval_batches || eval_requested(o)),
+    CHECK(!(o->attention_map || o->attention_distance || o->export_path || o->export_llmc || o->dump || o->eval_batches || eval_requested(o)),
           "--attention-map, --export, --export-llmc, --dump-step, --eval-batches, --ppl-out, --ppl-positions, "
           "--attention-stats and --longrope-search run in one process: run them without mpirun (or with -np 1)");
     CHECK(!o->detect_anomaly, "--detect-anomaly runs in one process: run it without mpirun (or with -np 1)");

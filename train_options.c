@@ -82,6 +82,9 @@ const Flag FLAGS[] = {
     { "ppl-positions", F_STR, O(ppl_positions), 0, 0, K_RUN, "FILE", "with the perplexity evaluation: mean loss at each position of the window, nonoverlap mode, as CSV (window,position,loss)" },
     { "ppl-windows", F_STR, O(ppl_windows), 0, 0, K_RUN, "LIST", "perplexity windows as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
     { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F", "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
+    { "attention-distance", F_STR, O(attention_distance), 0, 0, K_RUN, "FILE", "the NoPE paper's attention distance: with --load A --task NAME --distance-to B, each layer's mean over A's heads of the Jensen-Shannon divergence to B's nearest head, on the same test instances, as CSV (layer,split,instances,jsd), then exit" },
+    { "distance-to", F_STR, O(distance_to), 0, 0, K_RUN, "CKPT", "with --attention-distance: model B (a checkpoint with as many layers, trained on the same task)" },
+    { "distance-per-length", F_INT, O(distance_per_length), 1, 10000, K_RUN, "N", "with --attention-distance: distinct test instances per test length (5)" },
     { "attention-stats", F_STR, O(attention_stats), 0, 0, K_RUN, "FILE", "attention statistics of the --load model over windows of the validation text: per layer and head the mean first-key (sink) mass, row entropy and attended distance, and the fraction of heads collapsed, as CSV (window,layer,head,windows,rows,sink_mass,entropy,distance,collapsed,layer_collapsed_frac,note), then exit" },
     { "attention-lengths", F_STR, O(attention_lengths), 0, 0, K_RUN, "LIST", "attention-statistics window lengths as multiples of the model's context (" PPL_DEFAULT_WINDOWS ")" },
     { "attention-windows", F_INT, O(attention_windows), 1, 1e6, K_RUN, "N", "attention statistics: windows per length, the first N of the validation text (" NUMBER_TEXT(ASTATS_DEFAULT_WINDOWS) ")" },
@@ -109,6 +112,7 @@ static void defaults(Options *o) {
     o->val_frac = 0.1; o->log_every = 10; o->temperature = 1.0; o->ppl_stride = 0.5;
     o->distractors = -1; o->eval_per_length = 100; o->ppl_windows = PPL_DEFAULT_WINDOWS;
     o->attention_lengths = PPL_DEFAULT_WINDOWS; o->attention_windows = ASTATS_DEFAULT_WINDOWS;
+    o->distance_per_length = 5;
     o->collapse_threshold = ASTATS_DEFAULT_THRESHOLD;
     o->fit_every = 50; o->fit_per_length = 20;
     o->schedule = "cosine"; o->poly_power = 1.0;

@@ -32,6 +32,8 @@ typedef struct {
     int attention_windows;
     double collapse_threshold;
     int detect_anomaly;                        // --detect-anomaly: stop at the first NaN or Inf, naming it
+    const char *attention_distance, *distance_to;   // --attention-distance OUT --distance-to CKPT (attndist.h)
+    int distance_per_length;
     int zero;                                  // --zero 1: ZeRO stage 1 under MPI (dist.h): moments sharded
     int verify_ranks;                          // --verify-ranks: compare the ranks' parameters after every step
 } Options;

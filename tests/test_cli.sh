@@ -313,7 +313,12 @@ expect_fail "--attention-windows beyond the text" "need 800000 tokens of text" .
 expect_fail "--attention-stats into a missing folder" "--attention-stats $tmp/nodir/a.csv" ./train --load "$tmp/ppl.ckpt" --attention-stats "$tmp/nodir/a.csv"
 expect_fail "--bos with --ppl-out" "the perplexity windows do not start with a boundary token" ./train --load "$tmp/ppl.ckpt" --bos --ppl-out "$tmp/keep"
 expect_fail "--bos on a task" "--bos starts windows of text" ./train --task copy --bos --save "$tmp/keep"
-for f in attention-stats attention-lengths attention-windows collapse-threshold bos; do
+./train --task copy --layers 2 --heads 2 --dim 16 --steps 2 --save "$tmp/viz-task.ckpt" --eval-per-length 0 > /dev/null 2>&1
+./train --task copy --layers 1 --heads 2 --dim 16 --steps 2 --save "$tmp/viz-task1.ckpt" --eval-per-length 0 > /dev/null 2>&1
+expect_fail "--distance-to without --attention-distance" "give --attention-distance FILE" ./train --load "$tmp/ppl.ckpt" --distance-to "$tmp/ppl.ckpt"
+expect_fail "--attention-distance on text" "give --load A.ckpt --task NAME --distance-to B.ckpt" ./train --load "$tmp/ppl.ckpt" --attention-distance "$tmp/keep" --distance-to "$tmp/ppl.ckpt"
+expect_fail "--attention-distance to a model of other layers" "the distance compares layer by layer" ./train --load "$tmp/viz-task.ckpt" --task copy --attention-distance "$tmp/keep" --distance-to "$tmp/viz-task1.ckpt"
+for f in attention-stats attention-lengths attention-windows collapse-threshold bos attention-distance distance-to distance-per-length; do
   grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
 done
 

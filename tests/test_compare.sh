@@ -257,5 +257,27 @@ expect_fail "an eval.csv of another format" "expected 'task,scheme" ./compare --
 expect_fail "a failing run" "failed" ./compare --out "$tmp/y" --task nosuchtask --schemes nope --quiet -- $model --steps 1
 grep -q "is not a task" "$tmp/y/runs/nosuchtask/nope/seed1/train.log" && ok || bad "the failing run's train.log lacks the reason"
 
+# ---- --attention-distance: nope's model against each scheme's of the seed and nope's of the next seed
+./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
+  --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1 \
+  && ok || { bad "compare --attention-distance failed"; tail -5 "$tmp/dist.out"; }
+for r in nope/seed1 nope/seed2 alibi/seed1 alibi/seed2; do
+  [ "$(head -1 "$tmp/dist/runs/copy-repeat/$r/distance.csv" 2> /dev/null)" = "layer,split,instances,jsd" ] && ok ||
+    bad "--attention-distance: no distance.csv in $r"
+done
+grep -q "the nope row is the baseline" "$tmp/dist/summary.md" && grep -q "^| nope (vs nope, next seed) | 2 |" "$tmp/dist/summary.md" &&
+  grep -q "^| alibi | 2 |" "$tmp/dist/summary.md" && ok || bad "summary.md lacks the attention distance table"
+# the table's layer 0 (in) for alibi: the mean of the two seeds' distance.csv rows
+want=$(cat "$tmp/dist/runs/copy-repeat/alibi/seed"[12]/distance.csv | awk -F, '$1 == 0 && $2 == "in" { s += $4; n++ } END { printf "%.4f", s / n }')
+grep "^| alibi | 2 |" "$tmp/dist/summary.md" | grep -qF "| $want [" && ok ||
+  bad "alibi's layer 0 distance should be $want: $(grep '^| alibi | 2 |' "$tmp/dist/summary.md")"
+grep -q "^0 " "$tmp/dist/distance_copy-repeat.dat" && [ -f "$tmp/dist/distance_copy-repeat.gp" ] && ok || bad "no distance plot data"
+rm -rf "$tmp/dist/runs/copy-repeat/alibi/seed1/distance.csv"     # a second command makes only what is missing
+./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
+  --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
+grep -q "compare: 1 attention distances" "$tmp/dist.out" && ok || bad "a second command should make the one missing distance: $(tail -3 "$tmp/dist.out")"
+expect_fail "--attention-distance without nope" "labelled nope" ./compare --out "$tmp/z" --task copy --schemes rope,alibi --attention-distance -- $model --steps 1
+expect_fail "--attention-distance on text" "applies to tasks" ./compare --out "$tmp/z" --data README.md --attention-distance -- $model --steps 1
+
 echo "test_compare: $pass passed, $fail failed"
 [ $fail = 0 ]

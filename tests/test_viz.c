@@ -12,13 +12,17 @@
 //     to 1, 0 above the diagonal); pos_input.dat the learned table or the sinusoidal formula;
 //     pos_bias_layer*.dat the bias hook key by key, and for alibi, t5 and kerple their formulas
 //     (shared/REFERENCE.md); pos_rope_layer*.dat cos(p theta_k) (times xpos's zeta_k^(p/gamma),
-//     theta_k = 0 for the frequencies p-rope drops) and the all-ones score.
+//     theta_k = 0 for the frequencies p-rope drops) and the all-ones score;
+//   - the NoPE paper's attention distance (attndist.h): the JSD against hand-computed values, a
+//     model against itself 0 for four schemes, against a model with layer 0's heads swapped 0 (each
+//     head finds its twin), against another scheme's model above 0 and below ln 2.
 #include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../model.h"
+#include "../attndist.h"
 #include "../viz.h"
 #include "testutil.h"
 
@@ -36,6 +40,54 @@ static void build(GPT *m, const char *pe_layers, const char *input_pe) {
     gpt_build(m, &cfg, 7, 0);
     // random parameters of some size, so that heads and biases differ and rows are not uniform
     for (size_t i = 0; i < m->num_params; i++) m->params[i] += (real)(0.3 * (2 * rng_uniform(&rng) - 1));
+}
+
+static void test_distance(void) {
+    real p[3] = { 0.5, 0.5, 0 }, q[3] = { 1, 0, 0 }, r[3] = { 0, 0, 1 }, u[3] = { 0.2, 0.3, 0.5 };
+    // JSD((1/2, 1/2), (1, 0)): m = (3/4, 1/4); (1/2)[(1/2)ln(2/3) + (1/2)ln 2] + (1/2)ln(4/3)
+    EXPECT_NEAR(attn_jsd(p, q, 3), 0.5 * (0.5 * log(2.0 / 3) + 0.5 * log(2.0)) + 0.5 * log(4.0 / 3), 1e-15, 0, "JSD((.5,.5),(1,0))");
+    EXPECT_NEAR(attn_jsd(q, p, 3), attn_jsd(p, q, 3), 1e-15, 0, "JSD is symmetric");
+    EXPECT_NEAR(attn_jsd(q, r, 3), log(2.0), 1e-15, 0, "JSD of disjoint rows is ln 2");
+    EXPECT(attn_jsd(u, u, 3) == 0, "JSD of equal rows is 0");
+    int tokens[T];
+    for (int t = 0; t < T; t++) tokens[t] = (int)(rng_u64(&rng) % V);
+    double d[NL];
+    const char *schemes[] = { "nope,nope", "rope,rope", "alibi,alibi", "t5,t5" };
+    for (int k = 0; k < 4; k++) {
+        GPT a;
+        build(&a, schemes[k], "none");
+        attention_distance(&a, &a, tokens, T, d);
+        for (int l = 0; l < NL; l++) EXPECT(d[l] == 0, "%s against itself: layer %d distance %g", schemes[k], l, d[l]);
+        gpt_free(&a);
+    }
+    // layer 0's two heads swapped in a copy: the q, k and v rows of head 0 and 1, and the columns of
+    // the attention projection (so the model computes the same function); every head finds its twin
+    GPT a, b;
+    build(&a, "nope,nope", "none");
+    build(&b, "nope,nope", "none");
+    memcpy(b.params, a.params, sizeof(real) * a.num_params);
+    int hs = C / NH;
+    for (int part = 0; part < 3; part++)
+        for (int i = 0; i < hs; i++) {
+            size_t r0 = (size_t)part * C + i, r1 = r0 + hs;      // rows of head 0 and head 1
+            for (int j = 0; j < C; j++) {
+                real t = b.p.qkvw[r0 * C + j]; b.p.qkvw[r0 * C + j] = b.p.qkvw[r1 * C + j]; b.p.qkvw[r1 * C + j] = t;
+            }
+            real t = b.p.qkvb[r0]; b.p.qkvb[r0] = b.p.qkvb[r1]; b.p.qkvb[r1] = t;
+        }
+    for (int o = 0; o < C; o++)
+        for (int i = 0; i < hs; i++) {
+            real t = b.p.attprojw[(size_t)o * C + i]; b.p.attprojw[(size_t)o * C + i] = b.p.attprojw[(size_t)o * C + i + hs];
+            b.p.attprojw[(size_t)o * C + i + hs] = t;
+        }
+    attention_distance(&a, &b, tokens, T, d);
+    for (int l = 0; l < NL; l++) EXPECT(fabs(d[l]) < 1e-12, "heads swapped: layer %d distance %g, expected 0", l, d[l]);
+    gpt_free(&b);
+    build(&b, "alibi,alibi", "none");                        // another scheme, other weights
+    attention_distance(&a, &b, tokens, T, d);
+    for (int l = 0; l < NL; l++)
+        EXPECT(d[l] > 1e-4 && d[l] < log(2.0), "nope against alibi: layer %d distance %g, expected in (0, ln 2)", l, d[l]);
+    gpt_free(&a); gpt_free(&b);
 }
 
 // Row 0: document A (15 tokens, positions 0..14, doc 0) then B (22 tokens, positions 0..21, doc 1).
@@ -390,6 +442,7 @@ int main(void) {
     }
     { GPT m; build(&m, "rope,alibi", "learned"); test_probs("rope,alibi + learned input", &m);
       test_stats("rope,alibi + learned input", &m); gpt_free(&m); }
+    test_distance();
 
     // no gnuplot on PATH: the data and scripts are still written (rendering is tests/test_cli.sh's)
     CHECK(setenv("PATH", "/nonexistent", 1) == 0, "setenv");
