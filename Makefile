@@ -226,14 +226,16 @@ run: train compare
 # budget can fit (copy-repeat, copy-repeat-2x, copy-change: train <= 20, test to 40), 6 seeds, every
 # run trained until 90% in-distribution validation accuracy within 1000 steps, with the paper's
 # weight decay and schedule (0.05; polynomial decay after a 6% warm-up). The claims are tested
-# pooled over tasks and per task. About 2.5 hours on 2 cores (60 runs took 85 minutes).
+# pooled over tasks and per task; then the NoPE paper's attention distance of every scheme to NoPE
+# (section 5.2). About 2.5 hours on 2 cores with AVX-512 (60 runs took 85 minutes); ~5.5 hours on an
+# AVX2-only EPYC.
 NOPE_TASKS = copy-repeat,copy-change,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal'
 NOPE_CLAIMS = nope>t5,t5>alibi,alibi>rotary,rotary>ape,nope>rotary,nope>ape
 reproduce-nope: train compare
 	./compare --out runs/nope --task $(NOPE_TASKS) $(NOPE_SCHEMES) --seeds 1,2,3,4,5,6 --jobs 2 \
-	  --eval-per-length 50 --fit-target 0.9 --claims '$(NOPE_CLAIMS)' \
+	  --eval-per-length 50 --fit-target 0.9 --claims '$(NOPE_CLAIMS)' --attention-distance \
 	  -- --max-steps 1000 --lr 3e-3 --wd 0.05 --schedule poly --warmup-frac 0.06 --log-every 100
 
 # make reproduce-alibi: train short (64 tokens) on the KJV text, evaluate perplexity from 32 to
