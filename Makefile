@@ -1,7 +1,7 @@
 # Makefile: build, test, and the main job.
 #
 #   make            build ./train and the test programs
-#   make run        the comparison: five schemes x 5 seeds on copy-repeat, fit-first, results in runs/default/
+#   make run        the comparison: five schemes x 6 seeds on copy-repeat, fit-first, results in runs/default/
 #   make reproduce-nope   the NoPE paper's claims tested, fit-first, 6 seeds (~2.5 h), results in runs/nope/
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x (needs make kjv), runs/alibi/
 #   make test       every test program; stops at the first failure
@@ -227,8 +227,8 @@ run: train compare
 # run trained until 90% in-distribution validation accuracy within 1000 steps, with the paper's
 # weight decay and schedule (0.05; polynomial decay after a 6% warm-up). The claims are tested
 # pooled over tasks and per task; then the NoPE paper's attention distance of every scheme to NoPE
-# (section 5.2). About 2.5 hours on 2 cores with AVX-512 (60 runs took 85 minutes); ~5.5 hours on an
-# AVX2-only EPYC.
+# (section 5.2). About 2.5 hours on 2 cores with AVX-512 (60 runs took 85 minutes); on an AVX2-only
+# EPYC a run takes 2-3 times as long (results/nope/README.md).
 NOPE_TASKS = copy-repeat,copy-change,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal'
