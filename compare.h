@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "common.h"
+#include "posenc.h"
 
 #define MAX_ITEMS 64
 
@@ -49,9 +50,9 @@ typedef struct {
 // 1 when the run has results to report (trained now or before).
 static inline int run_has_results(const Run *r) { return r->state == RUN_DONE || r->state == RUN_FOUND_DONE; }
 
-// The scheme labelled "nope" (the attention distance's reference), or -1.
+// The scheme labelled with NoPE's name (the attention distance's reference), or -1.
 static inline int nope_scheme(const Cfg *c) {
-    for (int k = 0; k < c->n_schemes; k++) if (!strcmp(c->schemes[k].label, "nope")) return k;
+    for (int k = 0; k < c->n_schemes; k++) if (!strcmp(c->schemes[k].label, posenc_scheme(PE_NOPE)->name)) return k;
     return -1;
 }
 
