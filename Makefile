@@ -4,6 +4,7 @@
 #   make run        the comparison: five schemes x 6 seeds on copy-repeat, fit-first, results in runs/default/
 #   make reproduce-nope   the NoPE paper's claims tested, fit-first, 6 seeds (~2.5 h), results in runs/nope/
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x (needs make kjv), runs/alibi/
+#   make reproduce-collapse  heads collapsed onto BOS by layer in deep narrow models (needs make kjv), runs/collapse/
 #   make test       every test program; stops at the first failure
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       every reader's libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each (60); needs clang
@@ -39,7 +40,7 @@ HDR = common.h atomicfile.h dist.h kernels.h model.h layers.h attention.h posenc
 BPE = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
 
-.PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-alibi
+.PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-alibi reproduce-collapse
 all: train compare tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
@@ -237,6 +238,18 @@ reproduce-nope: train compare
 	./compare --out runs/nope --task $(NOPE_TASKS) $(NOPE_SCHEMES) --seeds 1,2,3,4,5,6 --jobs 2 \
 	  --eval-per-length 50 --fit-target 0.9 --claims '$(NOPE_CLAIMS)' --attention-distance \
 	  -- --max-steps 1000 --lr 3e-3 --wd 0.05 --schedule poly --warmup-frac 0.06 --log-every 100
+
+# make reproduce-collapse: the seed's claim that ALiBi makes "30 to 44% of heads collapse onto BOS in
+# deep models" (shared/seeds/002), measured: deep narrow models (12 layers, dim 64, 4 heads: 48
+# heads each) with alibi, rope, nope and t5 trained on the KJV with --bos (every window starts with
+# the boundary token) for 800 steps of 16 x 64 tokens, 3 seeds, then ./train --attention-stats on
+# 16 windows per length from 32 to 512 tokens: the fraction of heads whose mean attention mass on
+# the first key (BOS) is >= 0.5, by layer, with t-intervals over the seeds, and the plot by depth.
+# About 35 minutes on 2 cores.
+reproduce-collapse: train compare data/kjv.txt
+	./compare --out runs/collapse --data data/kjv.txt --jobs 2 --schemes alibi,rope,nope,t5 --seeds 1,2,3 \
+	  --attention-stats --eval-flags '--ppl-tokens 8192' \
+	  -- --layers 12 --dim 64 --heads 4 --seq 64 --batch 16 --steps 800 --lr 2e-3 --bos --log-every 100 --val-every 200
 
 # make reproduce-alibi: train short (64 tokens) on the KJV text, evaluate perplexity from 32 to
 # 512-token windows (0.5x to 8x); RoPE also with linear, dynamic-NTK and YaRN scaling (factor 8).

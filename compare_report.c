@@ -937,7 +937,7 @@ static void read_attention(const char *path, int run, LayerRows *ls) {
 // Per window length, a table of the fraction of heads collapsed (mean first-key mass >= ./train's
 // --collapse-threshold, 0.5) by layer: a row per scheme, the mean over its seeds with the 95%
 // t-interval (stats.h; the mean alone with one seed).
-static void attention_section(const Report *rp, int t, int context) {
+static void attention_section(Report *rp, int t, int context) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
     LayerRows ls = { 0 };
@@ -992,6 +992,52 @@ static void attention_section(const Report *rp, int t, int context) {
             fprintf(md, "\n");
         }
         fprintf(md, "\n%s%s", notes, *notes ? "\n\n" : "");
+    }
+    // the plot by depth: each scheme's fraction by layer at the training length (1x; else the
+    // longest window with a number), mean and t-interval over the seeds
+    int wplot = 0;
+    for (int i = 0; i < ls.n; i++) if (!isnan(ls.r[i].frac) && ls.r[i].window > wplot) wplot = ls.r[i].window;
+    for (int w = 0; w < nw; w++) if (windows[w] == context) wplot = context;
+    if (wplot && layers) {
+        char name[256];
+        snprintf(name, sizeof name, "attention_collapse");
+        snprintf(path, sizeof path, "%s/%s.dat", c->out, name);
+        FILE *d = fopen(path, "w");
+        CHECK(d, "cannot write '%s'", path);
+        fprintf(d, "# layer, then per scheme: mean, lo, hi of the fraction of heads collapsed onto the first key, windows "
+                   "of %d tokens; 95%% t-interval over the seeds (lo = hi = mean with one seed)\n# layer", wplot);
+        for (int sc = 0; sc < c->n_schemes; sc++) fprintf(d, " %s %s_lo %s_hi", c->schemes[sc].label, c->schemes[sc].label, c->schemes[sc].label);
+        fprintf(d, "\n");
+        for (int l = 0; l < layers; l++) {
+            fprintf(d, "%d", l);
+            for (int sc = 0; sc < c->n_schemes; sc++) {
+                double x[MAX_ITEMS];
+                int n = 0;
+                for (int sd = 0; sd < c->n_seeds; sd++)
+                    for (int i = 0; i < ls.n; i++) {
+                        const LayerRow *r = &ls.r[i];
+                        if (r->run == run_index(c, t, sc, sd) && r->window == wplot && r->layer == l && !isnan(r->frac)) x[n++] = r->frac;
+                    }
+                Interval iv = mean_t_interval(x, n);
+                if (!n) fprintf(d, " NaN NaN NaN");
+                else fprintf(d, " %.6g %.6g %.6g", iv.mean, n > 1 ? iv.lo : iv.mean, n > 1 ? iv.hi : iv.mean);
+            }
+            fprintf(d, "\n");
+        }
+        fclose(d);
+        char title[256];
+        snprintf(title, sizeof title, "heads collapsed onto the first key, by layer (windows of %d tokens; mean, 95%% t-interval)", wplot);
+        FILE *g = gp_open(c->out, name, title, "layer", "fraction of heads collapsed");
+        fprintf(g, "set xtics 1\nset yrange [-0.05:1.05]\nset offsets 0.3, 0.3, 0, 0\nplot ");
+        for (int sc = 0; sc < c->n_schemes; sc++)
+            fprintf(g, "%s'%s.dat' using ($1 + %g):%d:%d:%d with yerrorlines lw 2 pt 7 ps 0.6 lc rgb '%s' title '%s'",
+                    sc ? ", \\\n     " : "", name, 0.05 * (sc - (c->n_schemes - 1) / 2.0), 2 + 3 * sc, 3 + 3 * sc, 4 + 3 * sc,
+                    COLORS[sc % 10], c->schemes[sc].label);
+        fprintf(g, "\n");
+        gp_again_svg(g, name);
+        fclose(g);
+        if (rp->plots) gnuplot(c->out, name, &rp->made);
+        fprintf(md, "![heads collapsed by layer](%s.png)\n\n", name);
     }
     free(ls.r);
 }

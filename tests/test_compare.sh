@@ -202,6 +202,10 @@ done
 grep -qF "| alibi | 0.50 [-0.74, 1.74] | 0.25 [0.25, 0.25] |" "$fa/summary.md" && grep -qF "| alibi | n/a | n/a |" "$fa/summary.md" &&
   grep -qF "n/a for alibi: learned table has 16 rows." "$fa/summary.md" && grep -q "^Windows of 32 tokens (2T):" "$fa/summary.md" \
   && ok || { bad "the hand-made attention table:"; sed -n '/### Attention/,$p' "$fa/summary.md"; }
+# the plot by depth: no 1x window here, so the longest with numbers (32): layer 0's 0.5 [-0.742, 1.742]
+grep -q "^0 0.5 -0.742[0-9]* 1.742[0-9]*$" "$fa/attention_collapse.dat" && grep -q "^1 0.25 0.25 0.25$" "$fa/attention_collapse.dat" &&
+  grep -q "windows of 32 tokens" "$fa/attention_collapse.dat" && [ -f "$fa/attention_collapse.gp" ] && ok ||
+  { bad "the collapse plot's data:"; cat "$fa/attention_collapse.dat"; }
 printf 'window,layer\n' > "$fa/runs/text/alibi/seed3/attention.csv"
 expect_fail_early() { if "$@" > "$tmp/o" 2>&1; then bad "an attention.csv with other columns was accepted"; else grep -q "has the columns 'window,layer'" "$tmp/o" && ok || bad "no columns message"; fi; }
 expect_fail_early ./compare --out "$fa" --data "$tmp/text.txt" --schemes alibi --seeds 1,2,3 --attention-stats --report-only
