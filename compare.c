@@ -490,14 +490,21 @@ static int attention_distances(const Cfg *c, const Run *runs) {
                 char out[4200], log[4200];
                 snprintf(out, sizeof out, "%s/distance.csv", home->dir);
                 if (access(out, F_OK) == 0) continue;
+                char ck_a[4200], ck_b[4200];
+                snprintf(ck_a, sizeof ck_a, "%s/model.ckpt", a->dir);
+                snprintf(ck_b, sizeof ck_b, "%s/model.ckpt", b->dir);
+                if (access(ck_a, R_OK) != 0 || access(ck_b, R_OK) != 0) {   // runs restored without their checkpoints
+                    printf("attention distance of %s to %s: no model.ckpt (its checkpoint was not kept), left out\n", a->dir, b->dir);
+                    continue;
+                }
                 snprintf(log, sizeof log, "%s/distance.log", home->dir);
                 remove(log);
                 Argv *cmd = xcalloc(1, sizeof(Argv));
                 arg(cmd, "%s", c->train_bin);
-                arg(cmd, "--load"); arg(cmd, "%s/model.ckpt", a->dir);
+                arg(cmd, "--load"); arg(cmd, "%s", ck_a);
                 arg(cmd, "--task"); arg(cmd, "%s", c->tasks[t]);
                 arg(cmd, "--attention-distance"); arg(cmd, "%s", out);
-                arg(cmd, "--distance-to"); arg(cmd, "%s/model.ckpt", b->dir);
+                arg(cmd, "--distance-to"); arg(cmd, "%s", ck_b);
                 arg(cmd, "--threads"); arg(cmd, "%d", c->threads);
                 int rc = run_cmd(cmd, log);
                 free(cmd);

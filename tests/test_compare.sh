@@ -280,6 +280,13 @@ rm -rf "$tmp/dist/runs/copy-repeat/alibi/seed1/distance.csv"     # a second comm
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
   --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
 grep -q "compare: 1 attention distances" "$tmp/dist.out" && ok || bad "a second command should make the one missing distance: $(tail -3 "$tmp/dist.out")"
+# a run restored without its checkpoint: its pairs are left out with a message, not failed
+rm "$tmp/dist/runs/copy-repeat/alibi/seed2/distance.csv" "$tmp/dist/runs/copy-repeat/alibi/seed2/model.ckpt"
+./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
+  --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1 \
+  && grep -q "no model.ckpt (its checkpoint was not kept), left out" "$tmp/dist.out" &&
+  grep -q "^| alibi | 1 |" "$tmp/dist/summary.md" && grep -q "1 without a distance" "$tmp/dist/summary.md" && ok ||
+  bad "a pair without a checkpoint should be left out and counted: $(tail -3 "$tmp/dist.out")"
 expect_fail "--attention-distance without nope" "labelled nope" ./compare --out "$tmp/z" --task copy --schemes rope,alibi --attention-distance -- $model --steps 1
 expect_fail "--attention-distance on text" "applies to tasks" ./compare --out "$tmp/z" --data README.md --attention-distance -- $model --steps 1
 
