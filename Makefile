@@ -229,7 +229,7 @@ run: train compare
 # weight decay and schedule (0.05; polynomial decay after a 6% warm-up). The claims are tested
 # pooled over tasks and per task; then the NoPE paper's attention distance of every scheme to NoPE
 # (section 5.2). About 2.5 hours on 2 cores with AVX-512 (60 runs took 85 minutes); on an AVX2-only
-# EPYC a run takes 2-3 times as long (results/nope/runs/README.md).
+# EPYC a run takes about twice as long (results/nope/runs/README.md).
 NOPE_TASKS = copy-repeat,copy-change,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal'
