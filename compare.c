@@ -425,10 +425,16 @@ void last_line(const char *dir, const char *prefix, char *out, size_t cap) {
 }
 
 static int run_all(const Cfg *c, Run *runs, int n) {
-    int todo = 0, failed = 0;
-    for (int i = 0; i < n; i++) if (runs[i].state == RUN_TODO) todo++;
-    printf("compare: %d runs (%d tasks x %d schemes x %d seeds), %d already done, %d to train; %d at a time, %d threads each\n",
-           n, c->n_tasks, c->n_schemes, c->n_seeds, n - todo, todo, c->jobs, c->threads);
+    int todo = 0, failed = 0, done = 0, elsewhere = 0;
+    for (int i = 0; i < n; i++) {
+        todo += runs[i].state == RUN_TODO;
+        done += runs[i].state == RUN_FOUND_DONE;
+        elsewhere += runs[i].state == RUN_ELSEWHERE;
+    }
+    printf("compare: %d runs (%d tasks x %d schemes x %d seeds), %d already done, %d to train", n, c->n_tasks,
+           c->n_schemes, c->n_seeds, done, todo);
+    if (elsewhere) printf(" here (rank 0; %d on the other ranks)", elsewhere);
+    printf("; %d at a time, %d threads each\n", c->jobs, c->threads);
     fflush(stdout);
     int running = 0, finished = 0, next = 0;
     double t_start = now_seconds(), busy = 0;

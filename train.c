@@ -1254,11 +1254,10 @@ static TrainState train_state(const Session *s, int steps) {
 // go on and exit with EXIT_INTERRUPTED (without --save, 128 + the signal, as if it had killed us).
 static void interrupt_exit(Session *s, int step, FILE *log, char *kv) {
     const Options *o = s->o;
-    const char *name = interrupted == SIGINT ? "SIGINT" : "SIGTERM";
+    int sig = interrupted ? interrupted : SIGTERM;   // under mpirun another rank may have seen it
+    const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
     if (log) fclose(log);
     free(kv);
-    int sig = interrupted ? interrupted : SIGTERM;   // under mpirun another rank may have seen it
-    name = sig == SIGINT ? "SIGINT" : "SIGTERM";
     if (!o->save) {
         printf("interrupted by %s after step %d of %d: nothing saved (no --save)\n", name, step, o->steps);
         fflush(stdout);
