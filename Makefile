@@ -237,7 +237,7 @@ NOPE_CLAIMS = nope>t5,t5>alibi,alibi>rotary,rotary>ape,nope>rotary,nope>ape
 reproduce-nope: train compare
 	./compare --out runs/nope --task $(NOPE_TASKS) $(NOPE_SCHEMES) --seeds 1,2,3,4,5,6 --jobs 2 \
 	  --eval-per-length 50 --fit-target 0.9 --claims '$(NOPE_CLAIMS)' --attention-distance \
-	  -- --max-steps 1000 --lr 3e-3 --wd 0.05 --schedule poly --warmup-frac 0.06 --log-every 100
+	  -- --dim 64 --max-steps 1000 --lr 3e-3 --wd 0.05 --schedule poly --warmup-frac 0.06 --log-every 100
 
 # make reproduce-collapse: the seed's claim that ALiBi makes "30 to 44% of heads collapse onto BOS in
 # deep models" (shared/seeds/002), measured: deep narrow models (12 layers, dim 64, 4 heads: 48

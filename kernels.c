@@ -51,13 +51,13 @@ static inline __attribute__((always_inline)) void tile_rows(int mr, int kc, cons
     for (int r = 0; r < mr; r++) { *(vec *)(c + r * ldc) = c0[r]; *(vec *)(c + r * ldc + VL) = c1[r]; }
 }
 
-// any tile narrower than NR columns: the same sums, one element at a time
+// any tile narrower than NR columns: the same sums, one element at a time (madd: the tiles' FMA)
 static void tile_edge(int mr, int nr, int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                       real *c, size_t ldc, int accumulate) {
     for (int r = 0; r < mr; r++)
         for (int j = 0; j < nr; j++) {
             real s = accumulate ? c[r * ldc + j] : 0;
-            for (int k = 0; k < kc; k++) s += a[r * a_rs + k * a_cs] * b[k * ldb + j];
+            for (int k = 0; k < kc; k++) s = madd(a[r * a_rs + k * a_cs], b[k * ldb + j], s);
             c[r * ldc + j] = s;
         }
 }

@@ -31,6 +31,18 @@ const char *gemm_backend(void);   // "ours (...)" or "openblas"
 void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                real *c, size_t ldc, int accumulate);
 
+// a * b + c as gemm's register tiles compute it: one fused multiply-add where the target has FMA
+// (the compiler contracts the tiles' vector a * b + c there, -ffp-contract=fast), else a product and
+// a sum. gemm's edge columns and matmul_forward's few-rows path use it, so every element of a product
+// is the same chain of operations whichever path computes it.
+static inline real madd(real a, real b, real c) {
+#if defined(__FMA__) || defined(__aarch64__)
+    return _Generic(a, float: __builtin_fmaf, default: __builtin_fma)(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+
 // The reference every kernel test compares with: the definition, one dot product per element.
 void gemm_ref(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
               real *c, size_t ldc, int accumulate);

@@ -92,7 +92,40 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
 
 enum { PACK_COLS = 512 };
 
+// A few rows (decoding one token at a time): packing weight^T would read and write every weight once
+// per call, several times the product's own work. Instead each output is one multiply-add chain
+// over k in order, starting from 0, through madd: the very operations gemm does for that element
+// (kernels.h), so the result has the same bits (tests/test_kernels.c checks). Threads take blocks of 16 output channels; a block's 16 chains run
+// side by side, each reading its row of weight in place.
+enum { FEW_ROWS = 4, OB_ROWS = 16 };
+
+static void matmul_few_rows(real *out, const real *inp, const real *weight, int N, int C, int OC) {
+    #pragma omp parallel for schedule(static)
+    for (int o0 = 0; o0 < OC; o0 += OB_ROWS) {
+        int no = OC - o0 < OB_ROWS ? OC - o0 : OB_ROWS;
+        const real *w = weight + (size_t)o0 * C;
+        for (int n = 0; n < N; n++) {
+            const real *x = inp + (size_t)n * C;
+            real acc[OB_ROWS] = { 0 };
+            if (no == OB_ROWS)
+                for (int k = 0; k < C; k++)
+                    for (int j = 0; j < OB_ROWS; j++) acc[j] = madd(x[k], w[(size_t)j * C + k], acc[j]);
+            else
+                for (int k = 0; k < C; k++)
+                    for (int j = 0; j < no; j++) acc[j] = madd(x[k], w[(size_t)j * C + k], acc[j]);
+            for (int j = 0; j < no; j++) out[(size_t)n * OC + o0 + j] = acc[j];
+        }
+    }
+}
+
 void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC) {
+    if (N <= FEW_ROWS && C > 0) {
+        matmul_few_rows(out, inp, weight, N, C, OC);
+        if (bias)
+            for (int n = 0; n < N; n++)
+                for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
+        return;
+    }
     real *wt = xmalloc(sizeof(real) * (size_t)C * (OC < PACK_COLS ? OC : PACK_COLS));   // (C, nc) slice of weight^T
     for (int j0 = 0; j0 < OC; j0 += PACK_COLS) {
         int nc = OC - j0 < PACK_COLS ? OC - j0 : PACK_COLS;

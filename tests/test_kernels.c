@@ -98,6 +98,31 @@ static void check_matmul_layer(int N, int C, int OC) {
     free(inp); free(w); free(bias); free(out); free(dout); free(dinp); free(dw); free(db);
 }
 
+// One to four rows (decoding) take matmul_forward's in-place path: each output must have the bits
+// the packed gemm path gives the same row inside a larger call, for K split into several blocks and
+// output blocks with an edge, with 1 and 2 threads.
+static void check_matmul_few_rows(int C, int OC) {
+    enum { NB = 9 };
+    real *inp = xmalloc(sizeof(real) * NB * C), *w = xmalloc(sizeof(real) * OC * C), *bias = xmalloc(sizeof(real) * OC);
+    real *big[2] = { xmalloc(sizeof(real) * NB * OC), xmalloc(sizeof(real) * NB * OC) }, *few = xmalloc(sizeof(real) * 4 * OC);
+    fill(inp, (size_t)NB * C); fill(w, (size_t)OC * C); fill(bias, OC);
+    matmul_forward(big[0], inp, w, NULL, NB, C, OC);
+    matmul_forward(big[1], inp, w, bias, NB, C, OC);
+    int saved = omp_get_max_threads(), same = 1;
+    for (int t = 1; t <= 2; t++) {
+        omp_set_num_threads(t);
+        for (int n = 1; n <= 4; n++)
+            for (int r0 = 0; r0 + n <= NB; r0 += 4)
+                for (int hb = 0; hb < 2; hb++) {
+                    matmul_forward(few, inp + (size_t)r0 * C, w, hb ? bias : NULL, n, C, OC);
+                    same &= memcmp(few, big[hb] + (size_t)r0 * OC, sizeof(real) * (size_t)n * OC) == 0;
+                }
+    }
+    omp_set_num_threads(saved);
+    EXPECT(same, "matmul_forward with 1-4 rows (%d -> %d) must give the bits of the packed path", C, OC);
+    free(inp); free(w); free(bias); free(big[0]); free(big[1]); free(few);
+}
+
 // GELU in the float build goes through a vectorised exp: it must match the libm formula
 static void check_gelu(void) {
     enum { n = 4001 };
@@ -135,5 +160,8 @@ int main(void) {
     check_thread_independence();
     static const int layers[][3] = { { 7, 13, 9 }, { 64, 96, 600 }, { 130, 70, 33 }, { 3, 520, 1030 } };
     for (size_t s = 0; s < sizeof layers / sizeof layers[0]; s++) check_matmul_layer(layers[s][0], layers[s][1], layers[s][2]);
+    check_matmul_few_rows(13, 9);
+    check_matmul_few_rows(600, 1030);
+    check_matmul_few_rows(128, 870);
     return test_summary("test_kernels");
 }
