@@ -35,6 +35,7 @@
 
 #include "compare.h"
 #include "dist.h"
+#include "perplexity.h"
 #include "posenc.h"
 
 #define MAX_ARGS 256
@@ -64,6 +65,9 @@ static void usage(FILE *f) {
         "  --report-only          write the report from the finished runs in --out (give the flags that trained\n"
         "                         them); train nothing\n"
         "  --eval-flags 'FLAGS'   text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'\n"
+        "  --double-length LIST   text: also train each listed scheme at twice the context with half the rows (give\n"
+        "                         --seq T --batch B after --), as LABEL@2T, and compare at 2T: every listed scheme\n"
+        "                         trained at T against every one trained at 2T, paired by seed (the ALiBi paper's test)\n"
         "  --attention-stats      text: also measure each run's attention (./train --attention-stats, with --bos when\n"
         "                         the run trained with it) and add the collapsed fraction of heads by layer to summary.md\n"
         "  --attention-distance   task: the NoPE paper's attention distance (JSD to the nearest head, by layer) of\n"
@@ -105,6 +109,58 @@ static void add_scheme(Cfg *c, const char *label, const char *flags) {
     Scheme *s = &c->schemes[c->n_schemes++];
     snprintf(s->label, sizeof s->label, "%s", label);
     snprintf(s->flags, sizeof s->flags, "%s", flags);
+    s->long_of = -1;
+}
+
+// The value of the last `flag` among n words (NULL when absent).
+static const char *last_value(char *const *w, int n, const char *flag) {
+    const char *v = NULL;
+    for (int k = 0; k + 1 < n; k++) if (!strcmp(w[k], flag)) v = w[k + 1];
+    return v;
+}
+
+// --double-length 'alibi,rope': each listed scheme also trained at twice the context with half the
+// rows (the same tokens per step), as scheme LABEL@2T, and its perplexity windows halved as
+// multiples so that they are the same lengths as the others'.
+static void add_double_length(Cfg *c, char *list) {
+    CHECK(c->data, "--double-length applies to text (--data): it compares perplexity at twice the training context");
+    const char *seq = last_value(c->extra, c->n_extra, "--seq"), *batch = last_value(c->extra, c->n_extra, "--batch");
+    CHECK(seq && batch, "--double-length needs the context and the rows per step after --: give --seq T --batch B "
+          "(the doubled runs train with --seq 2T --batch B/2)");
+    char *end;
+    long T = strtol(seq, &end, 10), B = strtol(batch, &end, 10);
+    CHECK(T >= 1 && T <= 1 << 20, "--double-length: --seq %s after -- is not a context length", seq);
+    CHECK(B >= 2 && B % 2 == 0, "--double-length: --batch %s after -- must be even, so that the doubled runs take "
+          "half the rows (the same tokens per step)", batch);
+    c->context = (int)T;
+    // the windows the others are evaluated at, as multiples of T: those of --eval-flags, else ./train's default
+    char ev[512] = "", def[] = PPL_DEFAULT_WINDOWS, *words[64];
+    int nw = 0;
+    if (c->eval_flags) snprintf(ev, sizeof ev, "%s", c->eval_flags);
+    for (char *w = strtok(ev, " \t"); w && nw < 64; w = strtok(NULL, " \t")) words[nw++] = w;
+    const char *given = last_value(words, nw, "--ppl-windows");
+    char wl[256], half[256] = "";
+    snprintf(wl, sizeof wl, "%s", given ? given : def);
+    for (char *m = strtok(wl, ","); m; m = strtok(NULL, ",")) {
+        double x = strtod(m, &end);
+        CHECK(x > 0 && !*end, "--double-length: --ppl-windows '%s' in --eval-flags is not a list of multiples", given);
+        size_t u = strlen(half);
+        snprintf(half + u, sizeof half - u, "%s%.17g", u ? "," : "", x / 2);
+    }
+    char *items[MAX_ITEMS];
+    int n = split_list(list, items, MAX_ITEMS, "--double-length"), base = c->n_schemes;
+    for (int k = 0; k < n; k++) {
+        int x = -1;
+        for (int sc = 0; sc < base; sc++) if (!strcmp(c->schemes[sc].label, items[k])) x = sc;
+        CHECK(x >= 0, "--double-length: '%s' is not one of the schemes compared (--schemes / --scheme labels)", items[k]);
+        char label[96];
+        snprintf(label, sizeof label, "%s@%ld", items[k], 2 * T);
+        add_scheme(c, label, c->schemes[x].flags);
+        Scheme *s = &c->schemes[c->n_schemes - 1];
+        s->long_of = x;
+        snprintf(s->post, sizeof s->post, "--seq %ld --batch %ld", 2 * T, B / 2);
+        snprintf(s->eval_post, sizeof s->eval_post, "--ppl-windows %s", half);
+    }
 }
 
 // --claims 'a>b,b>c': each claim's two schemes, by their labels
@@ -127,7 +183,7 @@ static void parse_claims(Cfg *c, char *v) {
 
 void compare_parse(Cfg *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
-    char *claims = NULL;
+    char *claims = NULL, *doubled = NULL;
     c->jobs = 1; c->per_length = 100; c->ext_factor = 8;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -147,6 +203,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         else if (!strcmp(s, "--launch")) { CHECK(*v, "--launch: give the words to put before ./train, e.g. 'mpirun -np 2'"); c->launch = v; }
         else if (!strcmp(s, "--eval-flags")) c->eval_flags = v;
         else if (!strcmp(s, "--claims")) claims = v;
+        else if (!strcmp(s, "--double-length")) doubled = v;
         else if (!strcmp(s, "--fit-target")) {
             double a = strtod(v, &end);
             CHECK(*v && !*end && a > 0 && a <= 1, "--fit-target %s must be a validation accuracy in (0, 1], e.g. 0.9", v);
@@ -207,6 +264,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
     }
     if (claims) parse_claims(c, claims);
+    if (doubled) add_double_length(c, doubled);
     CHECK(!c->attention_distance || (nope_scheme(c) >= 0 && (c->n_schemes > 1 || c->n_seeds > 1)),
           "--attention-distance measures every scheme's attention against NoPE's: give a scheme labelled nope "
           "(--schemes nope,...) and another scheme or a second seed");
@@ -333,9 +391,12 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     arg(a, "--log"); arg(a, "%s/log.csv", r->dir);
     arg(a, "--save"); arg(a, "%s/model.ckpt", r->dir);
     for (int k = 0; k < c->n_extra; k++) arg(a, "%s", c->extra[k]);
+    const Scheme *sch = &c->schemes[r->scheme];
+    if (*sch->post) arg_words(a, sch->post);
     if (!c->data) return 1;
-    // perplexity at 0.5x .. 8x the context; RoPE runs also with each context-extension method
-    int n_eval = 1 + (uses_rope(&c->schemes[r->scheme]) ? c->n_ext : 0);
+    // perplexity at 0.5x .. 8x the context; RoPE runs also with each context-extension method (not
+    // those trained at twice the context: the extensions are measured on the models trained at T)
+    int n_eval = 1 + (takes_extensions(sch) ? c->n_ext : 0);
     for (int e = 0; e < n_eval; e++) {
         Argv *b = &cmds[1 + e];
         arg(b, "%s", c->train_bin);
@@ -348,6 +409,7 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
         const char *suffix = e ? c->extensions[e - 1] : "";
         if (e) { arg(b, "--rope-scaling"); arg(b, "%s", suffix); arg(b, "--rope-factor"); arg(b, "%g", c->ext_factor); }
         if (c->eval_flags) arg_words(b, c->eval_flags);
+        if (*sch->eval_post) arg_words(b, sch->eval_post);
         arg(b, "--ppl-out"); arg(b, "%s/ppl%s%s.csv", r->dir, e ? "_" : "", suffix);
         arg(b, "--ppl-positions"); arg(b, "%s/ppl_positions%s%s.csv", r->dir, e ? "_" : "", suffix);
     }

@@ -10,7 +10,11 @@
 
 #define MAX_ITEMS 64
 
-typedef struct { char label[64]; char flags[512]; } Scheme;
+// A scheme: its label and ./train flags. --double-length adds a copy trained at twice the context:
+// post (flags after those of --, which they override: --seq 2T --batch B/2), eval_post (after
+// --eval-flags: the perplexity windows as multiples of 2T, so both evaluate the same lengths) and
+// long_of (the scheme it doubles; -1 for every other scheme).
+typedef struct { char label[64]; char flags[512]; char post[128]; char eval_post[256]; int long_of; } Scheme;
 
 typedef struct {
     const char *out, *data, *val_data, *train_bin, *eval_flags;
@@ -28,6 +32,7 @@ typedef struct {
     char **extra; int n_extra;                    // flags after --, given to every training run
     const char *launch;                           // --launch 'WORDS': put before each training command
                                                   // (e.g. 'mpirun -np 2': a run on several ranks)
+    int context;                                  // text with --double-length: T, the --seq after -- (else 0)
 } Cfg;
 
 typedef enum {
@@ -68,6 +73,9 @@ void compare_parse(Cfg *c, int argc, char **argv);
 // 1 when a scheme's flags put a RoPE-family scheme in some layer: those runs are also evaluated
 // with the --rope-extensions methods.
 int uses_rope(const Scheme *s);
+// 1 when a scheme's runs are evaluated with the --rope-extensions methods: RoPE runs trained at T
+// (not the --double-length copies).
+static inline int takes_extensions(const Scheme *s) { return uses_rope(s) && s->long_of < 0; }
 // The last line of a run's train.log that starts with prefix ("" into out when none).
 void last_line(const char *dir, const char *prefix, char *out, size_t cap);
 

@@ -112,13 +112,6 @@ static void fmt_ranges(int *x, int n, const char *sep, char *out, size_t cap) {
     }
 }
 
-static void mean_std(const double *x, int n, double *mean, double *sd) {
-    double s = 0, q = 0; int k = 0;
-    for (int i = 0; i < n; i++) if (!isnan(x[i])) { s += x[i]; k++; }
-    *mean = k ? s / k : NAN;
-    for (int i = 0; i < n; i++) if (!isnan(x[i])) q += (x[i] - *mean) * (x[i] - *mean);
-    *sd = k > 1 ? sqrt(q / (k - 1)) : 0;
-}
 
 static int have_gnuplot(void) { return system("command -v gnuplot > /dev/null 2>&1") == 0; }
 
@@ -218,7 +211,7 @@ static void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int pl
     int col = 2;
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++, col++) {
-            if (v && !uses_rope(&c->schemes[sc])) continue;
+            if (v && !takes_extensions(&c->schemes[sc])) continue;
             fprintf(g, "%s'%s.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.5 lc rgb '%s' dt %d title '%s%s%s'",
                     col == 2 ? "" : ", \\\n     ", name, col, COLORS[sc % 10], v + 1, c->schemes[sc].label, v ? "+" : "",
                     v ? c->extensions[v - 1] : "");
@@ -345,7 +338,7 @@ static void read_results(Report *rp) {
         if (!run_has_results(r)) continue;
         if (!text) { snprintf(path, sizeof path, "%s/eval.csv", r->dir); read_eval(path, i, &rp->rs); }
         else for (int v = 0; v < n_var; v++) {
-            if (v && !uses_rope(&c->schemes[r->scheme])) continue;
+            if (v && !takes_extensions(&c->schemes[r->scheme])) continue;
             snprintf(path, sizeof path, "%s/ppl%s%s.csv", r->dir, v ? "_" : "", v ? c->extensions[v - 1] : "");
             read_ppl(path, i, v, &rp->rs);
         }
@@ -863,8 +856,23 @@ static void task_section(Report *rp, int t) {
     if (c->attention_distance) distance_section(rp, t);
 }
 
+// The perplexity of a run (variant: 0 plain, e the e-th RoPE extension) at window w (mode 0:
+// non-overlapping, 1: sliding), NAN when none; *note gets the row's note (why there is no number).
+static double ppl_value(const Report *rp, int run, int variant, int mode, int w, const char **note) {
+    double x = NAN;
+    for (int i = 0; i < rp->rs.n; i++) {
+        const Row *r = &rp->rs.r[i];
+        if (r->run == run && r->variant == variant && r->sliding == mode && r->length == w) {
+            x = r->value;
+            if (note && r->note[0]) *note = r->note;
+        }
+    }
+    return x;
+}
+
 // One perplexity table of text (mode 0: non-overlapping windows, 1: sliding): a row per scheme
-// (and RoPE extension), a column per window, mean +- std over seeds; "n/a" cells explained below.
+// (and RoPE extension), a column per window, the mean over seeds with its 95% t-interval (stats.h;
+// the mean alone with one seed); "n/a" cells explained below.
 static void ppl_table(const Report *rp, int t, const int *windows, int nw, int mode) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
@@ -877,29 +885,24 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
     fprintf(md, "\n");
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++) {
-            if (v && !uses_rope(&c->schemes[sc])) continue;
+            if (v && !takes_extensions(&c->schemes[sc])) continue;
             fprintf(md, "| %s%s%s |", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
             for (int w = 0; w < nw; w++) {
-                double x[MAX_ITEMS], m, s; const char *note = "";
+                double x[MAX_ITEMS]; const char *note = "";
+                int k = 0;
                 for (int sd = 0; sd < c->n_seeds; sd++) {
-                    x[sd] = NAN;
-                    for (int i = 0; i < rp->rs.n; i++) {
-                        const Row *r = &rp->rs.r[i];
-                        if (r->run == run_index(c, t, sc, sd) && r->variant == v && r->sliding == mode && r->length == windows[w]) {
-                            x[sd] = r->value;
-                            if (r->note[0]) note = r->note;
-                        }
-                    }
+                    double y = ppl_value(rp, run_index(c, t, sc, sd), v, mode, windows[w], &note);
+                    if (!isnan(y)) x[k++] = y;
                 }
-                mean_std(x, c->n_seeds, &m, &s);
-                if (isnan(m)) {
+                Interval iv = mean_t_interval(x, k);
+                if (!k) {
                     fprintf(md, " n/a |");
                     char line[256];
                     snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
                     if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
                 }
-                else if (c->n_seeds > 1) fprintf(md, " %.2f +- %.2f |", m, s);
-                else fprintf(md, " %.2f |", m);
+                else if (k > 1) fprintf(md, " %.2f [%.2f, %.2f] |", iv.mean, iv.lo, iv.hi);
+                else fprintf(md, " %.2f |", iv.mean);
             }
             fprintf(md, "\n");
         }
@@ -1043,14 +1046,72 @@ static void attention_section(Report *rp, int t, int context) {
 }
 
 // Text's section: perplexity against window length, non-overlapping then sliding, and the plot.
+// --double-length: the ALiBi paper's test at the window 2T. For every scheme X trained at T and every
+// Y trained at 2T (both listed), the perplexity of each at 2T and the paired difference X - Y by seed
+// (negative: X, trained at half the length, is better), with its t-interval and sign-flip p.
+static void double_length_section(const Report *rp, int t, int T) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int W = 2 * T;
+    fprintf(md, "### Trained at %d tokens and tested at %d, against trained at %d\n\nThe ALiBi paper's test (Press et al., "
+                "section 4): a model trained at T = %d is scored at twice its length, W = %d, next to the same and the other "
+                "schemes trained at W (with half the rows per step, so the same tokens per step; the label @%d). Perplexity at "
+                "%d tokens, mean over the seeds with its 95%% t-interval; X - Y by seed (negative: X, trained at half the "
+                "length, is better), its mean with the 95%% t-interval and the exact sign-flip p (two-sided); a difference "
+                "counts when the interval excludes 0 and p < 0.05 (with 5 seeds or fewer no p can be below 0.05).\n\n",
+            T, W, W, T, W, W, W);
+    for (int mode = 0; mode < 2; mode++) {
+        fprintf(md, "%s\n\n| X at %d | Y at %d | X | Y | X - Y by seed | seeds | mean | 95%% interval | p | verdict |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|\n", mode ? "Sliding window:" : "Non-overlapping windows:", T, W);
+        for (int y = 0; y < c->n_schemes; y++) {
+            if (c->schemes[y].long_of < 0) continue;
+            for (int xl = 0; xl < c->n_schemes; xl++) {
+                int x = c->schemes[xl].long_of;         // the schemes trained at T, in the order listed
+                if (x < 0) continue;
+                double vx[MAX_ITEMS], vy[MAX_ITEMS], d[MAX_ITEMS];
+                int kx = 0, ky = 0, n = 0;
+                char by[512] = "";
+                for (int sd = 0; sd < c->n_seeds; sd++) {
+                    double a = ppl_value(rp, run_index(c, t, x, sd), 0, mode, W, NULL);
+                    double b = ppl_value(rp, run_index(c, t, y, sd), 0, mode, W, NULL);
+                    if (!isnan(a)) vx[kx++] = a;
+                    if (!isnan(b)) vy[ky++] = b;
+                    if (isnan(a) || isnan(b)) continue;
+                    d[n++] = a - b;
+                    size_t u = strlen(by);
+                    snprintf(by + u, sizeof by - u, "%s%lld: %+.3f", u ? ", " : "", c->seeds[sd], a - b);
+                }
+                Interval ix = mean_t_interval(vx, kx), iy = mean_t_interval(vy, ky);
+                fprintf(md, "| %s | %s |", c->schemes[x].label, c->schemes[y].label);
+                if (kx > 1) fprintf(md, " %.3f [%.3f, %.3f] |", ix.mean, ix.lo, ix.hi);
+                else if (kx) fprintf(md, " %.3f |", ix.mean); else fprintf(md, " n/a |");
+                if (ky > 1) fprintf(md, " %.3f [%.3f, %.3f] |", iy.mean, iy.lo, iy.hi);
+                else if (ky) fprintf(md, " %.3f |", iy.mean); else fprintf(md, " n/a |");
+                Test x_y = paired_test(d, n, stream_seed(c->schemes[x].label, c->schemes[y].label, 40 + mode));
+                fprintf(md, " %s | %d |", by, n);
+                if (n) fprintf(md, " %+.3f |", x_y.iv.mean); else fprintf(md, " |");
+                if (n >= 2) fprintf(md, " [%+.3f, %+.3f] |", x_y.iv.lo, x_y.iv.hi); else fprintf(md, " |");
+                if (n) fprintf(md, " %.4g |", x_y.p); else fprintf(md, " |");
+                int dir = direction(&x_y);
+                if (dir < 0) fprintf(md, " %s at %d better |\n", c->schemes[x].label, T);
+                else if (dir > 0) fprintf(md, " %s better |\n", c->schemes[y].label);
+                else not_distinguishable(md, n, "seed");
+            }
+        }
+        fprintf(md, "\n");
+    }
+}
+
 static void text_section(Report *rp, int t) {
     const Cfg *c = rp->c;
     int context = 0;
     for (int i = 0; i < rp->n && !context; i++) if (run_has_results(&rp->runs[i])) context = text_context(&rp->runs[i]);
-    fprintf(rp->md, "## Perplexity against context length on %s\n\nTrained at %d tokens; perplexity (mean +- std over %d seed%s) "
+    if (c->context) context = c->context;
+    fprintf(rp->md, "## Perplexity against context length on %s\n\nTrained at %d tokens%s; perplexity (mean over %d seed%s%s) "
                     "on windows of each length, first non-overlapping windows, then a sliding window "
-                    "(each token scored once, with at least half a window of context).\n\n", c->data, context, c->n_seeds,
-            c->n_seeds > 1 ? "s" : "");
+                    "(each token scored once, with at least half a window of context).\n\n", c->data, context,
+            c->context ? " (schemes labelled @N: at N tokens)" : "", c->n_seeds, c->n_seeds > 1 ? "s" : "",
+            c->n_seeds > 1 ? ", with its 95% t-interval" : "");
     int windows[64], nw = 0;
     for (int i = 0; i < rp->rs.n; i++) {
         int seen = 0;
@@ -1060,6 +1121,7 @@ static void text_section(Report *rp, int t) {
     sort_ints(windows, nw);
     for (int mode = 0; mode < 2; mode++) ppl_table(rp, t, windows, nw, mode);
     plot_ppl(c, &rp->rs, context, rp->md, rp->plots, &rp->made);
+    if (c->context) double_length_section(rp, t, c->context);
     if (c->attention_stats) attention_section(rp, t, context);
 }
 

@@ -210,6 +210,37 @@ printf 'window,layer\n' > "$fa/runs/text/alibi/seed3/attention.csv"
 expect_fail_early() { if "$@" > "$tmp/o" 2>&1; then bad "an attention.csv with other columns was accepted"; else grep -q "has the columns 'window,layer'" "$tmp/o" && ok || bad "no columns message"; fi; }
 expect_fail_early ./compare --out "$fa" --data "$tmp/text.txt" --schemes alibi --seeds 1,2,3 --attention-stats --report-only
 
+# ---- text with --double-length: the listed schemes also trained at 2T with half the rows, their
+# windows the same lengths, no RoPE extension on them, and the paired table at 2T
+./compare --out "$tmp/dbl" --data "$tmp/text.txt" --schemes alibi,rope --double-length alibi,rope --rope-extensions yarn --quiet \
+  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --batch 4 > "$tmp/log9" 2>&1 || { bad "text grid with --double-length failed:"; cat "$tmp/log9"; }
+dl="$tmp/dbl/runs/text"
+head -1 "$dl/alibi@32/seed1/done" | grep -q -- "--seq 16 --batch 4 --seq 32 --batch 2$" && grep -q "context 32" "$dl/alibi@32/seed1/train.log" \
+  && ok || bad "alibi@32 did not train at 32 tokens with 2 rows"
+[ "$(cut -d, -f1 "$dl/alibi@32/seed1/ppl.csv" | sort -u | tr '\n' ' ')" = "$(cut -d, -f1 "$dl/alibi/seed1/ppl.csv" | sort -u | tr '\n' ' ')" ] \
+  && ok || bad "the doubled run is not scored on the same windows"
+[ -f "$dl/rope/seed1/ppl_yarn.csv" ] && [ ! -f "$dl/rope@32/seed1/ppl_yarn.csv" ] && ok || bad "RoPE extensions: on rope, not on rope@32"
+grep -q "^### Trained at 16 tokens and tested at 32, against trained at 32" "$tmp/dbl/summary.md" \
+  && [ "$(grep -c '^| \(alibi\|rope\) | \(alibi\|rope\)@32 |' "$tmp/dbl/summary.md")" = 8 ] && ok \
+  || { bad "summary.md lacks the 2T tables (4 rows each)"; cat "$tmp/dbl/summary.md"; }
+# the numbers, on hand-made runs: at 32 tokens X = alibi 6.0, 6.2, 6.4 and Y = alibi@32 5.9, 6.0, 6.1;
+# X: 6.2 +- t(0.975, 2) 0.2 / sqrt(3) = 0.4969; Y: 6.0 +- 0.2484; X - Y 0.1, 0.2, 0.3: +0.2 +- 0.2484,
+# sign-flip p = 2 / 8 (only all + and all - reach |sum| 0.6)
+fd="$tmp/fdbl"
+for s in 1 2 3; do
+  for sc in alibi alibi@32; do
+    d="$fd/runs/text/$sc/seed$s"; mkdir -p "$d"; : > "$d/done"
+    echo "model: 2 layers, 4 heads, dim 16, context $([ $sc = alibi ] && echo 16 || echo 32), vocab 256 | 1 parameters" > "$d/train.log"
+    printf 'step,loss\n1,2.0\n' > "$d/log.csv"
+    v=$(awk -v s=$s -v sc=$sc 'BEGIN { print sc == "alibi" ? 5.8 + 0.2 * s : 5.8 + 0.1 * s }')
+    printf 'window,mode,tokens,loss,ppl,note\n32,nonoverlap,64,1.0,%s,\n' "$v" > "$d/ppl.csv"
+  done
+done
+./compare --out "$fd" --data "$tmp/text.txt" --schemes alibi --double-length alibi --seeds 1,2,3 --report-only -- --seq 16 --batch 4 > "$tmp/log10" 2>&1 \
+  || { bad "--report-only with --double-length failed:"; cat "$tmp/log10"; }
+grep -qF "| alibi | alibi@32 | 6.200 [5.703, 6.697] | 6.000 [5.752, 6.248] | 1: +0.100, 2: +0.200, 3: +0.300 | 3 | +0.200 | [-0.048, +0.448] | 0.25 | not distinguishable with 3 seeds |" "$fd/summary.md" \
+  && ok || { bad "the hand-made 2T table:"; sed -n '/### Trained at/,$p' "$fd/summary.md"; }
+
 # ---- retrieval: accuracy by haystack length and key depth
 ./compare --out "$tmp/find" --task retrieval --schemes nope --eval-per-length 2 --quiet \
   -- $model --steps 2 --depths 3 --train-max 64 --test-max 128 > "$tmp/log6" 2>&1 || { bad "retrieval grid failed:"; cat "$tmp/log6"; }
@@ -288,6 +319,10 @@ rm "$tmp/dist/runs/copy-repeat/alibi/seed2/distance.csv" "$tmp/dist/runs/copy-re
   grep -q "^| alibi | 1 |" "$tmp/dist/summary.md" && grep -q "1 without a distance" "$tmp/dist/summary.md" && ok ||
   bad "a pair without a checkpoint should be left out and counted: $(tail -3 "$tmp/dist.out")"
 expect_fail "--attention-distance without nope" "labelled nope" ./compare --out "$tmp/z" --task copy --schemes rope,alibi --attention-distance -- $model --steps 1
+expect_fail "--double-length without --seq" "give --seq T --batch B" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --batch 4
+expect_fail "--double-length with an odd batch" "must be even" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --seq 16 --batch 3
+expect_fail "--double-length of an unknown scheme" "'kerple' is not one of the schemes" ./compare --out "$tmp/z" --data README.md --schemes alibi --double-length kerple -- --seq 16 --batch 4
+expect_fail "--double-length on a task" "applies to text" ./compare --out "$tmp/z" --task copy --double-length nope -- --seq 16 --batch 4
 expect_fail "--attention-distance on text" "applies to tasks" ./compare --out "$tmp/z" --data README.md --attention-distance -- $model --steps 1
 
 echo "test_compare: $pass passed, $fail failed"
