@@ -39,7 +39,8 @@
 #include "posenc.h"
 
 #define MAX_ARGS 256
-#define MAX_CMDS (3 + MAX_ITEMS)     // a run's commands: training, up to 1 + MAX_ITEMS perplexity evaluations, attention
+#define MAX_CMDS (4 + MAX_ITEMS)     // a run's commands: training, up to 1 + MAX_ITEMS perplexity evaluations,
+                                     // LongRoPE's search, attention
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -53,7 +54,8 @@ static void usage(FILE *f) {
         "  --schemes LIST         scheme names, each run as --pe NAME (default " PE_DEFAULT_COMPARISON ")\n"
         "  --scheme LABEL=FLAGS   a scheme given by its ./train flags, e.g. 'rope25=--pe rope --rope-fraction 0.25'\n"
         "  --seeds LIST           seeds (default 1)\n"
-        "  --rope-extensions LIST text: also evaluate RoPE runs with these --rope-scaling methods (linear,dynamic,yarn,llama3)\n"
+        "  --rope-extensions LIST text: also evaluate RoPE runs with these --rope-scaling methods (linear,dynamic,yarn,llama3,\n"
+        "                         longrope: its lists first searched per run on validation tokens the evaluations do not score)\n"
         "  --rope-factor X        the factor of those methods (default 8: the longest window over the context)\n"
         "  --eval-per-length N    task: test instances per length (default 100)\n"
         "  --fit-target A         task: fit-first training, ./train --fit-target A for every run (give --max-steps N\n"
@@ -119,6 +121,18 @@ static const char *last_value(char *const *w, int n, const char *flag) {
     return v;
 }
 
+// The value of the last `flag` in --eval-flags (copied into buf), or NULL.
+static const char *eval_flag(const Cfg *c, const char *flag, char *buf, size_t cap) {
+    char ev[512] = "", *words[64];
+    int nw = 0;
+    if (c->eval_flags) snprintf(ev, sizeof ev, "%s", c->eval_flags);
+    for (char *w = strtok(ev, " \t"); w && nw < 64; w = strtok(NULL, " \t")) words[nw++] = w;
+    const char *v = last_value(words, nw, flag);
+    if (!v) return NULL;
+    snprintf(buf, cap, "%s", v);
+    return buf;
+}
+
 // --double-length 'alibi,rope': each listed scheme also trained at twice the context with half the
 // rows (the same tokens per step), as scheme LABEL@2T, and its perplexity windows halved as
 // multiples so that they are the same lengths as the others'.
@@ -134,11 +148,8 @@ static void add_double_length(Cfg *c, char *list) {
           "half the rows (the same tokens per step)", batch);
     c->context = (int)T;
     // the windows the others are evaluated at, as multiples of T: those of --eval-flags, else ./train's default
-    char ev[512] = "", def[] = PPL_DEFAULT_WINDOWS, *words[64];
-    int nw = 0;
-    if (c->eval_flags) snprintf(ev, sizeof ev, "%s", c->eval_flags);
-    for (char *w = strtok(ev, " \t"); w && nw < 64; w = strtok(NULL, " \t")) words[nw++] = w;
-    const char *given = last_value(words, nw, "--ppl-windows");
+    char gbuf[256], def[] = PPL_DEFAULT_WINDOWS;
+    const char *given = eval_flag(c, "--ppl-windows", gbuf, sizeof gbuf);
     char wl[256], half[256] = "";
     snprintf(wl, sizeof wl, "%s", given ? given : def);
     for (char *m = strtok(wl, ","); m; m = strtok(NULL, ",")) {
@@ -396,9 +407,29 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     if (!c->data) return 1;
     // perplexity at 0.5x .. 8x the context; RoPE runs also with each context-extension method (not
     // those trained at twice the context: the extensions are measured on the models trained at T)
-    int n_eval = 1 + (takes_extensions(sch) ? c->n_ext : 0);
+    int n_eval = 1 + (takes_extensions(sch) ? c->n_ext : 0), nc = 1;
     for (int e = 0; e < n_eval; e++) {
-        Argv *b = &cmds[1 + e];
+        const char *suffix = e ? c->extensions[e - 1] : "";
+        int longrope = !strcmp(suffix, "longrope");
+        if (longrope) {
+            // LongRoPE's lists are searched for this model first (./train --longrope-search), scored on
+            // validation tokens that the evaluations do not score: from the one after the last they read
+            Argv *q = &cmds[nc++];
+            char tb[64];
+            const char *pt = eval_flag(c, "--ppl-tokens", tb, sizeof tb);
+            long long skip = (pt ? atoll(pt) : PPL_DEFAULT_TOKENS) + 1;
+            arg(q, "%s", c->train_bin);
+            arg(q, "--load"); arg(q, "%s/model.ckpt", r->dir);
+            arg(q, "--threads"); arg(q, "%d", c->threads);
+            arg(q, "--data"); arg(q, "%s", c->data);
+            if (c->val_data) { arg(q, "--val-data"); arg(q, "%s", c->val_data); }
+            for (int k = 0; k < c->n_extra; k++)
+                if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(q, "--val-frac"); arg(q, "%s", c->extra[k + 1]); }
+            arg(q, "--rope-factor"); arg(q, "%g", c->ext_factor);
+            arg(q, "--ppl-skip"); arg(q, "%lld", skip);
+            arg(q, "--longrope-search"); arg(q, "%s/longrope", r->dir);
+        }
+        Argv *b = &cmds[nc++];
         arg(b, "%s", c->train_bin);
         arg(b, "--load"); arg(b, "%s/model.ckpt", r->dir);
         arg(b, "--threads"); arg(b, "%d", c->threads);
@@ -406,15 +437,18 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
         if (c->val_data) { arg(b, "--val-data"); arg(b, "%s", c->val_data); }
         for (int k = 0; k < c->n_extra; k++)          // the same validation split as training
             if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(b, "--val-frac"); arg(b, "%s", c->extra[k + 1]); }
-        const char *suffix = e ? c->extensions[e - 1] : "";
         if (e) { arg(b, "--rope-scaling"); arg(b, "%s", suffix); arg(b, "--rope-factor"); arg(b, "%g", c->ext_factor); }
+        if (longrope) {
+            arg(b, "--longrope-short"); arg(b, "%s/longrope.short", r->dir);
+            arg(b, "--longrope-long"); arg(b, "%s/longrope.long", r->dir);
+        }
         if (c->eval_flags) arg_words(b, c->eval_flags);
         if (*sch->eval_post) arg_words(b, sch->eval_post);
         arg(b, "--ppl-out"); arg(b, "%s/ppl%s%s.csv", r->dir, e ? "_" : "", suffix);
         arg(b, "--ppl-positions"); arg(b, "%s/ppl_positions%s%s.csv", r->dir, e ? "_" : "", suffix);
     }
-    if (!c->attention_stats) return n_eval + 1;
-    Argv *s = &cmds[1 + n_eval];                    // at 0.5x .. 8x the context, the run's own positions
+    if (!c->attention_stats) return nc;
+    Argv *s = &cmds[nc++];                    // at 0.5x .. 8x the context, the run's own positions
     arg(s, "%s", c->train_bin);
     arg(s, "--load"); arg(s, "%s/model.ckpt", r->dir);
     arg(s, "--threads"); arg(s, "%d", c->threads);
@@ -424,7 +458,7 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
         if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(s, "--val-frac"); arg(s, "%s", c->extra[k + 1]); }
     if (run_bos(c, r)) arg(s, "--bos");
     arg(s, "--attention-stats"); arg(s, "%s/attention.csv", r->dir);
-    return n_eval + 2;
+    return nc;
 }
 
 // A run's settings: its commands, one per line. Stored in its `done` file, so that a later

@@ -575,10 +575,10 @@ static int eval_requested(const Options *o) { return ppl_requested(o) || o->atte
 // The --ppl-* flags, checked before any work: combinations, the window list, the output folders.
 static void check_ppl_flags(const Args *a) {
     const Options *o = &a->o;
-    static const char *opts[] = { "ppl-windows", "ppl-stride", "ppl-tokens" };
-    for (int i = 0; i < 3; i++)
-        CHECK(ppl_requested(o) || !flag_set(a, opts[i]) || (o->longrope_search && i == 2), "--%s applies to the perplexity "
-              "evaluation; give --ppl-out FILE (or --ppl-positions FILE)%s", opts[i], i == 2 ? " or --longrope-search PREFIX" : "");
+    static const char *opts[] = { "ppl-windows", "ppl-stride", "ppl-tokens", "ppl-skip" };
+    for (int i = 0; i < 4; i++)
+        CHECK(ppl_requested(o) || !flag_set(a, opts[i]) || (o->longrope_search && i >= 2), "--%s applies to the perplexity "
+              "evaluation; give --ppl-out FILE (or --ppl-positions FILE)%s", opts[i], i >= 2 ? " or --longrope-search PREFIX" : "");
     if (!ppl_requested(o)) return;
     CHECK(o->load || o->resume, "--ppl-out and --ppl-positions need the model from --load CKPT (or --resume CKPT)");
     CHECK(!o->task, "--ppl-out and --ppl-positions evaluate text; they do not apply to --task");
@@ -595,7 +595,22 @@ static void check_ppl_flags(const Args *a) {
     }
 }
 
-// Scores the first N predictions of the validation text at every window, prints the table and
+// --ppl-skip: the tokens of the validation text left after the first `skip`; refuses a skip that
+// leaves fewer than two (one prediction).
+static size_t ppl_skip_check(const TokenSet *val, size_t skip, const char *val_name) {
+    CHECK(skip + 2 <= val->n, "--ppl-skip %zu: the validation text (%s) has %llu tokens, so nothing is left to score; "
+          "give a smaller skip, or more text with --val-data FILE or a larger --val-frac", skip, val_name,
+          (unsigned long long)val->n);
+    return val->n - skip;
+}
+
+// "its first N tokens" or, after a skip, "its tokens A..B" (for the first line of the output)
+static void ppl_span(size_t skip, size_t N, char *out, size_t cap) {
+    if (skip) snprintf(out, cap, "its tokens %zu..%zu", skip, skip + N);
+    else snprintf(out, cap, "its first %zu tokens", N);
+}
+
+// Scores the first N predictions of the validation text (after --ppl-skip) at every window, prints the table and
 // writes the CSV files. val_name: where the text comes from, for messages.
 static void run_perplexity(GPT *m, const TokenSet *val, const Options *o, const char *val_name) {
     double mult[PPL_MAX_WINDOWS];
@@ -605,10 +620,11 @@ static void run_perplexity(GPT *m, const TokenSet *val, const Options *o, const 
     CHECK(nw > 0, "--ppl-windows %s", msg);
     CHECK(ppl_windows(mult, nw, T, W, msg, sizeof msg), "--ppl-windows %s: %s", o->ppl_windows, msg);
     for (int i = 0; i < nw; i++) if (W[i] > wmax) wmax = W[i];
-    size_t avail = val->n ? val->n - 1 : 0, N = ppl_token_count(val->n, (size_t)o->ppl_tokens, wmax);
-    CHECK(!(o->ppl_tokens && (size_t)o->ppl_tokens > avail), "--ppl-tokens %d: the validation text (%s) has %llu tokens, "
+    size_t skip = (size_t)o->ppl_skip, left = ppl_skip_check(val, skip, val_name);
+    size_t avail = left ? left - 1 : 0, N = ppl_token_count(left, (size_t)o->ppl_tokens, wmax);
+    CHECK(!(o->ppl_tokens && (size_t)o->ppl_tokens > avail), "--ppl-tokens %d: the validation text (%s) has %llu tokens%s, "
           "so %zu predictions; give fewer, or more text with --val-data FILE or a larger --val-frac",
-          o->ppl_tokens, val_name, (unsigned long long)val->n, avail);
+          o->ppl_tokens, val_name, (unsigned long long)left, skip ? " after --ppl-skip" : "", avail);
     CHECK(N > 0 || !o->ppl_tokens, "--ppl-tokens %d is fewer than the largest window, %d tokens (%g x the context %d); "
           "give at least %d or shorter --ppl-windows", o->ppl_tokens, wmax, (double)wmax / T, T, wmax);
     CHECK(N > 0, "the validation text (%s) holds %zu predictions, fewer than the largest window, %d tokens (%g x the "
@@ -616,12 +632,14 @@ static void run_perplexity(GPT *m, const TokenSet *val, const Options *o, const 
           val_name, avail, wmax, (double)wmax / T, T);
     char layers[PE_MAX_LAYERS * 24];
     posenc_layer_list(&m->cfg.pe, layers, sizeof layers);
-    printf("perplexity: model context %d, positions: input %s, layers %s | text: %s, its first %zu tokens scored | "
+    char span[96];
+    ppl_span(skip, N, span, sizeof span);
+    printf("perplexity: model context %d, positions: input %s, layers %s | text: %s, %s scored | "
            "windows of %d..%d tokens\n", T, m->cfg.pe.input == PE_NOPE ? "none" : posenc_scheme(m->cfg.pe.input)->name,
-           layers, val_name, N, W[0], wmax);
+           layers, val_name, span, W[0], wmax);
     PplResult *r = xcalloc((size_t)2 * nw, sizeof(PplResult));
     int *tokens = xmalloc(sizeof(int) * (N + 1));            // the N + 1 tokens scored: read once, in memory
-    data_read(val, 0, N + 1, tokens);
+    data_read(val, skip, N + 1, tokens);
     ppl_run(m, tokens, N, W, nw, o->ppl_stride, PPL_BATCH_TOKENS, r, stdout);
     free(tokens);
     ppl_print_table(stdout, r, nw, T, N, o->ppl_stride);
@@ -651,20 +669,23 @@ static void run_longrope_search(GPT *m, const TokenSet *val, const Options *o, c
     int sw, lw;
     char msg[512];
     CHECK(longrope_windows(m, &sw, &lw, msg, sizeof msg), "--longrope-search: %s", msg);
-    size_t avail = val->n ? val->n - 1 : 0;
+    size_t skip = (size_t)o->ppl_skip, left = ppl_skip_check(val, skip, val_name), avail = left - 1;
     size_t want = o->ppl_tokens ? (size_t)o->ppl_tokens : avail < LONGROPE_DEFAULT_TOKENS ? avail : LONGROPE_DEFAULT_TOKENS;
-    size_t N = ppl_token_count(val->n, want, lw);
+    size_t N = ppl_token_count(left, want, lw);
     CHECK(!(o->ppl_tokens && (size_t)o->ppl_tokens > avail), "--ppl-tokens %d: the validation text (%s) has %zu "
-          "predictions; give fewer, or more text with --val-data FILE or a larger --val-frac", o->ppl_tokens, val_name, avail);
+          "predictions%s; give fewer, or more text with --val-data FILE or a larger --val-frac", o->ppl_tokens, val_name,
+          avail, skip ? " after --ppl-skip" : "");
     CHECK(N > 0, "--longrope-search: %zu tokens of the validation text (%s) are fewer than one long window of %d tokens "
           "(--rope-factor x L0); give more with --ppl-tokens, --val-data or --val-frac", want, val_name, lw);
     LongropeSearch ls = { .population = o->longrope_population, .generations = o->longrope_generations,
                           .seed = (uint64_t)o->seed, .batch_tokens = PPL_BATCH_TOKENS };
-    printf("longrope search: model context %d | %s, its first %zu tokens scored | windows of %d (long list) and %d (short "
-           "list) | population %d, %d generations, seed %lld\n", m->cfg.max_seq_len, val_name, N, lw, sw, ls.population,
+    char span[96];
+    ppl_span(skip, N, span, sizeof span);
+    printf("longrope search: model context %d | %s, %s scored | windows of %d (long list) and %d (short "
+           "list) | population %d, %d generations, seed %lld\n", m->cfg.max_seq_len, val_name, span, lw, sw, ls.population,
            ls.generations, o->seed);
     int *tokens = xmalloc(sizeof(int) * (N + 1));
-    data_read(val, 0, N + 1, tokens);
+    data_read(val, skip, N + 1, tokens);
     LongropeResult r;
     longrope_search(m, tokens, N, &ls, &r, stdout);
     free(tokens);

@@ -26,6 +26,7 @@ typedef struct {
     const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
     double ppl_stride;
     int ppl_tokens;
+    int ppl_skip;         // tokens of the validation text passed over before the scored ones
     const char *longrope_search;               // --longrope-search PREFIX: the factor search (longrope.h)
     int longrope_population, longrope_generations;
     const char *attention_stats, *attention_lengths;   // attention statistics over windows (attnstats.h)

@@ -268,6 +268,17 @@ else fail=$((fail + 1)); echo "FAIL: --ppl-out on a learned-table model"; cat "$
 if ./train --load "$tmp/rope.ckpt" --ppl-out "$tmp/pplr.csv" --ppl-windows 1,4 --ppl-stride 0.25 --ppl-tokens 320 --rope-scaling yarn --rope-factor 4 > "$tmp/pplout" 2>&1 &&
    [ "$(grep -c '^\(8\|32\),\(nonoverlap\|sliding\),[0-9][0-9]*,[0-9.]*,[0-9.]*,$' "$tmp/pplr.csv")" = 4 ]; then pass=$((pass + 1))
 else fail=$((fail + 1)); echo "FAIL: --ppl-out with --rope-scaling"; cat "$tmp/pplout" "$tmp/pplr.csv"; fi
+# --ppl-skip N scores the text from its token N on: the same numbers as the text without its first N
+# bytes (the byte tokenizer: a token per byte); a skip that leaves nothing is refused
+head -c 3000 README.md > "$tmp/v.txt"; tail -c +201 "$tmp/v.txt" > "$tmp/v2.txt"
+./train --load "$tmp/rope.ckpt" --val-data "$tmp/v.txt" --ppl-skip 200 --ppl-tokens 320 --ppl-windows 1,4 --ppl-out "$tmp/sk1.csv" > "$tmp/pplout" 2>&1
+./train --load "$tmp/rope.ckpt" --val-data "$tmp/v2.txt" --ppl-tokens 320 --ppl-windows 1,4 --ppl-out "$tmp/sk2.csv" > /dev/null 2>&1
+./train --load "$tmp/rope.ckpt" --val-data "$tmp/v.txt" --ppl-tokens 320 --ppl-windows 1,4 --ppl-out "$tmp/sk3.csv" > /dev/null 2>&1
+if [ -s "$tmp/sk1.csv" ] && cmp -s "$tmp/sk1.csv" "$tmp/sk2.csv" && ! cmp -s "$tmp/sk1.csv" "$tmp/sk3.csv" &&
+   grep -q "its tokens 200\.\.520 scored" "$tmp/pplout"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --ppl-skip 200 does not score the text without its first 200 tokens"; cat "$tmp/pplout"; fi
+expect_fail "--ppl-skip past the text" "--ppl-skip 2999: the validation text" ./train --load "$tmp/rope.ckpt" --val-data "$tmp/v.txt" --ppl-skip 2999 --ppl-out "$tmp/keep"
+expect_fail "--ppl-skip without an evaluation" "--ppl-skip applies to the perplexity evaluation" ./train --load "$tmp/rope.ckpt" --ppl-skip 5
 expect_fail "--ppl-out without a model" "--ppl-out and --ppl-positions need the model from --load" ./train --ppl-out "$tmp/keep"
 expect_fail "--ppl-windows without --ppl-out" "--ppl-windows applies to the perplexity evaluation" ./train --load "$tmp/ppl.ckpt" --ppl-windows 1,2
 expect_fail "--ppl-windows with zero" "--ppl-windows '0' in '1,0': a window must be a positive multiple" ./train --load "$tmp/ppl.ckpt" --ppl-windows 1,0 --ppl-out "$tmp/keep"
@@ -281,7 +292,7 @@ expect_fail "--ppl-tokens beyond the text" "--ppl-tokens 100000: the validation 
 expect_fail "--ppl-tokens under the largest window" "--ppl-tokens 50 is fewer than the largest window, 64 tokens" ./train --load "$tmp/ppl.ckpt" --ppl-tokens 50 --ppl-out "$tmp/keep"
 expect_fail "no validation text for --ppl-out" "give more text with --val-data FILE or a larger --val-frac" ./train --load "$tmp/ppl.ckpt" --val-frac 0 --ppl-out "$tmp/keep"
 expect_fail "--ppl-out into a missing folder" "--ppl-out $tmp/nodir/p.csv: cannot write into the folder" ./train --load "$tmp/ppl.ckpt" --ppl-out "$tmp/nodir/p.csv"
-for f in ppl-out ppl-positions ppl-windows ppl-stride ppl-tokens; do
+for f in ppl-out ppl-positions ppl-windows ppl-stride ppl-tokens ppl-skip; do
   grep -q -- "--$f " "$tmp/help" || { fail=$((fail + 1)); echo "FAIL: --help lacks --$f"; }
 done
 

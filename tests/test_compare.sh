@@ -168,12 +168,20 @@ cmp -s "$tmp/a" "$tmp/b" && ok || bad "a redone run gives other losses"
 
 # ---- text: perplexity by window, RoPE with an extension, a learned table past its rows
 head -c 60000 README.md > "$tmp/text.txt"
-./compare --out "$tmp/text" --data "$tmp/text.txt" --schemes rope,learned --rope-extensions yarn --quiet \
+./compare --out "$tmp/text" --data "$tmp/text.txt" --schemes rope,learned --rope-extensions yarn,longrope --quiet \
   --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 > "$tmp/log4" 2>&1 || { bad "text grid failed:"; cat "$tmp/log4"; }
 head -1 "$tmp/text/results.csv" | grep -q '^data,scheme,seed,window,mode,tokens,loss,ppl,note$' && ok || bad "text results.csv header"
 grep -q ",rope+yarn,1,128,sliding,2048," "$tmp/text/results.csv" && ok || bad "no rope+yarn row at 8x"
 grep -q ",learned,1,128,nonoverlap,.*learned table" "$tmp/text/results.csv" && ok || bad "learned past its table has no note"
 grep -q "^| rope+yarn |" "$tmp/text/summary.md" && ok || bad "summary lacks rope+yarn"
+# longrope: the lists searched per run on the validation tokens after the 2048 + 1 the evaluations
+# read, then used by its evaluation; not for learned
+tr="$tmp/text/runs/text"
+grep -q -- "--rope-factor 8 --ppl-skip 2049 --longrope-search $tr/rope/seed1/longrope$" "$tr/rope/seed1/done" &&
+  grep -q -- "--rope-scaling longrope --rope-factor 8 --longrope-short $tr/rope/seed1/longrope.short --longrope-long $tr/rope/seed1/longrope.long" "$tr/rope/seed1/done" &&
+  [ "$(wc -l < "$tr/rope/seed1/longrope.long")" = 4 ] && grep -q ",rope+longrope,1,128,sliding,2048," "$tmp/text/results.csv" &&
+  grep -q "^| rope+longrope |" "$tmp/text/summary.md" && [ ! -e "$tr/learned/seed1/longrope.long" ] && ok \
+  || { bad "the longrope extension (search, then evaluation):"; cat "$tr/rope/seed1/done"; }
 
 # ---- text with --attention-stats: ./train --attention-stats per run (with --bos, as trained) and
 # per window a table of the collapsed fraction by layer in summary.md
