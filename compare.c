@@ -385,6 +385,18 @@ static int run_bos(const Cfg *c, const Run *r) {
     return bos;
 }
 
+// The start of a command that evaluates a run's model on text: ./train --load its checkpoint, with
+// the run's threads and the same validation text and split as its training.
+static void eval_command(Argv *a, const Cfg *c, const Run *r) {
+    arg(a, "%s", c->train_bin);
+    arg(a, "--load"); arg(a, "%s/model.ckpt", r->dir);
+    arg(a, "--threads"); arg(a, "%d", c->threads);
+    arg(a, "--data"); arg(a, "%s", c->data);
+    if (c->val_data) { arg(a, "--val-data"); arg(a, "%s", c->val_data); }
+    for (int k = 0; k < c->n_extra; k++)
+        if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(a, "--val-frac"); arg(a, "%s", c->extra[k + 1]); }
+}
+
 // The commands of one run: the training (which also writes the task accuracy to eval.csv), then
 // for text one perplexity evaluation per RoPE extension and, with --attention-stats, the attention
 // statistics (attention.csv). cmds holds MAX_CMDS; returns the count.
@@ -418,25 +430,13 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
             char tb[64];
             const char *pt = eval_flag(c, "--ppl-tokens", tb, sizeof tb);
             long long skip = (pt ? atoll(pt) : PPL_DEFAULT_TOKENS) + 1;
-            arg(q, "%s", c->train_bin);
-            arg(q, "--load"); arg(q, "%s/model.ckpt", r->dir);
-            arg(q, "--threads"); arg(q, "%d", c->threads);
-            arg(q, "--data"); arg(q, "%s", c->data);
-            if (c->val_data) { arg(q, "--val-data"); arg(q, "%s", c->val_data); }
-            for (int k = 0; k < c->n_extra; k++)
-                if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(q, "--val-frac"); arg(q, "%s", c->extra[k + 1]); }
+            eval_command(q, c, r);
             arg(q, "--rope-factor"); arg(q, "%g", c->ext_factor);
             arg(q, "--ppl-skip"); arg(q, "%lld", skip);
             arg(q, "--longrope-search"); arg(q, "%s/longrope", r->dir);
         }
         Argv *b = &cmds[nc++];
-        arg(b, "%s", c->train_bin);
-        arg(b, "--load"); arg(b, "%s/model.ckpt", r->dir);
-        arg(b, "--threads"); arg(b, "%d", c->threads);
-        arg(b, "--data"); arg(b, "%s", c->data);
-        if (c->val_data) { arg(b, "--val-data"); arg(b, "%s", c->val_data); }
-        for (int k = 0; k < c->n_extra; k++)          // the same validation split as training
-            if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(b, "--val-frac"); arg(b, "%s", c->extra[k + 1]); }
+        eval_command(b, c, r);
         if (e) { arg(b, "--rope-scaling"); arg(b, "%s", suffix); arg(b, "--rope-factor"); arg(b, "%g", c->ext_factor); }
         if (longrope) {
             arg(b, "--longrope-short"); arg(b, "%s/longrope.short", r->dir);
@@ -449,13 +449,7 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     }
     if (!c->attention_stats) return nc;
     Argv *s = &cmds[nc++];                    // at 0.5x .. 8x the context, the run's own positions
-    arg(s, "%s", c->train_bin);
-    arg(s, "--load"); arg(s, "%s/model.ckpt", r->dir);
-    arg(s, "--threads"); arg(s, "%d", c->threads);
-    arg(s, "--data"); arg(s, "%s", c->data);
-    if (c->val_data) { arg(s, "--val-data"); arg(s, "%s", c->val_data); }
-    for (int k = 0; k < c->n_extra; k++)
-        if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(s, "--val-frac"); arg(s, "%s", c->extra[k + 1]); }
+    eval_command(s, c, r);
     if (run_bos(c, r)) arg(s, "--bos");
     arg(s, "--attention-stats"); arg(s, "%s/attention.csv", r->dir);
     return nc;
