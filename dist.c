@@ -13,10 +13,11 @@
 #include <mpi.h>
 #endif
 
-static int g_rank = 0, g_size = 1;
+static int g_rank = 0, g_size = 1, g_node_size = 1;
 
 int dist_rank(void) { return g_rank; }
 int dist_size(void) { return g_size; }
+int dist_node_size(void) { return g_node_size; }
 
 #ifdef USE_MPI
 
@@ -46,6 +47,10 @@ void dist_init(int *argc, char ***argv) {
           "thread calls MPI, OpenMP threads compute): rebuild Open MPI with thread support");
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    MPI_Comm node;                                     // the ranks that share this machine's memory
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &g_node_size);
+    MPI_Comm_free(&node);
     if (g_size > 1) {
         check_fail_hook = abort_all;
         if (g_rank > 0) CHECK(freopen("/dev/null", "w", stdout), "rank %d: cannot send its output to /dev/null", g_rank);

@@ -32,6 +32,7 @@ void dist_init(int *argc, char ***argv);
 void dist_finalize(void);
 int dist_rank(void);
 int dist_size(void);
+int dist_node_size(void);                   // the ranks on this machine (they share its memory); 1 without MPI
 int dist_mpi(void);                         // 1 in a build with MPI (make MPI=1)
 double dist_sum(double x);                  // the sum over ranks (every rank gets the same bits)
 int dist_any(int x);                        // 1 when x is nonzero on some rank

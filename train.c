@@ -166,12 +166,18 @@ static double proc_field(const char *file, const char *key) {
     return v;
 }
 
-// The bytes this process can still get: MemAvailable + SwapFree, or what the address-space limit
-// (ulimit -v) leaves, whichever is smaller; *why names it. Infinity when nothing says.
+// The bytes this process can still get: MemAvailable + SwapFree (under mpirun: its share, divided
+// by the ranks on this machine), or what the address-space limit (ulimit -v, per process) leaves,
+// whichever is smaller; *why names it. Infinity when nothing says.
 static double memory_available(const char **why) {
     double avail = INFINITY, mem = proc_field("/proc/meminfo", "MemAvailable"), swap = proc_field("/proc/meminfo", "SwapFree");
     *why = "";
-    if (mem >= 0) { avail = mem + (swap > 0 ? swap : 0); *why = "available memory (MemAvailable + SwapFree)"; }
+    int local = dist_node_size();     // ranks on this machine share its memory, not their address-space limits
+    if (mem >= 0) {
+        avail = (mem + (swap > 0 ? swap : 0)) / local;
+        *why = local > 1 ? "rank's share of the available memory (MemAvailable + SwapFree, over the ranks on this machine)"
+                         : "available memory (MemAvailable + SwapFree)";
+    }
     struct rlimit rl;
     double used = proc_field("/proc/self/status", "VmSize");
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && used >= 0 && (double)rl.rlim_cur - used < avail) {
@@ -193,13 +199,15 @@ static void check_memory(const GPTConfig *cfg, int B, int T, double allocated) {
     double need = m.params + m.grads + (B ? m.adam + m.acts : 0), GiB = 1024.0 * 1024 * 1024;
     const char *why;
     double avail = memory_available(&why);
-    if (need - allocated <= avail) return;
+    if (need - allocated <= avail) return;     // (under ZeRO-1 a rank holds fewer moments: this errs on the safe side)
     char shape[96] = "";
     if (B) snprintf(shape, sizeof shape, ", AdamW moments %.2f, activations %.2f for --batch %d x --seq %d", m.adam / GiB,
                     m.acts / GiB, B, T);
+    char share[64] = "";
+    if (dist_node_size() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", dist_node_size());
     CHECK(0, "out of memory: this model%s %.2f GiB (parameters %.2f, gradients %.2f%s; %d layers, dim %d, "
-          "vocabulary %d) but the %s is %.2f GiB%s; %s", B ? " and batch need" : " needs", need / GiB, m.params / GiB,
-          m.grads / GiB, shape, cfg->n_layer, cfg->n_embd, cfg->vocab_size, why, (avail + allocated) / GiB,
+          "vocabulary %d) but the %s is %.2f GiB%s%s; %s", B ? " and batch need" : " needs", need / GiB, m.params / GiB,
+          m.grads / GiB, shape, cfg->n_layer, cfg->n_embd, cfg->vocab_size, why, (avail + allocated) / GiB, share,
           allocated > 0 ? " (counting what it holds already)" : "",
           B ? "lower --batch or --seq (--accum keeps the tokens per step), or use a smaller model" : "use a smaller model");
 }

@@ -11,7 +11,8 @@
 #    process resumes on 2 ranks with --zero 1, each continuing the uninterrupted run's losses;
 #  - a rank killed mid-run makes mpirun exit non-zero naming the rank, and the last checkpoint
 #    stays intact (it resumes);
-#  - the one-process modes are refused under 2 ranks with a message;
+#  - the one-process modes are refused under 2 ranks with a message; a batch that fits the machine
+#    once but not twice is refused under 2 ranks (each rank counts on its share of the memory);
 #  - ./compare under mpirun shares a grid's runs over the ranks and reports what one ./compare
 #    does; ./compare --launch 'mpirun -np 2 ...' trains each run on 2 ranks.
 # Skipped, with a message, where mpicc or mpirun is missing (apt-get install openmpi-bin libopenmpi-dev).
@@ -116,6 +117,22 @@ check $? "the last checkpoint of the killed run loads"
 $MPIRUN ./tests/train_mpi --load "$tmp/full5.ckpt" --export "$tmp/x.st" > "$tmp/refused.out" 2>&1
 [ $? != 0 ] && grep -q "run them without mpirun" "$tmp/refused.out"
 check $? "--export under 2 ranks must be refused with a message: $(head -2 "$tmp/refused.out")"
+
+# two ranks on one machine share its memory: each counts on half of MemAvailable + SwapFree. A batch
+# that needs ~70% of it (sized from ./train's own refusal of a huge batch) is refused under 2 ranks as
+# beyond the rank's share, before anything is allocated; ulimit -v at 90% keeps a wrong check from
+# taking the machine (and would refuse with another reason). Not under ASan, which cannot run under
+# ulimit -v.
+if ! nm ./tests/train_mpi 2> /dev/null | grep __asan_init > /dev/null; then
+    mem="--task copy-repeat --layers 4 --heads 4 --dim 256 --seq 1024 --steps 1 --threads 1"
+    avail_kb=$(awk '/^MemAvailable:/ { m = $2 } /^SwapFree:/ { s = $2 } END { print m + s }' /proc/meminfo)
+    ./train $mem --batch 100000 > /dev/null 2> "$tmp/huge.err"
+    per100k=$(sed -n 's/.*activations \([0-9.]*\) for --batch 100000.*/\1/p' "$tmp/huge.err")
+    rows=$(awk -v a="$avail_kb" -v p="${per100k:-0}" 'BEGIN { if (p > 0) printf "%d", 0.7 * a / 1048576 / (p / 100000); else print 0 }')
+    ( ulimit -v $((avail_kb * 9 / 10)); $MPIRUN ./tests/train_mpi $mem --batch "$rows" ) > "$tmp/share.out" 2>&1; rc=$?
+    [ "$rows" -gt 0 ] && [ $rc != 0 ] && grep -q "rank's share of the available memory (MemAvailable + SwapFree, over the ranks on this machine) is [0-9.]* GiB (1/2)" "$tmp/share.out"
+    check $? "2 ranks with a batch of ~70% of the machine's memory each must be refused as beyond a rank's share (rows $rows, rc $rc): $(grep -m1 error "$tmp/share.out")"
+fi
 
 # ./compare under mpirun: the runs shared out over 2 ranks, rank 0 writes the report, the same
 # results as one ./compare; its children are jobs of their own even when ./train is built with MPI

@@ -1,5 +1,5 @@
 // tests/fuzz/fuzz_compare_args.c: ./compare's command line (compare_parse, compare.c), one argument
-// per line of the input: lists (--task, --schemes, --seeds, --claims, --rope-extensions), numbers
+// per line of the input: lists (--task, --schemes, --seeds, --claims, --rope-extensions, --double-length), numbers
 // (--fit-target, --rope-factor, --jobs, ...), scheme labels. An accepted line has consistent sets.
 #include <string.h>
 
@@ -21,6 +21,9 @@ void fuzz_one(const uint8_t *data, size_t size) {
         FUZZ_ASSERT(c.schemes[i].label[0] && !strpbrk(c.schemes[i].label, ",/ \t"));
         for (int j = 0; j < i; j++) FUZZ_ASSERT(strcmp(c.schemes[i].label, c.schemes[j].label));
         (void)uses_rope(&c.schemes[i]);
+        // a --double-length copy doubles an earlier scheme, trained at 2T with the context known
+        FUZZ_ASSERT(c.schemes[i].long_of >= -1 && c.schemes[i].long_of < i);
+        FUZZ_ASSERT(c.schemes[i].long_of < 0 || (c.context >= 1 && c.data && c.schemes[c.schemes[i].long_of].long_of < 0));
     }
     for (int k = 0; k < c.n_seeds; k++) FUZZ_ASSERT(c.seeds[k] >= 0);
     for (int k = 0; k < c.n_claims; k++)

@@ -174,6 +174,8 @@ int main(int argc, char **argv) {
         "--out\nruns/y\n--data\n/dev/null\n--schemes\nnope,rope\n--rope-extensions\nlinear,dynamic,yarn\n--rope-factor\n4\n"
         "--eval-flags\n--ppl-tokens 32768\n--quiet\n--threads\n1\n",
         "--out\nruns/z\n--task\nretrieval\n--report-only\n--seeds\n7\n",
+        "--out\nruns/w\n--data\n/dev/null\n--schemes\nalibi,rope,sinusoidal\n--double-length\nalibi,rope\n--rope-extensions\n"
+        "yarn,longrope\n--eval-flags\n--ppl-tokens 4096 --ppl-windows 1,2,4\n--\n--seq\n64\n--batch\n16\n",
     };
     lines("compare_args", compare, sizeof compare / sizeof *compare);
     bpe_seeds();
