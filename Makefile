@@ -228,8 +228,9 @@ run: train compare
 # run trained until 90% in-distribution validation accuracy within 1000 steps, with the paper's
 # weight decay and schedule (0.05; polynomial decay after a 6% warm-up). The claims are tested
 # pooled over tasks and per task; then the NoPE paper's attention distance of every scheme to NoPE
-# (section 5.2). About 2.5 hours on 2 cores with AVX-512 (60 runs took 85 minutes); on an AVX2-only
-# EPYC a run takes about twice as long (results/nope/runs/README.md).
+# (section 5.2). dim-64 models (4 layers, 4 heads; at dim 128 the 90 runs needed ~4 hours on an AVX2
+# machine). 1 hour 52 minutes for the 90 runs plus 3 minutes of distances on 2 cores of an AVX2 EPYC
+# (results/nope/, README).
 NOPE_TASKS = copy-repeat,copy-change,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal'

@@ -603,9 +603,10 @@ static void check_ppl_flags(const Args *a) {
     }
 }
 
-// --ppl-skip: the tokens of the validation text left after the first `skip`; refuses a skip that
-// leaves fewer than two (one prediction).
+// --ppl-skip: the tokens of the validation text left after the first `skip`; refuses a skip (> 0)
+// that leaves fewer than two (one prediction).
 static size_t ppl_skip_check(const TokenSet *val, size_t skip, const char *val_name) {
+    if (!skip) return val->n;                           // (too little text at all: the callers say so)
     CHECK(skip + 2 <= val->n, "--ppl-skip %zu: the validation text (%s) has %llu tokens, so nothing is left to score; "
           "give a smaller skip, or more text with --val-data FILE or a larger --val-frac", skip, val_name,
           (unsigned long long)val->n);
@@ -677,7 +678,7 @@ static void run_longrope_search(GPT *m, const TokenSet *val, const Options *o, c
     int sw, lw;
     char msg[512];
     CHECK(longrope_windows(m, &sw, &lw, msg, sizeof msg), "--longrope-search: %s", msg);
-    size_t skip = (size_t)o->ppl_skip, left = ppl_skip_check(val, skip, val_name), avail = left - 1;
+    size_t skip = (size_t)o->ppl_skip, left = ppl_skip_check(val, skip, val_name), avail = left ? left - 1 : 0;
     size_t want = o->ppl_tokens ? (size_t)o->ppl_tokens : avail < LONGROPE_DEFAULT_TOKENS ? avail : LONGROPE_DEFAULT_TOKENS;
     size_t N = ppl_token_count(left, want, lw);
     CHECK(!(o->ppl_tokens && (size_t)o->ppl_tokens > avail), "--ppl-tokens %d: the validation text (%s) has %zu "
