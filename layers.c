@@ -95,10 +95,12 @@ enum { PACK_COLS = 512 };
 // A few rows (decoding one token at a time): packing weight^T would read and write every weight once
 // per call, several times the product's own work. Instead each output is one multiply-add chain
 // over k in order, starting from 0, through madd: the very operations gemm does for that element
-// (kernels.h), so the result has the same bits (tests/test_kernels.c checks). Threads take blocks of 16 output channels; a block's 16 chains run
-// side by side, each reading its row of weight in place.
+// (kernels.h), so the result has the same bits (tests/test_kernels.c checks). Threads take blocks
+// of 16 output channels; a block's 16 chains run side by side, each reading its row of weight in
+// place.
 enum { FEW_ROWS = 4, OB_ROWS = 16 };
 
+#ifndef USE_OPENBLAS
 static void matmul_few_rows(real *out, const real *inp, const real *weight, int N, int C, int OC) {
     #pragma omp parallel for schedule(static)
     for (int o0 = 0; o0 < OC; o0 += OB_ROWS) {
@@ -117,8 +119,10 @@ static void matmul_few_rows(real *out, const real *inp, const real *weight, int 
         }
     }
 }
+#endif
 
 void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC) {
+#ifndef USE_OPENBLAS   // (with make BLAS=openblas every product is OpenBLAS's, whose sums are its own)
     if (N <= FEW_ROWS && C > 0) {
         matmul_few_rows(out, inp, weight, N, C, OC);
         if (bias)
@@ -126,6 +130,7 @@ void matmul_forward(real *out, const real *inp, const real *weight, const real *
                 for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
         return;
     }
+#endif
     real *wt = xmalloc(sizeof(real) * (size_t)C * (OC < PACK_COLS ? OC : PACK_COLS));   // (C, nc) slice of weight^T
     for (int j0 = 0; j0 < OC; j0 += PACK_COLS) {
         int nc = OC - j0 < PACK_COLS ? OC - j0 : PACK_COLS;
