@@ -112,7 +112,6 @@ static void fmt_ranges(int *x, int n, const char *sep, char *out, size_t cap) {
     }
 }
 
-
 static int have_gnuplot(void) { return system("command -v gnuplot > /dev/null 2>&1") == 0; }
 
 static void gnuplot(const char *out, const char *name, int *made) {
@@ -1045,7 +1044,6 @@ static void attention_section(Report *rp, int t, int context) {
     free(ls.r);
 }
 
-// Text's section: perplexity against window length, non-overlapping then sliding, and the plot.
 // --double-length: the ALiBi paper's test at the window 2T. For every scheme X trained at T and every
 // Y trained at 2T (both listed), the perplexity of each at 2T and the paired difference X - Y by seed
 // (negative: X, trained at half the length, is better), with its t-interval and sign-flip p.
@@ -1102,6 +1100,8 @@ static void double_length_section(const Report *rp, int t, int T) {
     }
 }
 
+// Text's section: perplexity against window length, non-overlapping then sliding, and the plot; with
+// --double-length the test at 2T, with --attention-stats the collapse tables.
 static void text_section(Report *rp, int t) {
     const Cfg *c = rp->c;
     int context = 0;
