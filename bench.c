@@ -248,7 +248,7 @@ static const Config CONFIGS[] = {
     { "gpt2-124m-t1024", 12, 768, 12, 50257, 1, 1024, 2, 0 },
     { "gpt2-124m-t4096", 12, 768, 12, 50257, 1, 4096, 1, 0 },   // the memory target: < 8 GB
     { "small", 6, 384, 6, 256, 8, 256, 4, 0 },
-    { "tiny", 4, 128, 4, 256, 16, 64, 10, 0 },         // the make run model
+    { "tiny", 4, 128, 4, 256, 16, 64, 10, 0 },         // ./train's default model (4 layers, C = 128, vocab 256)
     { "small-eval-t32768", 6, 384, 6, 256, 1, 32768, 1, 256 },   // a long window: forward only
 };
 enum { N_CONFIGS = (int)(sizeof(CONFIGS) / sizeof(CONFIGS[0])) };

@@ -18,16 +18,16 @@ set xtics ('114' 0, '101' 1, '112' 2, '58' 3, '684' 4, '684' 5, '684' 6, '684' 7
 set ytics ('114' 0, '101' 1, '112' 2, '58' 3, '684' 4, '684' 5, '684' 6, '684' 7, '684' 8, '684' 9, '684' 10, '684' 11, '684' 12, '684' 13, '684' 14, '684' 15, '684' 16, '684' 17, '684' 18, '684' 19, '684' 20, '684' 21, '684' 22, '684' 23, '61' 24, '684' 25, '684' 26, '684' 27, '684' 28, '684' 29, '684' 30, '684' 31, '684' 32, '684' 33, '684' 34, '684' 35, '684' 36, '684' 37, '684' 38, '684' 39, '684' 40, '684' 41, '684' 42, '684' 43, '684' 44, '10' 45) font ',7'
 set tics out nomirror
 set cbtics font ',7'
-set cbrange [0:0.77583]
+set cbrange [0:0.60089]
 set title 'layer 0 head 0'
 plot 'attention_nope_layer0.dat' index 0 matrix with image notitle
-set cbrange [0:1]
+set cbrange [0:0.513166]
 set title 'layer 0 head 1'
 plot 'attention_nope_layer0.dat' index 1 matrix with image notitle
-set cbrange [0:1]
+set cbrange [0:0.960962]
 set title 'layer 0 head 2'
 plot 'attention_nope_layer0.dat' index 2 matrix with image notitle
-set cbrange [0:1]
+set cbrange [0:0.546291]
 set title 'layer 0 head 3'
 plot 'attention_nope_layer0.dat' index 3 matrix with image notitle
 unset multiplot
