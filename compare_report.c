@@ -138,7 +138,8 @@ static void gp_again_svg(FILE *g, const char *name) {
 
 static const char *COLORS[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
 
-// the loss curves of every run (one colour per scheme, one line per seed)
+// the loss curves of every run (one colour per scheme, one line per seed; a scheme trained at twice the
+// length in its scheme's colour, dashed)
 static void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plots, int *made) {
     char name[256];
     snprintf(name, sizeof name, "loss_%s", c->tasks[task]);
@@ -151,8 +152,9 @@ static void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plo
         for (int sd = 0; sd < c->n_seeds; sd++) {
             const Run *r = &runs[run_index(c, task, sc, sd)];
             if (!run_has_results(r)) continue;
-            fprintf(g, "%s'%s/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '%s' title '%s'", first ? "" : ", \\\n     ",
-                    r->dir + strlen(c->out) + 1, COLORS[sc % 10], sd == 0 ? c->schemes[sc].label : "");
+            int base = c->schemes[sc].long_of >= 0 ? c->schemes[sc].long_of : sc;   // @2T: its scheme's colour, dashed
+            fprintf(g, "%s'%s/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '%s' dt %d title '%s'", first ? "" : ", \\\n     ",
+                    r->dir + strlen(c->out) + 1, COLORS[base % 10], base == sc ? 1 : 2, sd == 0 ? c->schemes[sc].label : "");
             first = 0;
         }
     fprintf(g, "\n");
@@ -211,9 +213,11 @@ static void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int pl
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++, col++) {
             if (v && !takes_extensions(&c->schemes[sc])) continue;
-            fprintf(g, "%s'%s.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.5 lc rgb '%s' dt %d title '%s%s%s'",
-                    col == 2 ? "" : ", \\\n     ", name, col, COLORS[sc % 10], v + 1, c->schemes[sc].label, v ? "+" : "",
-                    v ? c->extensions[v - 1] : "");
+            // a scheme trained at twice the length (--double-length) in its base scheme's colour, open squares
+            int base = c->schemes[sc].long_of >= 0 ? c->schemes[sc].long_of : sc;
+            fprintf(g, "%s'%s.dat' using 1:%d with linespoints lw 2 pt %d ps %s lc rgb '%s' dt %d title '%s%s%s'",
+                    col == 2 ? "" : ", \\\n     ", name, col, base == sc ? 7 : 4, base == sc ? "0.5" : "1", COLORS[base % 10],
+                    v + 1, c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
         }
     fprintf(g, "\n");
     gp_again_svg(g, name);
