@@ -33,12 +33,12 @@ endif
 LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
-CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c dataset/batch.c
+CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c bf16.c dataset/batch.c
 LIB = $(CORE) checkpoint.c llmc_model.c viz.c eval.c perplexity.c longrope.c attnstats.c attndist.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h atomicfile.h dist.h kernels.h model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h longrope.h attnstats.h attndist.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
+HDR = common.h atomicfile.h dist.h kernels.h bf16.h bf16_tile.inc model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h longrope.h attnstats.h attndist.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-alibi reproduce-collapse
 all: train compare tokenize $(TESTS)
@@ -101,6 +101,8 @@ tests/test_viz: $(call dobj,tests/test_viz.c viz.c attndist.c $(CORE))
 tests/test_ppl: $(call dobj,tests/test_ppl.c perplexity.c $(CORE))
 	$(LINK)
 tests/test_kernels: $(call fobj,tests/test_kernels.c $(CORE))
+	$(LINK)
+tests/test_bf16: $(call fobj,tests/test_bf16.c $(CORE))
 	$(LINK)
 tests/test_train: $(call fobj,tests/test_train.c $(LIB))
 	$(LINK)
@@ -182,6 +184,7 @@ test: all $(FUZZ_SA)
 	OMP_NUM_THREADS=2 ./tests/test_positions
 	OMP_NUM_THREADS=2 ./tests/test_viz
 	OMP_NUM_THREADS=2 ./tests/test_kernels
+	OMP_NUM_THREADS=2 ./tests/test_bf16
 	./tests/test_data
 	./tests/test_stream
 	./tests/test_tasks
@@ -303,7 +306,9 @@ asan:
 	$(MAKE) clean
 
 # make bench: builds ./bench (with OpenBLAS for the sgemm reference when libopenblas-dev is
-# installed) and runs it: peak, every config, scheme overheads, attention as T doubles; bench.csv.
+# installed) and runs it: peak, every config, small and gpt2-124m with --precision bf16 against fp32
+# (and the VDPBF16PS peak where the CPU has AVX512_BF16), scheme overheads, attention as T doubles,
+# and ./train's default run in fp32 and bf16 (validation losses within 2%); bench.csv.
 # Then tests/bench_mpi.sh: 2 ranks x 1 thread against 1 rank x 2 threads (small, gpt2-124m) and
 # the scaling model (needs Open MPI; skipped without it); bench_mpi.csv.
 # Then tests/bench_stream.sh: the peak RSS of ./train's `small` on 0.2, 0.4 and 4 GB of sparse

@@ -6,6 +6,13 @@
 //   ./bench --config NAME    one config; ends with
 //                            RESULT config=NAME tokens_per_s=X gflops=Y peak_fraction=Z peak_rss_mb=W
 //   ./bench --schemes        only the cost of each positional scheme (no CSV)
+//   ./bench --config NAME --precision bf16
+//                            the same with --precision bf16's products (bf16.h); its RESULT line ends
+//                            with path=avx512bf16|portable (the path that ran), and its fraction is of
+//                            the VDPBF16PS loop's peak on the avx512bf16 path (of the fp32 peak on the
+//                            portable path, which computes in fp32)
+//   ./bench --bf16-loss      ./train's default run (1000 steps on the embedded corpus) in fp32 and in
+//                            bf16: the validation losses, which must agree within 2%
 //
 // Every config is a training step except small-eval-t32768: one forward pass (no backward, no
 // optimiser) of `small` with nope positions, a model trained at context 256, over one window of
@@ -20,6 +27,8 @@
 // (another T C), which is not counted: the number is the work any implementation must do.
 // The peak is the best of an FMA loop and OpenBLAS sgemm on the training shapes (when the bench is
 // built with OpenBLAS), measured in the same run with the same threads.
+// The full run also measures small and gpt2-124m in bf16 against their fp32 runs (ratios of the
+// same run), the bf16 peak where the CPU has AVX512_BF16, and the bf16 loss check.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +47,7 @@
 #include <cblas.h>
 #endif
 
+#include "bf16.h"
 #include "kernels.h"
 #include "model.h"
 
@@ -46,6 +56,8 @@ static double now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
+
+static int g_bf16;   // --precision bf16: every model the bench builds computes its linear layers in bf16
 
 static int threads(void) {
 #ifdef _OPENMP
@@ -278,6 +290,7 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     GPT m;
     gpt_build(&m, &cfg, 1, c->T);             // position tables for the whole window
     gpt_set_forward_only(&m, eval);           // evaluation keeps one layer's activations, as ppl does
+    gpt_set_bf16(&m, g_bf16);
     Batch b;
     batch_alloc(&b, c->B, c->T);
     Rng r; rng_seed(&r, 7);
@@ -313,9 +326,10 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
 
 // Runs a config in a child process (this program with --config), so that its peak resident
 // memory is its own; a fresh exec, because an OpenMP runtime does not survive a bare fork.
-static StepResult run_isolated(const Config *c, double peak) {
+static StepResult run_isolated(const Config *c, double peak, int bf16) {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "/proc/%d/exe --config %s --peak %.6f --threads %d", (int)getpid(), c->name, peak, threads());
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --config %s --peak %.6f --threads %d%s", (int)getpid(), c->name, peak, threads(),
+             bf16 ? " --precision bf16" : "");
     fflush(stdout);
     FILE *f = popen(cmd, "r");
     CHECK(f, "bench: cannot run '%s'", cmd);
@@ -494,13 +508,15 @@ static void check_fraction(const char *name, double gflops, double peak) {
 
 // Every config in its own process, then the FMA loop again, then the table: fractions are taken
 // against the best peak of the whole run, and a fraction above 1 stops the bench (check_fraction).
-static void run_configs(FILE *csv, const Peak *pk) {
+static StepResult g_fp32[N_CONFIGS];    // run_configs' results, for the bf16 comparison
+
+static double run_configs(FILE *csv, const Peak *pk) {
     printf("\ntraining steps, each config in its own process:");
-    StepResult res[N_CONFIGS];
+    StepResult *res = g_fp32;
     for (int i = 0; i < N_CONFIGS; i++) {
         printf(" %s", CONFIGS[i].name);
         fflush(stdout);
-        res[i] = run_isolated(&CONFIGS[i], pk->best);
+        res[i] = run_isolated(&CONFIGS[i], pk->best, 0);
     }
     // the FMA loop again: a peak measured while the machine was slow would inflate every fraction
     double fma_end = fma_peak_gflops(NULL), peak = fmax(pk->best, fma_end);
@@ -524,17 +540,86 @@ static void run_configs(FILE *csv, const Peak *pk) {
     printf("  (small-eval-t32768: one forward pass of `small` with nope positions, trained context 256, over one\n"
            "   window of 32768 tokens: ms/step is that pass, GFLOP/s counts forward FLOPs, no backward or AdamW)\n");
     fflush(stdout);
+    return peak;
+}
 
+// ---- bf16 against fp32 --------------------------------------------------------------------------
+
+// The peak a bf16 step's fraction is of: the VDPBF16PS loop on the avx512bf16 path, the fp32 peak on
+// the portable path (whose products run in fp32).
+static double bf16_reference_peak(double fp32_peak, double *bf16_peak) {
+    *bf16_peak = bf16_peak_gflops(1.0);
+    return bf16_path() == BF16_AVX512 ? *bf16_peak : fp32_peak;
+}
+
+// small and gpt2-124m with --precision bf16, each in its own process, against their fp32 steps of
+// this run (run_configs): tokens/s and the ratio.
+static void bf16_section(FILE *csv, double peak) {
+    double bpeak, ref = bf16_reference_peak(peak, &bpeak);
+    printf("\n--precision bf16: path %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
+    if (bpeak > 0) printf("VDPBF16PS loop: %.1f GFLOP/s, %.2f x the fp32 peak\n", bpeak, bpeak / peak);
+    else printf("no AVX512_BF16 on this CPU: no bf16 peak (the portable path's fraction is of the fp32 peak)\n");
+    fprintf(csv, "peak,bf16,,,%.2f,,,,,,,%s\n", bpeak, bf16_path_name(bf16_path()));
+    static const char *names[] = { "small", "gpt2-124m" };
+    StepResult r[2];
+    for (int k = 0; k < 2; k++) r[k] = run_isolated(find_config(names[k]), ref, 1);
+    printf("  %-12s %14s %14s %10s %8s %9s\n", "config", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32", "%peak", "RSS MiB");
+    for (int k = 0; k < 2; k++) {
+        const Config *c = find_config(names[k]);
+        check_fraction(names[k], r[k].gflops, ref);
+        const StepResult *f = &g_fp32[c - CONFIGS];
+        printf("  %-12s %14.0f %14.0f %9.2fx %7.1f%% %9.0f\n", names[k], f->tokens_per_s, r[k].tokens_per_s,
+               r[k].tokens_per_s / f->tokens_per_s, 100 * r[k].gflops / ref, r[k].rss_mb);
+        fprintf(csv, "bf16,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,%s %.4f\n", names[k], r[k].ms, r[k].tokens_per_s,
+                r[k].gflops, r[k].gflops / ref, r[k].rss_mb, r[k].share[0], r[k].share[1], r[k].share[2], r[k].share[3],
+                bf16_path_name(bf16_path()), r[k].tokens_per_s / f->tokens_per_s);
+    }
+    fflush(stdout);
+}
+
+// ./train's default run in fp32 and in bf16 (the same seed): the validation loss after 1000 steps.
+// Returns 0 when they agree within 2%.
+static int bf16_loss_check(FILE *csv) {
+    double val[2] = { 0, 0 };
+    printf("\n./train's default run (the embedded corpus, 1000 steps, %d threads) in fp32 and in bf16:\n", threads());
+    for (int k = 0; k < 2; k++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "./train --steps 1000 --log-every 100 --threads %d --precision %s", threads(), k ? "bf16" : "fp32");
+        fflush(stdout);
+        FILE *f = popen(cmd, "r");
+        CHECK(f, "bench: cannot run '%s'", cmd);
+        char line[1024];
+        int step = 0;
+        while (fgets(line, sizeof line, f)) {
+            int st, total;
+            char *v = strstr(line, "| val ");
+            if (sscanf(line, "step %d/%d", &st, &total) == 2 && v && st == 1000) { val[k] = strtod(v + 6, NULL); step = st; }
+        }
+        CHECK(pclose(f) == 0 && step == 1000, "bench: '%s' failed or printed no validation loss at step 1000 (is ./train built?)", cmd);
+        printf("  %s: validation loss %.4f at step 1000\n", k ? "bf16" : "fp32", val[k]);
+    }
+    double rel = fabs(val[1] - val[0]) / val[0];
+    int ok = rel <= 0.02;
+    printf("  bf16 against fp32: %+.2f%% (%s: the limit is 2%%; bf16 path %s)\n", 100 * (val[1] - val[0]) / val[0],
+           ok ? "within" : "NOT within", bf16_path_name(bf16_path()));
+    if (csv) fprintf(csv, "bf16_loss,default,,,,,,,,,,fp32 %.4f bf16 %.4f\n", val[0], val[1]);
+    return !ok;
 }
 
 int main(int argc, char **argv) {
     const char *only = NULL;
     double given_peak = 0;
-    int schemes_only = 0;
+    int schemes_only = 0, loss_only = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--schemes") == 0) schemes_only = 1;
+        else if (strcmp(argv[i], "--bf16-loss") == 0) loss_only = 1;
+        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+            const char *p = argv[++i];
+            CHECK(!strcmp(p, "fp32") || !strcmp(p, "bf16"), "--precision %s: give fp32 or bf16", p);
+            g_bf16 = !strcmp(p, "bf16");
+        }
         else if (strcmp(argv[i], "--peak") == 0 && i + 1 < argc) {
             given_peak = strtod(argv[++i], &end);
             CHECK(*end == 0 && given_peak > 0, "--peak must be a positive number of GFLOP/s");
@@ -545,8 +630,9 @@ int main(int argc, char **argv) {
             omp_set_num_threads((int)n);
 #endif
         } else {
-            fprintf(stderr, "usage: ./bench [--config NAME [--peak GFLOPS] | --schemes] [--threads N]\n"
-                            "  --schemes: only the table of positional schemes (no CSV)\nconfigs (small-eval-t32768: "
+            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] | --schemes | --bf16-loss] [--threads N]\n"
+                            "  --schemes: only the table of positional schemes (no CSV)\n"
+                            "  --bf16-loss: ./train's default run in fp32 and bf16, validation losses within 2%%\nconfigs (small-eval-t32768: "
                             "one forward pass over a 32768-token window):");
             for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
             fprintf(stderr, "\n");
@@ -560,21 +646,29 @@ int main(int argc, char **argv) {
         scheme_overheads(NULL);
         return 0;
     }
+    if (loss_only) return bf16_loss_check(NULL);
+    CHECK(!g_bf16 || only, "--precision applies to --config NAME (the full bench runs both precisions)");
     if (only) {
         const Config *c = find_config(only);
         CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
               "small-eval-t32768)", only);
         // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
         StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, c->steps);
-        double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
+        double bpeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
+        if (g_bf16) {
+            printf("bf16 path: %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
+            if (given_peak == 0) peak = bf16_reference_peak(peak, &bpeak);
+        }
         // a child of the full bench gets the peak (the parent checks fractions against its final one)
         if (given_peak == 0) check_fraction(c->name, r.gflops, peak);
         printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
                c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
         printf("SHARES ms=%.4f tokens_per_s=%.2f gflops=%.4f matmul=%.5f attention=%.5f optimizer=%.5f rest=%.5f rss_mb=%.2f\n",
                r.ms, r.tokens_per_s, r.gflops, r.share[0], r.share[1], r.share[2], r.share[3], r.rss_mb);
-        printf("RESULT config=%s tokens_per_s=%.1f gflops=%.2f peak_fraction=%.4f peak_rss_mb=%.1f\n",
+        printf("RESULT config=%s tokens_per_s=%.1f gflops=%.2f peak_fraction=%.4f peak_rss_mb=%.1f",
                c->name, r.tokens_per_s, r.gflops, r.gflops / peak, r.rss_mb);
+        if (g_bf16) printf(" path=%s", bf16_path_name(bf16_path()));
+        printf("\n");
         return 0;
     }
 
@@ -582,10 +676,13 @@ int main(int argc, char **argv) {
     CHECK(csv, "cannot write bench.csv");
     fprintf(csv, "kind,name,ms_per_step,tokens_per_s,gflops,peak_fraction_or_blas_gflops,peak_rss_mb,matmul_share,attention_share,optimizer_share,rest_share,extra\n");
     Peak pk = measure_peak(csv, 1);
-    run_configs(csv, &pk);
+    double peak = run_configs(csv, &pk);
+    bf16_section(csv, peak);
     scheme_overheads(csv);
     attention_scaling(csv);
+    int bad = bf16_loss_check(csv);
     fclose(csv);
     printf("\nwrote bench.csv\n");
+    CHECK(!bad, "bench: bf16's validation loss is not within 2%% of fp32's (above)");
     return 0;
 }

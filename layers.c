@@ -3,6 +3,7 @@
 // in model.h. Every backward ACCUMULATES (+=) into its outputs.
 #include "layers.h"
 
+#include "bf16.h"
 #include "kernels.h"
 
 #include <float.h>
@@ -147,6 +148,23 @@ void matmul_forward(real *out, const real *inp, const real *weight, const real *
     }
 }
 
+// dbias[o] += sum_n dout[n,o], n in order; threads take blocks of 64 columns, and each row of a
+// block is read as one contiguous run (not one column at a time, 4*OC bytes apart)
+static void bias_backward(real *dbias, const real *dout, int N, int OC) {
+    enum { OB = 64 };
+    #pragma omp parallel for schedule(static)
+    for (int o0 = 0; o0 < OC; o0 += OB) {
+        int no = OC - o0 < OB ? OC - o0 : OB;
+        real db[OB] = { 0 };
+        for (int n = 0; n < N; n++) {
+            const real *d = dout + (size_t)n * OC + o0;
+            #pragma omp simd
+            for (int o = 0; o < no; o++) db[o] += d[o];
+        }
+        for (int o = 0; o < no; o++) dbias[o0 + o] += db[o];
+    }
+}
+
 // dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += sum_n dout.
 // gemm splits the rows of its output between threads and sums over k in a fixed order, so no two
 // threads write the same gradient and the result is bit-reproducible.
@@ -154,22 +172,25 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
                      const real *weight, int N, int C, int OC) {
     gemm(N, C, OC, dout, OC, 1, weight, C, dinp, C, 1);          // A = dout (N,OC), B = weight (OC,C)
     gemm(OC, C, N, dout, 1, OC, inp, C, dweight, C, 1);          // A = dout^T (OC,N), B = inp (N,C)
-    if (dbias) {
-        // dbias[o] += sum_n dout[n,o], n in order; threads take blocks of 64 columns, and each row
-        // of a block is read as one contiguous run (not one column at a time, 4*OC bytes apart)
-        enum { OB = 64 };
+    if (dbias) bias_backward(dbias, dout, N, OC);
+}
+
+// --precision bf16 (bf16.h): the same three products with bf16 operands; weight^T is read through
+// gemm_bf16's strides (it copies its operands into bf16 anyway), so nothing is packed here.
+void matmul_forward_bf16(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC) {
+    gemm_bf16(N, OC, C, inp, C, 1, weight, 1, C, out, OC, 0);       // B (C,OC): B(k,o) = weight[o*C + k]
+    if (bias) {
         #pragma omp parallel for schedule(static)
-        for (int o0 = 0; o0 < OC; o0 += OB) {
-            int no = OC - o0 < OB ? OC - o0 : OB;
-            real db[OB] = { 0 };
-            for (int n = 0; n < N; n++) {
-                const real *d = dout + (size_t)n * OC + o0;
-                #pragma omp simd
-                for (int o = 0; o < no; o++) db[o] += d[o];
-            }
-            for (int o = 0; o < no; o++) dbias[o0 + o] += db[o];
-        }
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
     }
+}
+
+void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                          const real *weight, int N, int C, int OC) {
+    gemm_bf16(N, C, OC, dout, OC, 1, weight, C, 1, dinp, C, 1);     // dout (N,OC) @ weight (OC,C)
+    gemm_bf16(OC, C, N, dout, 1, OC, inp, C, 1, dweight, C, 1);     // dout^T (OC,N) @ inp (N,C)
+    if (dbias) bias_backward(dbias, dout, N, OC);
 }
 
 // ----------------------------------------------------------------------------------------------

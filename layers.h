@@ -22,6 +22,11 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
 void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
 void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC);
+// The same with --precision bf16: the three products through gemm_bf16 (bf16.h), operands rounded
+// to bf16 and sums in fp32; the bias, its gradient and every output stay fp32.
+void matmul_forward_bf16(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
+void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
+                          const real *weight, int N, int C, int OC);
 // GELU (tanh approximation), elementwise on n numbers: out = gelu(inp); dinp += gelu'(inp) dout.
 void gelu_forward(real *out, const real *inp, int n);
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n);

@@ -21,6 +21,9 @@ static double wall(void) {
 }
 // Adds the time of `stmt` to m->prof[k] (where a benchmark reads the share of each kind of work).
 #define TIMED(m, k, stmt) do { double t0_ = wall(); stmt; (m)->prof[k] += wall() - t0_; } while (0)
+// the linear layers' products in the model's precision (gpt_set_bf16)
+#define MATMUL_FORWARD(m) ((m)->bf16 ? matmul_forward_bf16 : matmul_forward)
+#define MATMUL_BACKWARD(m) ((m)->bf16 ? matmul_backward_bf16 : matmul_backward)
 
 // ----------------------------------------------------------------------------------------------
 // softmax + cross-entropy over the V real classes of each (Vp,) logits row
@@ -354,6 +357,8 @@ void gpt_set_attention_stats(GPT *m, double *acc) { m->attn_stats = acc; }
 
 enum { DROP_EMBEDDING, DROP_ATTENTION, DROP_ATTN_OUT, DROP_MLP_OUT };   // the sites; layer -1: the embedding
 
+void gpt_set_bf16(GPT *m, int on) { m->bf16 = on != 0; }
+
 void gpt_set_dropout(GPT *m, double p, uint64_t key) {
     CHECK(p >= 0 && p < 1, "internal: dropout rate %g outside [0, 1)", p);
     m->dropout = p;
@@ -554,7 +559,7 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     LayerActs la = layer_acts(m, l, B, T);
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
     if (watch(m, l, "ln1", la.ln1, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, matmul_forward(la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
+    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
     if (watch(m, l, "qkv", la.qkv, btc(B, T, 3 * C))) return NULL;
     TIMED(m, PROF_ATTENTION, qk_hook(la.qkv, ap, N, C, NH, QK_FORWARD));                                      // hook 2
     if ((ap->scheme->hooks & PE_HOOK_QK) && watch(m, l, "qkv after hook 2", la.qkv, btc(B, T, 3 * C))) return NULL;
@@ -564,18 +569,18 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     }
     TIMED(m, PROF_ATTENTION, block_attention(m, l, &la, ap, B, T, kc));
     if (watch(m, l, "atty", la.atty, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, matmul_forward(proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
+    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
     if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_ATTN_OUT), drop, N, C);
     if (watch(m, l, "attproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual2, residual, proj, N * C);
     if (watch(m, l, "residual2", la.residual2, btc(B, T, C))) return NULL;
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
     if (watch(m, l, "ln2", la.ln2, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, matmul_forward(la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
+    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
     if (watch(m, l, "fch", la.fch, btc(B, T, 4 * C))) return NULL;
     gelu_forward(la.fch_gelu, la.fch, N * 4 * C);
     if (watch(m, l, "fch_gelu", la.fch_gelu, btc(B, T, 4 * C))) return NULL;
-    TIMED(m, PROF_MATMUL, matmul_forward(proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
+    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
     if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_MLP_OUT), drop, N, C);
     if (watch(m, l, "fcproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual3, la.residual2, proj, N * C);
@@ -627,7 +632,7 @@ double gpt_forward(GPT *m, const Batch *b) {
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, N, C);
     if (watch(m, -1, "lnf", a->lnf, btc(B, T, C))) return forward_stopped(m);
-    TIMED(m, PROF_MATMUL, matmul_forward(a->logits, a->lnf, p->wte, NULL, N, C, Vp));     // LM head tied to wte
+    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(a->logits, a->lnf, p->wte, NULL, N, C, Vp));     // LM head tied to wte
     if (watch(m, -1, "logits", a->logits, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
     crossentropy_forward(a->probs, a->losses, a->logits, b->targets, N, V, Vp);
     if (watch(m, -1, "probs", a->probs, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
@@ -710,7 +715,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
         residual = block_forward(m, l, residual, &ap, 1, T, kc);
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, T, C);
-    matmul_forward(a->logits, a->lnf, p->wte, NULL, T, C, Vp);
+    MATMUL_FORWARD(m)(a->logits, a->lnf, p->wte, NULL, T, C, Vp);
     kc->len = P + T;
 }
 
@@ -752,7 +757,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     memset(g->dln, 0, sizeof(real) * N * C);
-    TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp));
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp));
     if (watch(m, -1, "dlnf", g->dln, btc(B, T, C))) return;
     memset(g->dresidual, 0, sizeof(real) * N * C);
     layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C);
@@ -772,14 +777,14 @@ void gpt_backward(GPT *m, double grad_scale) {
             if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return;
         }
         memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
-        TIMED(m, PROF_MATMUL, matmul_backward(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj,
+        TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj,
                         la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C));
         if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return;
         memset(g->dfch, 0, sizeof(real) * N * 4 * C);
         gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
         if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return;
         memset(g->dln, 0, sizeof(real) * N * C);
-        TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
+        TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
                         p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C));
         if (watch(m, l, "dln2", g->dln, btc(B, T, C))) return;
         layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
@@ -792,7 +797,7 @@ void gpt_backward(GPT *m, double grad_scale) {
             if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return;
         }
         memset(g->datty, 0, sizeof(real) * N * C);
-        TIMED(m, PROF_MATMUL, matmul_backward(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
+        TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
                         p->attprojw + (size_t)l * C * C, N, C, C));
         if (watch(m, l, "datty", g->datty, btc(B, T, C))) return;
         memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
@@ -801,7 +806,7 @@ void gpt_backward(GPT *m, double grad_scale) {
         TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
         if ((ap.scheme->hooks & PE_HOOK_QK) && watch(m, l, "dqkv before hook 2", g->dqkv, btc(B, T, 3 * C))) return;
         memset(g->dln, 0, sizeof(real) * N * C);
-        TIMED(m, PROF_MATMUL, matmul_backward(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
+        TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
                         p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C));
         if (watch(m, l, "dln1", g->dln, btc(B, T, C))) return;
         layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,

@@ -136,6 +136,7 @@ typedef struct {
     const Batch *batch;            // the batch of the last forward
     double loss;                   // weighted mean loss of the last forward
     double weight_sum;             // sum of loss weights of the last forward
+    int bf16;                      // gpt_set_bf16: the linear layers' products with bf16 operands
     int detect_anomaly;            // gpt_set_detect_anomaly: forwards, backwards and AdamW check what they write
     int checking;                  // 1 while a checked call runs
     Anomaly anomaly;               // what the last checked call found
@@ -193,6 +194,11 @@ void gpt_set_attention_stats(GPT *m, double *acc);
 // backwards and clears it; every evaluation (validation, tasks, perplexity, the KV cache, the
 // attention pictures, export and dump) runs with p = 0, and gpt_forward_cached never drops.
 void gpt_set_dropout(GPT *m, double p, uint64_t key);
+// --precision bf16 (on = 1): every later forward and backward computes the linear layers' products
+// (q/k/v, attention output, MLP, LM head) with bf16 operands and fp32 sums (bf16.h, gemm_bf16);
+// attention's own products, layernorm, softmax, the loss, the gradients' sums across micro-batches
+// and AdamW stay fp32, and so do the parameters. on = 0 (the default): fp32 everywhere.
+void gpt_set_bf16(GPT *m, int on);
 // The key of micro-batch `micro` of optimiser step `step` (0-based) of the run seeded with `seed`:
 // a resumed run draws the masks the uninterrupted run drew.
 uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro);

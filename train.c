@@ -22,6 +22,7 @@
 #include "atomicfile.h"
 #include "attndist.h"
 #include "attnstats.h"
+#include "bf16.h"
 #include "checkpoint.h"
 #include "dataset/data.h"
 #include "dist.h"
@@ -1004,6 +1005,9 @@ static void check_with_model(Session *s) {
     CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !eval_requested(o) &&
           !o->attention_map && !o->export_path && !o->export_llmc), "--detect-anomaly checks training steps and this run trains none; "
           "give --steps N (with --load) or drop the flag");
+    CHECK(!strcmp(o->precision, "fp32") || !strcmp(o->precision, "bf16"), "--precision %s: give fp32 or bf16", o->precision);
+    gpt_set_bf16(&s->model, !strcmp(o->precision, "bf16"));
+    if (s->model.bf16) bf16_path();            // a PEGPT_BF16_PATH the CPU cannot run stops here, before any work
     char msg[512];
     CHECK(!o->export_llmc || !llmc_unsupported(&s->model, msg, sizeof msg), "--export-llmc %s: %s", o->export_llmc, msg);
     CHECK(!o->sample || o->tokenizer || cfg->vocab_size == 256, "--sample: the model's vocabulary is %d tokens, "
@@ -1208,6 +1212,9 @@ static void print_setup(const Session *s) {
         if (!strcmp(o->schedule, "poly")) printf(" (power %g)", o->poly_power);
         printf("\n");
     }
+    if (s->model.bf16)
+        printf("precision: bf16 operands, fp32 sums in the linear layers (path %s: %s)\n", bf16_path_name(bf16_path()),
+               bf16_path_reason());
 #ifdef _OPENMP
     if (s->ranks > 1)
         printf("ranks: %d x %d threads | global batch %d x %d rows x accum %d%s\n", s->ranks, omp_get_max_threads(),

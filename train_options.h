@@ -22,6 +22,7 @@ typedef struct {
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
     double dropout, warmup_frac, poly_power;   // training dropout; lr warm-up as a fraction, poly decay
     const char *schedule;                      // the lr decay: "cosine" or "poly"
+    const char *precision;                     // the linear layers' products: "fp32" or "bf16"
     long long seed;
     const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
     double ppl_stride;

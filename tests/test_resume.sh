@@ -7,7 +7,8 @@
 #  - a fit-first task run (--fit-target, checks every 10 steps) resumed from step 15 logs the same
 #    losses and the same validation checks as the uninterrupted run.
 #  - the same with --dropout 0.1 and --schedule poly --warmup-frac 0.06 (masks and lr resume exactly),
-#    and with --bos (stored: the resumed rows open with the boundary token too).
+#    and with --bos (stored: the resumed rows open with the boundary token too), and with --precision
+#    bf16 on the portable and emulated paths (stored: the resumed run computes in bf16).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -52,6 +53,19 @@ diff <(losses "$tmp/bfull.csv" | sed -n '17,31p') <(losses "$tmp/bres.csv" | tai
 check $? "with --bos, resumed losses (steps 16..30) must equal the uninterrupted run's: $(head -4 "$tmp/diff")"
 ! diff <(losses "$tmp/full.csv") <(losses "$tmp/bfull.csv") > /dev/null
 check $? "--bos must change the losses"
+
+# --precision bf16 is stored too: the resumed run computes in bf16 as the uninterrupted one did (the
+# checkpoint holds the fp32 master weights), on every path this CPU runs
+for path in portable emulated; do
+  PEGPT_BF16_PATH=$path ./train $common --precision bf16 --log "$tmp/h$path.csv" --save "$tmp/hck$path{step}" --save-every 15 > "$tmp/h$path.out"
+  check $? "the full run with --precision bf16 ($path)"
+  grep -q "precision: bf16 .*path $path" "$tmp/h$path.out"; check $? "the bf16 run names its path ($path)"
+  PEGPT_BF16_PATH=$path ./train --resume "$tmp/hck${path}15" --threads 2 --log "$tmp/hres$path.csv" > /dev/null
+  diff <(losses "$tmp/h$path.csv" | sed -n '17,31p') <(losses "$tmp/hres$path.csv" | tail -n +2) > "$tmp/diff"
+  check $? "with bf16 ($path), resumed losses (steps 16..30) must equal the uninterrupted run's: $(head -4 "$tmp/diff")"
+  ! diff <(losses "$tmp/full.csv") <(losses "$tmp/h$path.csv") > /dev/null
+  check $? "bf16 ($path) must change the losses"
+done
 
 diff <(sed -n '/^---- sample/,$p' "$tmp/again.out") <(sed -n '/^---- sample/,$p' "$tmp/resumed.out") > /dev/null
 check $? "a sample after the resumed run must equal the uninterrupted run's"

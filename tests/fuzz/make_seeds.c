@@ -163,7 +163,7 @@ int main(int argc, char **argv) {
         "--steps\n20\n--lr\n3e-3\n--batch\n4\n--seq\n32\n--layers\n2\n--heads\n2\n--dim\n32\n",
         "--pe\nrope\n--rope-base\n500000\n--rope-fraction\n0.25\n--rope-pairing\ninterleaved\n--context\n64\n",
         "--pe-layers\nrope,nope,alibi,t5\n--input-pe\nsinusoidal\n--wd\n0.05\n--schedule\npoly\n--warmup-frac\n0.06\n",
-        "--pe\nlearned\n--ppl-windows\n0.5,1,2,4,8\n--ppl-stride\n0.25\n--ppl-tokens\n4096\n--dropout\n0.1\n",
+        "--pe\nlearned\n--ppl-windows\n0.5,1,2,4,8\n--ppl-stride\n0.25\n--ppl-tokens\n4096\n--dropout\n0.1\n--precision\nbf16\n",
         "--pe\nrope\n--rope-scaling\nyarn\n--rope-factor\n8\n--seed\n-5\n--clip\n0\n--beta2\n0.99\n--eps\n1e-6\n",
         "--task\ncopy-repeat\n--fit-target\n0.9\n--max-steps\n600\n--train-max\n20\n--test-max\n40\n--alphabet\n640\n",
     };

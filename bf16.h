@@ -1,0 +1,73 @@
+// bf16.h: --precision bf16, the matrix products of the linear layers with bf16 operands.
+//
+// bf16 is the top half of an IEEE float: 8 exponent bits like fp32, 7 stored mantissa bits. An
+// operand is rounded to bf16 (to nearest, ties to even); the product of two bf16 numbers is exact in
+// fp32 (8 x 8 significant bits), and products are accumulated in fp32. Everything else stays fp32:
+// master weights, gradients, layernorm, softmax, attention, the loss and AdamW.
+//
+// gemm_bf16 computes C (M,N) = or += bf16(A) (M,K) @ bf16(B) (K,N) with A(i,k) = a[i*a_rs + k*a_cs]
+// and B(k,j) = b[k*b_rs + j*b_cs] (any strides: a transposed weight costs nothing extra, since the
+// operands are copied anyway), C row-major with leading dimension ldc. The path that computes it is
+// chosen once, at the first call, from what the CPU has (cpuid), unless PEGPT_BF16_PATH forces one:
+//   avx512bf16  VDPBF16PS (AMD Zen 4/5, Intel Cooper Lake, Sapphire Rapids and later): 32 bf16
+//               products per instruction, summed in pairs into 16 fp32 lanes; operands packed
+//               as bf16 pairs along k. Needs AVX512F + AVX512_BF16 and the OS's zmm state.
+//   portable    any CPU: the operands rounded to bf16 (kept as floats) and then the fp32 gemm
+//               (kernels.c): the same numbers as bf16 operands, no speed-up.
+//   emulated    for the tests: the avx512bf16 path's code (packing, tiles, edges) with its one
+//               bf16 instruction replaced by plain vector arithmetic with the same pairing, so the
+//               code of the fast path is exercised on any CPU (slowly).
+// AMX (Intel's tile unit) has no path yet: on a CPU with AMX-BF16 and AVX512_BF16 the avx512bf16
+// path runs. The paths sum in different orders (pairs of k first, or k in order), so they agree to
+// fp32 accumulation error, not bit for bit; each path is deterministic and independent of the
+// thread count.
+#ifndef BF16_H
+#define BF16_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common.h"
+
+typedef enum { BF16_PORTABLE = 0, BF16_AVX512 = 1, BF16_EMULATED = 2 } Bf16Path;
+
+// The float nearest to x with a bf16 mantissa (ties to even), as its 16 bits or as a float.
+// NaN stays NaN (quiet), infinities stay infinite, and a finite x beyond the largest bf16 rounds to
+// infinity (as the hardware's conversion does).
+static inline uint16_t bf16_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);   // NaN: keep it a NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static inline float bf16_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline float bf16_round(float x) { return bf16_float(bf16_bits(x)); }
+
+// Rounds n values in place to bf16 (floats; in the double build through float).
+void bf16_round_array(real *x, size_t n);
+
+// The path gemm_bf16 uses (chosen at the first call; PEGPT_BF16_PATH=avx512bf16|portable|emulated
+// forces one, and a forced path the CPU cannot run stops the program with a message), and why.
+Bf16Path bf16_path(void);
+const char *bf16_path_name(Bf16Path p);
+const char *bf16_path_reason(void);
+// 1 when the CPU and the OS can run the avx512bf16 path.
+int bf16_cpu_has_avx512bf16(void);
+// For tests: the path the next gemm_bf16 calls use (any path this CPU runs); returns the old one.
+Bf16Path bf16_set_path(Bf16Path p);
+
+void gemm_bf16(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs, size_t b_cs,
+               real *c, size_t ldc, int accumulate);
+
+// A VDPBF16PS loop on every thread (the avx512bf16 peak, GFLOP/s counting 2 per product); 0 when
+// the CPU has no AVX512_BF16.
+double bf16_peak_gflops(double seconds);
+
+#endif

@@ -1,0 +1,243 @@
+// tests/test_bf16.c: --precision bf16 (bf16.h). The rounding against IEEE round-to-nearest-even
+// worked by hand on bit patterns; every path this CPU can run (portable, emulated, and avx512bf16
+// where the CPU has AVX512_BF16; skipped with a message where it has not) against a double
+// reference on the same bf16-rounded operands, on shapes that are not multiples of the tiles, the
+// chunks or the k blocks, with plain and transposed operands, overwriting and accumulating; the
+// paths against each other; thread independence; the matmul layer's bf16 products; and a model's
+// loss in bf16 against fp32. Float build.
+#include <float.h>
+#include <omp.h>
+#include <string.h>
+
+#include "../bf16.h"
+#include "../model.h"
+#include "testutil.h"
+
+static Rng rng;
+static void fill(real *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = (real)(2 * rng_uniform(&rng) - 1); }
+
+static float from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static void check_rounding(void) {
+    static const struct { uint32_t in; uint16_t out; const char *what; } cases[] = {
+        { 0x3f800000u, 0x3f80, "1.0 is exact" },
+        { 0x3f808000u, 0x3f80, "1 + 2^-8, half way between 1 and 1 + 2^-7: ties to even (down)" },
+        { 0x3f818000u, 0x3f82, "1 + 3 2^-8, half way: ties to even (up)" },
+        { 0x3f808001u, 0x3f81, "just above half way: up" },
+        { 0x3f807fffu, 0x3f80, "just below half way: down" },
+        { 0xc0200000u, 0xc020, "-2.5 is exact" },
+        { 0xbf818000u, 0xbf82, "negative ties to even, by magnitude" },
+        { 0x7f7fffffu, 0x7f80, "FLT_MAX rounds to infinity" },
+        { 0x7f800000u, 0x7f80, "infinity stays" },
+        { 0xff800000u, 0xff80, "-infinity stays" },
+        { 0x00008000u, 0x0000, "a denormal half way: ties to even (zero)" },
+        { 0x00018000u, 0x0002, "a denormal half way: ties to even (up)" },
+        { 0x80000000u, 0x8000, "-0 stays -0" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint16_t got = bf16_bits(from_bits(cases[i].in));
+        EXPECT(got == cases[i].out, "bf16_bits(0x%08x) = 0x%04x, want 0x%04x: %s", cases[i].in, got, cases[i].out, cases[i].what);
+    }
+    uint16_t n = bf16_bits(from_bits(0x7fc00001u)), n2 = bf16_bits(from_bits(0x7f800001u));   // a NaN whose payload
+    EXPECT(isnan(bf16_float(n)) && isnan(bf16_float(n2)), "a NaN must stay a NaN (got 0x%04x, 0x%04x)", n, n2);   // is all low bits
+    EXPECT(bf16_round(1.00390625f) == 1.0f && bf16_round(3.0f) == 3.0f, "bf16_round");
+    real x[3] = { (real)1.00390625, (real)-1.01171875, (real)1e-3 };
+    bf16_round_array(x, 3);
+    EXPECT(x[0] == 1.0f && x[1] == -1.015625f && x[2] == bf16_float(bf16_bits(1e-3f)), "bf16_round_array");
+}
+
+// the reference: double sums of the bf16-rounded operands, and the sum of |products| for the tolerance
+static void reference(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs,
+                      size_t b_cs, const real *c0, size_t ldc, int accumulate, int rounded, double *r, double *mag) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = accumulate ? c0[(size_t)i * ldc + j] : 0, m = fabs(s);
+            for (int k = 0; k < K; k++) {
+                float x = (float)a[(size_t)i * a_rs + (size_t)k * a_cs], y = (float)b[(size_t)k * b_rs + (size_t)j * b_cs];
+                double p = rounded ? (double)bf16_round(x) * bf16_round(y) : (double)x * y;
+                s += p;
+                m += fabs(p);
+            }
+            r[(size_t)i * N + j] = s;
+            mag[(size_t)i * N + j] = m;
+        }
+}
+
+static Bf16Path paths[3];
+static int n_paths;
+
+// Every path on one shape: A plain (row stride K + 2) or transposed; B plain (row stride N + 5) or
+// transposed (column stride K + 3); C with ldc = N + 3. Each path within fp32 accumulation error of
+// the reference on rounded operands, and (K >= 16) visibly away from the unrounded product: the
+// operands were rounded.
+static void check_gemm(int M, int N, int K, int ta, int tb, int accumulate) {
+    size_t a_rs = ta ? 1 : (size_t)K + 2, a_cs = ta ? (size_t)M + 1 : 1;
+    size_t b_rs = tb ? 1 : (size_t)N + 5, b_cs = tb ? (size_t)K + 3 : 1, ldc = (size_t)N + 3;
+    size_t na = ta ? (size_t)(K + 1) * (M + 1) : (size_t)(M + 1) * (K + 2);
+    size_t nb = tb ? (size_t)(N + 1) * (K + 3) : (size_t)(K + 1) * (N + 5), nc = (size_t)(M + 1) * ldc;
+    real *a = xmalloc(sizeof(real) * na), *b = xmalloc(sizeof(real) * nb), *c0 = xmalloc(sizeof(real) * nc);
+    real *c[3];
+    double *r = xmalloc(sizeof(double) * M * N), *mag = xmalloc(sizeof(double) * M * N);
+    double *u = xmalloc(sizeof(double) * M * N), *umag = xmalloc(sizeof(double) * M * N);
+    fill(a, na); fill(b, nb); fill(c0, nc);
+    reference(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c0, ldc, accumulate, 1, r, mag);
+    reference(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c0, ldc, accumulate, 0, u, umag);
+    for (int p = 0; p < n_paths; p++) {
+        c[p] = xmalloc(sizeof(real) * nc);
+        memcpy(c[p], c0, sizeof(real) * nc);
+        Bf16Path old = bf16_set_path(paths[p]);
+        gemm_bf16(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c[p], ldc, accumulate);
+        bf16_set_path(old);
+        double worst = 0, away = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double got = c[p][(size_t)i * ldc + j], e = fabs(got - r[(size_t)i * N + j]);
+                double tol = 1e-6 * (K + 2) * (mag[(size_t)i * N + j] + 1e-30);
+                if (!(e <= tol)) worst = fmax(worst, isfinite(e) ? e / tol : INFINITY);
+                away = fmax(away, fabs(got - u[(size_t)i * N + j]));
+            }
+        EXPECT(worst == 0, "gemm_bf16 (%s) %dx%dx%d (A %s, B %s, %s): error %.3g times the tolerance", bf16_path_name(paths[p]),
+               M, N, K, ta ? "transposed" : "plain", tb ? "transposed" : "plain", accumulate ? "accumulate" : "overwrite", worst);
+        if (K >= 16)
+            EXPECT(away > 1e-4, "gemm_bf16 (%s) %dx%dx%d: within %.3g of the fp32 product: were the operands rounded?",
+                   bf16_path_name(paths[p]), M, N, K, away);
+        // the rows and columns gemm_bf16 must not touch
+        int untouched = 1;
+        for (size_t i = 0; i < nc; i++)
+            if ((i / ldc >= (size_t)M || i % ldc >= (size_t)N) && c[p][i] != c0[i]) untouched = 0;
+        EXPECT(untouched, "gemm_bf16 (%s) %dx%dx%d wrote outside C", bf16_path_name(paths[p]), M, N, K);
+    }
+    // the paths against each other: both within accumulation error of the same sums
+    for (int p = 1; p < n_paths; p++) {
+        double worst = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double e = fabs((double)c[p][(size_t)i * ldc + j] - c[0][(size_t)i * ldc + j]);
+                double tol = 2e-6 * (K + 2) * (mag[(size_t)i * N + j] + 1e-30);
+                if (!(e <= tol)) worst = fmax(worst, e / tol);
+            }
+        EXPECT(worst == 0, "gemm_bf16 %dx%dx%d: %s and %s differ by %.3g times the tolerance", M, N, K,
+               bf16_path_name(paths[0]), bf16_path_name(paths[p]), worst);
+    }
+    for (int p = 0; p < n_paths; p++) free(c[p]);
+    free(a); free(b); free(c0); free(r); free(mag); free(u); free(umag);
+}
+
+// each path gives the same bits with 1, 2 and 3 threads
+static void check_threads(void) {
+    int M = 77, N = 300, K = 530;
+    real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3];
+    fill(a, (size_t)M * K); fill(b, (size_t)K * N);
+    int saved = omp_get_max_threads();
+    for (int p = 0; p < n_paths; p++) {
+        Bf16Path old = bf16_set_path(paths[p]);
+        for (int t = 0; t < 3; t++) {
+            c[t] = xmalloc(sizeof(real) * M * N);
+            omp_set_num_threads(t + 1);
+            gemm_bf16(M, N, K, a, K, 1, b, N, 1, c[t], N, 0);
+        }
+        bf16_set_path(old);
+        EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0 && memcmp(c[0], c[2], sizeof(real) * M * N) == 0,
+               "gemm_bf16 (%s) must give the same bits with 1, 2 and 3 threads", bf16_path_name(paths[p]));
+        for (int t = 0; t < 3; t++) free(c[t]);
+    }
+    omp_set_num_threads(saved);
+    free(a); free(b);
+}
+
+// the layer's three products against their definitions on rounded operands; the bias in fp32
+static void check_matmul_layer(int N, int C, int OC) {
+    real *inp = xmalloc(sizeof(real) * N * C), *w = xmalloc(sizeof(real) * OC * C), *bias = xmalloc(sizeof(real) * OC);
+    real *out = xmalloc(sizeof(real) * N * OC), *dout = xmalloc(sizeof(real) * N * OC);
+    real *dinp = xcalloc((size_t)N * C, sizeof(real)), *dw = xcalloc((size_t)OC * C, sizeof(real)), *db = xcalloc(OC, sizeof(real));
+    fill(inp, (size_t)N * C); fill(w, (size_t)OC * C); fill(bias, OC); fill(dout, (size_t)N * OC);
+    matmul_forward_bf16(out, inp, w, bias, N, C, OC);
+    matmul_backward_bf16(dinp, dw, db, dout, inp, w, N, C, OC);
+    double e_out = 0, e_dinp = 0, e_dw = 0, e_db = 0;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            double s = 0, m = 0;
+            for (int k = 0; k < C; k++) { double p = (double)bf16_round(inp[n * C + k]) * bf16_round(w[o * C + k]); s += p; m += fabs(p); }
+            e_out = fmax(e_out, fabs(out[n * OC + o] - (s + bias[o])) / (1e-6 * (C + 2) * (m + fabs(bias[o]))));
+        }
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < C; k++) {
+            double s = 0, m = 0;
+            for (int o = 0; o < OC; o++) { double p = (double)bf16_round(dout[n * OC + o]) * bf16_round(w[o * C + k]); s += p; m += fabs(p); }
+            e_dinp = fmax(e_dinp, fabs(dinp[n * C + k] - s) / (1e-6 * (OC + 2) * m));
+        }
+    for (int o = 0; o < OC; o++) {
+        for (int k = 0; k < C; k++) {
+            double s = 0, m = 0;
+            for (int n = 0; n < N; n++) { double p = (double)bf16_round(dout[n * OC + o]) * bf16_round(inp[n * C + k]); s += p; m += fabs(p); }
+            e_dw = fmax(e_dw, fabs(dw[o * C + k] - s) / (1e-6 * (N + 2) * m));
+        }
+        double s = 0, m = 0;
+        for (int n = 0; n < N; n++) { s += dout[n * OC + o]; m += fabs(dout[n * OC + o]); }   // fp32, not rounded
+        e_db = fmax(e_db, fabs(db[o] - s) / (1e-6 * (N + 2) * m));
+    }
+    EXPECT(e_out <= 1 && e_dinp <= 1 && e_dw <= 1 && e_db <= 1, "matmul bf16 %dx%dx%d: errors %.3g (out) %.3g (dinp) %.3g "
+           "(dweight) %.3g (dbias) times the tolerance", N, C, OC, e_out, e_dinp, e_dw, e_db);
+    free(inp); free(w); free(bias); free(out); free(dout); free(dinp); free(dw); free(db);
+}
+
+// A small model's loss and gradients in bf16 against fp32: close (bf16 keeps ~3 significant digits
+// per operand) but not equal, for every path.
+static void check_model(void) {
+    GPTConfig cfg = { .vocab_size = 256, .n_layer = 2, .n_head = 4, .n_embd = 64, .max_seq_len = 32 };
+    posenc_defaults(&cfg.pe, cfg.n_layer);
+    char msg[256];
+    CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, "rope", NULL, NULL, msg, sizeof msg), "%s", msg);
+    GPT m;
+    gpt_build(&m, &cfg, 5, 0);
+    Batch b;
+    batch_alloc(&b, 2, 32);
+    for (int i = 0; i < b.B * b.T; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 256); b.targets[i] = (int)(rng_u64(&rng) % 256); }
+    double l32 = gpt_forward(&m, &b);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.weight_sum);
+    real *g32 = xmalloc(sizeof(real) * m.num_params);
+    memcpy(g32, m.grads, sizeof(real) * m.num_params);
+    gpt_set_bf16(&m, 1);
+    for (int p = 0; p < n_paths; p++) {
+        Bf16Path old = bf16_set_path(paths[p]);
+        double l16 = gpt_forward(&m, &b);
+        gpt_zero_grad(&m);
+        gpt_backward(&m, 1.0 / m.weight_sum);
+        bf16_set_path(old);
+        double dot = 0, n32 = 0, n16 = 0;
+        for (size_t i = 0; i < m.num_params; i++) { dot += (double)g32[i] * m.grads[i]; n32 += (double)g32[i] * g32[i]; n16 += (double)m.grads[i] * m.grads[i]; }
+        double cosine = dot / sqrt(n32 * n16);
+        EXPECT(l16 != l32 && fabs(l16 - l32) < 0.01 * l32, "bf16 (%s) loss %.6f against fp32 %.6f: not within 1%% (or identical: "
+               "bf16 not used)", bf16_path_name(paths[p]), l16, l32);
+        EXPECT(cosine > 0.999, "bf16 (%s) gradient's cosine with fp32's: %.6f", bf16_path_name(paths[p]), cosine);
+    }
+    batch_free(&b);
+    free(g32);
+    gpt_free(&m);
+}
+
+int main(void) {
+    check_rounding();
+    rng_seed(&rng, 17);
+    paths[n_paths++] = BF16_PORTABLE;
+    paths[n_paths++] = BF16_EMULATED;
+    if (bf16_cpu_has_avx512bf16()) paths[n_paths++] = BF16_AVX512;
+    else printf("test_bf16: this CPU has no AVX512_BF16: the avx512bf16 path is skipped (its code runs as the emulated path)\n");
+    printf("test_bf16: default path %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
+    static const int shapes[][3] = { { 1, 1, 1 }, { 1, 1, 2 }, { 8, 32, 2 }, { 9, 33, 3 }, { 7, 31, 16 }, { 13, 37, 257 },
+                                     { 64, 64, 64 }, { 65, 70, 513 }, { 5, 200, 3 }, { 130, 45, 40 }, { 1, 700, 9 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int acc = 0; acc < 2; acc++) check_gemm(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1, acc);
+    check_gemm(1030, 20, 33, 0, 0, 1);    // past one chunk of A rows (1024)
+    check_gemm(3, 2100, 17, 1, 1, 0);     // past one chunk of B columns (2048)
+    check_gemm(9, 40, 1100, 0, 1, 1);     // several k blocks (256 pairs)
+    check_gemm(4, 5, 0, 0, 0, 0);         // an empty sum zeroes C
+    check_gemm(4, 5, 0, 0, 0, 1);         // ... and leaves it when accumulating
+    check_threads();
+    static const int layers[][3] = { { 7, 13, 9 }, { 64, 96, 100 }, { 3, 130, 70 } };
+    for (size_t s = 0; s < sizeof layers / sizeof layers[0]; s++) check_matmul_layer(layers[s][0], layers[s][1], layers[s][2]);
+    check_model();
+    return test_summary("test_bf16");
+}
