@@ -150,13 +150,15 @@ static void add_double_length(Cfg *c, char *list) {
     // the windows the others are evaluated at, as multiples of T: those of --eval-flags, else ./train's default
     char gbuf[256], def[] = PPL_DEFAULT_WINDOWS;
     const char *given = eval_flag(c, "--ppl-windows", gbuf, sizeof gbuf);
-    char wl[256], half[256] = "";
+    char wl[256], half[200] = "";   // (200: "--ppl-windows " and the list fit a Scheme's eval_post)
     snprintf(wl, sizeof wl, "%s", given ? given : def);
     for (char *m = strtok(wl, ","); m; m = strtok(NULL, ",")) {
         double x = strtod(m, &end);
         CHECK(x > 0 && !*end, "--double-length: --ppl-windows '%s' in --eval-flags is not a list of multiples", given);
         size_t u = strlen(half);
-        snprintf(half + u, sizeof half - u, "%s%.17g", u ? "," : "", x / 2);
+        int w = snprintf(half + u, sizeof half - u, "%s%.17g", u ? "," : "", x / 2);
+        CHECK(w > 0 && (size_t)w < sizeof half - u, "--double-length: the --ppl-windows list '%s' is too long (at most "
+              "199 characters once halved)", given ? given : def);
     }
     char *items[MAX_ITEMS];
     int n = split_list(list, items, MAX_ITEMS, "--double-length"), base = c->n_schemes;

@@ -329,6 +329,9 @@ rm "$tmp/dist/runs/copy-repeat/alibi/seed2/distance.csv" "$tmp/dist/runs/copy-re
 expect_fail "--attention-distance without nope" "labelled nope" ./compare --out "$tmp/z" --task copy --schemes rope,alibi --attention-distance -- $model --steps 1
 expect_fail "--double-length without --seq" "give --seq T --batch B" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --batch 4
 expect_fail "--double-length with an odd batch" "must be even" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --seq 16 --batch 3
+long_windows=$(printf '1,%.0s' $(seq 60))1
+expect_fail "--double-length with a window list too long to halve" "is too long" ./compare --out "$tmp/z" --data README.md \
+  --schemes alibi --double-length alibi --eval-flags "--ppl-windows $long_windows" -- --seq 16 --batch 4
 expect_fail "--double-length of an unknown scheme" "'kerple' is not one of the schemes" ./compare --out "$tmp/z" --data README.md --schemes alibi --double-length kerple -- --seq 16 --batch 4
 expect_fail "--double-length on a task" "applies to text" ./compare --out "$tmp/z" --task copy --double-length nope -- --seq 16 --batch 4
 expect_fail "--attention-distance on text" "applies to tasks" ./compare --out "$tmp/z" --data README.md --attention-distance -- $model --steps 1
