@@ -99,8 +99,7 @@ static CpuInfo cpu_info(void) {
         ci.avx2 = os_avx && (b >> 5 & 1);
         ci.avx512f = os_avx512 && (b >> 16 & 1);
         ci.amx_bf16 = os_amx && (d >> 22 & 1);
-        unsigned a1, b1, c1, d1;
-        if (a >= 1 && __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) ci.avx512_bf16 = os_avx512 && (a1 >> 5 & 1);
+        ci.avx512_bf16 = bf16_cpu_has_avx512bf16();     // the test gemm_bf16's path is chosen by
     }
 #endif
     return ci;

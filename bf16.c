@@ -15,11 +15,6 @@
 #define BF16_X86 1
 #endif
 
-void bf16_round_array(real *x, size_t n) {
-    #pragma omp parallel for schedule(static) if (n > 65536)
-    for (size_t i = 0; i < n; i++) x[i] = (real)bf16_round((float)x[i]);
-}
-
 // ----------------------------------------------------------------------------------------------
 // Which path
 

@@ -50,9 +50,6 @@ static inline float bf16_float(uint16_t h) {
 }
 static inline float bf16_round(float x) { return bf16_float(bf16_bits(x)); }
 
-// Rounds n values in place to bf16 (floats; in the double build through float).
-void bf16_round_array(real *x, size_t n);
-
 // The path gemm_bf16 uses (chosen at the first call; PEGPT_BF16_PATH=avx512bf16|portable|emulated
 // forces one, and a forced path the CPU cannot run stops the program with a message), and why.
 Bf16Path bf16_path(void);

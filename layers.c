@@ -101,6 +101,13 @@ enum { PACK_COLS = 512 };
 // place.
 enum { FEW_ROWS = 4, OB_ROWS = 16 };
 
+// out (N,OC) += bias (OC), every row
+static void bias_forward(real *out, const real *bias, int N, int OC) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
+}
+
 #ifndef USE_OPENBLAS
 static void matmul_few_rows(real *out, const real *inp, const real *weight, int N, int C, int OC) {
     #pragma omp parallel for schedule(static)
@@ -126,9 +133,7 @@ void matmul_forward(real *out, const real *inp, const real *weight, const real *
 #ifndef USE_OPENBLAS   // (with make BLAS=openblas every product is OpenBLAS's, whose sums are its own)
     if (N <= FEW_ROWS && C > 0) {
         matmul_few_rows(out, inp, weight, N, C, OC);
-        if (bias)
-            for (int n = 0; n < N; n++)
-                for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
+        if (bias) bias_forward(out, bias, N, OC);
         return;
     }
 #endif
@@ -141,11 +146,7 @@ void matmul_forward(real *out, const real *inp, const real *weight, const real *
         gemm(N, nc, C, inp, C, 1, wt, nc, out + j0, OC, 0);
     }
     free(wt);
-    if (bias) {
-        #pragma omp parallel for schedule(static)
-        for (int n = 0; n < N; n++)
-            for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
-    }
+    if (bias) bias_forward(out, bias, N, OC);
 }
 
 // dbias[o] += sum_n dout[n,o], n in order; threads take blocks of 64 columns, and each row of a
@@ -179,11 +180,7 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
 // gemm_bf16's strides (it copies its operands into bf16 anyway), so nothing is packed here.
 void matmul_forward_bf16(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC) {
     gemm_bf16(N, OC, C, inp, C, 1, weight, 1, C, out, OC, 0);       // B (C,OC): B(k,o) = weight[o*C + k]
-    if (bias) {
-        #pragma omp parallel for schedule(static)
-        for (int n = 0; n < N; n++)
-            for (int o = 0; o < OC; o++) out[(size_t)n * OC + o] += bias[o];
-    }
+    if (bias) bias_forward(out, bias, N, OC);
 }
 
 void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
