@@ -35,7 +35,7 @@ PYTHON ?= /usr/bin/python3
 
 CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c bf16.c dataset/batch.c
 LIB = $(CORE) checkpoint.c llmc_model.c viz.c eval.c perplexity.c longrope.c attnstats.c attndist.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h atomicfile.h dist.h kernels.h bf16.h bf16_tile.inc model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h longrope.h attnstats.h attndist.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
+HDR = common.h atomicfile.h dist.h kernels.h bf16.h bf16_tile.inc bf16_amx.inc model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h longrope.h attnstats.h attndist.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe

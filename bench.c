@@ -8,9 +8,10 @@
 //   ./bench --schemes        only the cost of each positional scheme (no CSV)
 //   ./bench --config NAME --precision bf16
 //                            the same with --precision bf16's products (bf16.h); its RESULT line ends
-//                            with path=avx512bf16|portable (the path that ran), and its fraction is of
-//                            the VDPBF16PS loop's peak on the avx512bf16 path (of the fp32 peak on the
-//                            portable path, which computes in fp32)
+//                            with path=amx|avx512bf16|portable (the path that ran), and its fraction is
+//                            of the TDPBF16PS loop's peak on the amx path, of the VDPBF16PS loop's on
+//                            the avx512bf16 path (of the fp32 peak on the portable path, which
+//                            computes in fp32)
 //   ./bench --bf16-loss      ./train's default run (1000 steps on the embedded corpus) in fp32 and in
 //                            bf16: the validation losses, which must agree within 2%
 //
@@ -28,7 +29,7 @@
 // The peak is the best of an FMA loop and OpenBLAS sgemm on the training shapes (when the bench is
 // built with OpenBLAS), measured in the same run with the same threads.
 // The full run also measures small and gpt2-124m in bf16 against their fp32 runs (ratios of the
-// same run), the bf16 peak where the CPU has AVX512_BF16, and the bf16 loss check.
+// same run), the bf16 peaks where the CPU has AVX512_BF16 or AMX, and the bf16 loss check.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -94,12 +95,11 @@ static CpuInfo cpu_info(void) {
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return ci;   // no OSXSAVE: no AVX state
     __asm__("xgetbv" : "=a"(xcr0), "=d"(d) : "c"(0));
     int os_avx = (xcr0 & 6) == 6, os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
-    int os_amx = (xcr0 & 0x60000) == 0x60000;     // XTILECFG and XTILEDATA (Linux also wants arch_prctl)
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         ci.avx2 = os_avx && (b >> 5 & 1);
         ci.avx512f = os_avx512 && (b >> 16 & 1);
-        ci.amx_bf16 = os_amx && (d >> 22 & 1);
-        ci.avx512_bf16 = bf16_cpu_has_avx512bf16();     // the test gemm_bf16's path is chosen by
+        ci.amx_bf16 = bf16_cpu_has_amx();               // the tests gemm_bf16's path is chosen by
+        ci.avx512_bf16 = bf16_cpu_has_avx512bf16();
     }
 #endif
     return ci;
@@ -544,21 +544,27 @@ static double run_configs(FILE *csv, const Peak *pk) {
 
 // ---- bf16 against fp32 --------------------------------------------------------------------------
 
-// The peak a bf16 step's fraction is of: the VDPBF16PS loop on the avx512bf16 path, the fp32 peak on
-// the portable path (whose products run in fp32).
-static double bf16_reference_peak(double fp32_peak, double *bf16_peak) {
-    *bf16_peak = bf16_peak_gflops(1.0);
-    return bf16_path() == BF16_AVX512 ? *bf16_peak : fp32_peak;
+// The peak a bf16 step's fraction is of: the TDPBF16PS loop on the amx path, the VDPBF16PS loop on
+// the avx512bf16 path, the fp32 peak on the others (the portable path's products run in fp32; the
+// emulated paths are the tests').
+static double bf16_reference_peak(double fp32_peak, double *dp_peak, double *amx_peak) {
+    *dp_peak = bf16_peak_gflops(1.0);
+    *amx_peak = bf16_amx_peak_gflops(1.0);
+    Bf16Path p = bf16_path();
+    return p == BF16_AMX ? *amx_peak : p == BF16_AVX512 ? *dp_peak : fp32_peak;
 }
 
 // small and gpt2-124m with --precision bf16, each in its own process, against their fp32 steps of
 // this run (run_configs): tokens/s and the ratio.
 static void bf16_section(FILE *csv, double peak) {
-    double bpeak, ref = bf16_reference_peak(peak, &bpeak);
+    double bpeak, apeak, ref = bf16_reference_peak(peak, &bpeak, &apeak);
     printf("\n--precision bf16: path %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
     if (bpeak > 0) printf("VDPBF16PS loop: %.1f GFLOP/s, %.2f x the fp32 peak\n", bpeak, bpeak / peak);
-    else printf("no AVX512_BF16 on this CPU: no bf16 peak (the portable path's fraction is of the fp32 peak)\n");
+    if (apeak > 0) printf("TDPBF16PS loop: %.1f GFLOP/s, %.2f x the fp32 peak\n", apeak, apeak / peak);
+    if (bpeak == 0 && apeak == 0)
+        printf("no AVX512_BF16 or AMX on this CPU: no bf16 peak (the portable path's fraction is of the fp32 peak)\n");
     fprintf(csv, "peak,bf16,,,%.2f,,,,,,,%s\n", bpeak, bf16_path_name(bf16_path()));
+    if (apeak > 0) fprintf(csv, "peak,amx,,,%.2f,,,,,,,%s\n", apeak, bf16_path_name(bf16_path()));
     static const char *names[] = { "small", "gpt2-124m" };
     StepResult r[2];
     for (int k = 0; k < 2; k++) r[k] = run_isolated(find_config(names[k]), ref, 1);
@@ -653,10 +659,10 @@ int main(int argc, char **argv) {
               "small-eval-t32768)", only);
         // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
         StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, c->steps);
-        double bpeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
+        double bpeak = 0, apeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
         if (g_bf16) {
             printf("bf16 path: %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
-            if (given_peak == 0) peak = bf16_reference_peak(peak, &bpeak);
+            if (given_peak == 0) peak = bf16_reference_peak(peak, &bpeak, &apeak);
         }
         // a child of the full bench gets the peak (the parent checks fractions against its final one)
         if (given_peak == 0) check_fraction(c->name, r.gflops, peak);

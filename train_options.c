@@ -54,7 +54,7 @@ const Flag FLAGS[] = {
     { "warmup", F_INT, O(warmup), 0, 1e9, K_TRAIN, "N", "linear warm-up steps (default steps/10)" },
     { "warmup-frac", F_DBL, O(warmup_frac), 0, 1, K_TRAIN, "F", "linear warm-up over the fraction F of --steps, rounded up (instead of --warmup)" },
     { "wd", F_DBL, O(wd), 0, 10, K_TRAIN, "X", "AdamW weight decay on matrices and embedding tables (0.1)" },
-    { "precision", F_STR, O(precision), 0, 0, K_TRAIN, "fp32|bf16", "the linear layers' matrix products: fp32, or bf16 operands with fp32 sums (the fastest path the CPU has; PEGPT_BF16_PATH=avx512bf16|portable|emulated forces one); parameters, attention, softmax, layernorm, the loss and AdamW stay fp32; stored for --resume (with --load, give it again to evaluate in bf16) (fp32)" },
+    { "precision", F_STR, O(precision), 0, 0, K_TRAIN, "fp32|bf16", "the linear layers' matrix products: fp32, or bf16 operands with fp32 sums (the fastest path the CPU has; PEGPT_BF16_PATH=amx|avx512bf16|portable|avx512bf16-emulated|amx-emulated forces one); parameters, attention, softmax, layernorm, the loss and AdamW stay fp32; stored for --resume (with --load, give it again to evaluate in bf16) (fp32)" },
     { "dropout", F_DBL, O(dropout), 0, 0.999999, K_TRAIN, "P", "training dropout as in GPT-2: embeddings, attention probabilities, residual branches (0)" },
     { "clip", F_DBL, O(clip), 0, 1e9, K_TRAIN, "X", "clip the global gradient norm to X, 0 = off (1.0)" },
     { "detect-anomaly", F_SWITCH, O(detect_anomaly), 0, 1, K_RUN, "", "check every tensor of each training step (forward, backward, AdamW update) for NaN and Inf; stop at the first, naming its layer, tensor and index" },

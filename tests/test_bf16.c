@@ -1,6 +1,6 @@
 // tests/test_bf16.c: --precision bf16 (bf16.h). The rounding against IEEE round-to-nearest-even
-// worked by hand on bit patterns; every path this CPU can run (portable, emulated, and avx512bf16
-// where the CPU has AVX512_BF16; skipped with a message where it has not) against a double
+// worked by hand on bit patterns; every path this CPU can run (portable, both emulated paths, and
+// avx512bf16 and amx where the CPU and OS have them; skipped with a message where not) against a double
 // reference on the same bf16-rounded operands, on shapes that are not multiples of the tiles, the
 // chunks or the k blocks, with plain and transposed operands, overwriting and accumulating; the
 // paths against each other; thread independence; the matmul layer's bf16 products; and a model's
@@ -8,6 +8,8 @@
 #include <float.h>
 #include <omp.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../bf16.h"
 #include "../model.h"
@@ -60,7 +62,7 @@ static void reference(int M, int N, int K, const real *a, size_t a_rs, size_t a_
         }
 }
 
-static Bf16Path paths[3];
+static Bf16Path paths[BF16_N_PATHS];
 static int n_paths;
 
 // Every path on one shape: A plain (row stride K + 2) or transposed; B plain (row stride N + 5) or
@@ -73,7 +75,7 @@ static void check_gemm(int M, int N, int K, int ta, int tb, int accumulate) {
     size_t na = ta ? (size_t)(K + 1) * (M + 1) : (size_t)(M + 1) * (K + 2);
     size_t nb = tb ? (size_t)(N + 1) * (K + 3) : (size_t)(K + 1) * (N + 5), nc = (size_t)(M + 1) * ldc;
     real *a = xmalloc(sizeof(real) * na), *b = xmalloc(sizeof(real) * nb), *c0 = xmalloc(sizeof(real) * nc);
-    real *c[3];
+    real *c[BF16_N_PATHS];
     double *r = xmalloc(sizeof(double) * M * N), *mag = xmalloc(sizeof(double) * M * N);
     double *u = xmalloc(sizeof(double) * M * N), *umag = xmalloc(sizeof(double) * M * N);
     fill(a, na); fill(b, nb); fill(c0, nc);
@@ -120,10 +122,29 @@ static void check_gemm(int M, int N, int K, int ta, int tb, int accumulate) {
     free(a); free(b); free(c0); free(r); free(mag); free(u); free(umag);
 }
 
+// The emulated tile unit refuses what the hardware refuses, so the amx path's configuration and tile
+// shapes are checked by the emulation too: run in a child process, each misuse must stop it.
+static void check_amx_emulator(void) {
+    static const char *const cases[] = { "a tile instruction before ldtilecfg", "TDPBF16PS on shapes that disagree",
+                                         "a configuration with palette 0" };
+    for (int i = 0; i < 3; i++) {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            freopen("/dev/null", "w", stderr);
+            bf16_amx_emulator_misuse(i);
+            _exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        EXPECT(WIFEXITED(status) && WEXITSTATUS(status) != 0, "amx-emulated: %s must stop the program", cases[i]);
+    }
+}
+
 // each path gives the same bits with 1, 2 and 3 threads
 static void check_threads(void) {
     int M = 77, N = 300, K = 530;
-    real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3];
+    real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3];   // c[t]: t + 1 threads
     fill(a, (size_t)M * K); fill(b, (size_t)K * N);
     int saved = omp_get_max_threads();
     for (int p = 0; p < n_paths; p++) {
@@ -218,9 +239,14 @@ int main(void) {
     check_rounding();
     rng_seed(&rng, 17);
     paths[n_paths++] = BF16_PORTABLE;
-    paths[n_paths++] = BF16_EMULATED;
-    if (bf16_cpu_has_avx512bf16()) paths[n_paths++] = BF16_AVX512;
-    else printf("test_bf16: this CPU has no AVX512_BF16: the avx512bf16 path is skipped (its code runs as the emulated path)\n");
+    paths[n_paths++] = BF16_AVX512_EMULATED;
+    paths[n_paths++] = BF16_AMX_EMULATED;
+    if (bf16_path_runs(BF16_AVX512)) paths[n_paths++] = BF16_AVX512;
+    else printf("test_bf16: this CPU has no AVX512_BF16: the avx512bf16 path is skipped (its code runs as avx512bf16-emulated)\n");
+    const char *why;
+    if (bf16_amx_usable(&why)) paths[n_paths++] = BF16_AMX;
+    else printf("test_bf16: the amx path is skipped (%s; its code runs as amx-emulated)\n", why);
+    check_amx_emulator();
     printf("test_bf16: default path %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
     static const int shapes[][3] = { { 1, 1, 1 }, { 1, 1, 2 }, { 8, 32, 2 }, { 9, 33, 3 }, { 7, 31, 16 }, { 13, 37, 257 },
                                      { 64, 64, 64 }, { 65, 70, 513 }, { 5, 200, 3 }, { 130, 45, 40 }, { 1, 700, 9 } };

@@ -175,13 +175,19 @@ expect_fail "--warmup with --warmup-frac" "give either --warmup N or --warmup-fr
 expect_fail "unknown --schedule" "--schedule linear: give cosine or poly" ./train $small --schedule linear --save "$tmp/keep"
 expect_fail "--poly-power without poly" "--poly-power applies to --schedule poly" ./train $small --poly-power 2 --save "$tmp/keep"
 expect_fail "unknown --precision" "--precision fp16: give fp32 or bf16" ./train $small --precision fp16 --save "$tmp/keep"
-expect_fail "an unknown bf16 path" "PEGPT_BF16_PATH=amx: give avx512bf16, portable or emulated" \
-  env PEGPT_BF16_PATH=amx ./train $small --steps 2 --precision bf16 --save "$tmp/keep"
+expect_fail "an unknown bf16 path" "PEGPT_BF16_PATH=avx2: give amx, avx512bf16, portable, avx512bf16-emulated or amx-emulated" \
+  env PEGPT_BF16_PATH=avx2 ./train $small --steps 2 --precision bf16 --save "$tmp/keep"
 if grep -qw avx512_bf16 /proc/cpuinfo; then
   echo "test_cli: this CPU has AVX512_BF16: forcing that path cannot be refused here (not tested)"
 else
   expect_fail "a bf16 path the CPU lacks" "PEGPT_BF16_PATH=avx512bf16: this CPU (or its OS) has no AVX512_BF16" \
     env PEGPT_BF16_PATH=avx512bf16 ./train $small --steps 2 --precision bf16 --save "$tmp/keep"
+fi
+if grep -qw amx_bf16 /proc/cpuinfo; then
+  echo "test_cli: this CPU has AMX-BF16: forcing the amx path is refused only where Linux refuses the tile state (not tested)"
+else
+  expect_fail "the amx path on a CPU without it" "PEGPT_BF16_PATH=amx: this CPU (or its OS) has no AMX-BF16 tiles; unset it" \
+    env PEGPT_BF16_PATH=amx ./train $small --steps 2 --precision bf16 --save "$tmp/keep"
 fi
 expect_fail "--dropout 1" "--dropout 1 is out of range" ./train $small --dropout 1 --save "$tmp/keep"
 expect_fail "--warmup-frac above 1" "--warmup-frac 1.5 is out of range" ./train $small --warmup-frac 1.5 --save "$tmp/keep"

@@ -8,7 +8,7 @@
 #    losses and the same validation checks as the uninterrupted run.
 #  - the same with --dropout 0.1 and --schedule poly --warmup-frac 0.06 (masks and lr resume exactly),
 #    and with --bos (stored: the resumed rows open with the boundary token too), and with --precision
-#    bf16 on the portable and emulated paths (stored: the resumed run computes in bf16).
+#    bf16 on the portable and both emulated paths (stored: the resumed run computes in bf16).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -56,7 +56,7 @@ check $? "--bos must change the losses"
 
 # --precision bf16 is stored too: the resumed run computes in bf16 as the uninterrupted one did (the
 # checkpoint holds the fp32 master weights), on every path this CPU runs
-for path in portable emulated; do
+for path in portable avx512bf16-emulated amx-emulated; do
   PEGPT_BF16_PATH=$path ./train $common --precision bf16 --log "$tmp/h$path.csv" --save "$tmp/hck$path{step}" --save-every 15 > "$tmp/h$path.out"
   check $? "the full run with --precision bf16 ($path)"
   grep -q "precision: bf16 .*path $path" "$tmp/h$path.out"; check $? "the bf16 run names its path ($path)"
