@@ -199,13 +199,15 @@ static void check_matmul_layer(int N, int C, int OC) {
     free(inp); free(w); free(bias); free(out); free(dout); free(dinp); free(dw); free(db);
 }
 
-// A small model's loss and gradients in bf16 against fp32: close (bf16 keeps ~3 significant digits
-// per operand) but not equal, for every path.
-static void check_model(void) {
+// A small model with positional scheme `scheme` (every scheme in the table): its loss and gradients
+// in bf16 against fp32, close (bf16 keeps ~3 significant digits per operand) but not equal, on every
+// path; then 30 AdamW steps in bf16 on the default path on one batch, which must fit it (the loss at
+// least halves), as 30 steps do in fp32.
+static void check_model(const char *scheme) {
     GPTConfig cfg = { .vocab_size = 256, .n_layer = 2, .n_head = 4, .n_embd = 64, .max_seq_len = 32 };
     posenc_defaults(&cfg.pe, cfg.n_layer);
     char msg[256];
-    CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, "rope", NULL, NULL, msg, sizeof msg), "%s", msg);
+    CHECK(posenc_schedule(&cfg.pe, cfg.n_layer, scheme, NULL, NULL, msg, sizeof msg), "%s", msg);
     GPT m;
     gpt_build(&m, &cfg, 5, 0);
     Batch b;
@@ -226,10 +228,21 @@ static void check_model(void) {
         double dot = 0, n32 = 0, n16 = 0;
         for (size_t i = 0; i < m.num_params; i++) { dot += (double)g32[i] * m.grads[i]; n32 += (double)g32[i] * g32[i]; n16 += (double)m.grads[i] * m.grads[i]; }
         double cosine = dot / sqrt(n32 * n16);
-        EXPECT(l16 != l32 && fabs(l16 - l32) < 0.01 * l32, "bf16 (%s) loss %.6f against fp32 %.6f: not within 1%% (or identical: "
-               "bf16 not used)", bf16_path_name(paths[p]), l16, l32);
-        EXPECT(cosine > 0.999, "bf16 (%s) gradient's cosine with fp32's: %.6f", bf16_path_name(paths[p]), cosine);
+        EXPECT(l16 != l32 && fabs(l16 - l32) < 0.01 * l32, "%s: bf16 (%s) loss %.6f against fp32 %.6f: not within 1%% (or "
+               "identical: bf16 not used)", scheme, bf16_path_name(paths[p]), l16, l32);
+        EXPECT(cosine > 0.999, "%s: bf16 (%s) gradient's cosine with fp32's: %.6f", scheme, bf16_path_name(paths[p]), cosine);
     }
+    AdamWConfig o = { .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0 };
+    double first = 0, last = 0;
+    for (int t = 1; t <= 30; t++) {
+        last = gpt_forward(&m, &b);
+        if (t == 1) first = last;
+        gpt_zero_grad(&m);
+        gpt_backward(&m, 1.0 / m.weight_sum);
+        gpt_adamw(&m, &o, t, 1.0);
+    }
+    EXPECT(isfinite(last) && last < 0.5 * first, "%s: 30 bf16 steps (%s) on one batch: loss %.4f -> %.4f, not halved", scheme,
+           bf16_path_name(bf16_path()), first, last);
     batch_free(&b);
     free(g32);
     gpt_free(&m);
@@ -261,6 +274,6 @@ int main(void) {
     check_threads();
     static const int layers[][3] = { { 7, 13, 9 }, { 64, 96, 100 }, { 3, 130, 70 } };
     for (size_t s = 0; s < sizeof layers / sizeof layers[0]; s++) check_matmul_layer(layers[s][0], layers[s][1], layers[s][2]);
-    check_model();
+    for (int s = 0; s < posenc_count(); s++) check_model(posenc_scheme(s)->name);
     return test_summary("test_bf16");
 }
