@@ -45,9 +45,8 @@ typedef enum { BF16_PORTABLE, BF16_AVX512, BF16_AVX512_EMULATED, BF16_AMX, BF16_
 static inline uint16_t bf16_bits(float x) {
     uint32_t u;
     memcpy(&u, &x, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);   // NaN: keep it a NaN
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, nan = (u >> 16) | 0x40u;   // a NaN stays a NaN
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);   // (a select, not a branch: loops vectorize)
 }
 static inline float bf16_float(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
