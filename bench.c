@@ -12,6 +12,7 @@
 //                            of the TDPBF16PS loop's peak on the amx path, of the VDPBF16PS loop's on
 //                            the avx512bf16 path (of the fp32 peak on the portable path, which
 //                            computes in fp32)
+//   ./bench --bf16           only the bf16 section of the full run (below), no CSV
 //   ./bench --bf16-loss      ./train's default run (1000 steps on the embedded corpus) in fp32 and in
 //                            bf16: the validation losses, which must agree within 2%
 //
@@ -28,8 +29,8 @@
 // (another T C), which is not counted: the number is the work any implementation must do.
 // The peak is the best of an FMA loop and OpenBLAS sgemm on the training shapes (when the bench is
 // built with OpenBLAS), measured in the same run with the same threads.
-// The full run also measures small and gpt2-124m in bf16 against their fp32 runs (ratios of the
-// same run), the bf16 peaks where the CPU has AVX512_BF16 or AMX, and the bf16 loss check.
+// The full run also measures small and gpt2-124m in bf16 against fp32 (3 pairs of neighbouring
+// runs each, the median ratio), the bf16 peaks where the CPU has AVX512_BF16 or AMX, and the bf16 loss check.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -507,11 +508,9 @@ static void check_fraction(const char *name, double gflops, double peak) {
 
 // Every config in its own process, then the FMA loop again, then the table: fractions are taken
 // against the best peak of the whole run, and a fraction above 1 stops the bench (check_fraction).
-static StepResult g_fp32[N_CONFIGS];    // run_configs' results, for the bf16 comparison
-
 static double run_configs(FILE *csv, const Peak *pk) {
     printf("\ntraining steps, each config in its own process:");
-    StepResult *res = g_fp32;
+    StepResult res[N_CONFIGS];
     for (int i = 0; i < N_CONFIGS; i++) {
         printf(" %s", CONFIGS[i].name);
         fflush(stdout);
@@ -554,30 +553,53 @@ static double bf16_reference_peak(double fp32_peak, double *dp_peak, double *amx
     return p == BF16_AMX ? *amx_peak : p == BF16_AVX512 ? *dp_peak : fp32_peak;
 }
 
-// small and gpt2-124m with --precision bf16, each in its own process, against their fp32 steps of
-// this run (run_configs): tokens/s and the ratio.
+static double median3(double a, double b, double c) {
+    double v[3] = { a, b, c };
+    qsort(v, 3, sizeof v[0], cmp_double);
+    return v[1];
+}
+
+// small and gpt2-124m with --precision bf16 against fp32, each run in its own process, as 3 pairs
+// (fp32, then bf16) one after the other: the medians of each precision's tokens/s and of the 3
+// pairs' ratios, with the ratios' range. A ratio of neighbours in time, not of runs minutes apart:
+// on a shared machine one config's speed drifts by 10-30% over minutes, and a pair sees the same
+// drift.
 static void bf16_section(FILE *csv, double peak) {
+    enum { PAIRS = 3 };
     double bpeak, apeak, ref = bf16_reference_peak(peak, &bpeak, &apeak);
     printf("\n--precision bf16: path %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
     if (bpeak > 0) printf("VDPBF16PS loop: %.1f GFLOP/s, %.2f x the fp32 peak\n", bpeak, bpeak / peak);
     if (apeak > 0) printf("TDPBF16PS loop: %.1f GFLOP/s, %.2f x the fp32 peak\n", apeak, apeak / peak);
     if (bpeak == 0 && apeak == 0)
         printf("no AVX512_BF16 or AMX on this CPU: no bf16 peak (the portable path's fraction is of the fp32 peak)\n");
-    fprintf(csv, "peak,bf16,,,%.2f,,,,,,,%s\n", bpeak, bf16_path_name(bf16_path()));
-    if (apeak > 0) fprintf(csv, "peak,amx,,,%.2f,,,,,,,%s\n", apeak, bf16_path_name(bf16_path()));
+    if (csv) fprintf(csv, "peak,bf16,,,%.2f,,,,,,,%s\n", bpeak, bf16_path_name(bf16_path()));
+    if (csv && apeak > 0) fprintf(csv, "peak,amx,,,%.2f,,,,,,,%s\n", apeak, bf16_path_name(bf16_path()));
     static const char *names[] = { "small", "gpt2-124m" };
-    StepResult r[2];
-    for (int k = 0; k < 2; k++) r[k] = run_isolated(find_config(names[k]), ref, 1);
-    printf("  %-12s %14s %14s %10s %8s %9s\n", "config", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32", "%peak", "RSS MiB");
+    printf("  %d pairs of runs (fp32, then bf16) per config; medians, and the pairs' ratios' range\n", PAIRS);
+    printf("  %-12s %14s %14s %10s %15s %8s %9s\n", "config", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32", "ratio range",
+           "%peak", "RSS MiB");
     for (int k = 0; k < 2; k++) {
         const Config *c = find_config(names[k]);
-        check_fraction(names[k], r[k].gflops, ref);
-        const StepResult *f = &g_fp32[c - CONFIGS];
-        printf("  %-12s %14.0f %14.0f %9.2fx %7.1f%% %9.0f\n", names[k], f->tokens_per_s, r[k].tokens_per_s,
-               r[k].tokens_per_s / f->tokens_per_s, 100 * r[k].gflops / ref, r[k].rss_mb);
-        fprintf(csv, "bf16,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,%s %.4f\n", names[k], r[k].ms, r[k].tokens_per_s,
-                r[k].gflops, r[k].gflops / ref, r[k].rss_mb, r[k].share[0], r[k].share[1], r[k].share[2], r[k].share[3],
-                bf16_path_name(bf16_path()), r[k].tokens_per_s / f->tokens_per_s);
+        StepResult f[PAIRS], h[PAIRS];
+        double ratio[PAIRS];
+        for (int p = 0; p < PAIRS; p++) {
+            f[p] = run_isolated(c, peak, 0);
+            h[p] = run_isolated(c, ref, 1);
+            check_fraction(names[k], h[p].gflops, ref);
+            ratio[p] = h[p].tokens_per_s / f[p].tokens_per_s;
+        }
+        double tf = median3(f[0].tokens_per_s, f[1].tokens_per_s, f[2].tokens_per_s);
+        double th = median3(h[0].tokens_per_s, h[1].tokens_per_s, h[2].tokens_per_s);
+        double mr = median3(ratio[0], ratio[1], ratio[2]), lo = ratio[0], hi = ratio[0];
+        for (int p = 1; p < PAIRS; p++) { lo = fmin(lo, ratio[p]); hi = fmax(hi, ratio[p]); }
+        int mid = 0;                                   // the bf16 run with the median tokens/s, for the rest
+        for (int p = 0; p < PAIRS; p++) if (h[p].tokens_per_s == th) mid = p;
+        const StepResult *r = &h[mid];
+        printf("  %-12s %14.1f %14.1f %9.2fx %7.2f-%.2fx %7.1f%% %9.0f\n", names[k], tf, th, mr, lo, hi, 100 * r->gflops / ref,
+               r->rss_mb);
+        if (csv) fprintf(csv, "bf16,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,%s %.4f fp32 %.1f range %.4f-%.4f\n", names[k], r->ms,
+                th, r->gflops, r->gflops / ref, r->rss_mb, r->share[0], r->share[1], r->share[2], r->share[3],
+                bf16_path_name(bf16_path()), mr, tf, lo, hi);
     }
     fflush(stdout);
 }
@@ -614,12 +636,13 @@ static int bf16_loss_check(FILE *csv) {
 int main(int argc, char **argv) {
     const char *only = NULL;
     double given_peak = 0;
-    int schemes_only = 0, loss_only = 0;
+    int schemes_only = 0, loss_only = 0, bf16_only = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--schemes") == 0) schemes_only = 1;
         else if (strcmp(argv[i], "--bf16-loss") == 0) loss_only = 1;
+        else if (strcmp(argv[i], "--bf16") == 0) bf16_only = 1;
         else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
             const char *p = argv[++i];
             CHECK(!strcmp(p, "fp32") || !strcmp(p, "bf16"), "--precision %s: give fp32 or bf16", p);
@@ -635,8 +658,9 @@ int main(int argc, char **argv) {
             omp_set_num_threads((int)n);
 #endif
         } else {
-            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] | --schemes | --bf16-loss] [--threads N]\n"
+            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
                             "  --schemes: only the table of positional schemes (no CSV)\n"
+                            "  --bf16: only the bf16 section (the fp32 peak, the bf16 peaks, small and gpt2-124m in pairs of fp32 and bf16 runs; no CSV)\n"
                             "  --bf16-loss: ./train's default run in fp32 and bf16, validation losses within 2%%\nconfigs (small-eval-t32768: "
                             "one forward pass over a 32768-token window):");
             for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
@@ -652,6 +676,12 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (loss_only) return bf16_loss_check(NULL);
+    if (bf16_only) {
+        double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
+        printf("fp32 peak: %.1f GFLOP/s\n", peak);
+        bf16_section(NULL, peak);
+        return 0;
+    }
     CHECK(!g_bf16 || only, "--precision applies to --config NAME (the full bench runs both precisions)");
     if (only) {
         const Config *c = find_config(only);
