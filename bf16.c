@@ -329,14 +329,7 @@ void bf16_amx_emulator_misuse(int which) {
 #define T_STORE(t, base, stride) emu_store(t, base, stride)
 #define T_ZERO(t) emu_zero(t)
 #define T_DP(c, a, b) emu_dp(c, a, b)
-#include "bf16_amx.inc"
-#undef NAME
-#undef T_CONFIG
-#undef T_RELEASE
-#undef T_LOAD
-#undef T_STORE
-#undef T_ZERO
-#undef T_DP
+#include "bf16_amx.inc"                // (which undefines NAME and T_*)
 
 #ifdef BF16_X86
 // The instructions themselves, as inline assembly (AT&T operand order: sources first). Each load
@@ -349,14 +342,7 @@ void bf16_amx_emulator_misuse(int which) {
 #define T_STORE(t, base, stride) __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"((long)(stride)) : "memory")
 #define T_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
 #define T_DP(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
-#include "bf16_amx.inc"
-#undef NAME
-#undef T_CONFIG
-#undef T_RELEASE
-#undef T_LOAD
-#undef T_STORE
-#undef T_ZERO
-#undef T_DP
+#include "bf16_amx.inc"                // (which undefines NAME and T_*)
 #endif
 
 static inline uint32_t pair(float lo, float hi) { return (uint32_t)bf16_bits(lo) | (uint32_t)bf16_bits(hi) << 16; }
