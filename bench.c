@@ -99,7 +99,7 @@ static CpuInfo cpu_info(void) {
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         ci.avx2 = os_avx && (b >> 5 & 1);
         ci.avx512f = os_avx512 && (b >> 16 & 1);
-        ci.amx_bf16 = bf16_cpu_has_amx();               // the tests gemm_bf16's path is chosen by
+        ci.amx_bf16 = bf16_cpu_has_amx();               // the same tests that choose gemm_bf16's path
         ci.avx512_bf16 = bf16_cpu_has_avx512bf16();
     }
 #endif
@@ -566,6 +566,7 @@ static double median3(double a, double b, double c) {
 // drift.
 static void bf16_section(FILE *csv, double peak) {
     enum { PAIRS = 3 };
+    _Static_assert(PAIRS == 3, "the medians below are of 3");
     double bpeak, apeak, ref = bf16_reference_peak(peak, &bpeak, &apeak);
     printf("\n--precision bf16: path %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
     if (bpeak > 0) printf("VDPBF16PS loop: %.1f GFLOP/s, %.2f x the fp32 peak\n", bpeak, bpeak / peak);
