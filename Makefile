@@ -307,7 +307,8 @@ asan:
 
 # make bench: builds ./bench (with OpenBLAS for the sgemm reference when libopenblas-dev is
 # installed) and runs it: peak, every config, small and gpt2-124m with --precision bf16 against fp32
-# (and the VDPBF16PS peak where the CPU has AVX512_BF16), scheme overheads, attention as T doubles,
+# in 3 pairs of runs each (and the VDPBF16PS and TDPBF16PS peaks where the CPU has AVX512_BF16 or
+# AMX), scheme overheads, attention as T doubles,
 # and ./train's default run in fp32 and bf16 (validation losses within 2%); bench.csv.
 # Then tests/bench_mpi.sh: 2 ranks x 1 thread against 1 rank x 2 threads (small, gpt2-124m) and
 # the scaling model (needs Open MPI; skipped without it); bench_mpi.csv.

@@ -55,7 +55,8 @@ check $? "with --bos, resumed losses (steps 16..30) must equal the uninterrupted
 check $? "--bos must change the losses"
 
 # --precision bf16 is stored too: the resumed run computes in bf16 as the uninterrupted one did (the
-# checkpoint holds the fp32 master weights), on every path this CPU runs
+# checkpoint holds the fp32 master weights), on the portable path and on both emulated paths (the
+# fast paths' code, which every CPU runs)
 for path in portable avx512bf16-emulated amx-emulated; do
   PEGPT_BF16_PATH=$path ./train $common --precision bf16 --log "$tmp/h$path.csv" --save "$tmp/hck$path{step}" --save-every 15 > "$tmp/h$path.out"
   check $? "the full run with --precision bf16 ($path)"
