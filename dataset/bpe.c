@@ -740,12 +740,17 @@ static void reserve(BpeEncoder *e, size_t n) {
     e->next = xmalloc(c * sizeof *e->next);
     e->prev = xmalloc(c * sizeof *e->prev);
     e->rank = xmalloc(c * sizeof *e->rank);
-    e->heap = xmalloc(c * sizeof *e->heap);
+    // The heap holds stale entries until they reach the top: n - 1 pairs queued at the start, and
+    // each merge pops one entry and queues at most two, a net gain of one, over at most n - 1
+    // merges. So it holds at most 2n - 2 entries, more than n when most adjacent pairs are tokens
+    // (a run of digits in GPT-2's vocabulary).
+    e->heap = xmalloc(2 * c * sizeof *e->heap);
     e->cap = c;
 }
 
-// A binary min-heap of uint64 keys in h[0..*n)
-static void heap_push(uint64_t *h, size_t *n, uint64_t key) {
+// A binary min-heap of uint64 keys in h[0..*n), room for cap
+static void heap_push(uint64_t *h, size_t *n, size_t cap, uint64_t key) {
+    CHECK(*n < cap, "bpe: the merge heap is full (%zu entries): a bug in the bound above reserve's allocation", cap);
     size_t i = (*n)++;
     while (i > 0 && h[(i - 1) / 2] > key) { h[i] = h[(i - 1) / 2]; i = (i - 1) / 2; }
     h[i] = key;
@@ -770,7 +775,7 @@ static uint64_t heap_pop(uint64_t *h, size_t *n) {
 static void queue_pair(BpeEncoder *e, size_t n, int32_t i, size_t *heap_n) {
     int32_t j = e->next[i];
     e->rank[i] = (size_t)j < n ? pair_map_get(&e->bpe->pairs, (uint32_t)e->part[i], (uint32_t)e->part[j]) : -1;
-    if (e->rank[i] >= 0) heap_push(e->heap, heap_n, (uint64_t)e->rank[i] << 32 | (uint32_t)i);
+    if (e->rank[i] >= 0) heap_push(e->heap, heap_n, 2 * e->cap, (uint64_t)e->rank[i] << 32 | (uint32_t)i);
 }
 
 // tiktoken's merge loop for a piece of n >= 2 bytes, with the parts as a linked list over their

@@ -152,7 +152,7 @@ typedef struct {
     int32_t *part;             // (cap,) the token of the part that starts at byte i; -1 when i is inside a part
     int32_t *next, *prev;      // (cap,) the neighbouring parts' starts (n past the end, -1 before the start)
     int32_t *rank;             // (cap,) the token the part at i makes with its right neighbour, or -1
-    uint64_t *heap;            // (cap,) candidate merges, rank << 32 | start, smallest first
+    uint64_t *heap;            // (2 cap,) candidate merges, rank << 32 | start, smallest first (stale ones too)
 } BpeEncoder;
 
 void bpe_encoder_init(BpeEncoder *e, const Bpe *b);

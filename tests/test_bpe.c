@@ -186,6 +186,47 @@ static void test_merge_loop(void) {
     bpe_free(&b);
 }
 
+// A piece where almost every adjacent pair is a token, as a run of digits is in GPT-2's vocabulary
+// (every number of 1 to 3 digits is a token there): each merge queues two new pairs and leaves stale
+// ones behind, so the merge heap grows past the piece's length (up to 2n - 2 entries; a heap sized
+// for the piece alone, 64 entries or the next power of two, overflowed from 61 digits with GPT-2's
+// files). Here: the 100 two-digit strings, then the 1000 three-digit ones, as merges; pieces
+// 0123456012... of every length up to 300 (71 heap entries at 64 digits), each with a fresh encoder
+// (the first long piece is the one that sizes the scratch), against tiktoken's loop.
+static void test_digit_runs(void) {
+    static uint16_t merge[1100][2];
+    for (int a = 0; a < 10; a++)
+        for (int c = 0; c < 10; c++) {
+            merge[10 * a + c][0] = (uint16_t)bpe_id_of_byte('0' + a);
+            merge[10 * a + c][1] = (uint16_t)bpe_id_of_byte('0' + c);
+        }
+    for (int ab = 0; ab < 100; ab++)
+        for (int c = 0; c < 10; c++) {
+            merge[100 + 10 * ab + c][0] = (uint16_t)(256 + ab);
+            merge[100 + 10 * ab + c][1] = (uint16_t)bpe_id_of_byte('0' + c);
+        }
+    Bpe b;
+    bpe_from_merges(&b, &merge[0][0], 1100, "the digit merges");
+    unsigned char text[300];
+    int same = 0, lengths = 0;
+    for (int len = 1; len <= 300; len++) {
+        for (int i = 0; i < len; i++) text[i] = (unsigned char)('0' + i % 7);   // 0123456012...: 71 entries at 64 digits
+        BpeEncoder e;
+        bpe_encoder_init(&e, &b);
+        IdList fast = { 0 }, slow = { 0 };
+        bpe_encode_piece(&e, text, (size_t)len, &fast);
+        naive_encode_piece(&b, text, (size_t)len, &slow);
+        same += fast.n == slow.n && !memcmp(fast.id, slow.id, fast.n * sizeof *fast.id);
+        lengths++;
+        id_list_free(&fast);
+        id_list_free(&slow);
+        bpe_encoder_free(&e);
+    }
+    EXPECT(same == lengths, "runs of digits with every 2- and 3-digit merge: the heap loop equals tiktoken's on %d of %d lengths",
+           same, lengths);
+    bpe_free(&b);
+}
+
 // ---- training ---------------------------------------------------------------------------------------
 
 static int token_is(const Bpe *b, int id, const char *s) {
@@ -349,6 +390,7 @@ int main(int argc, char **argv) {
         test_classes();
         test_pieces();
         test_merge_loop();
+        test_digit_runs();
         test_train_rules();
         test_train_random();
         test_files();

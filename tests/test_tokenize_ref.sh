@@ -64,5 +64,15 @@ PY
 ./tokenize decode --tokenizer "$tmp/gpt2_tokenizer.bin" "$tmp/ours.bin" > "$tmp/back.txt" || bad "decode failed"
 cat "${files[@]}" | cmp -s - "$tmp/back.txt" && ok || bad "decode of the shard is not the inputs, byte for byte"
 
+# A fresh encoder whose first long pieces are runs of 61 to 64 digits: nearly every pair of digits
+# is a GPT-2 token, so the merge heap holds more entries than the piece has bytes (a heap sized for
+# the piece alone overflowed here, and ./tokenize crashed). Above, earlier and longer pieces had
+# grown the scratch first.
+/usr/bin/python3 -c "d = '1234567890' * 7; print('\n'.join(d[:n] for n in (61, 62, 63, 64)))" > "$tmp/digits.txt"
+if ./tokenize encode --encoder "$gpt2/encoder.json" --merges "$gpt2/vocab.bpe" --out "$tmp/digits.bin" "$tmp/digits.txt" > /dev/null &&
+   node tests/tokenize_ref.cjs "$npm_dir" shard "$tmp/digits_ref.bin" "$tmp/digits.txt"; then
+  cmp -s "$tmp/digits.bin" "$tmp/digits_ref.bin" && ok || bad "runs of 61-64 digits: the shard differs from tiktoken's"
+else bad "runs of 61-64 digits: ./tokenize encode (or the reference) failed"; fi
+
 echo "test_tokenize_ref: $pass passed, $fail failed"
 [ $fail = 0 ]
