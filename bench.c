@@ -267,6 +267,7 @@ enum { N_CONFIGS = (int)(sizeof(CONFIGS) / sizeof(CONFIGS[0])) };
 
 typedef struct {
     double ms, tokens_per_s, gflops, share[PROF_N + 1], rss_mb;
+    double pack;   // --precision bf16: the share of the step spent packing or rounding the products' operands
 } StepResult;
 
 static double flops_per_step(const Config *c) {
@@ -296,9 +297,9 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     Rng r; rng_seed(&r, 7);
     for (int i = 0; i < c->B * c->T; i++) { b.tokens[i] = (int)(rng_u64(&r) % c->V); b.targets[i] = (int)(rng_u64(&r) % c->V); }
     AdamWConfig o = { 1e-4, 0.9, 0.95, 1e-8, 0.1 };
-    double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], total = 0;
+    double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], pack0 = 0, total = 0;
     for (int s = eval ? 0 : -1; s < steps; s++) {
-        if (s == 0) memcpy(prof0, m.prof, sizeof prof0);
+        if (s == 0) { memcpy(prof0, m.prof, sizeof prof0); pack0 = bf16_pack_seconds(); }
         double t0 = now();
         gpt_forward(&m, &b);
         if (!eval) {
@@ -317,6 +318,7 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     double rest = total;
     for (int k = 0; k < PROF_N; k++) { res.share[k] = (m.prof[k] - prof0[k]) / total; rest -= m.prof[k] - prof0[k]; }
     res.share[PROF_N] = rest / total;
+    res.pack = (bf16_pack_seconds() - pack0) / total;   // (a part of the matmul share)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     res.rss_mb = ru.ru_maxrss / 1024.0;           // ru_maxrss is in KiB: this is MiB
@@ -337,8 +339,8 @@ static StepResult run_isolated(const Config *c, double peak, int bf16) {
     char line[1024];
     int got = 0;
     while (fgets(line, sizeof line, f)) {
-        got += sscanf(line, "SHARES ms=%lf tokens_per_s=%lf gflops=%lf matmul=%lf attention=%lf optimizer=%lf rest=%lf rss_mb=%lf",
-                      &r.ms, &r.tokens_per_s, &r.gflops, &r.share[0], &r.share[1], &r.share[2], &r.share[3], &r.rss_mb) == 8;
+        got += sscanf(line, "SHARES ms=%lf tokens_per_s=%lf gflops=%lf matmul=%lf attention=%lf optimizer=%lf rest=%lf rss_mb=%lf pack=%lf",
+                      &r.ms, &r.tokens_per_s, &r.gflops, &r.share[0], &r.share[1], &r.share[2], &r.share[3], &r.rss_mb, &r.pack) == 9;
     }
     CHECK(pclose(f) == 0 && got == 1, "bench: config %s failed (%s)", c->name, cmd);
     return r;
@@ -576,19 +578,23 @@ static void bf16_section(FILE *csv, double peak) {
     if (csv) fprintf(csv, "peak,bf16,,,%.2f,,,,,,,%s\n", bpeak, bf16_path_name(bf16_path()));
     if (csv && apeak > 0) fprintf(csv, "peak,amx,,,%.2f,,,,,,,%s\n", apeak, bf16_path_name(bf16_path()));
     static const char *names[] = { "small", "gpt2-124m" };
-    printf("  %d pairs of runs (fp32, then bf16) per config; medians, and the pairs' ratios' range\n", PAIRS);
-    printf("  %-12s %14s %14s %10s %15s %8s %9s\n", "config", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32", "ratio range",
-           "%peak", "RSS MiB");
+    printf("  %d pairs of runs (fp32, then bf16) per config; medians, and the pairs' ratios' range. pack: the share of\n"
+           "  the bf16 step spent packing (rounding) operands; ceiling: bf16/fp32 if the bf16 products' instructions took\n"
+           "  no time (the bf16 step less its products, plus their packing), the most a faster path could give\n", PAIRS);
+    printf("  %-12s %14s %14s %10s %15s %8s %8s %9s %9s\n", "config", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32", "ratio range",
+           "%peak", "pack", "ceiling", "RSS MiB");
     for (int k = 0; k < 2; k++) {
         const Config *c = find_config(names[k]);
         StepResult f[PAIRS], h[PAIRS];
-        double ratio[PAIRS];
+        double ratio[PAIRS], ceiling[PAIRS];
         for (int p = 0; p < PAIRS; p++) {
             f[p] = run_isolated(c, peak, 0);
             h[p] = run_isolated(c, ref, 1);
             check_fraction(names[k], h[p].gflops, ref);
             ratio[p] = h[p].tokens_per_s / f[p].tokens_per_s;
+            ceiling[p] = ratio[p] / (1 - h[p].share[0] + h[p].pack);
         }
+        double ceil_med = median3(ceiling[0], ceiling[1], ceiling[2]);
         double tf = median3(f[0].tokens_per_s, f[1].tokens_per_s, f[2].tokens_per_s);
         double th = median3(h[0].tokens_per_s, h[1].tokens_per_s, h[2].tokens_per_s);
         double mr = median3(ratio[0], ratio[1], ratio[2]), lo = ratio[0], hi = ratio[0];
@@ -596,11 +602,11 @@ static void bf16_section(FILE *csv, double peak) {
         int mid = 0;                                   // the bf16 run with the median tokens/s, for the rest
         for (int p = 0; p < PAIRS; p++) if (h[p].tokens_per_s == th) mid = p;
         const StepResult *r = &h[mid];
-        printf("  %-12s %14.1f %14.1f %9.2fx %7.2f-%.2fx %7.1f%% %9.0f\n", names[k], tf, th, mr, lo, hi, 100 * r->gflops / ref,
-               r->rss_mb);
-        if (csv) fprintf(csv, "bf16,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,%s %.4f fp32 %.1f range %.4f-%.4f\n", names[k], r->ms,
-                th, r->gflops, r->gflops / ref, r->rss_mb, r->share[0], r->share[1], r->share[2], r->share[3],
-                bf16_path_name(bf16_path()), mr, tf, lo, hi);
+        printf("  %-12s %14.1f %14.1f %9.2fx %7.2f-%.2fx %7.1f%% %7.1f%% %8.2fx %9.0f\n", names[k], tf, th, mr, lo, hi,
+               100 * r->gflops / ref, 100 * r->pack, ceil_med, r->rss_mb);
+        if (csv) fprintf(csv, "bf16,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,%s %.4f fp32 %.1f range %.4f-%.4f pack %.4f ceiling %.4f\n",
+                names[k], r->ms, th, r->gflops, r->gflops / ref, r->rss_mb, r->share[0], r->share[1], r->share[2], r->share[3],
+                bf16_path_name(bf16_path()), mr, tf, lo, hi, r->pack, ceil_med);
     }
     fflush(stdout);
 }
@@ -699,8 +705,11 @@ int main(int argc, char **argv) {
         if (given_peak == 0) check_fraction(c->name, r.gflops, peak);
         printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
                c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
-        printf("SHARES ms=%.4f tokens_per_s=%.2f gflops=%.4f matmul=%.5f attention=%.5f optimizer=%.5f rest=%.5f rss_mb=%.2f\n",
-               r.ms, r.tokens_per_s, r.gflops, r.share[0], r.share[1], r.share[2], r.share[3], r.rss_mb);
+        if (g_bf16)
+            printf("the products' operand packing (or rounding): %.1f%% of the step, %.1f ms (part of the products' %.1f%%)\n",
+                   100 * r.pack, r.pack * r.ms, 100 * r.share[0]);
+        printf("SHARES ms=%.4f tokens_per_s=%.2f gflops=%.4f matmul=%.5f attention=%.5f optimizer=%.5f rest=%.5f rss_mb=%.2f pack=%.5f\n",
+               r.ms, r.tokens_per_s, r.gflops, r.share[0], r.share[1], r.share[2], r.share[3], r.rss_mb, r.pack);
         printf("RESULT config=%s tokens_per_s=%.1f gflops=%.2f peak_fraction=%.4f peak_rss_mb=%.1f",
                c->name, r.tokens_per_s, r.gflops, r.gflops / peak, r.rss_mb);
         if (g_bf16) printf(" path=%s", bf16_path_name(bf16_path()));

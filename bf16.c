@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #ifdef __linux__
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -186,6 +187,22 @@ static Scratch scratch_take(int slot, size_t bytes) {
     return (Scratch){ buf[slot], 0 };
 }
 static void scratch_give(Scratch s) { if (s.owned) free(s.p); }
+
+// Seconds spent packing or rounding operands (bf16_pack_seconds), counted on calls from outside a
+// parallel region: the part of a product that a faster bf16 instruction does not shorten.
+static double g_pack_seconds;
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+static void pack_time(double t0) {
+#ifdef _OPENMP
+    if (omp_in_parallel()) return;
+#endif
+    g_pack_seconds += seconds() - t0;
+}
+double bf16_pack_seconds(void) { return g_pack_seconds; }
 
 // ----------------------------------------------------------------------------------------------
 // The packed kernels (float build only)
@@ -409,7 +426,8 @@ static void pack_b(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_r
     }
 }
 
-// The packed paths: B a chunk of N_CHUNK columns at a time, A a chunk of M_CHUNK rows at a time.
+// The packed paths: B a chunk of N_CHUNK columns at a time, A a chunk of M_CHUNK rows at a time
+// (packed once when A is one chunk, as the LM head's input is: 25 chunks of B at gpt2-124m).
 // The amx paths pad k to whole tiles (16 words) and A's rows to whole 32-row blocks.
 static void gemm_packed(Bf16Path path, int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b,
                         size_t b_rs, size_t b_cs, real *c, size_t ldc, int accumulate) {
@@ -419,12 +437,17 @@ static void gemm_packed(Bf16Path path, int M, int N, int K, const real *a, size_
     Scratch sa = scratch_take(0, sizeof(uint32_t) * (size_t)mch * Kq);
     Scratch sb = scratch_take(1, sizeof(uint32_t) * (size_t)((nch + 31) / 32 * 32) * Kq);
     uint32_t *ap = sa.p, *bp = sb.p;
+    int a_once = M <= M_CHUNK;                         // A in one chunk: packed once, not once per chunk of B
     for (int j0 = 0; j0 < N; j0 += N_CHUNK) {
         int n = N - j0 < N_CHUNK ? N - j0 : N_CHUNK;
+        double t0 = seconds();
         pack_b(bp, n, K, Kq, b, b_rs, b_cs, j0);
+        pack_time(t0);
         for (int i0 = 0; i0 < M; i0 += M_CHUNK) {
             int m = M - i0 < M_CHUNK ? M - i0 : M_CHUNK;
-            pack_a(ap, m, tiles ? (m + 31) / 32 * 32 : m, K, Kq, a, a_rs, a_cs, i0);
+            t0 = seconds();
+            if (!a_once || j0 == 0) pack_a(ap, m, tiles ? (m + 31) / 32 * 32 : m, K, Kq, a, a_rs, a_cs, i0);
+            pack_time(t0);
             float *cp = (float *)c + (size_t)i0 * ldc + j0;
             switch (path) {
 #ifdef BF16_X86
@@ -458,8 +481,10 @@ static void gemm_portable(int M, int N, int K, const real *a, size_t a_rs, size_
     int mch = M < M_CHUNK ? M : M_CHUNK, nch = N < N_CHUNK ? N : N_CHUNK;
     Scratch sa = scratch_take(0, sizeof(real) * (size_t)mch * K), sb = scratch_take(1, sizeof(real) * (size_t)K * nch);
     real *ar = sa.p, *br = sb.p;
+    int a_once = M <= M_CHUNK;                              // A in one chunk: rounded once
     for (int j0 = 0; j0 < N; j0 += N_CHUNK) {
         int n = N - j0 < N_CHUNK ? N - j0 : N_CHUNK;
+        double t0 = seconds();
         if (b_cs == 1 || b_cs <= b_rs) {                    // B row-major: a row of the chunk at a time
             #pragma omp parallel for schedule(static)
             for (int k = 0; k < K; k++) round_run(br + (size_t)k * n, b + (size_t)k * b_rs + (size_t)j0 * b_cs, b_cs, n);
@@ -475,15 +500,23 @@ static void gemm_portable(int M, int N, int K, const real *a, size_t a_rs, size_
                     }
                 }
         }
+        pack_time(t0);
         for (int i0 = 0; i0 < M; i0 += M_CHUNK) {
-            int m = M - i0 < M_CHUNK ? M - i0 : M_CHUNK;
+            int m = M - i0 < M_CHUNK ? M - i0 : M_CHUNK, round_a = !a_once || j0 == 0;
+            t0 = seconds();
             if (a_cs == 1 || a_cs <= a_rs) {                // A row-major: a rounded copy by rows
-                #pragma omp parallel for schedule(static)
-                for (int i = 0; i < m; i++) round_run(ar + (size_t)i * K, a + (size_t)(i0 + i) * a_rs, a_cs, K);
+                if (round_a) {
+                    #pragma omp parallel for schedule(static)
+                    for (int i = 0; i < m; i++) round_run(ar + (size_t)i * K, a + (size_t)(i0 + i) * a_rs, a_cs, K);
+                }
+                pack_time(t0);
                 gemm(m, n, K, ar, (size_t)K, 1, br, (size_t)n, c + (size_t)i0 * ldc + j0, ldc, accumulate);
             } else {                                        // A transposed: a transposed copy, read in order
-                #pragma omp parallel for schedule(static)
-                for (int k = 0; k < K; k++) round_run(ar + (size_t)k * m, a + (size_t)i0 * a_rs + (size_t)k * a_cs, a_rs, m);
+                if (round_a) {
+                    #pragma omp parallel for schedule(static)
+                    for (int k = 0; k < K; k++) round_run(ar + (size_t)k * m, a + (size_t)i0 * a_rs + (size_t)k * a_cs, a_rs, m);
+                }
+                pack_time(t0);
                 gemm(m, n, K, ar, 1, (size_t)m, br, (size_t)n, c + (size_t)i0 * ldc + j0, ldc, accumulate);
             }
         }

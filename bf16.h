@@ -78,6 +78,10 @@ Bf16Path bf16_set_path(Bf16Path p);
 void gemm_bf16(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs, size_t b_cs,
                real *c, size_t ldc, int accumulate);
 
+// Seconds spent so far packing (or, on the portable path, rounding) the operands of gemm_bf16,
+// outside the bf16 instructions: the part of each product that a faster path does not shorten.
+double bf16_pack_seconds(void);
+
 // For tests: misuse the emulated tile unit the way the hardware faults (0: a tile instruction before
 // a configuration; 1: TDPBF16PS on tiles whose shapes disagree; 2: a configuration with palette 0);
 // each stops the program.

@@ -267,7 +267,13 @@ int main(void) {
         for (int t = 0; t < 4; t++)
             for (int acc = 0; acc < 2; acc++) check_gemm(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1, acc);
     check_gemm(1030, 20, 33, 0, 0, 1);    // past one chunk of A rows (1024)
-    check_gemm(3, 2100, 17, 1, 1, 0);     // past one chunk of B columns (2048)
+    check_gemm(3, 2100, 17, 1, 1, 0);     // past one chunk of B columns (2048): A packed once, used twice
+    check_gemm(3, 2100, 17, 0, 0, 1);
+    check_gemm(1030, 2100, 5, 0, 1, 1);   // past both: every chunk of A for every chunk of B
+    double packed0 = bf16_pack_seconds();
+    check_gemm(40, 50, 60, 0, 1, 0);
+    EXPECT(bf16_pack_seconds() > packed0, "bf16_pack_seconds did not count the packing of a product (%.9f s before and after)",
+           packed0);
     check_gemm(9, 40, 1100, 0, 1, 1);     // several k blocks (256 pairs)
     check_gemm(4, 5, 0, 0, 0, 0);         // an empty sum zeroes C
     check_gemm(4, 5, 0, 0, 0, 1);         // ... and leaves it when accumulating
