@@ -226,46 +226,6 @@ static void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int pl
     fprintf(md, "![perplexity](%s.png)\n\n", name);
 }
 
-// Retrieval: the accuracy of each scheme by haystack length (rows) and key depth (columns),
-// pooled over seeds: "retrieval difficulty and distractors controlled".
-static void depth_tables(const Cfg *c, const Rows *rs, int task, FILE *md) {
-    double depths[16]; int nd = 0, lengths[MAX_LEN], nl = 0;
-    for (int i = 0; i < rs->n; i++) {
-        const Row *r = &rs->r[i];
-        if ((r->run / c->n_schemes) / c->n_seeds != task || r->depth < 0) continue;
-        int seen = 0;
-        for (int k = 0; k < nd; k++) seen |= depths[k] == r->depth;
-        if (!seen && nd < 16) depths[nd++] = r->depth;
-        seen = 0;
-        for (int k = 0; k < nl; k++) seen |= lengths[k] == r->length;
-        if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
-    }
-    if (!nd) return;
-    sort_ints(lengths, nl);
-    for (int i = 1; i < nd; i++) for (int k = i; k > 0 && depths[k] < depths[k - 1]; k--) { double t = depths[k]; depths[k] = depths[k - 1]; depths[k - 1] = t; }
-    fprintf(md, "Accuracy (%%) by haystack length (tokens) and depth of the asked key (0 = start), all seeds pooled:\n\n");
-    for (int sc = 0; sc < c->n_schemes; sc++) {
-        fprintf(md, "| %s | ", c->schemes[sc].label);
-        for (int d = 0; d < nd; d++) fprintf(md, "depth %.2f | ", depths[d]);
-        fprintf(md, "\n|---|");
-        for (int d = 0; d < nd; d++) fprintf(md, "---|");
-        fprintf(md, "\n");
-        for (int li = 0; li < nl; li++) {
-            fprintf(md, "| %d |", lengths[li]);
-            for (int d = 0; d < nd; d++) {
-                long long num = 0, den = 0;
-                for (int i = 0; i < rs->n; i++) {
-                    const Row *r = &rs->r[i];
-                    if ((r->run / c->n_schemes) / c->n_seeds == task && r->run % c->n_schemes == sc && r->length == lengths[li] && r->depth == depths[d])
-                        { num += r->correct; den += r->n; }
-                }
-                if (den) fprintf(md, " %.1f |", 100.0 * num / den); else fprintf(md, " |");
-            }
-            fprintf(md, "\n");
-        }
-        fprintf(md, "\n");
-    }
-}
 
 // The train-max of a task as ./train reports it ("trained on lengths a-b" in train.log).
 static int task_train_max(const Run *r) {
@@ -367,6 +327,52 @@ static void read_fit(const Run *r, RunFacts *f) {
 
 // fitted, or without a criterion: the runs that enter the comparisons
 static int counts(const Report *rp, int run) { return run_has_results(&rp->runs[run]) && rp->facts[run].fit != FIT_NO; }
+
+// Retrieval: the accuracy of each scheme by haystack length (rows) and key depth (columns),
+// pooled over the fitted runs' seeds (a run not fitted is left out, as from every mean):
+// "retrieval difficulty and distractors controlled".
+static void depth_tables(const Report *rp, int task, FILE *md) {
+    const Cfg *c = rp->c;
+    const Rows *rs = &rp->rs;
+    double depths[16]; int nd = 0, lengths[MAX_LEN], nl = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const Row *r = &rs->r[i];
+        if ((r->run / c->n_schemes) / c->n_seeds != task || r->depth < 0) continue;
+        int seen = 0;
+        for (int k = 0; k < nd; k++) seen |= depths[k] == r->depth;
+        if (!seen && nd < 16) depths[nd++] = r->depth;
+        seen = 0;
+        for (int k = 0; k < nl; k++) seen |= lengths[k] == r->length;
+        if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
+    }
+    if (!nd) return;
+    sort_ints(lengths, nl);
+    for (int i = 1; i < nd; i++) for (int k = i; k > 0 && depths[k] < depths[k - 1]; k--) { double t = depths[k]; depths[k] = depths[k - 1]; depths[k - 1] = t; }
+    fprintf(md, "Accuracy (%%) by haystack length (tokens) and depth of the asked key (0 = start), the fitted runs' seeds "
+                "pooled:\n\n");
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        fprintf(md, "| %s | ", c->schemes[sc].label);
+        for (int d = 0; d < nd; d++) fprintf(md, "depth %.2f | ", depths[d]);
+        fprintf(md, "\n|---|");
+        for (int d = 0; d < nd; d++) fprintf(md, "---|");
+        fprintf(md, "\n");
+        for (int li = 0; li < nl; li++) {
+            fprintf(md, "| %d |", lengths[li]);
+            for (int d = 0; d < nd; d++) {
+                long long num = 0, den = 0;
+                for (int i = 0; i < rs->n; i++) {
+                    const Row *r = &rs->r[i];
+                    if ((r->run / c->n_schemes) / c->n_seeds == task && r->run % c->n_schemes == sc && r->length == lengths[li] &&
+                        r->depth == depths[d] && counts(rp, r->run))
+                        { num += r->correct; den += r->n; }
+                }
+                if (den) fprintf(md, " %.1f |", 100.0 * num / den); else fprintf(md, " |");
+            }
+            fprintf(md, "\n");
+        }
+        fprintf(md, "\n");
+    }
+}
 
 // Each task run's fit, accuracies and degenerate lengths.
 static void run_facts(Report *rp) {
@@ -576,19 +582,29 @@ static void degenerate_list(const Report *rp, int t) {
     fprintf(rp->md, "\n");
 }
 
-// The paired differences a - b of accuracy beyond training (points) over tasks t0..t1-1, one per
-// (task, seed) where both runs fitted; seed_of[k] (when not NULL) gets the seed index of d[k].
-// d and seed_of hold n_tasks x n_seeds. Returns the count.
+// The paired differences a - b of accuracy beyond training (points), one per seed: over tasks
+// t0..t1-1, the mean of that seed's differences on the tasks where both runs fitted (a seed with no
+// such task is left out). The seed is the unit even when tasks are pooled: runs of one seed start
+// from the same weights on every task with the same vocabulary and draw their data from the same
+// seed, so a seed's differences on several tasks are not independent of each other, and a test that
+// counted each (task, seed) pair as one unit would claim more than the seeds show. seed_of[k] (when
+// not NULL) gets the seed index of d[k]; d and seed_of hold n_seeds. Returns the count.
 static int paired(const Report *rp, int t0, int t1, int a, int b, double *d, int *seed_of) {
     const Cfg *c = rp->c;
     int k = 0;
-    for (int t = t0; t < t1; t++)
-        for (int sd = 0; sd < c->n_seeds; sd++) {
+    for (int sd = 0; sd < c->n_seeds; sd++) {
+        double sum = 0;
+        int n = 0;
+        for (int t = t0; t < t1; t++) {
             int ra = run_index(c, t, a, sd), rb = run_index(c, t, b, sd);
             if (!counts(rp, ra) || !counts(rp, rb) || isnan(rp->facts[ra].acc[1]) || isnan(rp->facts[rb].acc[1])) continue;
-            if (seed_of) seed_of[k] = sd;
-            d[k++] = rp->facts[ra].acc[1] - rp->facts[rb].acc[1];
+            sum += rp->facts[ra].acc[1] - rp->facts[rb].acc[1];
+            n++;
         }
+        if (!n) continue;
+        if (seed_of) seed_of[k] = sd;
+        d[k++] = sum / n;
+    }
     return k;
 }
 
@@ -603,12 +619,20 @@ static int direction(const Test *x) {
     return x->iv.lo > 0 ? 1 : x->iv.hi < 0 ? -1 : 0;
 }
 
-// "| N | mean | [lo, hi] | p |" of a test
-static void test_cells(FILE *md, const Test *x) {
+// "| N | mean | [lo, hi] | p | Holm p |" of a test and its family's adjusted p
+static void test_cells(FILE *md, const Test *x, double holm) {
     fprintf(md, " %d |", x->iv.n);
     if (x->iv.n) fprintf(md, " %+.1f |", x->iv.mean); else fprintf(md, " |");
     if (x->iv.n >= 2) fprintf(md, " [%+.1f, %+.1f] |", x->iv.lo, x->iv.hi); else fprintf(md, " |");
-    if (x->iv.n) fprintf(md, " %.4g |", x->p); else fprintf(md, " |");
+    if (x->iv.n) fprintf(md, " %.4g | %.4g |", x->p, holm); else fprintf(md, " | |");
+}
+
+// The family's tests' p (NAN where a test has no pair) adjusted by Holm into holm[]
+static void holm_of_tests(const Test *x, int m, double *holm) {
+    double *p = xmalloc(sizeof(double) * (m > 0 ? m : 1));
+    for (int i = 0; i < m; i++) p[i] = x[i].iv.n ? x[i].p : NAN;
+    holm_adjust(p, m, holm);
+    free(p);
 }
 
 static void not_distinguishable(FILE *md, int n, const char *unit) {
@@ -616,38 +640,45 @@ static void not_distinguishable(FILE *md, int n, const char *unit) {
     else fprintf(md, " no %s where both runs fitted |\n", unit);
 }
 
-// For every two schemes, the paired test of their accuracy beyond training: per task (t0 = t,
-// t1 = t + 1, with the differences by seed) or pooled over every task (units: (task, seed) pairs).
+// For every two schemes, the paired test of their accuracy beyond training, per task (t0 = t,
+// t1 = t + 1) or pooled over every task (each seed's mean over its tasks: see paired), with the
+// differences by seed, and Holm's adjustment over the table's pairs (its family).
 static void pair_table(const Report *rp, int t0, int t1) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
-    int pooled = t1 - t0 > 1;
-    const char *unit = pooled ? "pair" : "seed";
-    fprintf(md, "Paired differences of accuracy beyond the training lengths (percentage points, a - b) over the %s "
-                "where both runs fitted: mean, 95%% t-interval, exact sign-flip p (two-sided); a difference counts "
-                "when the interval excludes 0 and p < 0.05.\n\n| a - b |%s %ss | mean | 95%% interval | p | verdict |\n"
-                "|---|%s---|---|---|---|---|\n", pooled ? "(task, seed) pairs" : "seeds", pooled ? "" : " by seed |", unit,
-            pooled ? "" : "---|");
-    double *d = xmalloc(sizeof(double) * c->n_tasks * c->n_seeds);
-    int *seed_of = xmalloc(sizeof(int) * c->n_tasks * c->n_seeds);
-    for (int a = 0; a < c->n_schemes; a++)
-        for (int b = a + 1; b < c->n_schemes; b++) {
-            int k = paired(rp, t0, t1, a, b, d, seed_of);
+    int pooled = t1 - t0 > 1, np = c->n_schemes * (c->n_schemes - 1) / 2;
+    fprintf(md, "Paired differences of accuracy beyond the training lengths (percentage points, a - b) over the seeds "
+                "where both runs fitted%s: mean, 95%% t-interval, exact sign-flip p (two-sided); a difference counts "
+                "when the interval excludes 0 and p < 0.05. Holm p: p adjusted for the %d comparisons of this table "
+                "(a verdict whose Holm p is below 0.05 holds with the chance of any false verdict in the table at most "
+                "5%%).\n\n| a - b | %s | seeds | mean | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
+            pooled ? " on a task (each seed: the mean of its differences over those tasks)" : "", np,
+            pooled ? "seed means" : "by seed");
+    double *d = xmalloc(sizeof(double) * (size_t)np * c->n_seeds);
+    int *seed_of = xmalloc(sizeof(int) * (size_t)np * c->n_seeds), *k = xmalloc(sizeof(int) * np);
+    Test *x = xmalloc(sizeof(Test) * np);
+    double *holm = xmalloc(sizeof(double) * np);
+    for (int a = 0, i = 0; a < c->n_schemes; a++)
+        for (int b = a + 1; b < c->n_schemes; b++, i++) {
+            k[i] = paired(rp, t0, t1, a, b, d + (size_t)i * c->n_seeds, seed_of + (size_t)i * c->n_seeds);
             char name[160];
             snprintf(name, sizeof name, "%s-%s", c->schemes[a].label, c->schemes[b].label);
-            Test x = paired_test(d, k, stream_seed(pooled ? "" : c->tasks[t0], name, 2));
+            x[i] = paired_test(d + (size_t)i * c->n_seeds, k[i], stream_seed(pooled ? "" : c->tasks[t0], name, 2));
+        }
+    holm_of_tests(x, np, holm);
+    for (int a = 0, i = 0; a < c->n_schemes; a++)
+        for (int b = a + 1; b < c->n_schemes; b++, i++) {
             fprintf(md, "| %s - %s |", c->schemes[a].label, c->schemes[b].label);
-            if (!pooled) {
-                for (int i = 0; i < k; i++) fprintf(md, "%s%lld: %+.1f", i ? ", " : " ", c->seeds[seed_of[i]], d[i]);
-                fprintf(md, " |");
-            }
-            test_cells(md, &x);
-            int dir = direction(&x);
+            for (int j = 0; j < k[i]; j++)
+                fprintf(md, "%s%lld: %+.1f", j ? ", " : " ", c->seeds[seed_of[(size_t)i * c->n_seeds + j]], d[(size_t)i * c->n_seeds + j]);
+            fprintf(md, " |");
+            test_cells(md, &x[i], holm[i]);
+            int dir = direction(&x[i]);
             if (dir) fprintf(md, " %s > %s |\n", c->schemes[dir > 0 ? a : b].label, c->schemes[dir > 0 ? b : a].label);
-            else not_distinguishable(md, k, unit);
+            else not_distinguishable(md, k[i], "seed");
         }
     fprintf(md, "\n");
-    free(d); free(seed_of);
+    free(d); free(seed_of); free(k); free(x); free(holm);
 }
 
 // The NoPE paper's ranking among the fitted runs: per (task, seed) with at least two fitted runs,
@@ -854,7 +885,7 @@ static void task_section(Report *rp, int t) {
     degenerate_list(rp, t);
     if (c->n_schemes > 1) pair_table(rp, t, t + 1);
     add_ranks(rp, t);
-    depth_tables(c, &rp->rs, t, md);
+    depth_tables(rp, t, md);
     plot_accuracy(rp, t, train_max);
     if (c->attention_distance) distance_section(rp, t);
 }
@@ -1169,33 +1200,79 @@ static void mrr_table(const Report *rp) {
 static void claims_section(const Report *rp) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
-    fprintf(md, "## Claims\n\nEach claim A>B says that A's accuracy beyond the training lengths exceeds B's. Over the (task, "
-                "seed) pairs where both runs fitted: the mean difference A - B (percentage points), its 95%% t-interval and "
-                "the exact sign-flip p (two-sided). Supported: the interval lies above 0 and p < 0.05; contradicted: it lies "
-                "below 0 and p < 0.05; otherwise not distinguishable with the pairs at hand.\n\n"
-                "| claim | over | pairs | mean A - B | 95%% interval | p | verdict |\n|---|---|---|---|---|---|---|\n");
-    double *d = xmalloc(sizeof(double) * c->n_tasks * c->n_seeds);
+    int nt = c->n_tasks > 1 ? c->n_tasks + 1 : 1;            // rows per claim: pooled, then each task
+    fprintf(md, "## Claims\n\nEach claim A>B says that A's accuracy beyond the training lengths exceeds B's. Over the seeds "
+                "where both runs fitted%s: the mean difference A - B (percentage points), its 95%% t-interval and the exact sign-flip p "
+                "(two-sided). Supported: the interval lies above 0 and p < 0.05; contradicted: it lies below 0 and p < "
+                "0.05; otherwise not distinguishable with the seeds at hand. Holm p adjusts p for the family it belongs "
+                "to: the %d claims' %s together%s.\n\n"
+                "| claim | over | seeds | mean A - B | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
+            c->n_tasks > 1 ? " (pooled over tasks: each seed's mean difference over its tasks, so the seed stays the unit)" : "",
+            c->n_claims, c->n_tasks > 1 ? "pooled rows" : "rows", c->n_tasks > 1 ? ", and each claim's rows by task together" : "");
+    double *d = xmalloc(sizeof(double) * c->n_seeds);
+    Test *x = xmalloc(sizeof(Test) * (size_t)c->n_claims * nt);
+    int *finished = xmalloc(sizeof(int) * (size_t)c->n_claims * nt);
     for (int k = 0; k < c->n_claims; k++) {
         int a = c->claims[k][0], b = c->claims[k][1];
-        char name[160], claim[160];
+        char name[160];
         snprintf(name, sizeof name, "%s-%s", c->schemes[a].label, c->schemes[b].label);     // pair_table's stream
-        snprintf(claim, sizeof claim, "%s>%s", c->schemes[a].label, c->schemes[b].label);
-        for (int t = -1; t < c->n_tasks; t++) {
-            if (t >= 0 && c->n_tasks == 1) break;                 // one task: the pooled row is that task
-            int finished = 0;
-            for (int i = 0; t >= 0 && i < rp->n; i++) finished += rp->runs[i].task == t && run_has_results(&rp->runs[i]);
-            if (t >= 0 && !finished) { fprintf(md, "| | %s | | | | | no run finished |\n", c->tasks[t]); continue; }
-            int n = t < 0 ? paired(rp, 0, c->n_tasks, a, b, d, NULL) : paired(rp, t, t + 1, a, b, d, NULL);
-            Test x = paired_test(d, n, stream_seed(t < 0 ? "" : c->tasks[t], name, 2));
-            fprintf(md, "| %s | %s |", t < 0 ? claim : "", t < 0 ? (c->n_tasks > 1 ? "all tasks" : c->tasks[0]) : c->tasks[t]);
-            test_cells(md, &x);
-            int dir = direction(&x);
-            if (dir) fprintf(md, " %s |\n", dir > 0 ? "supported" : "contradicted");
-            else not_distinguishable(md, n, "pair");
+        for (int r = 0; r < nt; r++) {
+            int t = c->n_tasks > 1 ? r - 1 : 0, pooled = c->n_tasks > 1 && r == 0;
+            int f = pooled;
+            for (int i = 0; !pooled && i < rp->n; i++) f += rp->runs[i].task == t && run_has_results(&rp->runs[i]);
+            finished[k * nt + r] = f;
+            int n = pooled ? paired(rp, 0, c->n_tasks, a, b, d, NULL) : paired(rp, t, t + 1, a, b, d, NULL);
+            x[k * nt + r] = paired_test(d, f ? n : 0, stream_seed(pooled ? "" : c->tasks[t], name, 2));
         }
     }
-    fprintf(md, "\n");
-    free(d);
+    // Holm's families: the claims' first rows (pooled, or the one task's) across claims; each claim's task rows
+    double *holm = xmalloc(sizeof(double) * (size_t)c->n_claims * nt);
+    Test *fam = xmalloc(sizeof(Test) * (c->n_claims > nt ? c->n_claims : nt));
+    double *adj = xmalloc(sizeof(double) * (c->n_claims > nt ? c->n_claims : nt));
+    for (int k = 0; k < c->n_claims; k++) fam[k] = x[k * nt];
+    holm_of_tests(fam, c->n_claims, adj);
+    for (int k = 0; k < c->n_claims; k++) holm[k * nt] = adj[k];
+    for (int k = 0; k < c->n_claims && nt > 1; k++) {
+        holm_of_tests(x + k * nt + 1, nt - 1, adj);
+        for (int r = 1; r < nt; r++) holm[k * nt + r] = adj[r - 1];
+    }
+    for (int k = 0; k < c->n_claims; k++) {
+        int a = c->claims[k][0], b = c->claims[k][1];
+        char claim[160];
+        snprintf(claim, sizeof claim, "%s>%s", c->schemes[a].label, c->schemes[b].label);
+        for (int r = 0; r < nt; r++) {
+            int t = c->n_tasks > 1 ? r - 1 : 0, pooled = c->n_tasks > 1 && r == 0;
+            if (!finished[k * nt + r]) { fprintf(md, "| %s | %s | | | | | | no run finished |\n", r ? "" : claim, c->tasks[t]); continue; }
+            const Test *y = &x[k * nt + r];
+            fprintf(md, "| %s | %s |", r ? "" : claim, pooled ? "all tasks" : c->tasks[t]);
+            test_cells(md, y, holm[k * nt + r]);
+            int dir = direction(y);
+            if (dir) fprintf(md, " %s |\n", dir > 0 ? "supported" : "contradicted");
+            else not_distinguishable(md, y->iv.n, "seed");
+        }
+    }
+    // which verdicts hold for the family of claims as a whole
+    int held = 0;
+    fprintf(md, "\nWith the chance of any false verdict among the %d claims at most 5%% (Holm p < 0.05 and the interval "
+                "on one side of 0): ", c->n_claims);
+    for (int k = 0; k < c->n_claims; k++) {
+        int dir = direction(&x[k * nt]);
+        if (!dir || !(holm[k * nt] < 0.05)) continue;
+        fprintf(md, "%s%s>%s %s", held++ ? ", " : "", c->schemes[c->claims[k][0]].label, c->schemes[c->claims[k][1]].label,
+                dir > 0 ? "supported" : "contradicted");
+    }
+    if (!held) {
+        int n = 0, need = 1;
+        for (int k = 0; k < c->n_claims; k++) n = x[k * nt].iv.n > n ? x[k * nt].iv.n : n;
+        while (2.0 / ldexp(1.0, need) >= 0.05 / c->n_claims) need++;
+        fprintf(md, "none");
+        if (n < need)
+            fprintf(md, ". The smallest p the sign-flip test can give with %d seeds is %.4g, and Holm asks below %.4g of the "
+                        "smallest of %d p; %d seeds or more could pass it", n, 2.0 / ldexp(1.0, n), 0.05 / c->n_claims,
+                    c->n_claims, need);
+    }
+    fprintf(md, ".\n\n");
+    free(d); free(x); free(finished); free(holm); free(fam); free(adj);
 }
 
 // summary.md printed without its picture lines, and where the files are.

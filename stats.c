@@ -104,6 +104,23 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+void holm_adjust(const double *p, int m, double *adj) {
+    int *order = xmalloc(sizeof(int) * (m > 0 ? m : 1)), k = 0;
+    for (int i = 0; i < m; i++) {
+        adj[i] = NAN;
+        if (!isnan(p[i])) order[k++] = i;
+    }
+    for (int i = 1; i < k; i++)                    // insertion sort by p (families are small), stable
+        for (int j = i; j > 0 && p[order[j]] < p[order[j - 1]]; j--) { int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t; }
+    double run = 0;
+    for (int i = 0; i < k; i++) {
+        double a = (k - i) * p[order[i]];
+        run = fmax(run, a < 1 ? a : 1);
+        adj[order[i]] = run;
+    }
+    free(order);
+}
+
 double percentile(double *x, int n, double q) {
     qsort(x, n, sizeof *x, cmp_double);
     double h = (n - 1) * q;

@@ -31,6 +31,13 @@ Interval mean_t_interval(const double *x, int n);
 // The smallest possible exact p is 2 / 2^n: 0.25 with 3 pairs, 0.0625 with 5, 0.03125 with 6.
 double sign_flip_p(const double *d, int n, uint64_t seed);
 
+// Holm's step-down adjustment of m p-values (a family of tests): with the p sorted ascending as
+// p(1) <= ... <= p(m), adj(j) = max over i <= j of min(1, (m - i + 1) p(i)), written back in the
+// input's order. Rejecting every test with adj < alpha keeps the chance of any false rejection in
+// the family at or below alpha, whatever the tests' dependence (Holm 1979). NAN entries are not
+// tests: they stay NAN and do not count in m.
+void holm_adjust(const double *p, int m, double *adj);
+
 // A draw from Binomial(n, p): exact inversion of the cumulative distribution (the pmf by its
 // recurrence), on min(p, 1-p); n is split into chunks of at most 30 / p trials so that (1-p)^chunk
 // stays far from underflow. Expected work O(n min(p, 1-p)).

@@ -75,23 +75,33 @@ has "$s" "- rope seed 3: the same answer on >= 95% of instances at lengths 1, 5-
 grep -q "rope seed 1: the same" "$s" && bad "a run with top_share 0.3 is flagged degenerate" || ok
 # nope - alibi on copy: d = 25, 10, 50, -10; mean 18.75; sd^2 = 1918.75/3; t(3) = 3.1824:
 # [-21.5, 59.0]; p: |95 - 2S| >= 75 for 6 of 16 subsets S of {25,10,50,10}: 0.375
-has "$s" "| nope - alibi | 1: +25.0, 2: +10.0, 3: +50.0, 4: -10.0 | 4 | +18.8 | [-21.5, +59.0] | 0.375 | not distinguishable with 4 seeds |"
+# Holm over copy's 3 pairs: p = 0.375, 0.25 (nope - rope), 0.25 (alibi - rope: d = 40, 40, 50) ->
+# 3 x 0.25 = 0.75, max(2 x 0.25, 0.75), max(1 x 0.375, 0.75): 0.75 each
+has "$s" "| nope - alibi | 1: +25.0, 2: +10.0, 3: +50.0, 4: -10.0 | 4 | +18.8 | [-21.5, +59.0] | 0.375 | 0.75 | not distinguishable with 4 seeds |"
 # nope - rope on copy, seed 2 left out (rope not fitted): d = 65, 90, 40; interval [2.9, 127.1]
 # excludes 0 but p = 2/8 = 0.25: three seeds cannot tell
-has "$s" "| nope - rope | 1: +65.0, 3: +90.0, 4: +40.0 | 3 | +65.0 | [+2.9, +127.1] | 0.25 | not distinguishable with 3 seeds |"
-has "$s" "| nope - rope | 7 | +85.0 |"
+has "$s" "| nope - rope | 1: +65.0, 3: +90.0, 4: +40.0 | 3 | +65.0 | [+2.9, +127.1] | 0.25 | 0.75 | not distinguishable with 3 seeds |"
+# pooled over tasks, one value per seed (its mean over the tasks where both fitted; reverse is 100
+# for every seed): 82.5, 100 (copy left out), 95, 70; mean 86.875, t(3) interval [65.5, 108.3],
+# p = 2/16 = 0.125, not 7 (task, seed) pairs with p = 2/128
+has "$s" "| nope - rope | 1: +82.5, 2: +100.0, 3: +95.0, 4: +70.0 | 4 | +86.9 | [+65.5, +108.3] | 0.125 | 0.375 | not distinguishable with 4 seeds |"
 # MRR over the fitted runs: nope (3 x 1 + 1/2 + 4 x 1)/8, alibi (7 x 1/2 + 1)/8, rope 7 x 1/3
 has "$s" "over the 8 task x seed configurations"
 has "$s" "Left out: 1 run not fitted"
 has "$s" "| nope | 0.938 |"
 has "$s" "| alibi | 0.562 |"
 grep -q "^| rope | 0.333 | \[0.333, 0.333\] | 7 |" "$s" && ok || bad "summary.md: rope's MRR row"
-# claims: nope>rope pooled over 7 pairs all positive: p = 2/128; alibi>nope: 8 pairs, mean
-# -34.375, t(7) interval [-54.0, -14.7], p = 6/256 (|295 - 2S| >= 275 for S <= 10 or >= 285)
-has "$s" "| nope>rope | all tasks | 7 | +85.0 |"
-grep -q "^| nope>rope | all tasks | 7 | +85.0 | \[.*\] | 0.01562 | supported |" "$s" && ok || bad "summary.md: nope>rope not supported"
-has "$s" "| alibi>nope | all tasks | 8 | -34.4 | [-54.0, -14.7] | 0.02344 | contradicted |"
-has "$s" "|  | copy | 3 | +65.0 | [+2.9, +127.1] | 0.25 | not distinguishable with 3 pairs |"
+# claims, by seed: nope>rope pooled as above, Holm over the 2 claims' pooled rows 2 x 0.125;
+# alibi>nope: seed means (-25 - 50)/2, (-10 - 50)/2, (-50 - 50)/2, (10 - 50)/2 = -37.5, -30, -50,
+# -20: mean -34.375, t(3) interval [-54.5, -14.3], p = 0.125 (counting its 8 (task, seed) pairs as
+# independent gave p = 6/256 and "contradicted"); by task, Holm within the claim: copy 0.25 and
+# reverse 0.125 -> 0.25, 0.25
+has "$s" "| nope>rope | all tasks | 4 | +86.9 | [+65.5, +108.3] | 0.125 | 0.25 | not distinguishable with 4 seeds |"
+has "$s" "| alibi>nope | all tasks | 4 | -34.4 | [-54.5, -14.3] | 0.125 | 0.25 | not distinguishable with 4 seeds |"
+has "$s" "|  | copy | 3 | +65.0 | [+2.9, +127.1] | 0.25 | 0.25 | not distinguishable with 3 seeds |"
+has "$s" "|  | copy | 4 | -18.8 | [-59.0, +21.5] | 0.375 | 0.375 | not distinguishable with 4 seeds |"
+# no claim can hold for the family with 4 seeds: 2/2^n < 0.05/2 needs n = 7
+has "$s" "among the 2 claims at most 5% (Holm p < 0.05 and the interval on one side of 0): none. The smallest p the sign-flip test can give with 4 seeds is 0.125, and Holm asks below 0.025 of the smallest of 2 p; 7 seeds or more could pass it."
 # runs.csv and results.csv
 r="$fake/runs.csv"
 has "$r" "task,scheme,seed,fitted,fit_step,val_accuracy,id_accuracy,ood_accuracy,degenerate_lengths"
@@ -106,7 +116,8 @@ has "$fake/results.csv" "copy,rope,3,5,,ood,10,0,0.000000,500,10,1.0000"
 has "$fake/results.csv" "copy,alibi,2,7,,ood,10,6,0.600000,,10,0.3000"
 # the plot's numbers: mean, lo, hi per scheme; nope at length 8 over seeds 7/10, 7/10, 9/10, 5/10
 grep -q "^# length nope nope_lo nope_hi alibi" "$fake/accuracy_copy.dat" && ok || bad "accuracy_copy.dat header"
-awk '$1 == 8 { exit !($2 == 0.7 && $3 < 0.7 && $4 > 0.7) }' "$fake/accuracy_copy.dat" && ok || bad "accuracy_copy.dat: nope at length 8"
+awk '$1 == 8 { f = 1; g = $2 == 0.7 && $3 < 0.7 && $4 > 0.7 } END { exit !(f && g) }' "$fake/accuracy_copy.dat" && ok ||
+  bad "accuracy_copy.dat: nope at length 8"
 grep -q "filledcurves" "$fake/accuracy_copy.gp" && ok || bad "the accuracy plot has no band"
 # a missing run: reported without it, nothing trained; no finished run: refused
 rm "$fake/runs/copy/alibi/seed4/done"
@@ -123,7 +134,21 @@ grep -q "^No run of this task has finished (12 to train)" "$fake/summary.md" && 
 [ "$(grep -c '^| scheme | fitted |' "$fake/summary.md")" = 2 ] && ok || bad "a task without finished runs has a table"
 ./compare --out "$fake" --task copy,reverse,sort --schemes nope,alibi,rope --seeds 1,2,3,4 --train "$tmp/no-train" \
   --report-only --claims 'nope>rope' > "$tmp/logf3" 2>&1 && ok || { bad "--claims with an unfinished task failed:"; cat "$tmp/logf3"; }
-grep -q "^| | sort | | | | | no run finished |" "$fake/summary.md" && ok || bad "a claim row of a task without finished runs"
+grep -q "^|  | sort | | | | | | no run finished |" "$fake/summary.md" && ok || bad "a claim row of a task without finished runs"
+# 7 seeds, one task: nope beats rope on every seed (p = 2/128 = 0.015625), and two claims; Holm:
+# 2 x 0.015625 = 0.03125 for both, so both verdicts hold for the family
+fake_grid=$fake; fake="$tmp/fake7"
+for seed in 1 2 3 4 5 6 7; do
+  fake_run reverse nope $seed $((30 + seed)) "" "10 10 10 10" 0.3000
+  fake_run reverse rope $seed 0 "" "10 10 10 10" 0.3000
+done
+./compare --out "$fake" --task reverse --schemes nope,rope --seeds 1,2,3,4,5,6,7 --train "$tmp/no-train" --report-only \
+  --claims 'nope>rope,rope>nope' > "$tmp/logf7" 2>&1 && ok || { bad "--report-only on 7 seeds failed:"; cat "$tmp/logf7"; }
+has "$fake/summary.md" "| nope>rope | reverse | 7 | +85.0 |"
+grep -q "^| nope>rope | reverse | 7 | +85.0 | \[.*\] | 0.01562 | 0.03125 | supported |" "$fake/summary.md" && ok ||
+  bad "7 seeds: nope>rope not supported with Holm p 0.03125"
+has "$fake/summary.md" "(Holm p < 0.05 and the interval on one side of 0): nope>rope supported, rope>nope contradicted."
+fake=$fake_grid
 
 # ---- real training from here on: the task grids need ./train's eval.csv with the columns
 # pool,distinct,top_share
@@ -255,6 +280,21 @@ grep -qF "| alibi | alibi@32 | 6.200 [5.703, 6.697] | 6.000 [5.752, 6.248] | 1: 
 grep -q "^| nope | depth 0.00 | depth 0.50 | depth 1.00 |" "$tmp/find/summary.md" && grep -q "^| 128 |" "$tmp/find/summary.md" \
   && ok || bad "summary.md lacks the length x depth table"
 grep -q "^retrieval,nope,1,128,0.5,ood," "$tmp/find/results.csv" && ok || bad "results.csv lacks a depth row"
+# a run not fitted stays out of the depth table: seed 1 fitted (10 of 10 at depth 0.5), seed 2 not
+# (0 of 10): 100.0, not the 50.0 of both pooled
+for seed in 1 2; do
+  d="$tmp/depthfit/runs/retrieval/nope/seed$seed"; mkdir -p "$d"; : > "$d/done"
+  { echo "accuracy on retrieval (exact match of the greedy answer; trained on lengths 1-64):"
+    [ $seed = 1 ] && echo "$FIT" || echo "$NOFIT"; } > "$d/train.log"
+  printf 'step,loss\n1,2.0\n' > "$d/log.csv"
+  c=$((seed == 1 ? 10 : 0))
+  { echo "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share"
+    echo "retrieval,nope,$seed,64,0.5,id,10,10,1.000000,0,,10,0.3000"
+    echo "retrieval,nope,$seed,128,0.5,ood,10,$c,$(awk "BEGIN{printf \"%.6f\", $c/10}"),0,,10,0.3000"; } > "$d/eval.csv"
+done
+./compare --out "$tmp/depthfit" --task retrieval --schemes nope --seeds 1,2 --train "$tmp/no-train" --report-only \
+  > "$tmp/logd" 2>&1 && ok || { bad "--report-only on the retrieval runs failed:"; cat "$tmp/logd"; }
+grep -q "^| 128 | 100.0 |" "$tmp/depthfit/summary.md" && ok || bad "the depth table pools a run that was not fitted"
 
 # ---- without gnuplot: a message, the CSV and summary still written, exit 0
 mkdir -p "$tmp/nobin"

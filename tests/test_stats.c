@@ -156,7 +156,26 @@ static void test_mrr(void) {
     EXPECT(m.lo >= 0.5 && m.hi <= 1 && m.lo < m.hi, "MRR interval within the values: [%g, %g]", m.lo, m.hi);
 }
 
+// Holm's adjustment worked by hand: p = 0.01, 0.04, 0.03, 0.005 (m = 4) sorted 0.005, 0.01, 0.03,
+// 0.04 -> 4 x 0.005 = 0.02, 3 x 0.01 = 0.03, 2 x 0.03 = 0.06, max(1 x 0.04, 0.06) = 0.06; a NAN is
+// not a test; a product above 1 is 1.
+static void test_holm(void) {
+    double p[5] = { 0.01, 0.04, NAN, 0.03, 0.005 }, adj[5], want[5] = { 0.03, 0.06, NAN, 0.06, 0.02 };
+    holm_adjust(p, 5, adj);
+    int ok = 1;
+    for (int i = 0; i < 5; i++) ok &= isnan(want[i]) ? isnan(adj[i]) : fabs(adj[i] - want[i]) < 1e-12;
+    EXPECT(ok, "Holm: 0.01 0.04 NAN 0.03 0.005 -> %.4g %.4g %.4g %.4g %.4g (want 0.03 0.06 NAN 0.06 0.02)", adj[0], adj[1], adj[2],
+           adj[3], adj[4]);
+    double q[3] = { 0.5, 0.6, 0.9 }, qa[3];
+    holm_adjust(q, 3, qa);
+    EXPECT(qa[0] == 1 && qa[1] == 1 && qa[2] == 1, "Holm: 0.5 0.6 0.9 -> 1 1 1 (got %g %g %g)", qa[0], qa[1], qa[2]);
+    double one = 0.03125, onea;
+    holm_adjust(&one, 1, &onea);
+    EXPECT(onea == one, "Holm of one test is its p");
+}
+
 int main(void) {
+    test_holm();
     test_t();
     test_t_interval();
     test_sign_flip();
