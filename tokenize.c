@@ -92,8 +92,8 @@ static void usage(FILE *f) {
 
 static void parse(int argc, char **argv, Command *cmd, Args *a) {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); exit(0); }
+    // --help or -h where a command or a flag may stand (not as a flag's value, nor an input after --)
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) { usage(stdout); exit(0); }
     CHECK(argc >= 2, "./tokenize needs a command: encode, train or decode (see ./tokenize --help)");
     const char *name = argv[1];
     *cmd = !strcmp(name, "encode") ? CMD_ENCODE : !strcmp(name, "train") ? CMD_TRAIN : !strcmp(name, "decode") ? CMD_DECODE : 0;
@@ -102,6 +102,7 @@ static void parse(int argc, char **argv, Command *cmd, Args *a) {
     int seen[N_FLAGS] = { 0 }, flags_done = 0;
     for (int i = 2; i < argc; i++) {
         const char *s = argv[i];
+        if (!flags_done && (!strcmp(s, "--help") || !strcmp(s, "-h"))) { usage(stdout); exit(0); }
         if (flags_done || strncmp(s, "--", 2) != 0) { a->input[a->n_inputs++] = argv[i]; continue; }
         if (!strcmp(s, "--")) { flags_done = 1; continue; }
         int k = 0;

@@ -111,6 +111,14 @@ fi
 
 # ---- --help lists every flag
 ./tokenize --help > "$tmp/help" && ok || bad "--help exits 0"
+./tokenize encode -h | cmp -s - "$tmp/help" && ok || bad "./tokenize encode -h is the usage"
+# ... but not as a flag's value, nor as an input after --: there it is a separator, or a file
+printf 'a-hb' > "$tmp/dash.txt"
+./tokenize encode "${enc[@]}" --out "$tmp/dash.bin" --doc-sep -h "$tmp/dash.txt" > "$tmp/dash.log" 2>&1 &&
+  grep -q "2 documents" "$tmp/dash.log" && ok || bad "--doc-sep -h: -h is the separator: $(cat "$tmp/dash.log")"
+root=$PWD
+(cd "$tmp" && printf 'x' > ./--help && "$root/tokenize" encode "${enc[@]}" --out h.bin -- --help > h.log 2>&1) &&
+  [ -s "$tmp/h.bin" ] && ok || bad "an input named --help after --: $(cat "$tmp/h.log")"
 for f in encode train decode --encoder --merges --out --tokenizer-out --shard-tokens --doc-sep --vocab-size --out-dir --tokenizer; do
   grep -q -- "$f" "$tmp/help" || bad "--help lacks $f"
 done
