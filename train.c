@@ -70,11 +70,18 @@ static void save_path(const char *pattern, int step, char *out, size_t cap) {
     snprintf(out, cap, "%.*s%d%s", (int)(at - pattern), pattern, step, at + 6);
 }
 
-// The mean loss over the first --val-batches batches of the validation text, read in order.
+// Whole batches of the validation text read in order (each takes B x T tokens and needs one more)
+static int val_whole_batches(const TokenSet *val, const Options *o) {
+    uint64_t per = (uint64_t)o->batch * o->seq, whole = val->n > per ? (val->n - 1) / per : 0;
+    return whole < (uint64_t)o->val_batches ? (int)whole : o->val_batches;
+}
+
+// The mean loss over the first --val-batches batches of the validation text, read in order; fewer
+// when the text holds fewer whole batches (no token counted twice: prepare_data says so).
 static double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b) {
     Loader l = { .d = val, .pack = o->pack, .bos = o->bos };
     double sum = 0, wsum = 0;
-    for (int i = 0; i < o->val_batches; i++) {
+    for (int i = 0, nb = val_whole_batches(val, o); i < nb; i++) {
         loader_next(&l, b);
         gpt_forward(m, b);
         sum += m->loss * m->weight_sum; wsum += m->weight_sum;
@@ -1101,6 +1108,10 @@ static void split_text(Session *s) {
                     (unsigned long long)s->val.n, (unsigned long long)need);
         s->val.n = 0;
     }
+    if (s->train_steps > 0 && s->val.n && val_whole_batches(&s->val, o) < o->val_batches)
+        fprintf(stderr, "warning: %llu validation tokens hold %d whole batches of %d x %d, fewer than --val-batches %d; the "
+                "validation loss reads those %d (no token counted twice)\n", (unsigned long long)s->val.n,
+                val_whole_batches(&s->val, o), o->batch, o->seq, o->val_batches, val_whole_batches(&s->val, o));
 }
 
 // The training stream: from the start, or where a --resume left it (refused when the data are not

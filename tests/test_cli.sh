@@ -211,6 +211,15 @@ else fail=$((fail + 1)); echo "FAIL: --detect-anomaly must not change a finite r
 ./train $small --steps 1 --save "$tmp/da.ckpt" > /dev/null
 expect_fail "--detect-anomaly without training" "--detect-anomaly checks training steps and this run trains none" ./train --load "$tmp/da.ckpt" --detect-anomaly --sample 5
 
+# ---- a validation text of fewer whole batches than --val-batches: those are read, each once (13
+# tokens hold 3 batches of 1 x 4; reading 8 wrapped to the start and counted some twice)
+printf 'abcdefghijklm' > "$tmp/v13.txt"
+vb="--layers 1 --heads 2 --dim 16 --seq 4 --batch 1 --steps 1 --val-data $tmp/v13.txt --val-frac 0"
+./train $vb --val-batches 8 > "$tmp/vb8" 2> "$tmp/vb8.err"; ./train $vb --val-batches 3 > "$tmp/vb3" 2> "$tmp/vb3.err"
+if grep -q "hold 3 whole batches of 1 x 4, fewer than --val-batches 8" "$tmp/vb8.err" && ! grep -q "whole batches" "$tmp/vb3.err" &&
+   [ -n "$(grep -o '| val [0-9.]*' "$tmp/vb8")" ] && [ "$(grep -o '| val [0-9.]*' "$tmp/vb8")" = "$(grep -o '| val [0-9.]*' "$tmp/vb3")" ]; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --val-batches past the validation text"; cat "$tmp/vb8.err" "$tmp/vb8" "$tmp/vb3"; fi
+
 # ---- model import: --load takes llm.c GPT-2 files and --export safetensors by content (both round
 # trip, byte for byte, with the same loss); --export-llmc only for what llm.c runs; a loaded model's
 # positional schedule changes only with --new-schedule
