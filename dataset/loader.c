@@ -113,6 +113,9 @@ static void fill_row(const Loader *l, Batch *b, int r, uint64_t at) {
         data_read(l->d, at, (size_t)T, tgt);
         tok[0] = bos;
         memcpy(tok + 1, tgt, sizeof(int) * (size_t)(T - 1));
+        // a window that starts at a boundary token (a document's start in shard data): BOS followed by
+        // BOS is no pair of the text, so that one prediction is not trained
+        if (tgt[0] == bos) b->weights[(size_t)r * T] = 0;
     } else {
         data_read(l->d, at, (size_t)T, tok);
         memcpy(tgt, tok + 1, sizeof(int) * (size_t)(T - 1));

@@ -52,14 +52,17 @@ int loader_starts_document(const int *row, int t, int eot);
 int loader_bos_token(const TokenSet *d);
 
 // Fills b (B rows of T) with the next B rows of the stream and moves the position past them.
-// Every token gets loss weight 1. Without pack a row is one sequence at positions 0..T-1 (doc 0).
+// Every token gets loss weight 1 (but see bos). Without pack a row is one sequence at positions 0..T-1 (doc 0).
 // With pack a row holds the documents it spans: each starts (at its boundary token) at position 0
 // with its own document id, so attention never crosses from one to another (a row that begins
 // mid-document starts at 0).
 // With bos a row reads the same window but only its first T tokens: inputs [BOS, w_0 .. w_{T-2}],
 // targets [w_0 .. w_{T-1}] (BOS predicts the window's first token; every token of the stream is
 // still a target once); the stream, its positions and a checkpoint's are those without bos. With
-// pack too, BOS opens the row's first document.
+// pack too, BOS opens the row's first document. A window that starts with the boundary token itself
+// (a document's start in shard data) gives [BOS, BOS, ...]: that first prediction, of the boundary
+// from BOS alone, is no pair of the text and gets weight 0 (with pack, the document then opens at its
+// own boundary token and BOS stands alone).
 void loader_next(Loader *l, Batch *b);
 // The same for rank `rank` of nranks: b receives rows rank*B .. rank*B + B - 1 of the next global
 // batch of nranks*B rows, and the position moves past the whole global batch.

@@ -249,7 +249,7 @@ static void test_bos(void) {
     Batch a, b;
     batch_alloc(&a, 2, 6);
     batch_alloc(&b, 2, 6);
-    int ok = 1;
+    int ok = 1, at_eot = 0;
     for (int mode = 0; mode < 4; mode++) {
         int pack = mode & 1, shuffle = mode >> 1;
         Loader lb = { .d = &three, .pack = pack, .shuffle = shuffle, .seed = 5, .bos = 1 };
@@ -261,11 +261,15 @@ static void test_bos(void) {
             for (int r = 0; r < 2; r++) {
                 const int *ta = a.tokens + r * 6, *ga = a.targets + r * 6, *tb = b.tokens + r * 6;
                 ok &= ta[0] == 50256 && ga[0] == tb[0] && a.doc[r * 6] == 0 && a.pos[r * 6] == 0;
-                for (int t = 1; t < 6; t++) ok &= ta[t] == tb[t - 1] && ga[t] == tb[t];
+                for (int t = 1; t < 6; t++) ok &= ta[t] == tb[t - 1] && ga[t] == tb[t] && a.weights[r * 6 + t] == 1;
+                // BOS before a window that starts with the end of text itself: that prediction has weight 0
+                ok &= a.weights[r * 6] == (tb[0] == 50256 ? 0.0f : 1.0f);
+                at_eot += tb[0] == 50256;
             }
         }
         EXPECT(ok, "--bos (pack %d, shuffle %d): rows are BOS then the window's first T-1 tokens, targets its first T", pack, shuffle);
     }
+    EXPECT(at_eot > 0, "--bos: some window starts with the end of text (its BOS prediction weighs 0)");
     int bytes[8] = { 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h' };
     TokenSet tb, other;
     data_from_memory(bytes, 8, 256, -1, "bytes", &tb);
