@@ -165,7 +165,7 @@ static void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plo
 }
 
 
-// text: perplexity against window length, one line per scheme (and RoPE extension), mean over seeds
+// text: perplexity against window length, one line per scheme (and RoPE extension), geometric mean over seeds
 static void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, int *made) {
     int n_var = 1 + c->n_ext;
     const char *name = "ppl_by_length";
@@ -193,11 +193,12 @@ static void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int pl
                 for (int i = 0; i < rs->n; i++) {
                     const Row *r = &rs->r[i];
                     if (r->run % c->n_schemes == sc && r->length == windows[w] && !r->sliding && r->variant == v && !isnan(r->value))
-                        { sum += r->value; k++; }
+                        { sum += log(r->value); k++; }
                 }
                 if (!k) { fprintf(d, " NaN"); continue; }
-                fprintf(d, " %.6g", sum / k);
-                if (sum / k < ymin) ymin = sum / k;
+                double g = exp(sum / k);                     // the geometric mean over seeds, as the tables
+                fprintf(d, " %.6g", g);
+                if (g < ymin) ymin = g;
             }
         fprintf(d, "\n");
     }
@@ -926,9 +927,10 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
                 int k = 0;
                 for (int sd = 0; sd < c->n_seeds; sd++) {
                     double y = ppl_value(rp, run_index(c, t, sc, sd), v, mode, windows[w], &note);
-                    if (!isnan(y)) x[k++] = y;
+                    if (!isnan(y)) x[k++] = log(y);          // the mean loss per token
                 }
                 Interval iv = mean_t_interval(x, k);
+                iv.mean = exp(iv.mean); iv.lo = exp(iv.lo); iv.hi = exp(iv.hi);   // geometric mean, interval from the log
                 if (!k) {
                     fprintf(md, " n/a |");
                     char line[256];
@@ -1080,8 +1082,9 @@ static void attention_section(Report *rp, int t, int context) {
 }
 
 // --double-length: the ALiBi paper's test at the window 2T. For every scheme X trained at T and every
-// Y trained at 2T (both listed), the perplexity of each at 2T and the paired difference X - Y by seed
-// (negative: X, trained at half the length, is better), with its t-interval and sign-flip p.
+// Y trained at 2T (both listed), the perplexity of each at 2T and the paired ratio X / Y by seed
+// (below 1: X, trained at half the length, is better), tested on the log ratios (the difference of
+// mean losses per token): t-interval and sign-flip p, shown back as ratios.
 static void double_length_section(const Report *rp, int t, int T) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
@@ -1089,12 +1092,14 @@ static void double_length_section(const Report *rp, int t, int T) {
     fprintf(md, "### Trained at %d tokens and tested at %d, against trained at %d\n\nThe ALiBi paper's test (Press et al., "
                 "section 4): a model trained at T = %d is scored at twice its length, W = %d, next to the same and the other "
                 "schemes trained at W (with half the rows per step, so the same tokens per step; the label @%d). Perplexity at "
-                "%d tokens, mean over the seeds with its 95%% t-interval; X - Y by seed (negative: X, trained at half the "
-                "length, is better), its mean with the 95%% t-interval and the exact sign-flip p (two-sided); a difference "
-                "counts when the interval excludes 0 and p < 0.05 (with 5 seeds or fewer no p can be below 0.05).\n\n",
+                "%d tokens, geometric mean over the seeds with its 95%% t-interval (on the log, as above); X / Y by seed "
+                "(below 1: X, trained at half the length, is better), their geometric mean with the 95%% t-interval of the "
+                "log ratios (the difference of mean losses per token) and the exact sign-flip p (two-sided) of the log "
+                "ratios; a difference counts when the interval excludes 1 and p < 0.05 (with 5 seeds or fewer no p can be "
+                "below 0.05).\n\n",
             T, W, W, T, W, W, W);
     for (int mode = 0; mode < 2; mode++) {
-        fprintf(md, "%s\n\n| X at %d | Y at %d | X | Y | X - Y by seed | seeds | mean | 95%% interval | p | verdict |\n"
+        fprintf(md, "%s\n\n| X at %d | Y at %d | X | Y | X / Y by seed | seeds | X / Y | 95%% interval | p | verdict |\n"
                     "|---|---|---|---|---|---|---|---|---|---|\n", mode ? "Sliding window:" : "Non-overlapping windows:", T, W);
         for (int y = 0; y < c->n_schemes; y++) {
             if (c->schemes[y].long_of < 0) continue;
@@ -1107,14 +1112,16 @@ static void double_length_section(const Report *rp, int t, int T) {
                 for (int sd = 0; sd < c->n_seeds; sd++) {
                     double a = ppl_value(rp, run_index(c, t, x, sd), 0, mode, W, NULL);
                     double b = ppl_value(rp, run_index(c, t, y, sd), 0, mode, W, NULL);
-                    if (!isnan(a)) vx[kx++] = a;
-                    if (!isnan(b)) vy[ky++] = b;
+                    if (!isnan(a)) vx[kx++] = log(a);
+                    if (!isnan(b)) vy[ky++] = log(b);
                     if (isnan(a) || isnan(b)) continue;
-                    d[n++] = a - b;
+                    d[n++] = log(a) - log(b);
                     size_t u = strlen(by);
-                    snprintf(by + u, sizeof by - u, "%s%lld: %+.3f", u ? ", " : "", c->seeds[sd], a - b);
+                    snprintf(by + u, sizeof by - u, "%s%lld: %.3f", u ? ", " : "", c->seeds[sd], a / b);
                 }
                 Interval ix = mean_t_interval(vx, kx), iy = mean_t_interval(vy, ky);
+                ix.mean = exp(ix.mean); ix.lo = exp(ix.lo); ix.hi = exp(ix.hi);
+                iy.mean = exp(iy.mean); iy.lo = exp(iy.lo); iy.hi = exp(iy.hi);
                 fprintf(md, "| %s | %s |", c->schemes[x].label, c->schemes[y].label);
                 if (kx > 1) fprintf(md, " %.3f [%.3f, %.3f] |", ix.mean, ix.lo, ix.hi);
                 else if (kx) fprintf(md, " %.3f |", ix.mean); else fprintf(md, " n/a |");
@@ -1122,8 +1129,8 @@ static void double_length_section(const Report *rp, int t, int T) {
                 else if (ky) fprintf(md, " %.3f |", iy.mean); else fprintf(md, " n/a |");
                 Test x_y = paired_test(d, n, stream_seed(c->schemes[x].label, c->schemes[y].label, 40 + mode));
                 fprintf(md, " %s | %d |", by, n);
-                if (n) fprintf(md, " %+.3f |", x_y.iv.mean); else fprintf(md, " |");
-                if (n >= 2) fprintf(md, " [%+.3f, %+.3f] |", x_y.iv.lo, x_y.iv.hi); else fprintf(md, " |");
+                if (n) fprintf(md, " %.3f |", exp(x_y.iv.mean)); else fprintf(md, " |");
+                if (n >= 2) fprintf(md, " [%.3f, %.3f] |", exp(x_y.iv.lo), exp(x_y.iv.hi)); else fprintf(md, " |");
                 if (n) fprintf(md, " %.4g |", x_y.p); else fprintf(md, " |");
                 int dir = direction(&x_y);
                 if (dir < 0) fprintf(md, " %s at %d better |\n", c->schemes[x].label, T);
@@ -1142,11 +1149,13 @@ static void text_section(Report *rp, int t) {
     int context = 0;
     for (int i = 0; i < rp->n && !context; i++) if (run_has_results(&rp->runs[i])) context = text_context(&rp->runs[i]);
     if (c->context) context = c->context;
-    fprintf(rp->md, "## Perplexity against context length on %s\n\nTrained at %d tokens%s; perplexity (mean over %d seed%s%s) "
-                    "on windows of each length, first non-overlapping windows, then a sliding window "
+    fprintf(rp->md, "## Perplexity against context length on %s\n\nTrained at %d tokens%s; perplexity (geometric mean over %d "
+                    "seed%s%s) on windows of each length, first non-overlapping windows, then a sliding window "
                     "(each token scored once, with at least half a window of context).\n\n", c->data, context,
             c->context ? " (schemes labelled @N: at N tokens)" : "", c->n_seeds, c->n_seeds > 1 ? "s" : "",
-            c->n_seeds > 1 ? ", with its 95% t-interval" : "");
+            c->n_seeds > 1 ? ", the exponential of the mean loss per token, with the 95% t-interval of that mean loss "
+                             "carried through the exponential: perplexity is a ratio scale, and a mean over its raw "
+                             "values lets one bad seed make the interval reach below 1" : "");
     int windows[64], nw = 0;
     for (int i = 0; i < rp->rs.n; i++) {
         int seen = 0;

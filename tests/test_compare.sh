@@ -257,8 +257,10 @@ grep -q "^### Trained at 16 tokens and tested at 32, against trained at 32" "$tm
   && [ "$(grep -c '^| \(alibi\|rope\) | \(alibi\|rope\)@32 |' "$tmp/dbl/summary.md")" = 8 ] && ok \
   || { bad "summary.md lacks the 2T tables (4 rows each)"; cat "$tmp/dbl/summary.md"; }
 # the numbers, on hand-made runs: at 32 tokens X = alibi 6.0, 6.2, 6.4 and Y = alibi@32 5.9, 6.0, 6.1;
-# X: 6.2 +- t(0.975, 2) 0.2 / sqrt(3) = 0.4969; Y: 6.0 +- 0.2484; X - Y 0.1, 0.2, 0.3: +0.2 +- 0.2484,
-# sign-flip p = 2 / 8 (only all + and all - reach |sum| 0.6)
+# geometric means with t-intervals on the log (t(0.975, 2) = 4.3027): X 6.198 [5.720, 6.715], Y 5.999
+# [5.756, 6.253]; X / Y 1.017, 1.033, 1.049: 1.033 [0.994, 1.074]; sign-flip p of the log ratios
+# 2 / 8 (all three positive). (Python's math module computed these; a mean of the raw perplexities
+# would give X 6.200 [5.703, 6.697].)
 fd="$tmp/fdbl"
 for s in 1 2 3; do
   for sc in alibi alibi@32; do
@@ -271,8 +273,12 @@ for s in 1 2 3; do
 done
 ./compare --out "$fd" --data "$tmp/text.txt" --schemes alibi --double-length alibi --seeds 1,2,3 --report-only -- --seq 16 --batch 4 > "$tmp/log10" 2>&1 \
   || { bad "--report-only with --double-length failed:"; cat "$tmp/log10"; }
-grep -qF "| alibi | alibi@32 | 6.200 [5.703, 6.697] | 6.000 [5.752, 6.248] | 1: +0.100, 2: +0.200, 3: +0.300 | 3 | +0.200 | [-0.048, +0.448] | 0.25 | not distinguishable with 3 seeds |" "$fd/summary.md" \
+grep -qF "| alibi | alibi@32 | 6.198 [5.720, 6.715] | 5.999 [5.756, 6.253] | 1: 1.017, 2: 1.033, 3: 1.049 | 3 | 1.033 | [0.994, 1.074] | 0.25 | not distinguishable with 3 seeds |" "$fd/summary.md" \
   && ok || { bad "the hand-made 2T table:"; sed -n '/### Trained at/,$p' "$fd/summary.md"; }
+# the perplexity table and the plot's numbers are the same geometric means
+grep -qF "| alibi | 6.20 [5.72, 6.72] |" "$fd/summary.md" && grep -qF "| alibi@32 | 6.00 [5.76, 6.25] |" "$fd/summary.md" &&
+  grep -q "^32 6.19785 5.99944$" "$fd/ppl_by_length.dat" && ok ||
+  { bad "the hand-made perplexity table or plot:"; cat "$fd/summary.md" "$fd/ppl_by_length.dat"; }
 
 # ---- retrieval: accuracy by haystack length and key depth
 ./compare --out "$tmp/find" --task retrieval --schemes nope --eval-per-length 2 --quiet \

@@ -7,7 +7,7 @@ set grid
 set key outside right
 set logscale x 2
 set logscale y
-set yrange [6.46908:27.2382]
+set yrange [6.46863:27.2363]
 set ytics 6.81, 1.25
 set format y '%.3g'
 set arrow from 64, graph 0 to 64, graph 1 nohead dt 2 lc rgb 'gray'
