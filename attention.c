@@ -300,7 +300,7 @@ static void tile_exp(real *S, int nk, const real *shift, real *col_sum) {
 
 // Dropout's row keys (QB,) of the block of queries i0 .. i0+ATT_QB-1 (attention.h: row (b*NH + h)*T + i)
 static void block_drop_keys(const AttnCall *x, const AttnPair *p, int i0, uint32_t *rk) {
-    uint64_t row0 = ((uint64_t)p->b * x->NH + p->h) * x->T + i0;
+    uint64_t row0 = ((x->ap->drop_b0 + (uint64_t)p->b) * x->NH + p->h) * x->T + i0;
     for (int r = 0; r < ATT_QB; r++) rk[r] = drop_row_key(x->ap->drop_key, row0 + r);
 }
 

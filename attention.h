@@ -26,7 +26,9 @@ typedef struct {
     double dropout;            // rate p at which attention_forward drops probabilities (kept ones
                                // x 1/(1-p)); 0: none. Its backward is given the same p and key.
     uint64_t drop_key;         // the mask: p(i,j) of batch row b, head h is kept when
-                               // drop_keep(drop_row_key(drop_key, (b*NH + h)*T + i), j) (kernels.h)
+                               // drop_keep(drop_row_key(drop_key, ((b0 + b)*NH + h)*T + i), j) (kernels.h)
+    uint64_t drop_b0;          // b0: the index of batch row 0 among the global batch's rows (under
+                               // MPI rank r x B), so the ranks draw one process's masks
 } AttnPos;
 
 // The fused kernel, tiled: blocks of ATT_QB query rows against tiles of up to ATT_KB keys, with an

@@ -225,12 +225,12 @@ void gelu_backward(real *dinp, const real *inp, const real *dout, int n) {
 // dropout: element (n, c) kept when drop_keep(row key of n, c), then scaled by 1/(1-p)
 
 // y (N,C) = or += x * keep / (1 - p)
-static void dropout_mask(real *y, const real *x, uint64_t key, double p, int N, int C, int accumulate) {
+static void dropout_mask(real *y, const real *x, uint64_t key, double p, int N, int C, uint64_t row0, int accumulate) {
     uint32_t thr = drop_threshold(p);
     real scale = (real)(1 / (1 - p));
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
-        uint32_t rk = drop_row_key(key, (uint64_t)n);
+        uint32_t rk = drop_row_key(key, row0 + (uint64_t)n);
         real *yn = y + (size_t)n * C;
         const real *xn = x + (size_t)n * C;
         #pragma omp simd
@@ -241,8 +241,12 @@ static void dropout_mask(real *y, const real *x, uint64_t key, double p, int N, 
     }
 }
 
-void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C) { dropout_mask(out, inp, key, p, N, C, 0); }
-void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C) { dropout_mask(dinp, dout, key, p, N, C, 1); }
+void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C, uint64_t row0) {
+    dropout_mask(out, inp, key, p, N, C, row0, 0);
+}
+void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C, uint64_t row0) {
+    dropout_mask(dinp, dout, key, p, N, C, row0, 1);
+}
 
 // ----------------------------------------------------------------------------------------------
 // the scan for NaN and Inf (--detect-anomaly): one pass, no value changed

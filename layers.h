@@ -31,10 +31,12 @@ void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *do
 void gelu_forward(real *out, const real *inp, int n);
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n);
 // Inverted dropout with rate p (0 <= p < 1): out (N,C) = inp * keep(n,c) / (1 - p), keep(n,c) 0 with
-// probability p, a hash of (key, n, c) (kernels.h's drop_keep: the same key, the same mask; out may
-// be inp). Backward: dinp (N,C) += dout * keep / (1 - p), with the forward's key.
-void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C);
-void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C);
+// probability p, a hash of (key, row0 + n, c) (kernels.h's drop_keep: the same key, the same mask;
+// out may be inp). row0: the index of row 0 among all rows of the step's global batch (under MPI,
+// rank r's rows start at r x its rows), so every rank draws the masks one process would draw for
+// those rows. Backward: dinp (N,C) += dout * keep / (1 - p), with the forward's key and row0.
+void dropout_forward(real *out, const real *inp, uint64_t key, double p, int N, int C, uint64_t row0);
+void dropout_backward(real *dinp, const real *dout, uint64_t key, double p, int N, int C, uint64_t row0);
 
 // What a scan for NaN and Inf found (gpt_set_detect_anomaly): of n values, `bad` are not finite, the
 // first of them at flat index `first` (value first_value); maxabs is the largest finite |x|.

@@ -365,6 +365,8 @@ void gpt_set_dropout(GPT *m, double p, uint64_t key) {
     m->drop_key = key;
 }
 
+void gpt_set_dropout_rows(GPT *m, uint64_t b0) { m->drop_b0 = b0; }
+
 uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro) {
     return mix64(mix64(mix64(seed ^ 0xD50F0D50F0D50Full) + (uint64_t)step) + (uint64_t)micro);
 }
@@ -407,7 +409,7 @@ static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
     AttnPos ap = { .pos = b->pos, .doc = b->doc, .scheme = posenc_scheme(m->cfg.pe.layer[l]), .tables = &m->pt,
                    .pe_params = m->p.pe_layer[l], .pe_dparams = grads ? m->g.pe_layer[l] : NULL,
                    .pe_nparams = m->pe_layer_n[l], .dropout = m->act_dropout,
-                   .drop_key = drop_site(m->act_drop_key, l, DROP_ATTENTION) };
+                   .drop_key = drop_site(m->act_drop_key, l, DROP_ATTENTION), .drop_b0 = m->act_drop_b0 };
     return ap;
 }
 
@@ -570,7 +572,7 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     TIMED(m, PROF_ATTENTION, block_attention(m, l, &la, ap, B, T, kc));
     if (watch(m, l, "atty", la.atty, btc(B, T, C))) return NULL;
     TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
-    if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_ATTN_OUT), drop, N, C);
+    if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_ATTN_OUT), drop, N, C, m->act_drop_b0 * T);
     if (watch(m, l, "attproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual2, residual, proj, N * C);
     if (watch(m, l, "residual2", la.residual2, btc(B, T, C))) return NULL;
@@ -581,7 +583,7 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     gelu_forward(la.fch_gelu, la.fch, N * 4 * C);
     if (watch(m, l, "fch_gelu", la.fch_gelu, btc(B, T, 4 * C))) return NULL;
     TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
-    if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_MLP_OUT), drop, N, C);
+    if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_MLP_OUT), drop, N, C, m->act_drop_b0 * T);
     if (watch(m, l, "fcproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual3, la.residual2, proj, N * C);
     if (watch(m, l, "residual3", la.residual3, btc(B, T, C))) return NULL;
@@ -607,7 +609,7 @@ double gpt_forward(GPT *m, const Batch *b) {
     }
     alloc_acts(m, B, T);
     m->batch = b;
-    m->act_dropout = m->dropout; m->act_drop_key = m->drop_key;
+    m->act_dropout = m->dropout; m->act_drop_key = m->drop_key; m->act_drop_b0 = m->drop_b0;
     Activations *a = &m->a;
     const ParamTensors *p = &m->p;
     begin_checks(m, "forward", m->detect_anomaly);
@@ -620,7 +622,8 @@ double gpt_forward(GPT *m, const Batch *b) {
         if (watch(m, -1, "encoded after hook 1", a->encoded, btc(B, T, C))) return forward_stopped(m);
     }
     if (m->act_dropout > 0) {
-        dropout_forward(a->encoded, a->encoded, drop_site(m->act_drop_key, -1, DROP_EMBEDDING), m->act_dropout, N, C);
+        dropout_forward(a->encoded, a->encoded, drop_site(m->act_drop_key, -1, DROP_EMBEDDING), m->act_dropout, N, C,
+                        m->act_drop_b0 * T);
         if (watch(m, -1, "encoded after dropout", a->encoded, btc(B, T, C))) return forward_stopped(m);
     }
 
@@ -721,10 +724,11 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); }
 
-// buf (N,C) = the gradient dout (N,C) through a dropout site's mask (key, rate p); returns buf
-static const real *dropped_grad(real *buf, const real *dout, uint64_t key, double p, size_t N, int C) {
+// buf (N,C) = the gradient dout (N,C) through a dropout site's mask (key, rate p, first global
+// row row0); returns buf
+static const real *dropped_grad(real *buf, const real *dout, uint64_t key, double p, size_t N, int C, uint64_t row0) {
     memset(buf, 0, sizeof(real) * N * C);
-    dropout_backward(buf, dout, key, p, (int)N, C);
+    dropout_backward(buf, dout, key, p, (int)N, C, row0);
     return buf;
 }
 
@@ -741,7 +745,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     const ParamTensors *p = &m->p;
     ParamTensors *dp = &m->g;
     double drop = m->act_dropout;          // the forward's dropout: its masks again, from its key
-    uint64_t key = m->act_drop_key;
+    uint64_t key = m->act_drop_key, row0 = m->act_drop_b0 * (uint64_t)T;
 
     // dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)), written over probs: after a
     // backward the probabilities are gone (dump_step copies the logits before it calls backward)
@@ -773,7 +777,7 @@ void gpt_backward(GPT *m, double grad_scale) {
         // and, with dropout, at a projection's output (dresidual through the branch's mask).
         const real *dproj = g->dresidual;
         if (drop > 0) {
-            dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C);
+            dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C, row0);
             if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return;
         }
         memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
@@ -793,7 +797,7 @@ void gpt_backward(GPT *m, double grad_scale) {
         // residual2 = residual + attproj(attention(qkv(ln1(residual))))
         dproj = g->dresidual;
         if (drop > 0) {
-            dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C);
+            dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C, row0);
             if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return;
         }
         memset(g->datty, 0, sizeof(real) * N * C);
@@ -817,7 +821,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     }
     const real *demb = g->dresidual;        // the gradient at the embedding sum, before its dropout
     if (drop > 0) {
-        demb = dropped_grad(g->dln, g->dresidual, drop_site(key, -1, DROP_EMBEDDING), drop, N, C);
+        demb = dropped_grad(g->dln, g->dresidual, drop_site(key, -1, DROP_EMBEDDING), drop, N, C, row0);
         if (watch(m, -1, "dencoded before dropout", demb, btc(B, T, C))) return;
     }
     const PosScheme *in = posenc_scheme(c->pe.input);

@@ -131,8 +131,9 @@ typedef struct {
     double *attn_stats;            // gpt_set_attention_stats: (L, NH, ATT_NSTAT) sums, or NULL
     double dropout;                // rate of the next forwards' dropout (gpt_set_dropout); 0: evaluation
     uint64_t drop_key;             // their masks' key
-    double act_dropout;            // the last forward's rate and key, which its backward repeats
-    uint64_t act_drop_key;
+    uint64_t drop_b0;              // gpt_set_dropout_rows: the batch's first row in the global batch
+    double act_dropout;            // the last forward's rate, key and first row, which its backward repeats
+    uint64_t act_drop_key, act_drop_b0;
     const Batch *batch;            // the batch of the last forward
     double loss;                   // weighted mean loss of the last forward
     double weight_sum;             // sum of loss weights of the last forward
@@ -194,6 +195,10 @@ void gpt_set_attention_stats(GPT *m, double *acc);
 // backwards and clears it; every evaluation (validation, tasks, perplexity, the KV cache, the
 // attention pictures, export and dump) runs with p = 0, and gpt_forward_cached never drops.
 void gpt_set_dropout(GPT *m, double p, uint64_t key);
+// Under MPI each rank's batch is rows b0 .. b0 + B - 1 of the step's global batch (b0 = rank x B):
+// the dropout masks are drawn for those global rows, so N ranks drop what one process with N x B
+// rows drops. 0 (the default) for one process.
+void gpt_set_dropout_rows(GPT *m, uint64_t b0);
 // --precision bf16 (on = 1): every later forward and backward computes the linear layers' products
 // (q/k/v, attention output, MLP, LM head) with bf16 operands and fp32 sums (bf16.h, gemm_bf16);
 // attention's own products, layernorm, softmax, the loss, the gradients' sums across micro-batches

@@ -63,6 +63,27 @@ static double lr_at(const Options *o, int step) {
     return floor_lr + 0.5 * (o->lr - floor_lr) * (1 + cos(M_PI * progress));
 }
 
+// A run resumed from the checkpoint of step `step` appends to its --log; rows past that step are
+// those of a run killed after the checkpoint (kill -9, a crash) and are trained again now: they are
+// cut from the file first, so every step appears once. A log that does not exist yet is left alone.
+static void drop_log_rows_after(const char *path, int step) {
+    FILE *f = fopen(path, "r+");
+    if (!f) return;
+    char line[4096];
+    long keep = -1, at = 0;
+    while (keep < 0 && fgets(line, sizeof line, f)) {
+        int st;
+        if (sscanf(line, "%d,", &st) == 1 && st > step) keep = at;   // (the header has no number)
+        at = ftell(f);
+    }
+    if (keep >= 0) {
+        CHECK(ftruncate(fileno(f), keep) == 0, "cannot cut the log '%s' back to step %d: %s", path, step, strerror(errno));
+        fprintf(stderr, "the log %s had rows past step %d (a run stopped after its checkpoint): cut back to step %d\n",
+                path, step, step);
+    }
+    fclose(f);
+}
+
 // --save path with "{step}" replaced by the step number (keeps one checkpoint per save)
 static void save_path(const char *pattern, int step, char *out, size_t cap) {
     const char *at = strstr(pattern, "{step}");
@@ -1005,7 +1026,8 @@ static void check_with_model(Session *s) {
     CHECK(!strcmp(o->schedule, "cosine") || !strcmp(o->schedule, "poly"), "--schedule %s: give cosine or poly", o->schedule);
     CHECK(!flag_set(&s->a, "poly-power") || !strcmp(o->schedule, "poly"), "--poly-power applies to --schedule poly");
     CHECK(!(flag_set(&s->a, "warmup") && flag_set(&s->a, "warmup-frac")), "give either --warmup N or --warmup-frac F, not both");
-    if (flag_set(&s->a, "warmup-frac")) o->warmup = (int)ceil(o->warmup_frac * o->steps);
+    // (less 1e-9: 0.07 x 100 is 7.000000000000001 in doubles, and ceil would make it 8)
+    if (flag_set(&s->a, "warmup-frac")) o->warmup = (int)ceil(o->warmup_frac * o->steps - 1e-9);
     if (o->warmup < 0) o->warmup = o->steps / 10;
     CHECK(!o->resume || o->dump || o->sample || eval_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
@@ -1086,15 +1108,18 @@ static void split_text(Session *s) {
               k ? "validation" : "training", k && o->val_data ? o->val_data : s->data_name);
         CHECK(bos < vocab, "--bos: the boundary token %d is outside the model's vocabulary (0..%d)", bos, vocab - 1);
     }
-    uint64_t need = (uint64_t)o->batch * o->seq + 1, n = s->train.n;
+    // a step reads every rank's rows: ranks x --batch rows of --seq, one token more in order
+    uint64_t rows = (uint64_t)s->ranks * o->batch, need = rows * o->seq + 1, n = s->train.n;
     int reads = o->dump || s->train_steps > 0;                    // the training stream is read
-    CHECK(n >= need || !reads, "%s has %llu training tokens, fewer than --batch %d x --seq %d + 1 = %llu; use more data "
-          "or a smaller batch", s->data_name, (unsigned long long)n, o->batch, o->seq, (unsigned long long)need);
+    char per_rank[64] = "";
+    if (s->ranks > 1) snprintf(per_rank, sizeof per_rank, "%d ranks x ", s->ranks);
+    CHECK(n >= need || !reads, "%s has %llu training tokens, fewer than %s--batch %d x --seq %d + 1 = %llu; use more data "
+          "or a smaller batch", s->data_name, (unsigned long long)n, per_rank, o->batch, o->seq, (unsigned long long)need);
     Loader shuffled = { .d = &s->train, .shuffle = 1 };
     uint64_t windows = o->shuffle && reads ? loader_rows(&shuffled, o->seq) : 0;
-    CHECK(!o->shuffle || !reads || windows >= (uint64_t)o->batch, "--shuffle: the training files of %s hold %llu windows of "
-          "--seq %d + 1 tokens (a window lies inside one file), fewer than --batch %d; use more data, or a smaller --seq "
-          "or --batch", s->data_name, (unsigned long long)windows, o->seq, o->batch);
+    CHECK(!o->shuffle || !reads || windows >= rows, "--shuffle: the training files of %s hold %llu windows of "
+          "--seq %d + 1 tokens (a window lies inside one file), fewer than %s--batch %d; use more data, or a smaller --seq "
+          "or --batch", s->data_name, (unsigned long long)windows, o->seq, per_rank, o->batch);
     CHECK(o->seq <= context || !(o->dump || o->eval_batches || s->train_steps > 0), "--seq %d is longer than the model's context %d; raise --context",
           o->seq, context);
     uint64_t eval_need = (uint64_t)o->eval_batches * o->batch * o->seq + 1;
@@ -1102,10 +1127,11 @@ static void split_text(Session *s) {
           "%d batches of %d x %d (%llu; no token is counted twice); give --val-data, a larger --val-frac or "
           "fewer batches", o->eval_batches, (unsigned long long)s->val.n, o->eval_batches, o->batch, o->seq,
           (unsigned long long)eval_need);
-    if (s->train_steps > 0 && s->val.n < need) {
+    uint64_t val_need = (uint64_t)o->batch * o->seq + 1;          // rank 0 validates alone
+    if (s->train_steps > 0 && s->val.n < val_need) {
         if (s->val.n || o->val_data)
             fprintf(stderr, "warning: %llu validation tokens are fewer than one batch (%llu); no validation loss\n",
-                    (unsigned long long)s->val.n, (unsigned long long)need);
+                    (unsigned long long)s->val.n, (unsigned long long)val_need);
         s->val.n = 0;
     }
     if (s->train_steps > 0 && s->val.n && val_whole_batches(&s->val, o) < o->val_batches)
@@ -1136,6 +1162,10 @@ static void prepare_data(Session *s) {
     const Options *o = s->o;
     s->train_steps = o->dump || o->eval_batches || eval_requested(o) ? 0 : o->steps - (int)s->st.step;
     s->need_data = o->dump || o->eval_batches || eval_requested(o) || s->train_steps > 0;
+    // a checkpoint or a loss log of a run that trains nothing would silently not be written
+    CHECK(s->train_steps > 0 || (!o->save && !o->log), "--save and --log keep what training steps make, and this run "
+          "trains none (%s); drop them, or give --steps N to train", o->dump || o->eval_batches || eval_requested(o) ?
+          "it evaluates" : o->load ? "--load trains only with --steps" : "--steps 0");
     if (s->need_data && !s->have_data && !o->task) {   // --resume without --data: the stored data path
         if (o->data) data_open(o->data, &s->all); else data_default_corpus(&s->all);
         s->data_name = o->data ? o->data : "the embedded corpus";
@@ -1261,6 +1291,7 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     for (int k = 0; k < o->accum; k++) {
         // --dropout: masks from (--seed, step, micro-batch), so a resumed run drops what this one did
         gpt_set_dropout(&s->model, o->dropout, gpt_dropout_key((uint64_t)o->seed, step, k));
+        gpt_set_dropout_rows(&s->model, (uint64_t)s->rank * o->batch);   // this rank's rows of the global batch
         gpt_forward(&s->model, &mb[k]);
         stop_on_anomaly(&s->model, step);
         loss += s->model.loss * s->model.weight_sum / (wtotal > 0 ? wtotal : 1);
@@ -1340,6 +1371,7 @@ static void train(Session *s) {
     FILE *log = NULL;
     if (o->log && writer) {
         // a resumed run appends to its log; a new log starts with the header
+        if (o->resume) drop_log_rows_after(o->log, (int)s->st.step);
         log = fopen(o->log, o->resume ? "a" : "w");
         CHECK(log, "cannot open the log '%s': %s", o->log, strerror(errno));
         if (ftell(log) == 0) fprintf(log, "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
@@ -1391,7 +1423,7 @@ static void train(Session *s) {
         }
         // the step is done: stop here (a fitted run ends anyway); under mpirun every rank stops at
         // the step where the first of them saw the signal
-        int stop = dist_any(interrupted) && !fitted;
+        int stop = dist_any(interrupted) && !fitted && !last;      // a run past its last step finishes
         if (o->save && (last || stop || (o->save_every && (step + 1) % o->save_every == 0))) {
             TrainState st = train_state(s, step + 1);
             char path[4096];

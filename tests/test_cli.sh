@@ -211,6 +211,18 @@ else fail=$((fail + 1)); echo "FAIL: --detect-anomaly must not change a finite r
 ./train $small --steps 1 --save "$tmp/da.ckpt" > /dev/null
 expect_fail "--detect-anomaly without training" "--detect-anomaly checks training steps and this run trains none" ./train --load "$tmp/da.ckpt" --detect-anomaly --sample 5
 
+# ---- --save and --log with nothing to train: refused, not silently unwritten
+expect_fail "--save with --steps 0" "--save and --log keep what training steps make, and this run trains none (--steps 0)" ./train $small --steps 0 --save "$tmp/keep"
+./train $small --steps 1 --save "$tmp/one.ckpt" > /dev/null 2>&1
+expect_fail "--load then --save without --steps" "trains none (--load trains only with --steps)" ./train --load "$tmp/one.ckpt" --save "$tmp/keep"
+expect_fail "--log while evaluating" "trains none (it evaluates)" ./train --load "$tmp/one.ckpt" --eval-batches 1 --log "$tmp/keep"
+
+# ---- --warmup-frac: 0.07 x 100 steps is 7 warm-up steps (in doubles 7.000000000000001, which ceil
+# made 8): step s of the warm-up runs at lr x s / 7, so the log's lr reaches 1e-3 at step 7, not 8
+./train $small --steps 100 --lr 1e-3 --warmup-frac 0.07 --log "$tmp/wu.csv" > /dev/null 2>&1
+if awk -F, '$1 == 6 { a = $4 } $1 == 7 { b = $4 } END { exit !(a + 0 < 1e-3 && b + 0 == 1e-3) }' "$tmp/wu.csv"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: --warmup-frac 0.07 x 100 steps: the lr should peak at step 7"; sed -n 1,10p "$tmp/wu.csv"; fi
+
 # ---- a validation text of fewer whole batches than --val-batches: those are read, each once (13
 # tokens hold 3 batches of 1 x 4; reading 8 wrapped to the start and counted some twice)
 printf 'abcdefghijklm' > "$tmp/v13.txt"

@@ -135,7 +135,7 @@ static void test_encoder(void) {
 
 // ---- dropout ------------------------------------------------------------------------------------
 typedef struct { int N, C; double p; uint64_t key; real *inp, *out, *R; } DropCtx;
-static double drop_loss(void *p) { DropCtx *c = p; dropout_forward(c->out, c->inp, c->key, c->p, c->N, c->C); return dot(c->out, c->R, (size_t)c->N * c->C); }
+static double drop_loss(void *p) { DropCtx *c = p; dropout_forward(c->out, c->inp, c->key, c->p, c->N, c->C, 0); return dot(c->out, c->R, (size_t)c->N * c->C); }
 static void test_dropout_layer(double p) {
     DropCtx c = { .N = 9, .C = 7, .p = p, .key = 77 };
     size_t n = (size_t)c.N * c.C;
@@ -143,7 +143,7 @@ static void test_dropout_layer(double p) {
     fill(c.inp, n, 2); fill(c.R, n, 1);
     real *di = xcalloc(n, sizeof(real));
     drop_loss(&c);
-    dropout_backward(di, c.R, c.key, c.p, c.N, c.C);
+    dropout_backward(di, c.R, c.key, c.p, c.N, c.C, 0);
     char what[64];
     snprintf(what, sizeof what, "dropout %g dinp", p);
     check_grad(what, c.inp, di, n, drop_loss, &c);
@@ -151,7 +151,7 @@ static void test_dropout_layer(double p) {
     drop_loss(&c);
     real *inplace = xmalloc(n * sizeof(real));
     memcpy(inplace, c.inp, n * sizeof(real));
-    dropout_forward(inplace, inplace, c.key, c.p, c.N, c.C);
+    dropout_forward(inplace, inplace, c.key, c.p, c.N, c.C, 0);
     int same = memcmp(inplace, c.out, n * sizeof(real)) == 0, values = 1, zeros = 0;
     for (size_t k = 0; k < n; k++) { values &= c.out[k] == 0 || c.out[k] == c.inp[k] * (real)(1 / (1 - p)); zeros += c.out[k] == 0; }
     EXPECT(same && values && zeros > 0 && zeros < (int)n, "dropout %g: in place %d, values 0 or x/(1-p) %d, %d of %zu dropped",
@@ -407,7 +407,7 @@ static void test_dropout_rates(double p) {
     int R = 1000, W = 64;
     real *x = xmalloc(sizeof(real) * R * W);
     for (int k = 0; k < R * W; k++) x[k] = 1;
-    dropout_forward(x, x, 0xF00D, p, R, W);
+    dropout_forward(x, x, 0xF00D, p, R, W, 0);
     double dropped = 0, along = 0, down = 0, n_along = 0, n_down = 0, bad = 0;
     for (int r = 0; r < R; r++)
         for (int c = 0; c < W; c++) {
@@ -476,6 +476,38 @@ static void test_dropout_model(void) {
     omp_set_num_threads(saved);
     EXPECT(one == two && !memcmp(l1, l2, sizeof(real) * nl) && !memcmp(g1, g2, sizeof(real) * np),
            "dropout: 1 thread and 2 threads differ (loss %.17g vs %.17g)", one, two);
+    // the masks follow the global row (gpt_set_dropout_rows): rows 1-2 as a batch of their own with
+    // b0 = 1 (an MPI rank's share) drop what they dropped as rows 1-2 of the whole batch; the
+    // gradients of row 0 (b0 = 0) and rows 1-2 (b0 = 1), each scaled by the whole batch's weight,
+    // add up to the whole batch's
+    gpt_set_dropout(&m, 0.1, k00);
+    gpt_forward(&m, &b);
+    memcpy(l1, m.a.logits, sizeof(real) * nl);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / 120);
+    memcpy(g1, m.grads, sizeof(real) * np);
+    Batch head, tail;
+    batch_alloc(&head, 1, 40);
+    batch_alloc(&tail, 2, 40);
+    memcpy(head.tokens, b.tokens, sizeof(int) * 40); memcpy(head.targets, b.targets, sizeof(int) * 40);
+    memcpy(tail.tokens, b.tokens + 40, sizeof(int) * 80); memcpy(tail.targets, b.targets + 40, sizeof(int) * 80);
+    gpt_zero_grad(&m);
+    gpt_forward(&m, &head);
+    gpt_backward(&m, 1.0 / 120);
+    gpt_set_dropout_rows(&m, 1);
+    gpt_forward(&m, &tail);
+    int rows_same = !memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab);
+    gpt_backward(&m, 1.0 / 120);
+    double worst = 0;
+    for (size_t i = 0; i < np; i++) worst = fmax(worst, fabs(m.grads[i] - g1[i]) / (fabs(g1[i]) + 1e-12));
+    EXPECT(rows_same && worst < 1e-9, "dropout by global row: rows 1-2 with b0 = 1 drop as in the whole batch (logits %s; "
+           "gradients' sum off by %.3g relative)", rows_same ? "equal" : "differ", worst);
+    gpt_set_dropout_rows(&m, 0);
+    gpt_forward(&m, &tail);
+    EXPECT(memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab) != 0,
+           "dropout by global row: rows 1-2 as rows 0-1 (b0 = 0) must drop otherwise");
+    gpt_set_dropout(&m, 0, 0);
+    batch_free(&head); batch_free(&tail);
     free(l0); free(g0); free(l1); free(g1); free(l2); free(g2);
     batch_free(&b);
     gpt_free(&m);

@@ -4,13 +4,15 @@
 #  - equivalence: 2 ranks x --batch B log the losses of one process with --batch 2B (relative
 #    difference <= 1e-6: the same sums in another order) and end with the same parameters (to
 #    float tolerance), for a scheme of each hook kind (rope: q/k, alibi and t5: scores, learned:
-#    input), on a --task and on packed text (--pack) with gradient accumulation;
+#    input), on a --task and on packed text (--pack) with gradient accumulation, and with --dropout
+#    (each rank draws the masks of its rows of the global batch);
 #  - every rank holds bit-identical parameters after every step (--verify-ranks), with and without
 #    --zero 1, and --zero 1 logs the losses of --zero 0;
 #  - a checkpoint written by 2 ranks with --zero 1 resumes on 1 process, and one written by 1
 #    process resumes on 2 ranks with --zero 1, each continuing the uninterrupted run's losses;
 #  - a rank killed mid-run makes mpirun exit non-zero naming the rank, and the last checkpoint
 #    stays intact (it resumes);
+#  - text too short for the ranks' global batch is refused up front, naming it;
 #  - the one-process modes are refused under 2 ranks with a message; a batch that fits the machine
 #    once but not twice is refused under 2 ranks (each rank counts on its share of the memory);
 #  - ./compare under mpirun shares a grid's runs over the ranks and reports what one ./compare
@@ -57,6 +59,7 @@ configs=(
     "alibi|$task --pe alibi"
     "t5|$task --pe t5"
     "learned-pack|--input-pe learned --pe nope --seq 32 --pack 1 --accum 2 --val-every 0"
+    "dropout|$task --pe rope --dropout 0.1 --accum 2"
 )
 for c in "${configs[@]}"; do
     name=${c%%|*}; flags=${c#*|}
@@ -117,6 +120,15 @@ check $? "the last checkpoint of the killed run loads"
 $MPIRUN ./tests/train_mpi --load "$tmp/full5.ckpt" --export "$tmp/x.st" > "$tmp/refused.out" 2>&1
 [ $? != 0 ] && grep -q "run them without mpirun" "$tmp/refused.out"
 check $? "--export under 2 ranks must be refused with a message: $(head -2 "$tmp/refused.out")"
+
+# text that fills one process's batch but not the 2 ranks' global batch (2 x 20 rows of 32 + 1 =
+# 1281 tokens; 900 here): refused up front with the ranks in the message, not an internal error
+head -c 900 /dev/zero | tr '\0' 'a' > "$tmp/900.txt"
+small_data="--data $tmp/900.txt --val-frac 0 --layers 1 --heads 2 --dim 16 --batch 20 --seq 32 --steps 1"
+./train $small_data > /dev/null 2>&1; one=$?
+$MPIRUN ./tests/train_mpi $small_data > "$tmp/900.out" 2>&1; two=$?
+[ $one = 0 ] && [ $two != 0 ] && grep -q "has 900 training tokens, fewer than 2 ranks x --batch 20 x --seq 32 + 1 = 1281" "$tmp/900.out"
+check $? "2 ranks on too little text must be refused naming the global batch (1 process: rc $one; 2 ranks: rc $two): $(grep -m1 error "$tmp/900.out")"
 
 # two ranks on one machine share its memory: each counts on half of MemAvailable + SwapFree. A batch
 # that needs ~70% of it (sized from ./train's own refusal of a huge batch) is refused under 2 ranks as

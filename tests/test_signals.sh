@@ -4,8 +4,10 @@
 #    and prints the command that continues it; following those commands to the end gives the same
 #    log (every loss) and the same final checkpoint, byte for byte, as an uninterrupted run;
 #  - kill -9 at random moments (no chance to save): resuming from the newest checkpoint gets the
-#    same final checkpoint too, and the temporary a killed save may leave is removed;
+#    same final checkpoint and log too (the rows past that checkpoint are cut from the log), and the
+#    temporary a killed save may leave is removed;
 #  - a second signal stops the run at once (killed by the signal, no new checkpoint);
+#  - a signal during the last step lets the run finish as if none had come (exit 0);
 #  - without --save: exit 128 + the signal and a message that nothing was saved.
 # The moments come from a seeded $RANDOM, counted in steps of the log: the steps are the same every
 # run, the moment within the step a signal lands in is not, and every outcome must pass.
@@ -82,6 +84,8 @@ done
 [ $kills = 4 ]; check $? "4 kills ($kills)"
 cmp -s "$tmp/full.ckpt" "$tmp/k$steps.ckpt"
 check $? "killed with -9 and resumed from the newest checkpoint, the final checkpoint equals the uninterrupted run's"
+diff <(losses "$tmp/full.csv") <(losses "$tmp/k.csv") > "$tmp/diff"
+check $? "killed with -9 and resumed, the log holds every step once, as the uninterrupted run's (rows past the checkpoint cut): $(head -4 "$tmp/diff")"
 ls "$tmp"/*.tmp > /dev/null 2>&1; [ $? != 0 ]; check $? "no temporary file is left after the last run"
 
 # stale temporaries of the --save pattern are removed when a run starts; other files are not
@@ -101,6 +105,17 @@ kill -TERM $pid; sleep 0.02; kill -TERM $pid
 wait $pid; rc=$?
 [ $rc = 143 ] && [ ! -e "$tmp/twice.ckpt" ]; check $? "a second SIGTERM kills the run at once (rc $rc, 143 expected; no checkpoint)"
 [ "$(grep -c 'signal received' "$tmp/err")" = 1 ]; check $? "the first signal says what happens, once"
+
+# a signal during the last step: the run is done, so it finishes as an uninterrupted one would (its
+# checkpoint, then what follows training: here the samples), exit 0; it used to exit 75 and print a
+# command that --resume refused (every step done)
+./train $big --steps 2 --save "$tmp/last.ckpt" --log "$tmp/last.csv" --sample 8 > "$tmp/out" 2> "$tmp/err" &
+pid=$!
+for i in $(seq 500); do [ "$(cat "$tmp/last.csv" 2> /dev/null | wc -l)" -ge 2 ] && break; sleep 0.01; done
+kill -TERM $pid; wait $pid; rc=$?
+[ $rc = 0 ] && [ -e "$tmp/last.ckpt" ] && ! grep -q "^interrupted by" "$tmp/out" && grep -q "^saved $tmp/last.ckpt" "$tmp/out" &&
+  grep -q "^---- end of sample ----" "$tmp/out" && [ "$(tail -1 "$tmp/last.csv" | cut -d, -f1)" = 2 ]
+check $? "SIGTERM in the last step: the run finishes, exit 0, checkpoint and samples (rc $rc: $(tail -2 "$tmp/out"))"
 
 # without --save (signalled once it trains)
 ./train $common --steps 100000 > "$tmp/out" 2> /dev/null &
