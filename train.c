@@ -984,7 +984,10 @@ static void load_inputs(Session *s) {
 static void load_model(Session *s) {
     const Options *o = s->o;
     int vocab = o->task ? task_vocab(&s->tc) : o->tokenizer ? s->tok.n : s->have_data ? s->all.vocab_size : 256;
+    const char *tok_before = o->tokenizer;
     build_model(&s->a, &s->model, &s->st, &s->stored, vocab);
+    // --resume restores a stored --tokenizer (its end of text is the documents' boundary): read it now
+    if (o->tokenizer && o->tokenizer != tok_before) { tokenizer_free(&s->tok); tokenizer_load(o->tokenizer, &s->tok); }
     if (o->load && o->task && s->stored) { apply_stored_task(&s->a, s->stored, o->load); setup_task(&s->a, &s->tc); }
     if (o->resume && o->task) setup_task(&s->a, &s->tc);
 }

@@ -18,7 +18,7 @@ const Flag FLAGS[] = {
     { "data", F_STR, O(data), 0, 0, K_TRAIN, "PATH", "training data: a file, a folder (its files) or a quoted glob ('dir/*.bin', sorted) of llm.c token shards (uint16 GPT-2 or uint32 Llama-3) or of byte files, read as one sequence in windows, never whole (default: the embedded corpus)" },
     { "val-data", F_STR, O(val_data), 0, 0, K_TRAIN, "PATH", "validation data, as --data (default: the last --val-frac of --data)" },
     { "val-frac", F_DBL, O(val_frac), 0, 0.5, K_TRAIN, "F", "fraction of the data held out for validation: the last tokens of its sequence (0.1)" },
-    { "tokenizer", F_STR, O(tokenizer), 0, 0, K_RUN, "FILE", "llm.c tokenizer file to print samples of token data" },
+    { "tokenizer", F_STR, O(tokenizer), 0, 0, K_TRAIN, "FILE", "llm.c tokenizer file: a new model's vocabulary, its end of text as the documents' boundary in token data (--pack, --bos), the pieces of --prompt and samples; stored for --resume" },
     { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1", "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
     { "shuffle", F_SWITCH, O(shuffle), 0, 1, K_TRAIN, "", "train on the data in a new order every epoch, from --seed: the files, and windows of --seq + 1 tokens within each file (default: in order)" },
     { "bos", F_SWITCH, O(bos), 0, 1, K_TRAIN, "", "start every window of text (training and evaluation) with the boundary token: the data's end of text, or byte 2 (STX) in byte data, followed by --seq - 1 tokens of text; stored for --resume (with --load, give it again to evaluate a model trained with it)" },

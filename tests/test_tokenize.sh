@@ -107,6 +107,14 @@ if [ -x ./train ]; then
   l0=$(./train "${small[@]}" 0 2>&1 | grep -o 'loss [0-9.]*' | head -1)
   l1=$(./train "${small[@]}" 1 2>&1 | grep -o 'loss [0-9.]*' | head -1)
   [ -n "$l0" ] && [ -n "$l1" ] && [ "$l0" != "$l1" ] && ok || bad "--pack on a learned vocabulary's shard: the same loss as without ($l0, $l1): its end of text is not a boundary"
+  # --resume without --tokenizer keeps the documents: the stored path gives the same end of text,
+  # and the resumed steps log the uninterrupted run's losses
+  run=(--data "$tmp/docs.bin" --layers 1 --heads 2 --dim 16 --seq 32 --batch 1 --val-frac 0 --val-every 0 --pack 1 --steps 6)
+  ./train "${run[@]}" --tokenizer "$tmp/tok.bin" --log "$tmp/u.csv" > /dev/null 2>&1
+  ./train "${run[@]}" --tokenizer "$tmp/tok.bin" --steps 6 --save "$tmp/r{step}.ckpt" --save-every 3 > /dev/null 2>&1
+  ./train --resume "$tmp/r3.ckpt" --log "$tmp/r.csv" > /dev/null 2>&1
+  [ -s "$tmp/r.csv" ] && diff <(tail -3 "$tmp/u.csv" | cut -d, -f1,2) <(tail -3 "$tmp/r.csv" | cut -d, -f1,2) > /dev/null && ok ||
+    bad "--resume without --tokenizer: steps 4-6 differ from the uninterrupted run's (the documents' boundary was lost)"
 fi
 
 # ---- --help lists every flag
