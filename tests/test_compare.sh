@@ -354,8 +354,12 @@ for r in nope/seed1 nope/seed2 alibi/seed1 alibi/seed2; do
   [ "$(head -1 "$tmp/dist/runs/copy-repeat/$r/distance.csv" 2> /dev/null)" = "layer,split,instances,jsd" ] && ok ||
     bad "--attention-distance: no distance.csv in $r"
 done
-grep -q "the nope row is the baseline" "$tmp/dist/summary.md" && grep -q "^| nope (vs nope, next seed) | 2 |" "$tmp/dist/summary.md" &&
+grep -q "the nope row is the baseline" "$tmp/dist/summary.md" && grep -q "^| nope (vs nope, another seed) | 1 |" "$tmp/dist/summary.md" &&
   grep -q "^| alibi | 2 |" "$tmp/dist/summary.md" && ok || bad "summary.md lacks the attention distance table"
+# the baseline in disjoint pairs: with 2 seeds the one pair 1-2 (nope seed 1's file), not also 2-1
+want=$(awk -F, '$1 == 0 && $2 == "in" { printf "%.4f", $4 }' "$tmp/dist/runs/copy-repeat/nope/seed1/distance.csv")
+grep "^| nope (vs nope, another seed) | 1 |" "$tmp/dist/summary.md" | grep -qF "| 1 | $want |" && ok ||
+  bad "the baseline's layer 0 should be seed 1's $want: $(grep '^| nope (vs' "$tmp/dist/summary.md")"
 # the table's layer 0 (in) for alibi: the mean of the two seeds' distance.csv rows
 want=$(cat "$tmp/dist/runs/copy-repeat/alibi/seed"[12]/distance.csv | awk -F, '$1 == 0 && $2 == "in" { s += $4; n++ } END { printf "%.4f", s / n }')
 grep "^| alibi | 2 |" "$tmp/dist/summary.md" | grep -qF "| $want [" && ok ||
