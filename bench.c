@@ -12,7 +12,10 @@
 //                            of the TDPBF16PS loop's peak on the amx path, of the VDPBF16PS loop's on
 //                            the avx512bf16 path (of the fp32 peak on the portable path, which
 //                            computes in fp32)
-//   ./bench --bf16           only the bf16 section of the full run (below), no CSV
+//   ./bench --bf16           only the bf16 section of the full run (below), no CSV; with
+//                            PEGPT_BF16_PATH=avx512bf16-emulated its ceiling column is the avx512bf16
+//                            path's on any CPU (the packing is that path's code, the instruction's time
+//                            is left out)
 //   ./bench --bf16-loss      ./train's default run (1000 steps on the embedded corpus) in fp32 and in
 //                            bf16: the validation losses, which must agree within 2%
 //
