@@ -121,8 +121,7 @@ static const char *last_value(char *const *w, int n, const char *flag) {
     return v;
 }
 
-// The value of the last `flag` in --eval-flags (copied into buf), or NULL.
-static const char *eval_flag(const Cfg *c, const char *flag, char *buf, size_t cap) {
+const char *eval_flag(const Cfg *c, const char *flag, char *buf, size_t cap) {
     char ev[512] = "", *words[64];
     int nw = 0;
     if (c->eval_flags) snprintf(ev, sizeof ev, "%s", c->eval_flags);
@@ -264,6 +263,21 @@ void compare_parse(Cfg *c, int argc, char **argv) {
     CHECK(!c->val_data || c->data, "--val-data goes with --data");
     CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
     CHECK(!c->attention_stats || c->data, "--attention-stats applies to text (--data): ./train measures attention on windows of text");
+    int longrope = 0;
+    for (int k = 0; k < c->n_ext; k++) longrope |= !strcmp(c->extensions[k], "longrope");
+    if (longrope) {
+        // each run's LongRoPE search scores the validation tokens after those the evaluations score
+        // (build_cmds): it must know where they end, and read the same validation text
+        char tb[64];
+        CHECK(eval_flag(c, "--ppl-tokens", tb, sizeof tb), "--rope-extensions longrope: give --eval-flags '--ppl-tokens N', the "
+              "validation tokens the evaluations score; each run's LongRoPE search scores the ones after them (without it "
+              "the evaluations take up to %d, and a shorter validation text leaves the search nothing)", PPL_DEFAULT_TOKENS);
+        const char *other[] = { "--val-frac", "--val-data", "--data" };
+        for (int k = 0; k < 3; k++)
+            CHECK(!eval_flag(c, other[k], tb, sizeof tb), "--rope-extensions longrope: --eval-flags gives %s, so the "
+                  "evaluations would read another validation text than the LongRoPE search; give ./compare --val-data, or "
+                  "--val-frac after --, which both use", other[k]);
+    }
     CHECK(!c->attention_distance || !c->data, "--attention-distance applies to tasks (--task): it compares task models "
           "on the same test instances");
     CHECK(!c->fit_target || !c->data, "--fit-target applies to tasks (--task), whose in-distribution validation accuracy it reads");
@@ -428,10 +442,11 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
         if (longrope) {
             // LongRoPE's lists are searched for this model first (./train --longrope-search), scored on
             // validation tokens that the evaluations do not score: from the one after the last they read
+            // (they score --ppl-tokens tokens after their --ppl-skip, and read one more)
             Argv *q = &cmds[nc++];
-            char tb[64];
-            const char *pt = eval_flag(c, "--ppl-tokens", tb, sizeof tb);
-            long long skip = (pt ? atoll(pt) : PPL_DEFAULT_TOKENS) + 1;
+            char tb[64], sb[64];
+            const char *pt = eval_flag(c, "--ppl-tokens", tb, sizeof tb), *ps = eval_flag(c, "--ppl-skip", sb, sizeof sb);
+            long long skip = (ps ? atoll(ps) : 0) + (pt ? atoll(pt) : PPL_DEFAULT_TOKENS) + 1;
             eval_command(q, c, r);
             arg(q, "--rope-factor"); arg(q, "%g", c->ext_factor);
             arg(q, "--ppl-skip"); arg(q, "%lld", skip);

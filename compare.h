@@ -76,6 +76,9 @@ int uses_rope(const Scheme *s);
 // 1 when a scheme's runs are evaluated with the --rope-extensions methods: RoPE runs trained at T
 // (not the --double-length copies).
 static inline int takes_extensions(const Scheme *s) { return uses_rope(s) && s->long_of < 0; }
+
+// The value of the last `flag` in --eval-flags (copied into buf), or NULL (compare.c).
+const char *eval_flag(const Cfg *c, const char *flag, char *buf, size_t cap);
 // The last line of a run's train.log that starts with prefix ("" into out when none).
 void last_line(const char *dir, const char *prefix, char *out, size_t cap);
 

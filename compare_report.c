@@ -1156,13 +1156,17 @@ static void text_section(Report *rp, int t) {
     int context = 0;
     for (int i = 0; i < rp->n && !context; i++) if (run_has_results(&rp->runs[i])) context = text_context(&rp->runs[i]);
     if (c->context) context = c->context;
+    char sb[64];
+    const char *stride = eval_flag(c, "--ppl-stride", sb, sizeof sb);
+    double sf = stride ? atof(stride) : 0.5;               // ./train's default: half a window
     fprintf(rp->md, "## Perplexity against context length on %s\n\nTrained at %d tokens%s; perplexity (geometric mean over %d "
                     "seed%s%s) on windows of each length, first non-overlapping windows, then a sliding window "
-                    "(each token scored once, with at least half a window of context).\n\n", c->data, context,
+                    "(stride %g of the window: each token scored once, past the first window with at least %g of a "
+                    "window of context; the first window's tokens with what precedes them).\n\n", c->data, context,
             c->context ? " (schemes labelled @N: at N tokens)" : "", c->n_seeds, c->n_seeds > 1 ? "s" : "",
             c->n_seeds > 1 ? ", the exponential of the mean loss per token, with the 95% t-interval of that mean loss "
                              "carried through the exponential: perplexity is a ratio scale, and a mean over its raw "
-                             "values lets one bad seed make the interval reach below 1" : "");
+                             "values lets one bad seed make the interval reach below 1" : "", sf, 1 - sf);
     int windows[64], nw = 0;
     for (int i = 0; i < rp->rs.n; i++) {
         int seen = 0;

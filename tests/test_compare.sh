@@ -194,15 +194,17 @@ cmp -s "$tmp/a" "$tmp/b" && ok || bad "a redone run gives other losses"
 # ---- text: perplexity by window, RoPE with an extension, a learned table past its rows
 head -c 60000 README.md > "$tmp/text.txt"
 ./compare --out "$tmp/text" --data "$tmp/text.txt" --schemes rope,learned --rope-extensions yarn,longrope --quiet \
-  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 > "$tmp/log4" 2>&1 || { bad "text grid failed:"; cat "$tmp/log4"; }
+  --eval-flags '--ppl-skip 64 --ppl-tokens 2048 --ppl-stride 0.25' -- $model --steps 2 --seq 16 > "$tmp/log4" 2>&1 || { bad "text grid failed:"; cat "$tmp/log4"; }
 head -1 "$tmp/text/results.csv" | grep -q '^data,scheme,seed,window,mode,tokens,loss,ppl,note$' && ok || bad "text results.csv header"
 grep -q ",rope+yarn,1,128,sliding,2048," "$tmp/text/results.csv" && ok || bad "no rope+yarn row at 8x"
 grep -q ",learned,1,128,nonoverlap,.*learned table" "$tmp/text/results.csv" && ok || bad "learned past its table has no note"
 grep -q "^| rope+yarn |" "$tmp/text/summary.md" && ok || bad "summary lacks rope+yarn"
-# longrope: the lists searched per run on the validation tokens after the 2048 + 1 the evaluations
-# read, then used by its evaluation; not for learned
+grep -q "a sliding window (stride 0.25 of the window: each token scored once, past the first window with at least 0.75 of a window" \
+  "$tmp/text/summary.md" && ok || bad "summary.md does not state the sliding window's stride and context"
+# longrope: the lists searched per run on the validation tokens after the 64 skipped + 2048 + 1 the
+# evaluations read, then used by its evaluation; not for learned
 tr="$tmp/text/runs/text"
-grep -q -- "--rope-factor 8 --ppl-skip 2049 --longrope-search $tr/rope/seed1/longrope$" "$tr/rope/seed1/done" &&
+grep -q -- "--rope-factor 8 --ppl-skip 2113 --longrope-search $tr/rope/seed1/longrope$" "$tr/rope/seed1/done" &&
   grep -q -- "--rope-scaling longrope --rope-factor 8 --longrope-short $tr/rope/seed1/longrope.short --longrope-long $tr/rope/seed1/longrope.long" "$tr/rope/seed1/done" &&
   [ "$(wc -l < "$tr/rope/seed1/longrope.long")" = 4 ] && grep -q ",rope+longrope,1,128,sliding,2048," "$tmp/text/results.csv" &&
   grep -q "^| rope+longrope |" "$tmp/text/summary.md" && [ ! -e "$tr/learned/seed1/longrope.long" ] && ok \
@@ -317,6 +319,10 @@ expect_fail() {
   grep -qiF -- "$needle" "$tmp/e" "$tmp/o" && ok || { bad "$what: no '$needle' in:"; cat "$tmp/e"; }
 }
 expect_fail "no --out" "--out DIR" ./compare --task copy
+expect_fail "longrope without --ppl-tokens" "give --eval-flags '--ppl-tokens N'" ./compare --out "$tmp/x" --data README.md \
+  --schemes rope --rope-extensions longrope
+expect_fail "longrope with another validation text for the evaluations" "--eval-flags gives --val-frac" ./compare --out "$tmp/x" \
+  --data README.md --schemes rope --rope-extensions longrope --eval-flags '--ppl-tokens 512 --val-frac 0.2'
 expect_fail "task and data" "either --task" ./compare --out "$tmp/x" --task copy --data README.md
 expect_fail "neither task nor data" "either --task" ./compare --out "$tmp/x"
 expect_fail "unknown flag" "unknown flag --bogus" ./compare --out "$tmp/x" --task copy --bogus 1
