@@ -210,6 +210,13 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
     double least = least_params(&cfg);
     CHECK(least <= (double)P, "checkpoint '%s' holds %llu parameters but its config needs more than %.0f (damaged file)",
           path, (unsigned long long)P, least);
+    // the exact count, from the tensor list alone: least_params leaves out the positional tables (a
+    // learned table at a damaged context of 10^7 rows would otherwise be allocated and filled first)
+    int n_tensors;
+    size_t need;
+    free(gpt_tensor_list(&cfg, &n_tensors, &need));
+    CHECK(P == need, "checkpoint '%s' holds %llu parameters but its config needs %zu (damaged file)", path,
+          (unsigned long long)P, need);
     if (adjust) {                       // after the checks: the file is what it says
         adjust(&cfg, ctx);
         char msg[512];
@@ -251,11 +258,12 @@ void model_config_json(const GPT *m, char *buf, size_t cap) {
     if (k + 2 < cap) { buf[k] = '}'; buf[k + 1] = 0; }
 }
 
-// The shape tensor t has in an export: Conv1D weights (in, out), vectors 1-D, wte's real rows;
+// The shape tensor t has in an export: Conv1D weights (in, out), vectors 1-D (by kind, not by row
+// count: a learned table at context 1 is (1, C), as its config's n_positions says), wte's real rows;
 // returns the number of dimensions.
 static int export_shape(const TensorInfo *t, int64_t shape[2]) {
     if (t->transpose) { shape[0] = t->cols; shape[1] = t->export_rows; return 2; }
-    if (t->export_rows == 1) { shape[0] = t->cols; return 1; }
+    if (t->vector) { shape[0] = t->cols; return 1; }
     shape[0] = t->export_rows; shape[1] = t->cols;
     return 2;
 }

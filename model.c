@@ -147,6 +147,7 @@ static void layout(GPT *m, size_t off[N_KINDS]) {
             size_t o = add_tensor(m, cap, name, rows, cols, transpose, kd->decay, kd->init,
                                   kd->residual_proj ? proj_std : std);
             if (kd->per_layer) m->tensors[m->n_tensors - 1].layer = l;
+            m->tensors[m->n_tensors - 1].vector = !is_matrix && k != 0;
             if (l == 0) off[k] = o;
         }
     }
@@ -167,6 +168,7 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
         snprintf(name, sizeof name, "%s", in->export_name ? in->export_name : "pe.input.weight");
         *input_off = add_tensor(m, cap, name, rows, cols, 0, 1, in->init ? INIT_SCHEME : INIT_NORMAL, in->init_std);
         m->tensors[m->n_tensors - 1].scheme = c->pe.input;
+        m->tensors[m->n_tensors - 1].vector = in->param_vector;
     }
     for (int l = 0; l < c->n_layer; l++) {
         const PosScheme *s = posenc_scheme(c->pe.layer[l]);
@@ -185,6 +187,7 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
         }
         layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, s->init ? INIT_SCHEME : INIT_NORMAL, s->init_std);
         m->tensors[m->n_tensors - 1].scheme = c->pe.layer[l];
+        m->tensors[m->n_tensors - 1].vector = s->param_vector;
         if (!s->shared) m->tensors[m->n_tensors - 1].layer = l;
     }
 }

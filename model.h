@@ -53,6 +53,7 @@ typedef struct {
     size_t offset;       // into the parameter buffer, in reals
     int rows, cols;      // internal layout (out, in); a vector has rows = 1
     int export_rows;     // rows written on export (wte: V of Vp)
+    int vector;          // 1: exported 1-D, (cols) (biases, LayerNorm, FIRE's block); 0: (export_rows, cols)
     int transpose;       // 1: export as Conv1D (in, out)
     int decay;           // 1: AdamW weight decay applies (matrices and embedding tables)
     int init;            // InitKind: zeros, ones, normal(0, std), or the scheme's own init

@@ -91,6 +91,8 @@ typedef struct PosScheme {
     // block for all of them. param_shape gives its (rows, cols) (NULL: no parameters).
     int shared;
     void (*param_shape)(const PosConfig *c, const PosDims *d, int *rows, int *cols);
+    int param_vector;           // 1: the block is a vector (one row), exported 1-D; 0: a (rows, cols)
+                                // table, 2-D even with one row (a learned table at context 1)
     const char *export_name;    // HF name of an input table (NULL: "pe.<name>.weight")
     double init_std;            // parameters start as N(0, init_std^2) ...
     void (*init)(const PosConfig *c, const PosDims *d, real *p, Rng *rng);   // ... or its own init

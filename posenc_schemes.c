@@ -548,7 +548,7 @@ static const PosScheme SCHEMES[] = {
       .bias_cache_size = kerple_cache_size, .bias_prepare = kerple_prepare, .bias_finish = kerple_finish },
     { .name = "fire", .summary = "learned bias f(psi(i-j)/psi(max(L,i))), psi(x) = log(|c|x+1), f a "
                                  "per-layer MLP, c and log L learned (Li et al. 2023)",
-      .hooks = PE_HOOK_BIAS, .param_shape = fire_shape, .init = fire_init,
+      .hooks = PE_HOOK_BIAS, .param_shape = fire_shape, .param_vector = 1, .init = fire_init,
       .bias_forward = fire_bias_forward, .bias_backward = fire_bias_backward,
       .bias_cache_size = fire_cache_size, .bias_prepare = fire_prepare, .bias_finish = fire_finish },
     { .name = "xpos", .summary = "RoPE with per-pair exponential scaling of q and k, a decay with "

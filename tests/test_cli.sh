@@ -98,6 +98,18 @@ head -c 30 "$tmp/bytes.ckpt" > "$tmp/short.ckpt"
 expect_fail "checkpoint cut inside the config" "truncated" ./train --load "$tmp/short.ckpt" --export "$tmp/keep"
 cp "$tmp/bytes.ckpt" "$tmp/long.ckpt"; echo junk >> "$tmp/long.ckpt"
 expect_fail "checkpoint with trailing bytes" "extra bytes" ./train --load "$tmp/long.ckpt" --export "$tmp/keep"
+# a damaged config whose learned table would need 10^7 rows: refused by its parameter count before
+# anything is allocated (under a 600 MB address-space limit; the table alone would be 640 MB)
+/usr/bin/python3 - "$tmp/bytes.ckpt" "$tmp/ctx.ckpt" << 'PY'
+import re, struct, sys
+b = open(sys.argv[1], "rb").read()
+k = struct.unpack_from("<I", b, 16)[0]
+text = b[20:20 + k].decode()
+assert "input_pe=learned" in text
+text = re.sub(r"^max_seq_len=\d+$", "max_seq_len=10000000", text, flags=re.M).encode()
+open(sys.argv[2], "wb").write(b[:16] + struct.pack("<I", len(text)) + text + b[20 + k:])
+PY
+expect_fail "a config with a huge learned table" "but its config needs" bash -c "ulimit -v 600000; ./train --load '$tmp/ctx.ckpt' --export '$tmp/keep'"
 echo "this is not a checkpoint at all" > "$tmp/foreign.ckpt"
 expect_fail "foreign checkpoint" "not a checkpoint" ./train --load "$tmp/foreign.ckpt" --export "$tmp/keep"
 expect_fail "missing checkpoint" "cannot open checkpoint" ./train --load "$tmp/none.ckpt" --export "$tmp/keep"
@@ -222,6 +234,17 @@ expect_fail "--log while evaluating" "trains none (it evaluates)" ./train --load
 ./train $small --steps 100 --lr 1e-3 --warmup-frac 0.07 --log "$tmp/wu.csv" > /dev/null 2>&1
 if awk -F, '$1 == 6 { a = $4 } $1 == 7 { b = $4 } END { exit !(a + 0 < 1e-3 && b + 0 == 1e-3) }' "$tmp/wu.csv"; then pass=$((pass + 1))
 else fail=$((fail + 1)); echo "FAIL: --warmup-frac 0.07 x 100 steps: the lr should peak at step 7"; sed -n 1,10p "$tmp/wu.csv"; fi
+
+# ---- a learned table at context 1 exports as [1, C] (the config says n_positions 1), biases as [C];
+# the export loads back and exports again byte for byte
+./train --steps 1 --layers 1 --heads 1 --dim 8 --seq 1 --batch 1 --context 1 --pe learned --save "$tmp/c1.ckpt" > /dev/null 2>&1
+./train --load "$tmp/c1.ckpt" --export "$tmp/c1.st" > /dev/null 2>&1 && ./train --load "$tmp/c1.st" --export "$tmp/c1b.st" > /dev/null 2>&1
+shapes=$(/usr/bin/python3 -c "
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+print(h['transformer.wpe.weight']['shape'], h['transformer.h.0.ln_1.bias']['shape'])" "$tmp/c1.st" 2>&1)
+if [ "$shapes" = "[1, 8] [8]" ] && cmp -s "$tmp/c1.st" "$tmp/c1b.st"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: a learned table at context 1 should export as [1, 8] and round-trip: $shapes"; fi
 
 # ---- a validation text of fewer whole batches than --val-batches: those are read, each once (13
 # tokens hold 3 batches of 1 x 4; reading 8 wrapped to the start and counted some twice)

@@ -347,7 +347,7 @@ static void cleanup_dir(void) {
         "rt.safetensors", "foreign.safetensors", "good.safetensors", "truncated.safetensors",
         "truncated_header.safetensors", "tiny.safetensors", "biglen.safetensors", "dtype.safetensors",
         "overlap.safetensors", "size.safetensors", "range.safetensors", "json.safetensors",
-        "child_stderr.txt",
+        "emptyname.safetensors", "child_stderr.txt",
     };
     char p[160];
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
