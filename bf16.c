@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #ifdef __linux__
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -191,16 +190,11 @@ static void scratch_give(Scratch s) { if (s.owned) free(s.p); }
 // Seconds spent packing or rounding operands (bf16_pack_seconds), counted on calls from outside a
 // parallel region: the part of a product that a faster bf16 instruction does not shorten.
 static double g_pack_seconds;
-static double seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 static void pack_time(double t0) {
 #ifdef _OPENMP
     if (omp_in_parallel()) return;
 #endif
-    g_pack_seconds += seconds() - t0;
+    g_pack_seconds += now_seconds() - t0;
 }
 double bf16_pack_seconds(void) { return g_pack_seconds; }
 
@@ -440,12 +434,12 @@ static void gemm_packed(Bf16Path path, int M, int N, int K, const real *a, size_
     int a_once = M <= M_CHUNK;                         // A in one chunk: packed once, not once per chunk of B
     for (int j0 = 0; j0 < N; j0 += N_CHUNK) {
         int n = N - j0 < N_CHUNK ? N - j0 : N_CHUNK;
-        double t0 = seconds();
+        double t0 = now_seconds();
         pack_b(bp, n, K, Kq, b, b_rs, b_cs, j0);
         pack_time(t0);
         for (int i0 = 0; i0 < M; i0 += M_CHUNK) {
             int m = M - i0 < M_CHUNK ? M - i0 : M_CHUNK;
-            t0 = seconds();
+            t0 = now_seconds();
             if (!a_once || j0 == 0) pack_a(ap, m, tiles ? (m + 31) / 32 * 32 : m, K, Kq, a, a_rs, a_cs, i0);
             pack_time(t0);
             float *cp = (float *)c + (size_t)i0 * ldc + j0;
@@ -484,7 +478,7 @@ static void gemm_portable(int M, int N, int K, const real *a, size_t a_rs, size_
     int a_once = M <= M_CHUNK;                              // A in one chunk: rounded once
     for (int j0 = 0; j0 < N; j0 += N_CHUNK) {
         int n = N - j0 < N_CHUNK ? N - j0 : N_CHUNK;
-        double t0 = seconds();
+        double t0 = now_seconds();
         if (b_cs == 1 || b_cs <= b_rs) {                    // B row-major: a row of the chunk at a time
             #pragma omp parallel for schedule(static)
             for (int k = 0; k < K; k++) round_run(br + (size_t)k * n, b + (size_t)k * b_rs + (size_t)j0 * b_cs, b_cs, n);
@@ -503,7 +497,7 @@ static void gemm_portable(int M, int N, int K, const real *a, size_t a_rs, size_
         pack_time(t0);
         for (int i0 = 0; i0 < M; i0 += M_CHUNK) {
             int m = M - i0 < M_CHUNK ? M - i0 : M_CHUNK, round_a = !a_once || j0 == 0;
-            t0 = seconds();
+            t0 = now_seconds();
             if (a_cs == 1 || a_cs <= a_rs) {                // A row-major: a rounded copy by rows
                 if (round_a) {
                     #pragma omp parallel for schedule(static)

@@ -165,6 +165,9 @@ static void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plo
 }
 
 
+// An interval of mean log perplexities (mean losses) carried back to perplexity: the geometric mean
+static Interval exp_interval(Interval iv) { iv.mean = exp(iv.mean); iv.lo = exp(iv.lo); iv.hi = exp(iv.hi); return iv; }
+
 // text: perplexity against window length, one line per scheme (and RoPE extension), geometric mean over seeds
 static void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, int *made) {
     int n_var = 1 + c->n_ext;
@@ -936,8 +939,7 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
                     double y = ppl_value(rp, run_index(c, t, sc, sd), v, mode, windows[w], &note);
                     if (!isnan(y)) x[k++] = log(y);          // the mean loss per token
                 }
-                Interval iv = mean_t_interval(x, k);
-                iv.mean = exp(iv.mean); iv.lo = exp(iv.lo); iv.hi = exp(iv.hi);   // geometric mean, interval from the log
+                Interval iv = exp_interval(mean_t_interval(x, k));   // geometric mean, interval from the log
                 if (!k) {
                     fprintf(md, " n/a |");
                     char line[256];
@@ -1126,9 +1128,7 @@ static void double_length_section(const Report *rp, int t, int T) {
                     size_t u = strlen(by);
                     snprintf(by + u, sizeof by - u, "%s%lld: %.3f", u ? ", " : "", c->seeds[sd], a / b);
                 }
-                Interval ix = mean_t_interval(vx, kx), iy = mean_t_interval(vy, ky);
-                ix.mean = exp(ix.mean); ix.lo = exp(ix.lo); ix.hi = exp(ix.hi);
-                iy.mean = exp(iy.mean); iy.lo = exp(iy.lo); iy.hi = exp(iy.hi);
+                Interval ix = exp_interval(mean_t_interval(vx, kx)), iy = exp_interval(mean_t_interval(vy, ky));
                 fprintf(md, "| %s | %s |", c->schemes[x].label, c->schemes[y].label);
                 if (kx > 1) fprintf(md, " %.3f [%.3f, %.3f] |", ix.mean, ix.lo, ix.hi);
                 else if (kx) fprintf(md, " %.3f |", ix.mean); else fprintf(md, " n/a |");

@@ -4,9 +4,6 @@
 
 #include <math.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #ifdef USE_MPI
 #include <mpi.h>
@@ -103,29 +100,8 @@ void dist_grad_wait(DistGrad *d) {
 
 double dist_grad_norm(DistGrad *d) {
     if (!d->zero) return gpt_grad_norm(d->m);
-    // the squared sum of this rank's slices, then the sum over ranks. Each thread sums its static
-    // chunk in order and the chunks' sums are added in thread order (an OpenMP reduction adds them
-    // in the order the threads finish: other bits from run to run), so the same threads give the
-    // same bits.
-    int nt = 1;
-#ifdef _OPENMP
-    nt = omp_get_max_threads();
-#endif
-    double *part = xcalloc((size_t)nt, sizeof(double)), ss = 0;
-    const real *g = d->gshard;
-    #pragma omp parallel
-    {
-        double acc = 0;
-        #pragma omp for schedule(static)
-        for (size_t i = 0; i < d->shard_n; i++) acc += (double)g[i] * g[i];
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        part[tid] = acc;
-    }
-    for (int t = 0; t < nt; t++) ss += part[t];
-    free(part);
+    // the squared sum of this rank's slices (in a fixed order, as gpt_grad_norm), then over ranks
+    double ss = sum_squares_ordered(d->gshard, d->shard_n);
     double t0 = now_seconds();
     double all = dist_sum(ss);
     d->wait_s += now_seconds() - t0;

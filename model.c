@@ -857,22 +857,26 @@ static void thread_span(size_t n, size_t *lo, size_t *hi) {
     *hi = *lo + per < n ? *lo + per : n;
 }
 
-double gpt_grad_norm(GPT *m) {
-    double t0 = wall();
+double sum_squares_ordered(const real *x, size_t n) {
     int nt = max_threads();
     double *part = xcalloc((size_t)nt, sizeof(double)), ss = 0;
-    const real *g = m->grads;
     #pragma omp parallel
     {
         size_t lo, hi;
-        thread_span(m->num_params, &lo, &hi);
+        thread_span(n, &lo, &hi);
         double acc = 0;
         #pragma omp simd reduction(+:acc)
-        for (size_t i = lo; i < hi; i++) acc += (double)g[i] * g[i];
+        for (size_t i = lo; i < hi; i++) acc += (double)x[i] * x[i];
         part[thread_id()] = acc;
     }
     for (int t = 0; t < nt; t++) ss += part[t];   // in thread order: the same bits for the same threads
     free(part);
+    return ss;
+}
+
+double gpt_grad_norm(GPT *m) {
+    double t0 = wall();
+    double ss = sum_squares_ordered(m->grads, m->num_params);
     m->prof[PROF_OPTIMIZER] += wall() - t0;
     return sqrt(ss);
 }

@@ -261,6 +261,9 @@ typedef struct {
 // The norm is summed in a fixed order for a given thread count (the same bits run after run); the
 // gradient buffer is left as it is.
 double gpt_grad_norm(GPT *m);
+// sum x[i]^2 over n values in doubles: each thread's static span in order, then the spans in thread
+// order (an OpenMP reduction adds them as the threads finish: other bits from run to run)
+double sum_squares_ordered(const real *x, size_t n);
 // max_norm / norm when max_norm > 0 and norm > max_norm, else 1
 double gpt_clip_scale(double norm, double max_norm);
 // One AdamW step (decoupled weight decay on tensors with decay=1) on grads * grad_scale; t is the

@@ -1137,10 +1137,11 @@ static void split_text(Session *s) {
                     (unsigned long long)s->val.n, (unsigned long long)val_need);
         s->val.n = 0;
     }
-    if (s->train_steps > 0 && s->val.n && val_whole_batches(&s->val, o) < o->val_batches)
+    int whole = s->val.n ? val_whole_batches(&s->val, o) : 0;
+    if (s->train_steps > 0 && s->val.n && whole < o->val_batches)
         fprintf(stderr, "warning: %llu validation tokens hold %d whole batches of %d x %d, fewer than --val-batches %d; the "
-                "validation loss reads those %d (no token counted twice)\n", (unsigned long long)s->val.n,
-                val_whole_batches(&s->val, o), o->batch, o->seq, o->val_batches, val_whole_batches(&s->val, o));
+                "validation loss reads those %d (no token counted twice)\n", (unsigned long long)s->val.n, whole, o->batch,
+                o->seq, o->val_batches, whole);
 }
 
 // The training stream: from the start, or where a --resume left it (refused when the data are not
