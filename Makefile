@@ -211,18 +211,18 @@ test: all $(FUZZ_SA)
 	./tests/test_rules.sh
 	@echo "make test: all test programs passed"
 
-# make run: the comparison on the default task, fit-first. Five schemes x 6 seeds of a small model
-# (2 layers, 4 heads, dim 64, batch 8: about 10 minutes on 2 cores) on copy-repeat (train on
+# make run: the comparison on the default task, fit-first. Five schemes x 8 seeds of a small model
+# (2 layers, 4 heads, dim 64, batch 8: about 16 minutes on 2 cores) on copy-repeat (train on
 # lengths <= 20, test to 40; alphabet 640, so >= 50 unseen test instances at every length), each
 # trained until 90% in-distribution validation accuracy (checked every 50 steps) within 1200 steps;
-# two runs at a time. 6 seeds: with 5 pairs an exact sign-flip test
-# cannot go below p = 2/32 = 0.0625, so no claim could be supported. `rope-full` is RoPE on every channel with split-half
+# two runs at a time. 8 seeds: Holm over the 4 claims asks the smallest p below 0.05/4, and an exact
+# sign-flip test over N pairs cannot go below 2/2^N: 0.0078 at N = 8, 0.03125 at 6. `rope-full` is RoPE on every channel with split-half
 # pairs, not the NoPE paper's 25% interleaved Rotary (make reproduce-nope has that one).
 # Writes runs/default/ (results.csv, runs.csv, summary.md with intervals and paired tests, plots).
 RUN_SCHEMES = --schemes nope,learned,alibi,t5 --scheme 'rope-full=--pe rope'
 RUN_CLAIMS = nope>learned,nope>rope-full,nope>alibi,nope>t5
 run: train compare
-	./compare --out runs/default --task copy-repeat $(RUN_SCHEMES) --seeds 1,2,3,4,5,6 --jobs 2 \
+	./compare --out runs/default --task copy-repeat $(RUN_SCHEMES) --seeds 1,2,3,4,5,6,7,8 --jobs 2 \
 	  --eval-per-length 50 --fit-target 0.9 --claims '$(RUN_CLAIMS)' -- --dim 64 --layers 2 --batch 8 \
 	  --max-steps 1200 --lr 3e-3 --log-every 100
 
