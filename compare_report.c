@@ -639,6 +639,17 @@ static void holm_of_tests(const Test *x, int m, double *holm) {
     free(p);
 }
 
+// After "none" in a family's line: when n seeds are too few for any of m tests to pass Holm (the
+// smallest two-sided sign-flip p, 2 / 2^n, is not below 0.05 / m), say so and how many could.
+static void family_seeds_note(FILE *md, int n, int m) {
+    int need = 1;
+    if (n < 1) return;                                  // no test had a pair: nothing to count
+    while (2.0 / ldexp(1.0, need) >= 0.05 / m) need++;
+    if (n < need)
+        fprintf(md, ". The smallest p the sign-flip test can give with %d seeds is %.4g, and Holm asks below %.4g of the "
+                    "smallest of %d p; %d seeds or more could pass it", n, 2.0 / ldexp(1.0, n), 0.05 / m, m, need);
+}
+
 static void not_distinguishable(FILE *md, int n, const char *unit) {
     if (n) fprintf(md, " not distinguishable with %d %s%s |\n", n, unit, n > 1 ? "s" : "");
     else fprintf(md, " no %s where both runs fitted |\n", unit);
@@ -1105,48 +1116,80 @@ static void double_length_section(const Report *rp, int t, int T) {
                 "(below 1: X, trained at half the length, is better), their geometric mean with the 95%% t-interval of the "
                 "log ratios (the difference of mean losses per token) and the exact sign-flip p (two-sided) of the log "
                 "ratios; a difference counts when the interval excludes 1 and p < 0.05 (with 5 seeds or fewer no p can be "
-                "below 0.05).\n\n",
+                "below 0.05). Holm p: p adjusted for the table's comparisons as one family (a verdict whose Holm p is below 0.05 "
+                "holds with the chance of any false verdict in the table at most 5%%).\n\n",
             T, W, W, T, W, W, W);
+    typedef struct { int x, y, n, kx, ky; Interval ix, iy; Test t; char by[512]; } Pair;
+    int m = 0;
+    for (int y = 0; y < c->n_schemes; y++)
+        for (int xl = 0; xl < c->n_schemes; xl++) m += c->schemes[y].long_of >= 0 && c->schemes[xl].long_of >= 0;
+    Pair *rows = xmalloc(sizeof(Pair) * (m > 0 ? m : 1));
+    Test *tests = xmalloc(sizeof(Test) * (m > 0 ? m : 1));
+    double *holm = xmalloc(sizeof(double) * (m > 0 ? m : 1));
     for (int mode = 0; mode < 2; mode++) {
-        fprintf(md, "%s\n\n| X at %d | Y at %d | X | Y | X / Y by seed | seeds | X / Y | 95%% interval | p | verdict |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|\n", mode ? "Sliding window:" : "Non-overlapping windows:", T, W);
+        int i = 0;
         for (int y = 0; y < c->n_schemes; y++) {
             if (c->schemes[y].long_of < 0) continue;
             for (int xl = 0; xl < c->n_schemes; xl++) {
                 int x = c->schemes[xl].long_of;         // the schemes trained at T, in the order listed
                 if (x < 0) continue;
+                Pair *r = &rows[i];
                 double vx[MAX_ITEMS], vy[MAX_ITEMS], d[MAX_ITEMS];
-                int kx = 0, ky = 0, n = 0;
-                char by[512] = "";
+                r->x = x; r->y = y; r->kx = r->ky = r->n = 0; r->by[0] = 0;
                 for (int sd = 0; sd < c->n_seeds; sd++) {
                     double a = ppl_value(rp, run_index(c, t, x, sd), 0, mode, W, NULL);
                     double b = ppl_value(rp, run_index(c, t, y, sd), 0, mode, W, NULL);
-                    if (!isnan(a)) vx[kx++] = log(a);
-                    if (!isnan(b)) vy[ky++] = log(b);
+                    if (!isnan(a)) vx[r->kx++] = log(a);
+                    if (!isnan(b)) vy[r->ky++] = log(b);
                     if (isnan(a) || isnan(b)) continue;
-                    d[n++] = log(a) - log(b);
-                    size_t u = strlen(by);
-                    snprintf(by + u, sizeof by - u, "%s%lld: %.3f", u ? ", " : "", c->seeds[sd], a / b);
+                    d[r->n++] = log(a) - log(b);
+                    size_t u = strlen(r->by);
+                    snprintf(r->by + u, sizeof r->by - u, "%s%lld: %.3f", u ? ", " : "", c->seeds[sd], a / b);
                 }
-                Interval ix = exp_interval(mean_t_interval(vx, kx)), iy = exp_interval(mean_t_interval(vy, ky));
-                fprintf(md, "| %s | %s |", c->schemes[x].label, c->schemes[y].label);
-                if (kx > 1) fprintf(md, " %.3f [%.3f, %.3f] |", ix.mean, ix.lo, ix.hi);
-                else if (kx) fprintf(md, " %.3f |", ix.mean); else fprintf(md, " n/a |");
-                if (ky > 1) fprintf(md, " %.3f [%.3f, %.3f] |", iy.mean, iy.lo, iy.hi);
-                else if (ky) fprintf(md, " %.3f |", iy.mean); else fprintf(md, " n/a |");
-                Test x_y = paired_test(d, n, stream_seed(c->schemes[x].label, c->schemes[y].label, 40 + mode));
-                fprintf(md, " %s | %d |", by, n);
-                if (n) fprintf(md, " %.3f |", exp(x_y.iv.mean)); else fprintf(md, " |");
-                if (n >= 2) fprintf(md, " [%.3f, %.3f] |", exp(x_y.iv.lo), exp(x_y.iv.hi)); else fprintf(md, " |");
-                if (n) fprintf(md, " %.4g |", x_y.p); else fprintf(md, " |");
-                int dir = direction(&x_y);
-                if (dir < 0) fprintf(md, " %s at %d better |\n", c->schemes[x].label, T);
-                else if (dir > 0) fprintf(md, " %s better |\n", c->schemes[y].label);
-                else not_distinguishable(md, n, "seed");
+                r->ix = exp_interval(mean_t_interval(vx, r->kx));
+                r->iy = exp_interval(mean_t_interval(vy, r->ky));
+                r->t = tests[i++] = paired_test(d, r->n, stream_seed(c->schemes[x].label, c->schemes[y].label, 40 + mode));
             }
         }
-        fprintf(md, "\n");
+        holm_of_tests(tests, m, holm);                  // the table's m comparisons are one family
+        fprintf(md, "%s\n\n| X at %d | Y at %d | X | Y | X / Y by seed | seeds | X / Y | 95%% interval | p | Holm p | verdict |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|\n", mode ? "Sliding window:" : "Non-overlapping windows:", T, W);
+        for (i = 0; i < m; i++) {
+            const Pair *r = &rows[i];
+            fprintf(md, "| %s | %s |", c->schemes[r->x].label, c->schemes[r->y].label);
+            if (r->kx > 1) fprintf(md, " %.3f [%.3f, %.3f] |", r->ix.mean, r->ix.lo, r->ix.hi);
+            else if (r->kx) fprintf(md, " %.3f |", r->ix.mean); else fprintf(md, " n/a |");
+            if (r->ky > 1) fprintf(md, " %.3f [%.3f, %.3f] |", r->iy.mean, r->iy.lo, r->iy.hi);
+            else if (r->ky) fprintf(md, " %.3f |", r->iy.mean); else fprintf(md, " n/a |");
+            fprintf(md, " %s | %d |", r->by, r->n);
+            if (r->n) fprintf(md, " %.3f |", exp(r->t.iv.mean)); else fprintf(md, " |");
+            if (r->n >= 2) fprintf(md, " [%.3f, %.3f] |", exp(r->t.iv.lo), exp(r->t.iv.hi)); else fprintf(md, " |");
+            if (r->n) fprintf(md, " %.4g | %.4g |", r->t.p, holm[i]); else fprintf(md, " | |");
+            int dir = direction(&r->t);
+            if (dir < 0) fprintf(md, " %s at %d better |\n", c->schemes[r->x].label, T);
+            else if (dir > 0) fprintf(md, " %s better |\n", c->schemes[r->y].label);
+            else if (!r->n) fprintf(md, " no seed with both perplexities |\n");
+            else not_distinguishable(md, r->n, "seed");
+        }
+        // which verdicts hold for the table as one family
+        int held = 0, most = 0;
+        fprintf(md, "\nWith the chance of any false verdict among these %d comparisons at most 5%% (Holm p < 0.05 and the "
+                    "interval on one side of 1): ", m);
+        for (i = 0; i < m; i++) {
+            const Pair *r = &rows[i];
+            int dir = direction(&r->t);
+            most = r->n > most ? r->n : most;
+            if (!dir || !(holm[i] < 0.05)) continue;
+            if (dir < 0) fprintf(md, "%s%s at %d better than %s", held++ ? ", " : "", c->schemes[r->x].label, T, c->schemes[r->y].label);
+            else fprintf(md, "%s%s better than %s at %d", held++ ? ", " : "", c->schemes[r->y].label, c->schemes[r->x].label, T);
+        }
+        if (!held) {
+            fprintf(md, "none");
+            family_seeds_note(md, most, m);
+        }
+        fprintf(md, ".\n\n");
     }
+    free(rows); free(tests); free(holm);
 }
 
 // Text's section: perplexity against window length, non-overlapping then sliding, and the plot; with
@@ -1282,14 +1325,10 @@ static void claims_section(const Report *rp) {
                 dir > 0 ? "supported" : "contradicted");
     }
     if (!held) {
-        int n = 0, need = 1;
+        int n = 0;
         for (int k = 0; k < c->n_claims; k++) n = x[k * nt].iv.n > n ? x[k * nt].iv.n : n;
-        while (2.0 / ldexp(1.0, need) >= 0.05 / c->n_claims) need++;
         fprintf(md, "none");
-        if (n < need)
-            fprintf(md, ". The smallest p the sign-flip test can give with %d seeds is %.4g, and Holm asks below %.4g of the "
-                        "smallest of %d p; %d seeds or more could pass it", n, 2.0 / ldexp(1.0, n), 0.05 / c->n_claims,
-                    c->n_claims, need);
+        family_seeds_note(md, n, c->n_claims);
     }
     fprintf(md, ".\n\n");
     free(d); free(x); free(finished); free(holm); free(fam); free(adj);

@@ -275,8 +275,42 @@ for s in 1 2 3; do
 done
 ./compare --out "$fd" --data "$tmp/text.txt" --schemes alibi --double-length alibi --seeds 1,2,3 --report-only -- --seq 16 --batch 4 > "$tmp/log10" 2>&1 \
   || { bad "--report-only with --double-length failed:"; cat "$tmp/log10"; }
-grep -qF "| alibi | alibi@32 | 6.198 [5.720, 6.715] | 5.999 [5.756, 6.253] | 1: 1.017, 2: 1.033, 3: 1.049 | 3 | 1.033 | [0.994, 1.074] | 0.25 | not distinguishable with 3 seeds |" "$fd/summary.md" \
+grep -qF "| alibi | alibi@32 | 6.198 [5.720, 6.715] | 5.999 [5.756, 6.253] | 1: 1.017, 2: 1.033, 3: 1.049 | 3 | 1.033 | [0.994, 1.074] | 0.25 | 0.25 | not distinguishable with 3 seeds |" "$fd/summary.md" \
   && ok || { bad "the hand-made 2T table:"; sed -n '/### Trained at/,$p' "$fd/summary.md"; }
+# one comparison, 3 seeds: Holm needs p < 0.05, which 2 / 2^n first gives at n = 6; the sliding
+# table (no sliding perplexities in these runs) has no pair, and says only none
+f2t="With the chance of any false verdict among these 1 comparisons at most 5% (Holm p < 0.05 and the interval on one side of 1): none"
+grep -qxF "$f2t. The smallest p the sign-flip test can give with 3 seeds is 0.25, and Holm asks below 0.05 of the smallest of 1 p; 6 seeds or more could pass it." "$fd/summary.md" \
+  && grep -qxF "$f2t." "$fd/summary.md" && grep -qF "| alibi | alibi@32 | n/a | n/a |  | 0 | | | | | no seed with both perplexities |" "$fd/summary.md" \
+  && ok || { bad "the 2T tables' family lines with 3 seeds and with none:"; sed -n '/### Trained at/,$p' "$fd/summary.md"; }
+# Holm over a 2T table: alibi and rope, each at 16 and at 32, 8 seeds; at 32 tokens alibi = 6 + 0.05 s,
+# rope = 7 + 0.05 s, alibi@32 = 5.5 + 0.05 s, rope@32 = 7 + 0.05 s + 0.1 (odd s) or - 0.1 (even s).
+# Three of the four comparisons have every seed on one side (p = 2 / 256 = 0.007812, Holm 4 x that =
+# 0.03125); rope against rope@32 alternates (exact p 0.8906, its own Holm p). Python computed these.
+fh="$tmp/fholm"
+for s in 1 2 3 4 5 6 7 8; do
+  for sc in alibi alibi@32 rope rope@32; do
+    d="$fh/runs/text/$sc/seed$s"; mkdir -p "$d"; : > "$d/done"
+    echo "model: 2 layers, 4 heads, dim 16, context $(case $sc in *@32) echo 32;; *) echo 16;; esac), vocab 256 | 1 parameters" > "$d/train.log"
+    printf 'step,loss\n1,2.0\n' > "$d/log.csv"
+    v=$(awk -v s=$s -v sc=$sc 'BEGIN { b = sc ~ /^alibi/ ? 6.0 : 7.0; if (sc == "alibi@32") b = 5.5
+      v = b + 0.05 * s; if (sc == "rope@32") v += s % 2 ? 0.1 : -0.1; printf "%.4f", v }')
+    printf 'window,mode,tokens,loss,ppl,note\n32,nonoverlap,64,1.0,%s,\n' "$v" > "$d/ppl.csv"
+  done
+done
+./compare --out "$fh" --data "$tmp/text.txt" --schemes alibi,rope --double-length alibi,rope --seeds 1,2,3,4,5,6,7,8 --report-only \
+  -- --seq 16 --batch 4 > "$tmp/log10h" 2>&1 || { bad "--report-only with --double-length, 8 seeds, failed:"; cat "$tmp/log10h"; }
+sed -n '/^### Trained at/,$p' "$fh/summary.md" | sed -n '/^Non-overlapping windows:/,/^With the chance/p' | grep '^| alibi \|^| rope \|^With' > "$tmp/holm2t"
+cat > "$tmp/holm2t.want" <<'WANT'
+| alibi | alibi@32 | 1: 1.090, 2: 1.089, 3: 1.088, 4: 1.088, 5: 1.087, 6: 1.086, 7: 1.085, 8: 1.085 | 8 | 1.087 | 0.007812 | 0.03125 | alibi@32 better |
+| rope | alibi@32 | 1: 1.270, 2: 1.268, 3: 1.265, 4: 1.263, 5: 1.261, 6: 1.259, 7: 1.256, 8: 1.254 | 8 | 1.262 | 0.007812 | 0.03125 | alibi@32 better |
+| alibi | rope@32 | 1: 0.846, 2: 0.871, 3: 0.848, 4: 0.873, 5: 0.850, 6: 0.875, 7: 0.852, 8: 0.877 | 8 | 0.862 | 0.007812 | 0.03125 | alibi at 16 better |
+| rope | rope@32 | 1: 0.986, 2: 1.014, 3: 0.986, 4: 1.014, 5: 0.986, 6: 1.014, 7: 0.987, 8: 1.014 | 8 | 1.000 | 0.8906 | 0.8906 | not distinguishable with 8 seeds |
+With the chance of any false verdict among these 4 comparisons at most 5% (Holm p < 0.05 and the interval on one side of 1): alibi@32 better than alibi at 16, alibi@32 better than rope at 16, alibi at 16 better than rope@32.
+WANT
+# the table's rows without the perplexity and interval columns, which the 3-seed case above checks
+awk -F' [|] ' '/^[|]/ { print $1 " | " $2 " | " $5 " | " $6 " | " $7 " | " $9 " | " $10 " | " $11; next } { print }' "$tmp/holm2t" | diff "$tmp/holm2t.want" - > /dev/null \
+  && ok || { bad "Holm over the hand-made 8-seed 2T table:"; diff "$tmp/holm2t.want" <(awk -F' [|] ' '/^[|]/ { print $1 " | " $2 " | " $5 " | " $6 " | " $7 " | " $9 " | " $10 " | " $11; next } { print }' "$tmp/holm2t"); }
 # the perplexity table and the plot's numbers are the same geometric means
 grep -qF "| alibi | 6.20 [5.72, 6.72] |" "$fd/summary.md" && grep -qF "| alibi@32 | 6.00 [5.76, 6.25] |" "$fd/summary.md" &&
   grep -q "^32 6.19785 5.99944$" "$fd/ppl_by_length.dat" && ok ||
