@@ -8,36 +8,46 @@ set key outside right
 set datafile separator ','
 set logscale y
 set format y '%g'
-plot 'runs/copy-repeat-2x/nope/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' title 'nope', \
-     'runs/copy-repeat-2x/nope/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' title '', \
-     'runs/copy-repeat-2x/nope/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' title '', \
-     'runs/copy-repeat-2x/nope/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' title '', \
-     'runs/copy-repeat-2x/nope/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' title '', \
-     'runs/copy-repeat-2x/nope/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' title '', \
-     'runs/copy-repeat-2x/t5/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' title 't5', \
-     'runs/copy-repeat-2x/t5/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' title '', \
-     'runs/copy-repeat-2x/t5/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' title '', \
-     'runs/copy-repeat-2x/t5/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' title '', \
-     'runs/copy-repeat-2x/t5/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' title '', \
-     'runs/copy-repeat-2x/t5/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' title '', \
-     'runs/copy-repeat-2x/alibi/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' title 'alibi', \
-     'runs/copy-repeat-2x/alibi/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' title '', \
-     'runs/copy-repeat-2x/alibi/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' title '', \
-     'runs/copy-repeat-2x/alibi/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' title '', \
-     'runs/copy-repeat-2x/alibi/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' title '', \
-     'runs/copy-repeat-2x/alibi/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' title '', \
-     'runs/copy-repeat-2x/rotary/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' title 'rotary', \
-     'runs/copy-repeat-2x/rotary/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' title '', \
-     'runs/copy-repeat-2x/rotary/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' title '', \
-     'runs/copy-repeat-2x/rotary/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' title '', \
-     'runs/copy-repeat-2x/rotary/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' title '', \
-     'runs/copy-repeat-2x/rotary/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' title '', \
-     'runs/copy-repeat-2x/ape/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' title 'ape', \
-     'runs/copy-repeat-2x/ape/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' title '', \
-     'runs/copy-repeat-2x/ape/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' title '', \
-     'runs/copy-repeat-2x/ape/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' title '', \
-     'runs/copy-repeat-2x/ape/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' title '', \
-     'runs/copy-repeat-2x/ape/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' title ''
+plot 'runs/copy-repeat-2x/nope/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' dt 1 title 'nope', \
+     'runs/copy-repeat-2x/nope/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' dt 1 title '', \
+     'runs/copy-repeat-2x/nope/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' dt 1 title '', \
+     'runs/copy-repeat-2x/nope/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' dt 1 title '', \
+     'runs/copy-repeat-2x/nope/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' dt 1 title '', \
+     'runs/copy-repeat-2x/nope/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' dt 1 title '', \
+     'runs/copy-repeat-2x/nope/seed7/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' dt 1 title '', \
+     'runs/copy-repeat-2x/nope/seed8/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#1f77b4' dt 1 title '', \
+     'runs/copy-repeat-2x/t5/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' dt 1 title 't5', \
+     'runs/copy-repeat-2x/t5/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' dt 1 title '', \
+     'runs/copy-repeat-2x/t5/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' dt 1 title '', \
+     'runs/copy-repeat-2x/t5/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' dt 1 title '', \
+     'runs/copy-repeat-2x/t5/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' dt 1 title '', \
+     'runs/copy-repeat-2x/t5/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' dt 1 title '', \
+     'runs/copy-repeat-2x/t5/seed7/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' dt 1 title '', \
+     'runs/copy-repeat-2x/t5/seed8/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#d62728' dt 1 title '', \
+     'runs/copy-repeat-2x/alibi/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' dt 1 title 'alibi', \
+     'runs/copy-repeat-2x/alibi/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' dt 1 title '', \
+     'runs/copy-repeat-2x/alibi/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' dt 1 title '', \
+     'runs/copy-repeat-2x/alibi/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' dt 1 title '', \
+     'runs/copy-repeat-2x/alibi/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' dt 1 title '', \
+     'runs/copy-repeat-2x/alibi/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' dt 1 title '', \
+     'runs/copy-repeat-2x/alibi/seed7/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' dt 1 title '', \
+     'runs/copy-repeat-2x/alibi/seed8/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#2ca02c' dt 1 title '', \
+     'runs/copy-repeat-2x/rotary/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' dt 1 title 'rotary', \
+     'runs/copy-repeat-2x/rotary/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' dt 1 title '', \
+     'runs/copy-repeat-2x/rotary/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' dt 1 title '', \
+     'runs/copy-repeat-2x/rotary/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' dt 1 title '', \
+     'runs/copy-repeat-2x/rotary/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' dt 1 title '', \
+     'runs/copy-repeat-2x/rotary/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' dt 1 title '', \
+     'runs/copy-repeat-2x/rotary/seed7/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' dt 1 title '', \
+     'runs/copy-repeat-2x/rotary/seed8/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#ff7f0e' dt 1 title '', \
+     'runs/copy-repeat-2x/ape/seed1/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' dt 1 title 'ape', \
+     'runs/copy-repeat-2x/ape/seed2/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' dt 1 title '', \
+     'runs/copy-repeat-2x/ape/seed3/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' dt 1 title '', \
+     'runs/copy-repeat-2x/ape/seed4/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' dt 1 title '', \
+     'runs/copy-repeat-2x/ape/seed5/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' dt 1 title '', \
+     'runs/copy-repeat-2x/ape/seed6/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' dt 1 title '', \
+     'runs/copy-repeat-2x/ape/seed7/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' dt 1 title '', \
+     'runs/copy-repeat-2x/ape/seed8/log.csv' using 1:2 skip 1 with lines lw 1.5 lc rgb '#9467bd' dt 1 title ''
 set terminal svg size 1000,560 noenhanced
 set output 'loss_copy-repeat-2x.svg'
 replot
