@@ -7,8 +7,8 @@ set grid
 set key outside right
 set logscale x 2
 set logscale y
-set yrange [6.46863:27.2363]
-set ytics 6.81, 1.25
+set yrange [6.44631:27.1424]
+set ytics 6.79, 1.25
 set format y '%.3g'
 set arrow from 64, graph 0 to 64, graph 1 nohead dt 2 lc rgb 'gray'
 plot 'ppl_by_length.dat' using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc rgb '#1f77b4' dt 1 title 'nope', \
