@@ -1119,7 +1119,7 @@ static void double_length_section(const Report *rp, int t, int T) {
                 "below 0.05). Holm p: p adjusted for the table's comparisons as one family (a verdict whose Holm p is below 0.05 "
                 "holds with the chance of any false verdict in the table at most 5%%).\n\n",
             T, W, W, T, W, W, W);
-    typedef struct { int x, y, n, kx, ky; Interval ix, iy; Test t; char by[512]; } Pair;
+    typedef struct { int x, y, n, kx, ky; Interval ix, iy; char by[512]; } Pair;   // a row; its test is tests[i]
     int m = 0;
     for (int y = 0; y < c->n_schemes; y++)
         for (int xl = 0; xl < c->n_schemes; xl++) m += c->schemes[y].long_of >= 0 && c->schemes[xl].long_of >= 0;
@@ -1148,7 +1148,7 @@ static void double_length_section(const Report *rp, int t, int T) {
                 }
                 r->ix = exp_interval(mean_t_interval(vx, r->kx));
                 r->iy = exp_interval(mean_t_interval(vy, r->ky));
-                r->t = tests[i++] = paired_test(d, r->n, stream_seed(c->schemes[x].label, c->schemes[y].label, 40 + mode));
+                tests[i++] = paired_test(d, r->n, stream_seed(c->schemes[x].label, c->schemes[y].label, 40 + mode));
             }
         }
         holm_of_tests(tests, m, holm);                  // the table's m comparisons are one family
@@ -1156,16 +1156,17 @@ static void double_length_section(const Report *rp, int t, int T) {
                     "|---|---|---|---|---|---|---|---|---|---|---|\n", mode ? "Sliding window:" : "Non-overlapping windows:", T, W);
         for (i = 0; i < m; i++) {
             const Pair *r = &rows[i];
+            const Test *x_y = &tests[i];
             fprintf(md, "| %s | %s |", c->schemes[r->x].label, c->schemes[r->y].label);
             if (r->kx > 1) fprintf(md, " %.3f [%.3f, %.3f] |", r->ix.mean, r->ix.lo, r->ix.hi);
             else if (r->kx) fprintf(md, " %.3f |", r->ix.mean); else fprintf(md, " n/a |");
             if (r->ky > 1) fprintf(md, " %.3f [%.3f, %.3f] |", r->iy.mean, r->iy.lo, r->iy.hi);
             else if (r->ky) fprintf(md, " %.3f |", r->iy.mean); else fprintf(md, " n/a |");
             fprintf(md, " %s | %d |", r->by, r->n);
-            if (r->n) fprintf(md, " %.3f |", exp(r->t.iv.mean)); else fprintf(md, " |");
-            if (r->n >= 2) fprintf(md, " [%.3f, %.3f] |", exp(r->t.iv.lo), exp(r->t.iv.hi)); else fprintf(md, " |");
-            if (r->n) fprintf(md, " %.4g | %.4g |", r->t.p, holm[i]); else fprintf(md, " | |");
-            int dir = direction(&r->t);
+            if (r->n) fprintf(md, " %.3f |", exp(x_y->iv.mean)); else fprintf(md, " |");
+            if (r->n >= 2) fprintf(md, " [%.3f, %.3f] |", exp(x_y->iv.lo), exp(x_y->iv.hi)); else fprintf(md, " |");
+            if (r->n) fprintf(md, " %.4g | %.4g |", x_y->p, holm[i]); else fprintf(md, " | |");
+            int dir = direction(x_y);
             if (dir < 0) fprintf(md, " %s at %d better |\n", c->schemes[r->x].label, T);
             else if (dir > 0) fprintf(md, " %s better |\n", c->schemes[r->y].label);
             else if (!r->n) fprintf(md, " no seed with both perplexities |\n");
@@ -1177,7 +1178,7 @@ static void double_length_section(const Report *rp, int t, int T) {
                     "interval on one side of 1): ", m);
         for (i = 0; i < m; i++) {
             const Pair *r = &rows[i];
-            int dir = direction(&r->t);
+            int dir = direction(&tests[i]);
             most = r->n > most ? r->n : most;
             if (!dir || !(holm[i] < 0.05)) continue;
             if (dir < 0) fprintf(md, "%s%s at %d better than %s", held++ ? ", " : "", c->schemes[r->x].label, T, c->schemes[r->y].label);
