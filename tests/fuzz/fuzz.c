@@ -151,8 +151,8 @@ const char *fuzz_file(const uint8_t *data, size_t size) {
     return path[n_fds++];
 }
 
-int fuzz_asks_help(char **argv, int argc, const char *stop) {
-    for (int i = 1; i < argc && !(stop && !strcmp(argv[i], stop)); i++)
+int fuzz_asks_help(char **argv, int argc) {
+    for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
     return 0;
 }
@@ -257,6 +257,16 @@ static long decode_hex(uint8_t *b, size_t n) {
     return high < 0 ? (long)out : -1;
 }
 
+// The file being run, while it runs: an input that makes the program exit (a parser's --help, a
+// stray exit()) is a finding under libFuzzer, and must fail here too rather than end the run with 0.
+static const char *running;
+static void exit_during_input(void) {
+    if (!running) return;
+    fprintf(stderr, "\n%s: FAILED: the input made the program exit (libFuzzer reports this as a finding)\n", running);
+    fflush(stderr);
+    _exit(1);
+}
+
 // Runs one file; returns 0 when its expectation (if any) held.
 static int run_file(const char *path) {
     size_t n;
@@ -281,7 +291,9 @@ static int run_file(const char *path) {
     }
     fprintf(stderr, "  %s (%zu bytes): ", path, n);
     fflush(stderr);
+    running = path;
     int accepted = run_input(input, n);
+    running = NULL;
     if (accepted) fprintf(stderr, "accepted\n");
     free(b);
     if (expect >= 0 && expect != accepted) {
@@ -295,6 +307,7 @@ static int by_name(const struct dirent **a, const struct dirent **b) { return st
 
 int main(int argc, char **argv) {
     int failed = 0, ran = 0;
+    atexit(exit_during_input);
     for (int i = 1; i < argc; i++) {
         struct stat sb;
         if (stat(argv[i], &sb) != 0) { fprintf(stderr, "%s: no such file or folder\n", argv[i]); return 1; }

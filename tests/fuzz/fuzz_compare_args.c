@@ -8,10 +8,29 @@
 
 enum { MAX_ARGS = 64 };
 
+// 1 when compare_parse would meet --help or -h as a flag and print its usage (exit 0, not a parse
+// to fuzz). It walks argv as the parser does: a flag's value is a value even when it reads "-h"
+// or "--" (--out -- --seeds 3 -h asks for help), and a bare word or a missing value is refused
+// before any later -h is reached.
+static int compare_asks_help(char **argv, int argc) {
+    static const char *const switches[] = { "--quiet", "--report-only", "--attention-stats", "--attention-distance" };
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) return 1;
+        if (!strcmp(s, "--")) return 0;   // the rest goes to ./train
+        int sw = 0;
+        for (size_t k = 0; k < sizeof switches / sizeof *switches; k++) sw |= !strcmp(s, switches[k]);
+        if (sw) continue;
+        if (strncmp(s, "--", 2) || i + 1 >= argc) return 0;
+        i++;   // the flag's value
+    }
+    return 0;
+}
+
 void fuzz_one(const uint8_t *data, size_t size) {
     char *argv[MAX_ARGS + 1];
     int argc = fuzz_argv(data, size, "compare", argv, MAX_ARGS + 1);
-    if (fuzz_asks_help(argv, argc, "--")) return;   // (what follows -- goes to ./train)
+    if (compare_asks_help(argv, argc)) return;
     static Cfg c;   // 40 KB
     compare_parse(&c, argc, argv);
     FUZZ_ASSERT(c.out && c.n_tasks >= 1 && c.n_tasks <= MAX_ITEMS);

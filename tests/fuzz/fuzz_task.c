@@ -23,7 +23,7 @@ static void check_instance(const TaskConfig *tc, int n, const int *tok, int len,
 void fuzz_one(const uint8_t *data, size_t size) {
     char *argv[MAX_ARGS + 1];
     int argc = fuzz_argv(data, size, "train", argv, MAX_ARGS + 1);
-    if (fuzz_asks_help(argv, argc, NULL)) return;
+    if (fuzz_asks_help(argv, argc)) return;
     Args a;
     parse_args(&a, argc, argv);
     const Options *o = &a.o;
