@@ -552,8 +552,18 @@ static int cmp_ll(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+static void set_by_sampling(const TaskConfig *c, int n, double depth, int split, int count, Rng *rng, TaskSet *s);
+
+// 1 when the generator draws every instance of a length's pool with the same probability, so that
+// a uniform choice from the enumerated pool is a draw from the training distribution. Addition's
+// is not: the shorter operand's digit count is uniform in 1..n, where the pool is dominated by
+// pairs of two n-digit numbers (81% of it at n = 3, a third of the generator's draws).
+static int generator_uniform(const TaskConfig *c) { return c->task != T_ADD; }
+
 // Enumerates the pool: the numbers of the class's instances, then all of them or `count` chosen by
-// a partial Fisher-Yates shuffle (kept in increasing order).
+// a partial Fisher-Yates shuffle (kept in increasing order). Where the generator is not uniform
+// over the pool, `count` of more are drawn as set_by_sampling draws them (the generator's
+// distribution, repeats rejected); the pool's size is still reported.
 static void set_from_pool(const TaskConfig *c, int n, long long pool, int split, int count, Rng *rng, TaskSet *s) {
     int stride = task_max_tokens(c, n), p;
     int *tmp = xmalloc(sizeof(int) * (size_t)stride);
@@ -561,6 +571,12 @@ static void set_from_pool(const TaskConfig *c, int n, long long pool, int split,
     for (long long i = 0; i < pool; i++) {
         int len = task_pool_instance(c, n, i, tmp, stride, &p);
         if (split_of(tmp, len) == split) idx[k++] = i;
+    }
+    if (k > count && !generator_uniform(c)) {
+        free(idx); free(tmp);
+        set_by_sampling(c, n, -1.0, split, count, rng, s);
+        s->pool = k;
+        return;
     }
     s->pool = k;
     if (k > count) {

@@ -123,7 +123,8 @@ typedef struct {
 
 // The instances of class `split` at length n for an evaluation, drawn with a stream seeded by
 // seed. An enumerable pool (task_pool_size >= 0): every instance of the class, or `count` of them
-// chosen without replacement when there are more. Otherwise: draws of the generator, rejecting
+// chosen without replacement when there are more (uniformly where the generator is uniform over
+// the pool; addition's as the generator draws them). Otherwise: draws of the generator, rejecting
 // repeats (equal tokens), until `count` distinct instances or a bounded number of draws. Returns
 // the number held (s->count; it may be < count, 0 for a class with no instance of this length).
 // Free with task_set_free.

@@ -967,6 +967,54 @@ static void test_eval_sets(void) {
     EXPECT(total == 2, "parity n=1: %d instances over the classes, want 2", total);
 }
 
+// The share of addition instances (prompt "A+B=") in which both operands have n digits.
+static double add_both_long(const int *tok, const int *len, int count, int stride, int n) {
+    int both = 0;
+    for (int j = 0; j < count; j++) {
+        char str[BUF];
+        to_bytes(tok + (size_t)j * stride, len[j], str);
+        const char *a = strchr(str, ':'), *plus = strchr(str, '+'), *eq = strchr(str, '=');
+        a = a ? a + 1 : str;
+        both += plus && eq && plus - a == n && eq - plus - 1 == n;
+    }
+    return count ? (double)both / count : -1.0;
+}
+
+// Addition's evaluation sets are drawn as training draws, at lengths whose pool is enumerated (n = 3)
+// and at sampled ones (n = 5): the generator makes the shorter operand's digit count uniform in
+// 1..n, so both operands have n digits in about 1/n of its draws, where a uniform choice from the
+// enumerated pool gave 81% at n = 3 (the test at n <= 3 was another distribution than training's).
+static void test_add_eval_distribution(void) {
+    TaskConfig c;
+    letters_defaults(&c, 7);
+    int stride = task_max_tokens(&c, 3), p;
+    enum { DRAWS = 3000 };
+    int *tok = malloc(sizeof(int) * (size_t)DRAWS * stride), *len = malloc(sizeof(int) * DRAWS);
+    Rng r;
+    rng_seed(&r, 21);
+    for (int j = 0; j < DRAWS; j++) len[j] = task_instance(&c, 3, -1.0, TASK_TRAIN, &r, tok + (size_t)j * stride, stride, &p);
+    double train = add_both_long(tok, len, DRAWS, stride, 3);
+    free(tok); free(len);
+    EXPECT(train > 0.29 && train < 0.38, "addition n=3 training draws: %.3f with both operands of 3 digits, want about 1/3", train);
+    TaskSet s;
+    long long pool = task_pool_size(&c, 3);
+    int got = task_eval_set(&c, 3, -1.0, TASK_TEST, 1000, 4, &s);
+    double test3 = add_both_long(s.tokens, s.len, s.count, s.stride, 3);
+    EXPECT(pool > 0 && got == 1000 && s.pool > 1000 && s.pool < pool && set_problems(&c, 3, TASK_TEST, &s) == 0,
+           "addition n=3: %d distinct test instances, pool %lld of %lld", got, s.pool, pool);
+    EXPECT(test3 > 0.28 && test3 < 0.40, "addition n=3 test set: %.3f with both operands of 3 digits, training %.3f", test3, train);
+    task_set_free(&s);
+    EXPECT(task_pool_size(&c, 5) < 0, "addition n=5 is not enumerated");
+    got = task_eval_set(&c, 5, -1.0, TASK_TEST, 1000, 4, &s);
+    double test5 = add_both_long(s.tokens, s.len, s.count, s.stride, 5);
+    EXPECT(got == 1000 && test5 > 0.15 && test5 < 0.25, "addition n=5 test set: %d, %.3f with both of 5 digits, want about 1/5", got, test5);
+    task_set_free(&s);
+    // every test instance of a small pool is still taken when fewer than asked: n = 1's whole class
+    got = task_eval_set(&c, 1, -1.0, TASK_TEST, 1000, 4, &s);
+    EXPECT(got == s.pool && set_problems(&c, 1, TASK_TEST, &s) == 0, "addition n=1: %d of a test pool of %lld", got, s.pool);
+    task_set_free(&s);
+}
+
 // The smallest test pool over every default test length of every symbol task with N symbols
 // (sampling 50 where the pool is not enumerated).
 static long long min_test_pool(int alphabet, int *worst_task, int *worst_n) {
@@ -1012,6 +1060,7 @@ int main(void) {
     test_alphabet();
     test_pools();
     test_eval_sets();
+    test_add_eval_distribution();
     test_default_alphabet();
     return test_summary("test_tasks");
 }
