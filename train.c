@@ -584,6 +584,13 @@ static void fit_init(FitCheck *f, const TaskConfig *tc, const Options *o) {
     }
     CHECK(f->total > 0, "--fit-target: lengths %d-%d have no validation instance; widen --train-min/--train-max",
           tc->train_min, tc->train_max);
+    int few = 0;   // lengths that weigh less in the pooled accuracy than the others
+    for (int k = 0; k < f->n_sets; k++) {
+        if (f->sets[k].count >= o->fit_per_length) continue;
+        if (!few++) printf("fit set: fewer than %d validation instances (all there are):", o->fit_per_length);
+        printf(" len %d: %d", tc->train_min + k, f->sets[k].count);
+    }
+    if (few) printf("; the check pools %d over lengths %d-%d\n", f->total, tc->train_min, tc->train_max);
     f->ok = xmalloc(sizeof(int) * (size_t)o->fit_per_length);
 }
 

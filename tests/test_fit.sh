@@ -4,7 +4,8 @@
 #    it (every earlier check is below), the log and the checkpoint end at that step, and the last
 #    line says "fit: fitted at step S";
 #  - an unreachable target: every step of the budget runs, a check at the last step, and the line
-#    says "fit: not fitted in N steps".
+#    says "fit: not fitted in N steps";
+#  - lengths with fewer validation instances than --fit-per-length are named ("fit set: ...").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -28,6 +29,13 @@ check $? "the line 'fit: fitted at step $last_step: ...': $(grep '^fit:' "$tmp/f
 check $? "the log ends at step $last_step"
 grep -q "^saved $tmp/fit.ckpt" "$tmp/fit.out" && grep -q "^accuracy on copy-repeat" "$tmp/fit.out"
 check $? "the checkpoint is saved and the test evaluation follows"
+# copy-repeat has 26 instances per length, about 3 of them validation: fewer than --fit-per-length's
+# 20 at every length, so the line names each, and its counts add up to the checks' total
+total=$(grep -m1 "^fit check: step" "$tmp/fit.out" | sed 's|.*/\([0-9]*\))$|\1|')
+line=$(grep "^fit set: fewer than 20 validation instances (all there are):" "$tmp/fit.out")
+echo "$line" | grep -q " len 1: [0-9]* len 2: [0-9]* len 3: [0-9]* len 4: [0-9]*; the check pools $total over lengths 1-4$" &&
+  [ "$(echo "$line" | grep -o 'len [0-9]*: [0-9]*' | awk '{ s += $3 } END { print s }')" = "$total" ]
+check $? "the small validation sets are named and add up to the pooled $total: $line"
 ./train --resume "$tmp/fit.ckpt" --max-steps 300 --threads 2 --eval-per-length 0 > "$tmp/res.out" 2>&1
 grep -q "step *$((last_step + 1))/300" "$tmp/res.out"; check $? "the checkpoint holds step $last_step: a resume goes on from $((last_step + 1))"
 
