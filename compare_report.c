@@ -926,6 +926,15 @@ static double ppl_value(const Report *rp, int run, int variant, int mode, int w,
     return x;
 }
 
+// A table cell of a mean over seeds: the mean, its interval when there are two or more, and how
+// many seeds it holds when fewer than the grid's (an unfinished grid, a window a run could not take).
+static void seeds_cell(FILE *md, Interval iv, int k, int n_seeds) {
+    if (k > 1) fprintf(md, " %.2f [%.2f, %.2f]", iv.mean, iv.lo, iv.hi);
+    else fprintf(md, " %.2f", iv.mean);
+    if (k < n_seeds) fprintf(md, " (%d of %d seeds)", k, n_seeds);
+    fprintf(md, " |");
+}
+
 // One perplexity table of text (mode 0: non-overlapping windows, 1: sliding): a row per scheme
 // (and RoPE extension), a column per window, the mean over seeds with its 95% t-interval (stats.h;
 // the mean alone with one seed); "n/a" cells explained below.
@@ -956,9 +965,7 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
                     char line[256];
                     snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
                     if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
-                }
-                else if (k > 1) fprintf(md, " %.2f [%.2f, %.2f] |", iv.mean, iv.lo, iv.hi);
-                else fprintf(md, " %.2f |", iv.mean);
+                } else seeds_cell(md, iv, k, c->n_seeds);
             }
             fprintf(md, "\n");
         }
@@ -1045,8 +1052,7 @@ static void attention_section(Report *rp, int t, int context) {
                     char line[160];
                     snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
                     if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
-                } else if (n > 1) fprintf(md, " %.2f [%.2f, %.2f] |", iv.mean, iv.lo, iv.hi);
-                else fprintf(md, " %.2f |", iv.mean);
+                } else seeds_cell(md, iv, n, c->n_seeds);
             }
             fprintf(md, "\n");
         }

@@ -283,6 +283,13 @@ f2t="With the chance of any false verdict among these 1 comparisons at most 5% (
 grep -qxF "$f2t. The smallest p the sign-flip test can give with 3 seeds is 0.25, and Holm asks below 0.05 of the smallest of 1 p; 6 seeds or more could pass it." "$fd/summary.md" \
   && grep -qxF "$f2t." "$fd/summary.md" && grep -qF "| alibi | alibi@32 | n/a | n/a |  | 0 | | | | | no seed with both perplexities |" "$fd/summary.md" \
   && ok || { bad "the 2T tables' family lines with 3 seeds and with none:"; sed -n '/### Trained at/,$p' "$fd/summary.md"; }
+# a cell over fewer seeds than the grid's says how many: alibi's seed 3 without a perplexity at 32
+# tokens gives the geometric mean of 6.0 and 6.2 with t(0.975, 1) = 12.706: 6.10 [4.95, 7.51]
+fm="$tmp/fdbl-missing"; cp -r "$fd" "$fm"; rm -f "$fm/summary.md"
+printf 'window,mode,tokens,loss,ppl,note\n' > "$fm/runs/text/alibi/seed3/ppl.csv"
+./compare --out "$fm" --data "$tmp/text.txt" --schemes alibi --double-length alibi --seeds 1,2,3 --report-only -- --seq 16 --batch 4 > "$tmp/log10m" 2>&1 \
+  && grep -qF "| alibi | 6.10 [4.95, 7.51] (2 of 3 seeds) |" "$fm/summary.md" && grep -qF "| alibi@32 | 6.00 [5.76, 6.25] |" "$fm/summary.md" \
+  && ok || { bad "a perplexity cell over 2 of 3 seeds:"; cat "$tmp/log10m"; sed -n '/^Non-overlapping/,/^$/p' "$fm/summary.md"; }
 # Holm over a 2T table: alibi and rope, each at 16 and at 32, 8 seeds; at 32 tokens alibi = 6 + 0.05 s,
 # rope = 7 + 0.05 s, alibi@32 = 5.5 + 0.05 s, rope@32 = 7 + 0.05 s + 0.1 (odd s) or - 0.1 (even s).
 # Three of the four comparisons have every seed on one side (p = 2 / 256 = 0.007812, Holm 4 x that =
