@@ -188,18 +188,23 @@ FiniteScan attention_bias_scan(const AttnPos *ap, int B, int T, int NH) {
 // query i0+r against key j0+j, so that the softmax runs down the keys with the block's queries in
 // vector lanes (no horizontal sums). Every product of a tile is a small matrix
 // product on the thread's own cache-resident operands (gemm_tile, kernels.c):
-//   forward    S    = K_t qT     (nk, QB) = (nk, hs) (hs, QB)   qT: the block's q, transposed, x 1/sqrt(hs)
+//   forward    S    = K_t xT     (nk, QB) = (nk, hs) (hs, QB)   xT: the block's q, transposed, x 1/sqrt(hs)
+//                                                               (+ hook 3's bias, then the mask)
 //              O   += P V_t      (nb, hs) = (nb, nk) (nk, hs)   P read out of S through its strides
-//   backward   dP^T = V_t dOT    (nk, QB) = (nk, hs) (hs, QB)   dOT: the block's dout, transposed
+//   backward   dP^T = V_t yT     (nk, QB) = (nk, hs) (hs, QB)   yT: the block's dout, transposed
 //              dV_t += P^T dO    (nk, hs) = (nk, nb) (nb, hs)
-//              dK_t += dS^T Q    (nk, hs) = (nk, nb) (nb, hs)
+//              dK_t += dS^T Q    (nk, hs) = (nk, nb) (nb, hs)   dS: the score's gradient times 1/sqrt(hs)
 //              dQ   += dS K_t    (nb, hs) = (nb, nk) (nk, hs)
+// The backward's order inside a tile follows the forward's in reverse: dP; dscore = P (dP - D)
+// (with dropout's factor f on dP); hook 3's bias gradient, which is dscore itself since the bias is
+// added after the 1/sqrt(hs) scale; then dS = dscore / sqrt(hs) for dK and dQ.
 // The forward's softmax is online (running max m and sum l per row, O rescaled when m grows);
 // the backward recomputes P = exp(score - lse) tile by tile and uses D_i = dout_i . out_i for
 // sum_j P(i,j) dP(i,j), so it needs no pass over a whole row either.
 
-// One thread's scratch, ATT_SCRATCH(hs) reals from p (attention.h): S and dS (KB, QB) tiles, qT
-// and dOT (hs, QB), the forward's output block O (QB, hs), and one row of a tile for hook 3.
+// One thread's scratch, ATT_SCRATCH(hs) reals from p (attention.h): S and dS (KB, QB) tiles, xT
+// (the scaled q block) and yT (the dout block), each (hs, QB), the forward's output block O (QB, hs),
+// and one row of a tile for hook 3.
 typedef struct { real *S, *dS, *xT, *yT, *O, *row; } AttScratch;
 static AttScratch att_scratch(real *p, int hs) {
     AttScratch w;
@@ -443,7 +448,9 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
                                 pj[r] *= f;
                             }
                         }
-                    if (learned_bias)                  // hook 3's backward, one query row at a time
+                    // hook 3's backward, one query row at a time: before the scale below, as the bias
+                    // was added after it in the forward
+                    if (learned_bias)
                         for (int r = 0; r < nb; r++) {
                             int n = tile_row_keys(ap, i0 + r, j0, nk, T);
                             if (n == 0) continue;
@@ -452,7 +459,7 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
                                              dcache_threads ? dcache_threads + (size_t)thread_id() * ncache : NULL,
                                              h, p.pos[i0 + r], p.pos + j0, n, w.row);
                         }
-                    for (int j = 0; j < nk * ATT_QB; j++) w.dS[j] *= x.scale;
+                    for (int j = 0; j < nk * ATT_QB; j++) w.dS[j] *= x.scale;   // through score = q.k / sqrt(hs)
                     real *dq = grad0 + (size_t)i0 * C3, *dk = grad0 + (size_t)j0 * C3 + C, *dv = dk + C;
                     gemm_tile(nk, hs, nb, w.S, ATT_QB, 1, dout0, C, dv, C3, 1);                       // dV_t += P^T dO
                     gemm_tile(nk, hs, nb, w.dS, ATT_QB, 1, p.q0 + (size_t)i0 * C3, C3, dk, C3, 1);    // dK_t += dS^T Q
@@ -483,7 +490,8 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
 // tile S (nk, QB)) plus three (QB,) sums; per call, part (B, NH, ATT_NSTAT) doubles. Cost: the
 // forward's q.k products and exps again (no P V product).
 
-// The sums of one (b, h) pair into st (ATT_NSTAT,) (attention.h: which rows, what sums)
+// The sums of one (b, h) pair into st (ATT_NSTAT,) (attention.h: which rows, what sums); lse_h
+// (T,): the pair's log-sum-exp of each query row, from the forward
 static void pair_stats(const AttnCall *x, AttnPair *p, const real *lse_h, double *st) {
     const int *doc = p->doc;
     int T = x->T, first = 0;

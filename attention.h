@@ -4,7 +4,8 @@
 //
 // Shapes follow model.h's legend (B batch, T time, C channels, NH heads, hs = C/NH head size).
 // qkv (B,T,3C) holds per token q at [0,C), k at [C,2C), v at [2C,3C), each NH heads of hs.
-// Backward functions ACCUMULATE (+=) into their gradient outputs.
+// Backward functions ACCUMULATE (+=) into their gradient outputs, but for qk_hook's QK_BACKWARD,
+// which rewrites its buffer in place (see there).
 #ifndef ATTENTION_H
 #define ATTENTION_H
 
@@ -87,7 +88,10 @@ void attention_forward_cached(real *out, const real *qkv, const AttnPos *ap, con
 FiniteScan attention_bias_scan(const AttnPos *ap, int B, int T, int NH);
 
 // hook 2 over a whole qkv buffer (N,3C): rotate q and k of every head (QK_FORWARD), or their
-// gradient by the transpose (QK_BACKWARD). Does nothing for schemes without a q/k hook.
+// gradient by the transpose (QK_BACKWARD). Both work in place: the backward OVERWRITES the q and k
+// gradients dL/d(rotated) with dL/d(unrotated), so the buffer must hold only the attention's
+// gradient (gpt_backward zeroes dqkv before attention_backward, the one writer). Does nothing for
+// schemes without a q/k hook.
 enum { QK_FORWARD = 1, QK_BACKWARD = -1 };
 void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir);
 

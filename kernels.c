@@ -98,6 +98,9 @@ void gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const re
     gemm_own(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate);
 }
 
+// c (M,N) = (or += with accumulate) a (M,K) @ b (K,N): a read through its strides (row a_rs,
+// column a_cs: a transposed operand costs no copy), b and c row-major with leading dimensions
+// ldb and ldc. The blocked, threaded kernel of every linear layer (kernels.h).
 void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
               real *c, size_t ldc, int accumulate) {
     if (K == 0) {                                      // an empty sum

@@ -58,7 +58,7 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
     for (int n = 0; n < N; n++) {
         const real *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
         real m = mean[n], s = rstd[n];
-        // dnorm = dout * weight; dinp = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+        // dnorm = dout * weight; dinp += s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
         real dnorm_mean = 0, dnorm_norm_mean = 0;
         #pragma omp simd reduction(+:dnorm_mean, dnorm_norm_mean)
         for (int c = 0; c < C; c++) {
@@ -89,7 +89,8 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
 // ----------------------------------------------------------------------------------------------
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC); bias may be NULL.
 // All three products go through gemm (kernels.c). The forward needs weight^T row-major, so it packs
-// 512 output channels of weight^T at a time (a copy of C x 512, once per call).
+// weight^T 512 output channels at a time into a C x 512 buffer: every call copies the whole of
+// weight^T (C x OC), one 512-column slice after another.
 
 enum { PACK_COLS = 512 };
 
@@ -167,8 +168,8 @@ static void bias_backward(real *dbias, const real *dout, int N, int OC) {
 }
 
 // dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += sum_n dout.
-// gemm splits the rows of its output between threads and sums over k in a fixed order, so no two
-// threads write the same gradient and the result is bit-reproducible.
+// gemm gives each output tile (a block of rows by a chunk of columns) to one thread and sums over k
+// in a fixed order, so no two threads write the same gradient and the result is bit-reproducible.
 void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC) {
     gemm(N, C, OC, dout, OC, 1, weight, C, dinp, C, 1);          // A = dout (N,OC), B = weight (OC,C)
@@ -202,6 +203,7 @@ static inline real tanh_fast(real u) {
     return (real)(1.0f - 2.0f / (exp_vec(2.0f * (float)u) + 1.0f));
 }
 
+// out (n,) = GELU(inp (n,)), the tanh approximation GPT-2 uses (layers.h)
 void gelu_forward(real *out, const real *inp, int n) {
     #pragma omp parallel for simd schedule(static)
     for (int i = 0; i < n; i++) {
@@ -210,6 +212,7 @@ void gelu_forward(real *out, const real *inp, int n) {
     }
 }
 
+// dinp (n,) += GELU'(inp) * dout, each (n,): the derivative of the same tanh approximation
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n) {
     #pragma omp parallel for simd schedule(static)
     for (int i = 0; i < n; i++) {

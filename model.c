@@ -28,6 +28,10 @@ static double wall(void) {
 // ----------------------------------------------------------------------------------------------
 // softmax + cross-entropy over the V real classes of each (Vp,) logits row
 
+// probs (N,Vp) = softmax of logits (N,Vp) over the first V columns (the padding columns 0);
+// losses (N,) = -log probs[n][targets[n]], when targets (N,) is not NULL. Its backward,
+// dlogits = weight * grad_scale * (probs - onehot(target)), is written inline at the top of
+// gpt_backward, over probs.
 static void crossentropy_forward(real *probs, real *losses, const real *logits, const int *targets,
                                  int N, int V, int Vp) {
     #pragma omp parallel for schedule(static)
@@ -416,6 +420,8 @@ static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
     return ap;
 }
 
+// out = a + b, each (n,) (n = N*C: a residual stream and a branch). Its backward is the identity
+// for both: block_backward hands dL/dout on to each side unchanged.
 static void residual_add(real *out, const real *a, const real *b, size_t n) {
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -551,6 +557,7 @@ static void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *a
 
 // Transformer block l on the N = B*T tokens of residual (N,C), into layer l's activations; returns
 // its output residual3 (N,C). ap: the layer's positions; kc: NULL, or the KV cache (block_attention).
+// Its backward is block_backward, below.
 //   residual2 = residual + attproj(attention(qkv(ln1(residual))))      (hook 2 on q, k; hook 3 inside)
 //   residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
 // With dropout (the batch forward only): attention drops inside, and each projection is dropped
@@ -591,6 +598,86 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     residual_add(la.residual3, la.residual2, proj, N * C);
     if (watch(m, l, "residual3", la.residual3, btc(B, T, C))) return NULL;
     return la.residual3;
+}
+
+// buf (N,C) = the gradient dout (N,C) through a dropout site's mask (key, rate p, first global
+// row row0); returns buf
+static const real *dropped_grad(real *buf, const real *dout, uint64_t key, double p, size_t N, int C, uint64_t row0) {
+    memset(buf, 0, sizeof(real) * N * C);
+    dropout_backward(buf, dout, key, p, (int)N, C, row0);
+    return buf;
+}
+
+// The backward of block_forward (read them side by side): block l's parameter gradients, and
+// g->dresidual (N,C) carried from the block's output, dL/dresidual3, to its input, dL/dresidual.
+// The forward's steps in reverse:
+//   fcproj -> gelu -> fc -> ln2, into dresidual: now dL/dresidual2
+//   attproj -> attention (hook 3's bias gradient inside) -> hook 2's transpose on dq, dk -> qkv -> ln1,
+//   into dresidual: now dL/dresidual
+// The skip connections need no code of their own: residual3 = residual2 + branch, so dL/dresidual2
+// is dL/dresidual3 (the skip path, already in dresidual) plus the branch's share, which
+// layernorm_backward adds (+=) into dresidual. Each other gradient buffer is zeroed before the
+// backward that accumulates into it. Returns 1 when a check (--detect-anomaly) stopped the backward.
+static int block_backward(GPT *m, int l, const Batch *b) {
+    int B = b->B, T = b->T, C = m->cfg.n_embd, NH = m->cfg.n_head;
+    size_t N = (size_t)B * T;
+    const Activations *a = &m->a;
+    GradActivations *g = &m->ga;
+    const ParamTensors *p = &m->p;
+    ParamTensors *dp = &m->g;
+    double drop = m->act_dropout;          // the forward's dropout: its masks again, from its key
+    uint64_t key = m->act_drop_key, row0 = m->act_drop_b0 * (uint64_t)T;
+    const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;   // the block's input
+    LayerActs la = layer_acts(m, l, B, T);
+    AttnPos ap = attn_pos(m, b, l, 1);
+
+
+    // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms.
+    // g->dln is scratch for the gradient at a LayerNorm's output (ln_f's above, ln2's, then ln1's)
+    // and, with dropout, at a projection's output (dresidual through the branch's mask).
+    const real *dproj = g->dresidual;
+    if (drop > 0) {
+        dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C, row0);
+        if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return 1;
+    }
+    memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj,
+                    la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C));
+    if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return 1;
+    memset(g->dfch, 0, sizeof(real) * N * 4 * C);
+    gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
+    if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return 1;
+    memset(g->dln, 0, sizeof(real) * N * C);
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
+                    p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C));
+    if (watch(m, l, "dln2", g->dln, btc(B, T, C))) return 1;
+    layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
+                       la.ln2_mean, la.ln2_rstd, N, C);
+    if (watch(m, l, "dresidual2", g->dresidual, btc(B, T, C))) return 1;
+    // residual2 = residual + attproj(attention(qkv(ln1(residual))))
+    dproj = g->dresidual;
+    if (drop > 0) {
+        dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C, row0);
+        if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return 1;
+    }
+    memset(g->datty, 0, sizeof(real) * N * C);
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
+                    p->attprojw + (size_t)l * C * C, N, C, C));
+    if (watch(m, l, "datty", g->datty, btc(B, T, C))) return 1;
+    memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
+    TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
+    if (watch(m, l, "dqkv", g->dqkv, btc(B, T, 3 * C))) return 1;
+    TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
+    if ((ap.scheme->hooks & PE_HOOK_QK) && watch(m, l, "dqkv before hook 2", g->dqkv, btc(B, T, 3 * C))) return 1;
+    memset(g->dln, 0, sizeof(real) * N * C);
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
+                    p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C));
+    if (watch(m, l, "dln1", g->dln, btc(B, T, C))) return 1;
+    layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
+                       la.ln1_mean, la.ln1_rstd, N, C);
+    if (watch(m, l, "dresidual", g->dresidual, btc(B, T, C))) return 1;        // at the block's input
+    if (watch_tensors(m, l, m->grads, "grad.")) return 1;          // the block's parameter gradients
+    return 0;
 }
 
 // A forward that met an anomaly stops there: no loss, and no backward of it
@@ -727,21 +814,18 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
 
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); }
 
-// buf (N,C) = the gradient dout (N,C) through a dropout site's mask (key, rate p, first global
-// row row0); returns buf
-static const real *dropped_grad(real *buf, const real *dout, uint64_t key, double p, size_t N, int C, uint64_t row0) {
-    memset(buf, 0, sizeof(real) * N * C);
-    dropout_backward(buf, dout, key, p, (int)N, C, row0);
-    return buf;
-}
-
+// The backward of gpt_forward (model.h), its steps in reverse: the cross-entropy (the backward of
+// crossentropy_forward, written inline: dlogits over probs) -> the LM head, tied to wte (dwte's first
+// contribution) -> ln_f -> blocks L-1..0 (block_backward, each from dL/dresidual3 to dL/dresidual
+// in g->dresidual) -> the embedding's dropout -> hook 1's input_backward (dpe_input) -> the token
+// rows of wte (encoder_backward: dwte's second contribution).
 void gpt_backward(GPT *m, double grad_scale) {
     CHECK(!m->act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
           "the activations of the earlier layers are gone");
     const Batch *b = m->batch;
     CHECK(b && b->targets, "internal: gpt_backward needs a forward pass with targets first");
     const GPTConfig *c = &m->cfg;
-    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size, Vp = c->padded_vocab;
+    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;
     Activations *a = &m->a;
     GradActivations *g = &m->ga;
@@ -764,63 +848,16 @@ void gpt_backward(GPT *m, double grad_scale) {
     if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     memset(g->dln, 0, sizeof(real) * N * C);
+    // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share)
     TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp));
     if (watch(m, -1, "dlnf", g->dln, btc(B, T, C))) return;
     memset(g->dresidual, 0, sizeof(real) * N * C);
     layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C);
     if (watch(m, L - 1, "dresidual3", g->dresidual, btc(B, T, C))) return;
 
-    for (int l = L - 1; l >= 0; l--) {
-        const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;
-        LayerActs la = layer_acts(m, l, B, T);
-        AttnPos ap = attn_pos(m, b, l, 1);
-
-        // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms.
-        // g->dln is scratch for the gradient at a LayerNorm's output (ln_f's above, ln2's, then ln1's)
-        // and, with dropout, at a projection's output (dresidual through the branch's mask).
-        const real *dproj = g->dresidual;
-        if (drop > 0) {
-            dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C, row0);
-            if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return;
-        }
-        memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
-        TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj,
-                        la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C));
-        if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return;
-        memset(g->dfch, 0, sizeof(real) * N * 4 * C);
-        gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
-        if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return;
-        memset(g->dln, 0, sizeof(real) * N * C);
-        TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
-                        p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C));
-        if (watch(m, l, "dln2", g->dln, btc(B, T, C))) return;
-        layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
-                           la.ln2_mean, la.ln2_rstd, N, C);
-        if (watch(m, l, "dresidual2", g->dresidual, btc(B, T, C))) return;
-        // residual2 = residual + attproj(attention(qkv(ln1(residual))))
-        dproj = g->dresidual;
-        if (drop > 0) {
-            dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C, row0);
-            if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return;
-        }
-        memset(g->datty, 0, sizeof(real) * N * C);
-        TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
-                        p->attprojw + (size_t)l * C * C, N, C, C));
-        if (watch(m, l, "datty", g->datty, btc(B, T, C))) return;
-        memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
-        TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
-        if (watch(m, l, "dqkv", g->dqkv, btc(B, T, 3 * C))) return;
-        TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
-        if ((ap.scheme->hooks & PE_HOOK_QK) && watch(m, l, "dqkv before hook 2", g->dqkv, btc(B, T, 3 * C))) return;
-        memset(g->dln, 0, sizeof(real) * N * C);
-        TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
-                        p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C));
-        if (watch(m, l, "dln1", g->dln, btc(B, T, C))) return;
-        layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
-                           la.ln1_mean, la.ln1_rstd, N, C);
-        if (watch(m, l, "dresidual", g->dresidual, btc(B, T, C))) return;        // at the block's input
-        if (watch_tensors(m, l, m->grads, "grad.")) return;          // the block's parameter gradients
-        if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, l);       // they are final: MPI may reduce them
+    for (int l = L - 1; l >= 0; l--) {                      // dresidual: dL/dresidual3 of block l
+        if (block_backward(m, l, b)) return;                   // now dL/dresidual at its input
+        if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, l);   // block l's gradients are final: MPI may reduce them
     }
     const real *demb = g->dresidual;        // the gradient at the embedding sum, before its dropout
     if (drop > 0) {
@@ -829,7 +866,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     }
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
-    encoder_backward(dp->wte, demb, b->tokens, N, C);
+    encoder_backward(dp->wte, demb, b->tokens, N, C);      // dwte's rows of the batch's tokens += demb
     if (watch_tensors(m, -1, m->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
     if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, -1);
 }

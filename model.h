@@ -5,7 +5,8 @@
 //   V vocab, Vp vocab padded to a multiple of 64, N = B*T tokens.
 // Weights are stored (out, in): a linear layer is out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC).
 // Backward functions ACCUMULATE into their gradient outputs (+=); the caller zeroes them
-// (gpt_zero_grad) before a step. This is what makes gradient accumulation free.
+// (gpt_zero_grad) before a step. This is what makes gradient accumulation free. The one exception
+// is hook 2's backward (qk_hook, attention.h), which transforms its buffer in place.
 // The layers are declared in layers.h, attention in attention.h, the batch in dataset/batch.h (all
 // three included here).
 #ifndef MODEL_H

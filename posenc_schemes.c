@@ -7,6 +7,11 @@
 #include <math.h>
 #include <string.h>
 
+// Every hook has the signature and shapes of its slot in PosScheme (posenc.h): hook 1 adds a row to
+// x (N,C) for each of the N positions pos (N,) (backward: dp += the rows of dx); hook 2 turns one
+// head vector x (hs,) in place; hook 3 adds the bias of one query (head h, position qpos) to its n
+// keys' scores, kpos (n,) -> out (n,) (backward: dout (n,) -> dp, or dcache with a per-call cache).
+
 // ----------------------------------------------------------------------------------------------
 // learned absolute (GPT-2): a (max_seq_len, C) parameter table added at the input
 
@@ -87,7 +92,9 @@ static void sinusoidal_input_forward(const PosTables *t, const real *p, real *x,
 // The RoPE family (rope, p-rope, xpos). Pair i of the first d_rot channels turns by pos*theta_i:
 //   split-half  [c c s s]: pair i = (i, i + d_rot/2)      (HF Llama, GPT-NeoX)
 //   interleaved [c s c s]: pair i = (2i, 2i + 1)          (paper, GPT-J, llama2.c)
-// Channels d_rot .. hs-1 pass unchanged (partial RoPE). Backward = rotation by -angle.
+// Channels d_rot .. hs-1 pass unchanged (partial RoPE). Backward = the transpose: the same factor
+// (YaRN's and LongRoPE's attention factor, xpos's scale) with the angle negated; for plain RoPE,
+// the rotation by -angle.
 
 // longrope: both lists, d_rot/2 factors each, and an L0 whose log the attention factor divides by;
 // lists without longrope would be ignored, so they are refused.
@@ -356,7 +363,8 @@ static void kerple_finish(const PosTables *t, const real *p, const real *cache, 
 
 // ----------------------------------------------------------------------------------------------
 // FIRE (Li et al. 2023): score(i, j) += f(psi(i - j) / psi(max(L, i)))_h, psi(x) = log(|c| x + 1),
-// f an MLP 1 -> W -> NH with ReLU, per layer; c and the threshold L are learned too. L is learned
+// f an MLP 1 -> W -> NH with ReLU, per layer; c and the threshold L (the paper's letter, `thresh` in
+// the code) are learned too. L is learned
 // through lambda = log L, so that Adam moves it at a rate that does not depend on its size (the
 // paper learns a multiplier of an initial L for the same reason).
 // Parameters (flat): [w1 (W), b1 (W), w2 (NH, W), b2 (NH), c, lambda].
@@ -382,12 +390,13 @@ static void fire_init(const PosConfig *c, const PosDims *d, real *p, Rng *rng) {
     cl[1] = (real)log((double)d->max_seq_len);   // lambda: L starts at the training context
 }
 
-// One layer's parameters by name; c = |c_raw|, L = exp(lambda).
-typedef struct { const real *w1, *b1, *w2, *b2; real craw, c, L; int NH; } FireParams;
+// One layer's parameters by name; c = |c_raw|, thresh = L = exp(lambda) (FIRE's threshold L, named
+// thresh in code: L is the layer count everywhere else).
+typedef struct { const real *w1, *b1, *w2, *b2; real craw, c, thresh; int NH; } FireParams;
 static FireParams fire_params(const PosTables *t, const real *p) {
     int NH = t->d.n_head;
     FireParams f = { p, p + FIRE_W, p + 2 * FIRE_W, p + 2 * FIRE_W + NH * FIRE_W, 0, 0, 0, NH };
-    f.craw = f.b2[NH]; f.c = (real)fabs(f.craw); f.L = (real)exp(f.b2[NH + 1]);
+    f.craw = f.b2[NH]; f.c = (real)fabs(f.craw); f.thresh = (real)exp(f.b2[NH + 1]);
     return f;
 }
 // psi(x) = log(c x + 1), rounded to real once, so the cached table and the direct path agree
@@ -442,13 +451,13 @@ static void fire_backward_keys(const FireParams *f, real *dp, int h, const real 
 static size_t fire_cache_size(const PosTables *t, int D) { return 1 + (size_t)(t->d.n_head + 1) * D; }
 static int fire_table_len(const FireParams *f, int D) {   // query positions q < D with L > q
     int n = 0;
-    while (n < D && f->L > n) n++;
+    while (n < D && f->thresh > n) n++;
     return n;
 }
 static void fire_prepare(const PosTables *t, const real *p, int D, real *cache) {
     FireParams f = fire_params(t, p);
     cache_set_D(cache, D);
-    real *psi = cache + 1, denom = fire_psi(f.c, f.L) + (real)FIRE_EPS, u[FIRE_CHUNK];
+    real *psi = cache + 1, denom = fire_psi(f.c, f.thresh) + (real)FIRE_EPS, u[FIRE_CHUNK];
     for (int d = 0; d < D; d++) psi[d] = fire_psi(f.c, (real)d);
     int Dt = fire_table_len(&f, D);
     for (int h = 0; h < f.NH; h++)
@@ -467,7 +476,7 @@ static void fire_finish(const PosTables *t, const real *p, const real *cache, co
         for (int d0 = 0; d0 < Dt; d0 += FIRE_CHUNK) {
             int n = Dt - d0 < FIRE_CHUNK ? Dt - d0 : FIRE_CHUNK;
             for (int k = 0; k < n; k++) x[k] = (real)(d0 + k);
-            fire_backward_keys(&f, dp, h, x, psi + d0, dcache + 1 + (size_t)(h + 1) * D + d0, n, f.L, 1);
+            fire_backward_keys(&f, dp, h, x, psi + d0, dcache + 1 + (size_t)(h + 1) * D + d0, n, f.thresh, 1);
         }
 }
 
@@ -476,12 +485,12 @@ static void fire_bias_forward(const PosTables *t, const real *p, const real *cac
     FireParams f = fire_params(t, p);
     int D = cache ? cache_D(cache, qpos) : 0;
     const real *psi = cache ? cache + 1 : NULL;
-    if (cache && f.L > qpos) {           // a query before L: its bias is the cached table's row
+    if (cache && f.thresh > qpos) {           // a query before L: its bias is the cached table's row
         const real *tab = psi + (size_t)(h + 1) * D;
         for (int j = 0; j < n; j++) out[j] += tab[fire_dist(qpos, kpos[j])];
         return;
     }
-    real M = f.L > qpos ? f.L : (real)qpos, denom = fire_psi(f.c, M) + (real)FIRE_EPS, u[FIRE_CHUNK], y[FIRE_CHUNK];
+    real M = f.thresh > qpos ? f.thresh : (real)qpos, denom = fire_psi(f.c, M) + (real)FIRE_EPS, u[FIRE_CHUNK], y[FIRE_CHUNK];
     for (int j0 = 0; j0 < n; j0 += FIRE_CHUNK) {
         int m = n - j0 < FIRE_CHUNK ? n - j0 : FIRE_CHUNK;
         for (int k = 0; k < m; k++) {
@@ -497,12 +506,12 @@ static void fire_bias_backward(const PosTables *t, const real *p, const real *ca
     FireParams f = fire_params(t, p);
     int D = cache ? cache_D(cache, qpos) : 0;
     const real *psi = cache ? cache + 1 : NULL;
-    if (cache && dcache && f.L > qpos) {  // the gradient of the cached table's row (fire_finish carries it to dp)
+    if (cache && dcache && f.thresh > qpos) {  // the gradient of the cached table's row (fire_finish carries it to dp)
         real *dtab = dcache + 1 + (size_t)(h + 1) * D;
         for (int j = 0; j < n; j++) dtab[fire_dist(qpos, kpos[j])] += dout[j];
         return;
     }
-    real M = f.L > qpos ? f.L : (real)qpos, x[FIRE_CHUNK], A[FIRE_CHUNK];
+    real M = f.thresh > qpos ? f.thresh : (real)qpos, x[FIRE_CHUNK], A[FIRE_CHUNK];
     for (int j0 = 0; j0 < n; j0 += FIRE_CHUNK) {
         int m = n - j0 < FIRE_CHUNK ? n - j0 : FIRE_CHUNK;
         for (int k = 0; k < m; k++) {
@@ -510,7 +519,7 @@ static void fire_bias_backward(const PosTables *t, const real *p, const real *ca
             x[k] = (real)d;
             A[k] = psi ? psi[d] : fire_psi(f.c, x[k]);
         }
-        fire_backward_keys(&f, dp, h, x, A, dout + j0, m, M, f.L > qpos);
+        fire_backward_keys(&f, dp, h, x, A, dout + j0, m, M, f.thresh > qpos);
     }
 }
 
