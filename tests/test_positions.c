@@ -1,20 +1,24 @@
 // tests/test_positions.c: positions are data (shared/DESIGN.md), for every scheme in posenc's table
 // and both input schemes, in the double build (so "equal" means equal to ~1e-12):
-//   - KV cache: token-by-token and chunked decoding give the logits of one full forward pass;
+//   - KV cache: token-by-token and chunked decoding give the logits of one full forward pass, at
+//     T = 12 and at T = 100 (several query blocks and key tiles of the attention: 16 and 32 in the
+//     double build), in chunks that cross them;
 //   - packing: each document's logits, loss and gradient are the same packed or alone;
-//   - left padding: valid tokens of a left-padded row get the logits of the unpadded sequence.
+//   - padding: valid tokens of a left-padded row get the logits of the unpadded sequence, and a
+//     row padded on both sides the gradient of the sequence alone, whatever the padding's ids and
+//     targets (bit for bit).
 #include <string.h>
 
 #include "../model.h"
 #include "testutil.h"
 
-enum { V = 19, T = 12 };
+enum { V = 19, T = 12, T_LONG = 100 };
 #define TOL 1e-10
 
 static Rng rng;
 
-static void build(GPT *m, const char *pe_layers, const char *input_pe) {
-    GPTConfig cfg = { .vocab_size = V, .n_layer = 2, .n_head = 2, .n_embd = 8, .max_seq_len = 16 };
+static void build(GPT *m, const char *pe_layers, const char *input_pe, int max_seq_len) {
+    GPTConfig cfg = { .vocab_size = V, .n_layer = 2, .n_head = 2, .n_embd = 8, .max_seq_len = max_seq_len };
     posenc_defaults(&cfg.pe, 2);
     char msg[256];
     CHECK(posenc_schedule(&cfg.pe, 2, NULL, pe_layers, input_pe, msg, sizeof msg), "%s", msg);
@@ -41,25 +45,31 @@ static void full_logits(GPT *m, const int *tokens, int n, real *out) {
     batch_free(&b);
 }
 
-static void test_cache(const char *label, GPT *m, const int *tokens) {
-    real full[T * V], got[T * V];
-    full_logits(m, tokens, T, full);
-    static const int chunkings[3][T + 1] = { { 1,1,1,1,1,1,1,1,1,1,1,1, 0 }, { 5, 4, 3, 0 }, { 12, 0 } };
-    static const char *names[3] = { "token by token", "chunks 5+4+3", "one chunk" };
-    for (int k = 0; k < 3; k++) {
-        KVCache kc; kv_cache_init(&kc, m, 16);
+// Decodes tokens (len) through the KV cache in the chunks of each zero-ended list of `chunkings`
+// (0 for one token at a time) and compares every step's logits with one full forward pass.
+static void test_cache(const char *label, GPT *m, const int *tokens, int len, const int (*chunkings)[4], int n_chunkings) {
+    real *full = xmalloc(sizeof(real) * len * V), *got = xmalloc(sizeof(real) * len * V);
+    int *pos = xmalloc(sizeof(int) * len);
+    full_logits(m, tokens, len, full);
+    for (int k = 0; k < n_chunkings; k++) {
+        KVCache kc; kv_cache_init(&kc, m, len);
         int done = 0;
-        for (int c = 0; chunkings[k][c]; c++) {
-            int n = chunkings[k][c], pos[T];
+        char name[64] = "";
+        for (int c = 0; done < len; c++) {
+            int n = chunkings[k][0] ? chunkings[k][c] : 1;
+            CHECK(n > 0 && done + n <= len, "test_cache: chunking %d does not cover %d tokens", k, len);
             for (int t = 0; t < n; t++) pos[t] = done + t;        // positions P .. P+n-1
             gpt_forward_cached(m, &kc, tokens + done, pos, n);
             for (int t = 0; t < n; t++) memcpy(got + (done + t) * V, m->a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
             done += n;
+            if (chunkings[k][0]) snprintf(name + strlen(name), sizeof name - strlen(name), "%s%d", c ? "+" : "chunks ", n);
         }
-        double d = max_diff(got, full, T * V);
-        EXPECT(d < TOL, "%s: cached decoding (%s) differs from the full pass by %.3g", label, names[k], d);
+        double d = max_diff(got, full, len * V);
+        EXPECT(d < TOL, "%s: cached decoding of %d tokens (%s) differs from the full pass by %.3g", label, len,
+               chunkings[k][0] ? name : "token by token", d);
         kv_cache_free(&kc);
     }
+    free(full); free(got); free(pos);
 }
 
 // per-token losses (n) of one forward pass over tokens at positions 0..n-1 with their targets
@@ -138,14 +148,64 @@ static void test_left_padding(const char *label, GPT *m, const int *tokens) {
     batch_free(&b);
 }
 
+// Padding's gradient: the sequence (n = T - 6 tokens, weights 1) between 4 pad slots on the left and
+// 2 on the right (doc -1, weight 0, position 0) gives the gradient of the sequence alone; with other
+// pad ids and pad targets, the same gradient bit for bit.
+static void test_padding_gradient(const char *label, GPT *m, const int *tokens, const int *targets) {
+    int left = 4, right = 2, n = T - left - right;
+    size_t P = m->num_params;
+    Batch alone; batch_alloc(&alone, 1, n);
+    memcpy(alone.tokens, tokens, sizeof(int) * n);
+    memcpy(alone.targets, targets, sizeof(int) * n);
+    double la = gpt_forward(m, &alone);
+    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->weight_sum);
+    real *g_alone = xmalloc(sizeof(real) * P), *g_pad = xmalloc(sizeof(real) * P);
+    memcpy(g_alone, m->grads, sizeof(real) * P);
+    double lp[2];
+    for (int k = 0; k < 2; k++) {
+        Batch b; batch_alloc(&b, 1, T);
+        for (int t = 0; t < T; t++) {
+            int valid = t >= left && t < left + n;
+            b.tokens[t] = valid ? tokens[t - left] : (k ? 7 + t % 5 : 3);      // pad ids and targets differ
+            b.targets[t] = valid ? targets[t - left] : (k ? 11 : 0);
+            b.pos[t] = valid ? t - left : 0;
+            b.doc[t] = valid ? 0 : -1;
+            b.weights[t] = valid;
+        }
+        lp[k] = gpt_forward(m, &b);
+        gpt_zero_grad(m); gpt_backward(m, 1.0 / m->weight_sum);
+        if (k == 0) {
+            memcpy(g_pad, m->grads, sizeof(real) * P);
+            double gd = max_diff(g_pad, g_alone, (int)P), gmax = 0;
+            for (size_t i = 0; i < P; i++) gmax = fmax(gmax, fabs(g_alone[i]));
+            EXPECT(fabs(lp[0] - la) < TOL && gd < TOL * (1 + gmax) && gmax > 0,
+                   "%s: padded row: loss %.12g vs alone %.12g, gradient differs by %.3g", label, lp[0], la, gd);
+        } else {
+            EXPECT(lp[1] == lp[0] && memcmp(g_pad, m->grads, sizeof(real) * P) == 0,
+                   "%s: other padding ids and targets changed the loss or the gradient", label);
+        }
+        batch_free(&b);
+    }
+    free(g_alone); free(g_pad); batch_free(&alone);
+}
+
 static void run_all(const char *label, const char *pe_layers, const char *input_pe) {
     GPT m;
-    build(&m, pe_layers, input_pe);
+    build(&m, pe_layers, input_pe, 16);
     int tokens[T], targets[T];
     for (int t = 0; t < T; t++) { tokens[t] = (int)(rng_u64(&rng) % V); targets[t] = (int)(rng_u64(&rng) % V); }
-    test_cache(label, &m, tokens);
+    static const int short_chunks[3][4] = { { 0 }, { 5, 4, 3, 0 }, { 12, 0 } };
+    test_cache(label, &m, tokens, T, short_chunks, 3);
     test_packing(label, &m, tokens, targets);
     test_left_padding(label, &m, tokens);
+    test_padding_gradient(label, &m, tokens, targets);
+    gpt_free(&m);
+    // a longer sequence: chunks across the attention's query blocks (ATT_QB) and key tiles (ATT_KB)
+    build(&m, pe_layers, input_pe, T_LONG);
+    int long_tokens[T_LONG];
+    for (int t = 0; t < T_LONG; t++) long_tokens[t] = (int)(rng_u64(&rng) % V);
+    static const int long_chunks[3][4] = { { 33, 40, 27, 0 }, { 1, 70, 29, 0 }, { 0 } };
+    test_cache(label, &m, long_tokens, T_LONG, long_chunks, 3);
     gpt_free(&m);
 }
 
