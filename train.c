@@ -92,21 +92,25 @@ static void save_path(const char *pattern, int step, char *out, size_t cap) {
 }
 
 // Whole batches of the validation text read in order (each takes B x T tokens and needs one more)
-static int val_whole_batches(const TokenSet *val, const Options *o) {
-    uint64_t per = (uint64_t)o->batch * o->seq, whole = val->n > per ? (val->n - 1) / per : 0;
+// The whole global batches (ranks x --batch rows) of the validation text, at most --val-batches.
+static int val_whole_batches(const TokenSet *val, const Options *o, int ranks) {
+    uint64_t per = (uint64_t)ranks * o->batch * o->seq, whole = val->n > per ? (val->n - 1) / per : 0;
     return whole < (uint64_t)o->val_batches ? (int)whole : o->val_batches;
 }
 
-// The mean loss over the first --val-batches batches of the validation text, read in order; fewer
-// when the text holds fewer whole batches (no token counted twice: prepare_data says so).
-static double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b) {
+// The mean loss over the first --val-batches global batches of the validation text, read in order;
+// fewer when the text holds fewer whole batches (no token counted twice: prepare_data says so).
+// Every rank scores its rows of each global batch, as in training, and the sums are added over the
+// ranks: N ranks x B rows validate on the tokens of 1 process x N*B rows. Every rank must call it.
+static double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int rank, int ranks) {
     Loader l = { .d = val, .pack = o->pack, .bos = o->bos };
     double sum = 0, wsum = 0;
-    for (int i = 0, nb = val_whole_batches(val, o); i < nb; i++) {
-        loader_next(&l, b);
+    for (int i = 0, nb = val_whole_batches(val, o, ranks); i < nb; i++) {
+        loader_next_slice(&l, b, rank, ranks);
         gpt_forward(m, b);
         sum += m->loss * m->weight_sum; wsum += m->weight_sum;
     }
+    sum = dist_sum(sum); wsum = dist_sum(wsum);
     return wsum > 0 ? sum / wsum : 0;
 }
 
@@ -1137,17 +1141,17 @@ static void split_text(Session *s) {
           "%d batches of %d x %d (%llu; no token is counted twice); give --val-data, a larger --val-frac or "
           "fewer batches", o->eval_batches, (unsigned long long)s->val.n, o->eval_batches, o->batch, o->seq,
           (unsigned long long)eval_need);
-    uint64_t val_need = (uint64_t)o->batch * o->seq + 1;          // rank 0 validates alone
+    uint64_t val_need = (uint64_t)s->ranks * o->batch * o->seq + 1;   // one global batch, shared by the ranks
     if (s->train_steps > 0 && s->val.n < val_need) {
         if (s->val.n || o->val_data)
             fprintf(stderr, "warning: %llu validation tokens are fewer than one batch (%llu); no validation loss\n",
                     (unsigned long long)s->val.n, (unsigned long long)val_need);
         s->val.n = 0;
     }
-    int whole = s->val.n ? val_whole_batches(&s->val, o) : 0;
+    int whole = s->val.n ? val_whole_batches(&s->val, o, s->ranks) : 0;
     if (s->train_steps > 0 && s->val.n && whole < o->val_batches)
         fprintf(stderr, "warning: %llu validation tokens hold %d whole batches of %d x %d, fewer than --val-batches %d; the "
-                "validation loss reads those %d (no token counted twice)\n", (unsigned long long)s->val.n, whole, o->batch,
+                "validation loss reads those %d (no token counted twice)\n", (unsigned long long)s->val.n, whole, s->ranks * o->batch,
                 o->seq, o->val_batches, whole);
 }
 
@@ -1195,7 +1199,7 @@ static void data_modes(Session *s) {
     if (o->eval_batches) {
         Options eo = *o;
         eo.val_batches = o->eval_batches;
-        double loss = evaluate(&s->model, &s->val, &eo, &s->mb[0]);
+        double loss = evaluate(&s->model, &s->val, &eo, &s->mb[0], 0, 1);   // one process (check_ranks)
         printf("eval: loss %.6f (perplexity %.4f) over %d batches of %d x %d validation tokens (model context %d)\n",
                loss, exp(loss), o->eval_batches, o->batch, o->seq, s->model.cfg.max_seq_len);
     }
@@ -1316,6 +1320,7 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     loss = dist_sum(loss);
     CHECK(isfinite(loss), "the training loss is %g at step %d: training diverged; lower --lr or keep --clip", loss, step + 1);
     if (wtotal > 0) dist_grad_wait(&s->dg);
+    else dist_grad_none(&s->dg);                 // no backward ran: a zero gradient on every path
     *norm = dist_grad_norm(&s->dg);
     CHECK(isfinite(*norm), "the gradient norm is %g at step %d: training diverged; lower --lr", *norm, step + 1);
     adam->lr = lr_at(o, step);
@@ -1412,8 +1417,8 @@ static void train(Session *s) {
             if (fitted) last = 1;                                 // it ends here, as at the last step
         }
         double val_loss = NAN;
-        if (writer && s->val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))
-            val_loss = evaluate(&s->model, &s->val, o, &s->mb[0]);
+        if (s->val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))   // on every rank
+            val_loss = evaluate(&s->model, &s->val, o, &s->mb[0], s->rank, s->ranks);
         if (o->verify_ranks) dist_check_same(s->model.params, sizeof(real) * s->model.num_params, "the parameters");
         double elapsed = now_seconds() - t0, tps = tokens_done / elapsed;
         if ((step + 1) % o->log_every == 0 || last || step == first || !isnan(val_loss)) {

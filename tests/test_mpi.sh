@@ -5,7 +5,8 @@
 #    difference <= 1e-6: the same sums in another order) and end with the same parameters (to
 #    float tolerance), for a scheme of each hook kind (rope: q/k, alibi and t5: scores, learned:
 #    input), on a --task and on packed text (--pack) with gradient accumulation, and with --dropout
-#    (each rank draws the masks of its rows of the global batch);
+#    (each rank draws the masks of its rows of the global batch); on text, the validation losses too
+#    (every rank scores its rows of each global validation batch);
 #  - every rank holds bit-identical parameters after every step (--verify-ranks), with and without
 #    --zero 1, and --zero 1 logs the losses of --zero 0;
 #  - a checkpoint written by 2 ranks with --zero 1 resumes on 1 process, and one written by 1
@@ -43,6 +44,14 @@ same_losses() {
         if (d > 1e-6 * r) { bad = 1; print "  step " $1 ": " $2 " vs " $4 } }
         END { exit (bad || n == 0) }'
 }
+# the validation losses (column 3) of two logs agree, at the same steps, relative 1e-6; at least one
+same_val() {
+    paste -d, <(cut -d, -f1,3 "$1") <(cut -d, -f1,3 "$2") | awk -F, 'NR > 1 && ($2 != "" || $4 != "") {
+        n++; if ($1 != $3 || $2 == "" || $4 == "") { bad = 1; print "  step " $1 ": " $2 " vs " $4; next }
+        d = $2 - $4; if (d < 0) d = -d; r = $4 < 0 ? -$4 : $4
+        if (d > 1e-6 * r) { bad = 1; print "  step " $1 ": " $2 " vs " $4 } }
+        END { exit (bad || n == 0) }'
+}
 # the parameters of two checkpoints agree (exported by ./train, compared tensor by tensor). atol
 # 1e-5: the key part of c_attn.bias has a gradient that is 0 but for rounding (a key bias adds the
 # same q.b to every score of a row), and AdamW scales such noise up to steps of ~lr; a missing or
@@ -58,7 +67,7 @@ configs=(
     "rope|$task --pe rope"
     "alibi|$task --pe alibi"
     "t5|$task --pe t5"
-    "learned-pack|--input-pe learned --pe nope --seq 32 --pack 1 --accum 2 --val-every 0"
+    "learned-pack|--input-pe learned --pe nope --seq 32 --pack 1 --accum 2 --val-every 2 --val-batches 3"
     "dropout|$task --pe rope --dropout 0.1 --accum 2"
 )
 for c in "${configs[@]}"; do
@@ -75,6 +84,10 @@ for c in "${configs[@]}"; do
     grep -q "parameters bit-identical on every rank" "$tmp/$name-2.out"
     check $? "$name: the ranks' parameters are compared at the end"
 done
+# validation: every rank scores its rows of each global batch, so 2 ranks x 2 rows validate on the
+# tokens of 1 process x 4 rows (rank 0 alone read half of them, and logged another val_loss)
+same_val "$tmp/learned-pack-2.csv" "$tmp/learned-pack-1.csv" > "$tmp/diff"
+check $? "learned-pack: 2 ranks x 2 rows must log the validation losses of 1 process x 4 rows: $(head -3 "$tmp/diff")"
 grep -q "ranks: 2 x 1 threads | global batch 2 x 2 rows x accum 2" "$tmp/learned-pack-2.out"
 check $? "the setup line states the ranks, threads and global batch"
 
