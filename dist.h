@@ -68,6 +68,9 @@ void dist_grad_free(DistGrad *d);
 void dist_grad_arm(DistGrad *d);
 // Waits for every reduction the armed backward started (a no-op with one rank) and disarms.
 void dist_grad_wait(DistGrad *d);
+// In place of arm/backward/wait, for a step without a weighted token on any rank: the summed
+// gradient is zero, and so are ZeRO-1's slices (else they would hold the last step's gradient).
+void dist_grad_none(DistGrad *d);
 // The global gradient norm (gpt_grad_norm of the summed gradient).
 double dist_grad_norm(DistGrad *d);
 // AdamW on the summed gradient times grad_scale (gpt_adamw), the scheme projections after it; with

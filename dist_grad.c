@@ -98,6 +98,10 @@ void dist_grad_wait(DistGrad *d) {
     d->m->grad_ready_ctx = NULL;
 }
 
+void dist_grad_none(DistGrad *d) {
+    if (d->zero) memset(d->gshard, 0, sizeof(real) * d->shard_n);
+}
+
 double dist_grad_norm(DistGrad *d) {
     if (!d->zero) return gpt_grad_norm(d->m);
     // the squared sum of this rank's slices (in a fixed order, as gpt_grad_norm), then over ranks
@@ -177,6 +181,7 @@ void dist_grad_init(DistGrad *d, GPT *m, int zero) {
 void dist_grad_free(DistGrad *d) { memset(d, 0, sizeof *d); }
 void dist_grad_arm(DistGrad *d) { (void)d; }
 void dist_grad_wait(DistGrad *d) { (void)d; }
+void dist_grad_none(DistGrad *d) { (void)d; }   // the gradient buffer itself is zeroed
 double dist_grad_norm(DistGrad *d) { return gpt_grad_norm(d->m); }
 void dist_adamw(DistGrad *d, const AdamWConfig *o, int t, double grad_scale) { gpt_adamw(d->m, o, t, grad_scale); }
 void dist_moments_gather(DistGrad *d) { (void)d; }
