@@ -33,6 +33,61 @@ int greedy_decode(GPT *m, const int *prompt, int np, int max_new, int stop, int 
     return n;
 }
 
+// Picks the next token from logits (V,): greedy at temperature 0, else softmax(logits/temp) over
+// the top_k most likely (all when 0). An explicit RNG keeps sampling reproducible.
+int sample_token(const real *logits, int V, double temp, int top_k, Rng *rng) {
+    int best = argmax_token(logits, V);
+    if (temp == 0) return best;
+    double *p = xmalloc(sizeof(double) * V);
+    double kth = -INFINITY;
+    if (top_k > 0 && top_k < V) {        // the k-th largest logit is the admission threshold
+        double *s = xmalloc(sizeof(double) * V);
+        for (int v = 0; v < V; v++) s[v] = logits[v];
+        for (int i = 0; i < top_k; i++) {
+            int arg = i;
+            for (int v = i + 1; v < V; v++) if (s[v] > s[arg]) arg = v;
+            double t = s[i]; s[i] = s[arg]; s[arg] = t;
+        }
+        kth = s[top_k - 1];
+        free(s);
+    }
+    double sum = 0;
+    for (int v = 0; v < V; v++) { p[v] = logits[v] >= kth ? exp((logits[v] - logits[best]) / temp) : 0; sum += p[v]; }
+    double u = rng_uniform(rng) * sum, acc = 0;
+    int pick = best;
+    for (int v = 0; v < V; v++) { acc += p[v]; if (p[v] > 0 && u < acc) { pick = v; break; } }
+    free(p);
+    return pick;
+}
+
+int sample_tokens(GPT *m, int *ctx, int n, int count, double temp, int top_k, Rng *rng,
+                  void (*emit)(void *arg, int token, const real *logits), void *arg) {
+    CHECK(n >= 1, "sample_tokens: needs at least one token to start from");
+    int T = m->cfg.max_seq_len, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
+    int *pos = xmalloc(sizeof(int) * (size_t)T);
+    KVCache kc;
+    kv_cache_init(&kc, m, T);
+    int fed = 0;                                 // tokens of ctx whose keys are in the cache
+    for (int i = 0; i < count; i++) {
+        if (kc.len + (n - fed) > T) {            // full: start again from the last T/2 tokens
+            int keep = T / 2 > 0 ? T / 2 : 1;
+            kc.len = 0;
+            fed = n > keep ? n - keep : 0;
+        }
+        int chunk = n - fed, P = kc.len;
+        for (int t = 0; t < chunk; t++) pos[t] = P + t;          // positions P .. P+chunk-1
+        gpt_forward_cached(m, &kc, ctx + fed, pos, chunk);
+        fed = n;
+        const real *logits = m->a.logits + (size_t)(chunk - 1) * Vp;
+        int next = sample_token(logits, V, temp, top_k, rng);
+        ctx[n++] = next;
+        if (emit) emit(arg, next, logits);
+    }
+    kv_cache_free(&kc);
+    free(pos);
+    return n;
+}
+
 // `count` instances, one per batch row (instances of one length have nearly the same
 // size), in forwards of at most ROW_TOKENS tokens; padding has doc -1 and is never attended.
 enum { ROW_TOKENS = 8192 };

@@ -65,6 +65,17 @@ int greedy_decode(GPT *m, const int *prompt, int np, int max_new, int stop, int 
 // Index of the largest of logits[0..V-1] (the first one on ties): the greedy choice.
 int argmax_token(const real *logits, int V);
 
+// The next token from logits (V,): greedy at temperature 0 (argmax_token), else drawn from
+// softmax(logits / temp) over the top_k most likely (all when 0) with rng.
+int sample_token(const real *logits, int V, double temp, int top_k, Rng *rng);
+// Generation (./train --sample): count tokens appended to ctx[0..n) (ctx has room for n + count;
+// n >= 1), each from the logits of the text so far through the KV cache: ctx[0..n) as one chunk at
+// positions 0.., then one token per step at the next position. When the cache (the model's context
+// T) is full, the last T/2 tokens are encoded again from position 0 and generation goes on from
+// them. emit (may be NULL) gets each token and the logits (V,) it was drawn from. Returns n + count.
+int sample_tokens(GPT *m, int *ctx, int n, int count, double temp, int top_k, Rng *rng,
+                  void (*emit)(void *arg, int token, const real *logits), void *arg);
+
 // Writes the scores as CSV through PATH.tmp and a rename. Columns:
 //   task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share
 // split is "id" or "ood"; depth is empty for tasks without one; pool is empty when not enumerable;

@@ -119,65 +119,22 @@ static void print_piece(const Tokenizer *tok, int id) {
     fflush(stdout);
 }
 
-// Picks the next token from logits (V,): greedy at temperature 0, else softmax(logits/temp) over
-// the top_k most likely (all when 0). An explicit RNG keeps sampling reproducible.
-static int sample_token(const real *logits, int V, double temp, int top_k, Rng *rng) {
-    int best = argmax_token(logits, V);
-    if (temp == 0) return best;
-    double *p = xmalloc(sizeof(double) * V);
-    double kth = -INFINITY;
-    if (top_k > 0 && top_k < V) {        // the k-th largest logit is the admission threshold
-        double *s = xmalloc(sizeof(double) * V);
-        for (int v = 0; v < V; v++) s[v] = logits[v];
-        for (int i = 0; i < top_k; i++) {
-            int arg = i;
-            for (int v = i + 1; v < V; v++) if (s[v] > s[arg]) arg = v;
-            double t = s[i]; s[i] = s[arg]; s[arg] = t;
-        }
-        kth = s[top_k - 1];
-        free(s);
-    }
-    double sum = 0;
-    for (int v = 0; v < V; v++) { p[v] = logits[v] >= kth ? exp((logits[v] - logits[best]) / temp) : 0; sum += p[v]; }
-    double u = rng_uniform(rng) * sum, acc = 0;
-    int pick = best;
-    for (int v = 0; v < V; v++) { acc += p[v]; if (p[v] > 0 && u < acc) { pick = v; break; } }
-    free(p);
-    return pick;
-}
+// --sample: the prompt (or end-of-text, or a newline) and o->sample generated tokens (sample_tokens,
+// eval.h: the KV cache, started again from the last half of the text when the context is full).
+static void emit_piece(void *tok, int token, const real *logits) { (void)logits; print_piece(tok, token); }
 
-// Generation with the KV cache: the prompt is one chunk, then one token per step at the next
-// position. When the cache (the model's context) is full, the last half of the text is encoded
-// again from position 0 and generation continues from there.
 static void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng) {
-    int T = m->cfg.max_seq_len, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
+    int V = m->cfg.vocab_size;
     int cap = (int)strlen(o->prompt ? o->prompt : "") + 1;
-    int *ctx = xmalloc(sizeof(int) * (size_t)(cap + o->sample + 1)), *pos = xmalloc(sizeof(int) * T);
+    int *ctx = xmalloc(sizeof(int) * (size_t)(cap + o->sample + 1));
     int n = o->prompt ? tokenizer_encode(tok, o->prompt, ctx, cap) : 0;
     if (n == 0) ctx[n++] = tok->eot >= 0 ? tok->eot : '\n';   // start from end-of-text or a newline
     for (int i = 0; i < n; i++) CHECK(ctx[i] < V, "--prompt: token %d is outside the model's vocabulary", ctx[i]);
     printf("---- sample (%d tokens, temperature %g, top-k %d) ----\n", o->sample, o->temperature, o->top_k);
     if (o->prompt) fputs(o->prompt, stdout);
-    KVCache kc;
-    kv_cache_init(&kc, m, T);
-    int fed = 0;                                 // tokens of ctx whose keys are in the cache
-    for (int i = 0; i < o->sample; i++) {
-        if (kc.len + (n - fed) > T) {            // full: start again from the last T/2 tokens
-            int keep = T / 2 > 0 ? T / 2 : 1;
-            kc.len = 0;
-            fed = n > keep ? n - keep : 0;
-        }
-        int chunk = n - fed, P = kc.len;
-        for (int t = 0; t < chunk; t++) pos[t] = P + t;          // positions P .. P+chunk-1
-        gpt_forward_cached(m, &kc, ctx + fed, pos, chunk);
-        fed = n;
-        int next = sample_token(m->a.logits + (size_t)(chunk - 1) * Vp, V, o->temperature, o->top_k, rng);
-        ctx[n++] = next;
-        print_piece(tok, next);
-    }
+    sample_tokens(m, ctx, n, o->sample, o->temperature, o->top_k, rng, emit_piece, (void *)tok);
     printf("\n---- end of sample ----\n");
-    kv_cache_free(&kc);
-    free(ctx); free(pos);
+    free(ctx);
 }
 
 // ----------------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 //     in/out-of-distribution means and the CSV agree;
 //   - top_share: the share of the most common answer (1 for a model that ignores its input);
 //   - a learned position table: instances past it are skipped, never run off the table;
+//   - generation (sample_tokens): each token's logits are those of a full forward over the window
+//     README describes (the cache restarted from the last half of the text when full);
 //   - fairness: with the same seed, every tensor two schemes share starts from the same values
 //     (the task's batches cannot depend on the scheme: task_fill_batch sees only the seed's stream).
 #include <string.h>
@@ -254,7 +256,62 @@ static void test_fair_init(void) {
     gpt_free(&ref);
 }
 
+// Generation (sample_tokens) against full forward passes: for every token, the logits it was drawn
+// from equal those of one forward over the window the text should be in (README: when the context T
+// is full, the last T/2 tokens again from position 0), and at temperature 0 it is their argmax.
+// 3 x T tokens from a 5-token prompt cross several restarts of the cache.
+typedef struct { GPT *ref; const int *ctx; int n, T, V, step; double worst; int bad_argmax, start; } SampleCheck;
+
+static void check_sampled(void *arg, int token, const real *logits) {
+    SampleCheck *c = arg;
+    int n = c->n + c->step;                        // the text before this token: ctx[0..n)
+    if (n - c->start > c->T) c->start = n - c->T / 2;   // a full context: the last T/2 tokens, from 0
+    int w = n - c->start;
+    Batch b; batch_alloc(&b, 1, w);
+    memcpy(b.tokens, c->ctx + c->start, sizeof(int) * w);
+    int *targets = b.targets; b.targets = NULL;
+    gpt_forward(c->ref, &b);
+    b.targets = targets;
+    const real *want = c->ref->a.logits + (size_t)(w - 1) * c->ref->cfg.padded_vocab;
+    for (int v = 0; v < c->V; v++) c->worst = fmax(c->worst, fabs(want[v] - logits[v]));
+    c->bad_argmax += token != argmax_token(logits, c->V);
+    batch_free(&b);
+    c->step++;
+}
+
+static void test_sampling(void) {
+    enum { T = 16, V = 23, PROMPT = 5, COUNT = 3 * T };
+    const char *schemes[] = { "rope", "alibi", "nope", "t5" };
+    for (int k = 0; k < 4; k++) {
+        GPTConfig cfg = config(schemes[k], T, V);
+        GPT m, ref;
+        gpt_build(&m, &cfg, 5, 0);
+        gpt_build(&ref, &cfg, 5, 0);
+        // weights far from the small initial ones, so that the logits depend on the context
+        Rng w; rng_seed(&w, 17 + k);
+        for (size_t i = 0; i < m.num_params; i++) m.params[i] += (real)(0.5 * (2 * rng_uniform(&w) - 1));
+        memcpy(ref.params, m.params, sizeof(real) * m.num_params);   // the same, for the full passes
+        int ctx[PROMPT + COUNT];
+        for (int i = 0; i < PROMPT; i++) ctx[i] = (7 * i + 3) % V;
+        Rng rng; rng_seed(&rng, 1);
+        SampleCheck c = { .ref = &ref, .ctx = ctx, .n = PROMPT, .T = T, .V = V };
+        int n = sample_tokens(&m, ctx, PROMPT, COUNT, 0.0, 0, &rng, check_sampled, &c);
+        EXPECT(n == PROMPT + COUNT && c.step == COUNT && c.start > PROMPT + T / 2,
+               "%s: %d tokens, %d emitted, the window restarted up to %d", schemes[k], n, c.step, c.start);
+        EXPECT(c.worst < 1e-4 && c.bad_argmax == 0, "%s: sampled logits differ from the full pass over the window "
+               "by %.3g; %d tokens not the argmax at temperature 0", schemes[k], c.worst, c.bad_argmax);
+        // temperature 1 with top-k 3: the same seed draws the same tokens; each among the 3 most likely
+        int a[PROMPT + COUNT], b2[PROMPT + COUNT];
+        memcpy(a, ctx, sizeof(int) * PROMPT); memcpy(b2, ctx, sizeof(int) * PROMPT);
+        rng_seed(&rng, 9); sample_tokens(&m, a, PROMPT, COUNT, 1.0, 3, &rng, NULL, NULL);
+        rng_seed(&rng, 9); sample_tokens(&m, b2, PROMPT, COUNT, 1.0, 3, &rng, NULL, NULL);
+        EXPECT(!memcmp(a, b2, sizeof a), "%s: sampling with the same seed drew other tokens", schemes[k]);
+        gpt_free(&m); gpt_free(&ref);
+    }
+}
+
 int main(void) {
+    test_sampling();
     test_equivalence();
     test_buckets_and_csv();
     test_top_share();
