@@ -1066,6 +1066,9 @@ static void split_text(Session *s) {
     use_tokenizer_eot(s, &s->all);
     if (o->val_data) {
         data_open(o->val_data, &s->valfile);
+        CHECK(s->valfile.kind == s->all.kind, "--val-data %s holds %s, but the training data (%s) %s: a loss over token "
+              "ids of another kind means nothing; give validation data of the training data's kind (./tokenize it with "
+              "the same tokenizer)", o->val_data, data_kind_name(s->valfile.kind), s->data_name, data_kind_name(s->all.kind));
         data_check_vocab(&s->valfile, vocab);
         use_tokenizer_eot(s, &s->valfile);
         s->train = s->all; s->val = s->valfile;
@@ -1124,6 +1127,16 @@ static void start_stream(Session *s) {
           "files; resume with the data (and --val-frac) the run was trained on", o->resume,
           (unsigned long long)st->data_tokens, (unsigned long long)st->data_files, s->data_name,
           (unsigned long long)s->train.n, s->train.n_files);
+    // the stored position means a token offset in order, or a window of the permutation drawn from
+    // --seed over windows of --seq + 1 tokens when shuffled: another reading would go on silently
+    // with windows read twice or never
+    const Options *was = &s->a.resumed;
+    CHECK(was->shuffle == o->shuffle, "--resume: '%s' read its text %s; resuming it %s would take its place in the "
+          "stream for another kind of position; drop --shuffle (or start a new run)", o->resume,
+          was->shuffle ? "shuffled" : "in order", o->shuffle ? "shuffled" : "in order");
+    CHECK(!o->shuffle || (was->seed == o->seed && was->seq == o->seq), "--resume: '%s' reads its text shuffled, in an "
+          "order drawn from --seed %lld over windows of --seq %d; --seed %lld --seq %d would go on in another order, "
+          "reading windows twice or never; drop --seed and --seq", o->resume, was->seed, was->seq, o->seed, o->seq);
     s->loader.pos = (StreamPos){ st->data_epoch, st->data_shard, st->data_pos };
     loader_check_pos(&s->loader, o->seq, o->resume);
 }

@@ -250,12 +250,14 @@ char *train_kv(const Options *o) {
 }
 
 void apply_stored(Args *a, char *kv, const char *path) {
+    a->resumed = a->o;
     for (char *line = strtok(kv, "\n"); line; line = strtok(NULL, "\n")) {
         char *eq = strchr(line, '=');
         if (!eq || strncmp(line, "train.", 6) != 0) continue;
         *eq = 0;
         const Flag *f = find_flag(line + 6);
         CHECK(f, "checkpoint '%s' stores an unknown training setting '%s'", path, line + 6);
+        set_flag(&a->resumed, f, eq + 1, path);
         if (a->set[f - FLAGS]) continue;
         set_flag(&a->o, f, eq + 1, path);
     }

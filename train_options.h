@@ -65,6 +65,7 @@ typedef struct {
     const char *pe_val[MAX_PE_SETTINGS];
     char pe_file[MAX_PE_SETTINGS][PE_VALUE_CAP];   // a list setting read from a file (posenc_flag_value)
     int n_pe;
+    Options resumed;                       // --resume: the training settings the checkpoint stored (apply_stored)
 } Args;
 
 // The defaults, then argv; --help prints the usage and exits, any bad flag or value exits with a
@@ -86,8 +87,9 @@ void refuse_model_flags(const Args *a, const char *ckpt);
 void resume_command(const Args *a, const char *prog, const char *ckpt, char *buf, size_t cap);
 
 char *train_kv(const Options *o);
-// On --resume: stored training settings apply unless the command line gives the flag.
-// String values point into kv, which must outlive the options. path: the checkpoint, for messages.
+// On --resume: stored training settings apply unless the command line gives the flag; a->resumed
+// gets the stored ones whatever the command line says. String values point into kv, which must
+// outlive the options. path: the checkpoint, for messages.
 void apply_stored(Args *a, char *kv, const char *path);
 // --load CKPT --task NAME: the lengths the model was trained with (stored in the checkpoint) are
 // the split between in-distribution and longer, and its alphabet the symbols, unless the command

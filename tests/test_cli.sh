@@ -77,6 +77,8 @@ PY
 expect_fail "token id >= vocab" "outside the model's vocabulary" ./train --load "$tmp/bytes.ckpt" --data "$tmp/big.bin" --batch 2 --seq 8 --dump-step "$tmp/keep"
 expect_fail "truncated shard" "truncated" ./train --data "$tmp/trunc.bin" --save "$tmp/keep"
 expect_fail "shard token >= 50257" "60000" ./train --data "$tmp/oov.bin" --save "$tmp/keep"
+echo "some validation text, read as bytes" > "$tmp/val.txt"
+expect_fail "--val-data of another kind than --data" "--val-data $tmp/val.txt holds bytes, but the training data ($tmp/big.bin) llm.c GPT-2 shards (uint16)" ./train --data "$tmp/big.bin" --val-data "$tmp/val.txt" --save "$tmp/keep"
 # sets of files (--data as a folder or a glob): every header is checked before anything runs
 mkdir -p "$tmp/set" "$tmp/mixed" "$tmp/empty"
 cp "$tmp/big.bin" "$tmp/set/a.bin"; cp "$tmp/big.bin" "$tmp/set/b.bin"; cp "$tmp/trunc.bin" "$tmp/set/c.bin"
@@ -138,6 +140,14 @@ else pass=$((pass + 1)); fi
 # ---- resume and token models
 ./train $small --steps 4 --save "$tmp/r.ckpt" > /dev/null
 expect_fail "--resume with nothing left to do" "already done 4 steps" ./train --resume "$tmp/r.ckpt" --steps 4 --save "$tmp/keep"
+# the stored stream position is a token offset in order, a window of a permutation (from --seed, of
+# --seq windows) when shuffled: a resume that reads it the other way is refused; the same settings go on
+expect_fail "--resume in order with --shuffle" "read its text in order; resuming it shuffled" ./train --resume "$tmp/r.ckpt" --shuffle --steps 6 --save "$tmp/keep"
+./train $small --shuffle --steps 2 --save "$tmp/sh.ckpt" > /dev/null 2>&1
+expect_fail "--resume shuffled with another --seed" "drawn from --seed 1337 over windows of --seq 8; --seed 5 --seq 8" ./train --resume "$tmp/sh.ckpt" --seed 5 --steps 4 --save "$tmp/keep"
+expect_fail "--resume shuffled with another --seq" "--seed 1337 --seq 4 would go on in another order" ./train --resume "$tmp/sh.ckpt" --seq 4 --steps 4 --save "$tmp/keep"
+if ./train --resume "$tmp/sh.ckpt" --steps 4 --seed 1337 --seq 8 --shuffle > "$tmp/out" 2>&1; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: a shuffled resume with its own settings given again was refused: $(tail -2 "$tmp/out")"; fi
 ./train $small --data "$tmp/big.bin" --steps 1 --save "$tmp/tok.ckpt" > /dev/null
 expect_fail "sampling a token model without a tokenizer" "pass --tokenizer" ./train --load "$tmp/tok.ckpt" --sample 5
 
