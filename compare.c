@@ -114,6 +114,24 @@ static void add_scheme(Cfg *c, const char *label, const char *flags) {
     s->long_of = -1;
 }
 
+// A scheme's flags may set its positions only (--pe, --pe-layers, --input-pe and the scheme
+// settings): anything else would make its runs differ from the others in more than the scheme.
+static void check_scheme_flags(const char *label, const char *flags) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", flags);
+    int words = 0;
+    for (char *w = strtok(buf, " \t"); w; w = strtok(NULL, " \t")) {
+        words++;
+        if (strncmp(w, "--", 2)) continue;       // a value
+        const char *name = w + 2;
+        CHECK(!strcmp(name, "pe") || !strcmp(name, "pe-layers") || !strcmp(name, "input-pe") || posenc_is_flag(name),
+              "--scheme %s=%s: %s is not a positional setting; a scheme gives its positions only (--pe, --pe-layers, "
+              "--input-pe and the scheme settings), so that its runs differ from the others in nothing else; give "
+              "other flags after -- (every run)", label, flags, w);
+    }
+    CHECK(words, "--scheme %s=: give the scheme's flags, e.g. '%s=--pe rope --rope-fraction 0.25'", label, label);
+}
+
 // The value of the last `flag` among n words (NULL when absent).
 static const char *last_value(char *const *w, int n, const char *flag) {
     const char *v = NULL;
@@ -140,6 +158,9 @@ static void add_double_length(Cfg *c, char *list) {
     const char *seq = last_value(c->extra, c->n_extra, "--seq"), *batch = last_value(c->extra, c->n_extra, "--batch");
     CHECK(seq && batch, "--double-length needs the context and the rows per step after --: give --seq T --batch B "
           "(the doubled runs train with --seq 2T --batch B/2)");
+    CHECK(!last_value(c->extra, c->n_extra, "--context"), "--double-length: --context after -- would give the models "
+          "trained at T and at 2T one context, and their windows (multiples of it) would not match; drop it (each "
+          "run's context is its --seq)");
     char *end;
     long T = strtol(seq, &end, 10), B = strtol(batch, &end, 10);
     CHECK(T >= 1 && T <= 1 << 20, "--double-length: --seq %s after -- is not a context length", seq);
@@ -235,6 +256,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
             char *eq = strchr(v, '=');
             CHECK(eq, "--scheme %s: write LABEL=FLAGS, e.g. 'rope25=--pe rope --rope-fraction 0.25'", v);
             *eq = 0;
+            check_scheme_flags(v, eq + 1);
             add_scheme(c, v, eq + 1);
         } else if (!strcmp(s, "--seeds")) {
             char *items[MAX_ITEMS];
@@ -308,6 +330,11 @@ void compare_parse(Cfg *c, int argc, char **argv) {
                                                     "--eval-per-length", "--data", "--val-data", "--load", "--resume", "--threads",
                                                     "--fit-target", NULL }; *f; f++)
             CHECK(strcmp(c->extra[k], *f), "%s after -- is set by ./compare itself; use its own flags", *f);
+    // a scheme setting after -- would go to every run and override a scheme's own (it follows them)
+    for (int k = 0; k < c->n_extra; k++)
+        CHECK(strncmp(c->extra[k], "--", 2) || !posenc_is_flag(c->extra[k] + 2), "%s after -- is a positional "
+              "setting: it would apply to every scheme and override their own; give it in a scheme, e.g. "
+              "--scheme 'LABEL=--pe rope %s ...'", c->extra[k], c->extra[k]);
     // fit-first: training stops at the target or at the budget, so the budget is --max-steps
     int max_steps = 0, steps = 0;
     for (int k = 0; k < c->n_extra; k++) { max_steps |= !strcmp(c->extra[k], "--max-steps"); steps |= !strcmp(c->extra[k], "--steps"); }
@@ -468,6 +495,12 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     Argv *s = &cmds[nc++];                    // at 0.5x .. 8x the context, the run's own positions
     eval_command(s, c, r);
     if (run_bos(c, r)) arg(s, "--bos");
+    if (sch->long_of >= 0) {                  // trained at 2T: the same window lengths as the runs at T
+        char def[] = PPL_DEFAULT_WINDOWS, half[128] = "";
+        for (char *m = strtok(def, ","); m; m = strtok(NULL, ","))
+            snprintf(half + strlen(half), sizeof half - strlen(half), "%s%.17g", *half ? "," : "", atof(m) / 2);
+        arg(s, "--attention-lengths"); arg(s, "%s", half);
+    }
     arg(s, "--attention-stats"); arg(s, "%s/attention.csv", r->dir);
     return nc;
 }
@@ -496,10 +529,15 @@ static void run_child(const Cfg *c, const Run *r) {
     Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
     int n = build_cmds(c, r, cmds);
     for (int i = 0; i < n; i++) if (run_cmd(&cmds[i], log)) _exit(1);
-    char *set = run_settings(c, r);
+    char *set = run_settings(c, r), tmp[4300];
     snprintf(path, sizeof path, "%s/done", r->dir);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(set, f) < 0 || fclose(f) != 0) _exit(1);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    // whole or not at all (written, synced, renamed): a marker cut short would record no settings
+    FILE *f = fopen(tmp, "w");
+    if (!f || fputs(set, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "compare: cannot write %s: %s\n", path, strerror(errno));
+        _exit(1);
+    }
     _exit(0);
 }
 
@@ -513,7 +551,11 @@ static int finished(const Cfg *c, const Run *r) {
     ssize_t k = getdelim(&stored, &cap, 0, f);
     fclose(f);
     char *want = run_settings(c, r);
-    int same = k <= 0 || strcmp(stored, want) == 0;     // an empty marker records no settings
+    // An empty marker records no settings: a run made by hand for a report, which only
+    // --report-only takes (./compare writes its markers whole, with the settings)
+    CHECK(k > 0 || c->report_only, "%s is empty: it records no settings, so the run cannot be checked against these "
+          "(made by hand, or by an older ./compare cut short); delete %s to redo the run, or use --report-only", path, r->dir);
+    int same = k <= 0 || strcmp(stored, want) == 0;
     CHECK(same, "%s was made with other settings (its commands are in %s):\n%s\nnow:\n%s"
           "give another --out, or delete that folder to redo the run", r->dir, path, stored, want);
     free(stored); free(want);
@@ -600,14 +642,23 @@ static int attention_distances(const Cfg *c, const Run *runs) {
                 const Run *b = &runs[run_index(c, t, sc, sc == ns ? (sd + 1) % c->n_seeds : sd)];
                 const Run *home = &runs[run_index(c, t, sc, sd)];
                 if (!run_has_results(a) || !run_has_results(b)) continue;
-                char out[4200], log[4200];
+                char out[4200], log[4200], pair_path[4200], pair[8500], was[8500] = "";
                 snprintf(out, sizeof out, "%s/distance.csv", home->dir);
-                if (access(out, F_OK) == 0) continue;
+                // distance.pair names the two models a distance.csv was computed from: one kept from
+                // another pairing (another seed list gives NoPE another partner) is computed again
+                snprintf(pair_path, sizeof pair_path, "%s/distance.pair", home->dir);
+                snprintf(pair, sizeof pair, "%s/model.ckpt %s/model.ckpt\n", a->dir, b->dir);
+                FILE *pf = fopen(pair_path, "r");
+                if (pf) { if (!fgets(was, sizeof was, pf)) was[0] = 0; fclose(pf); }
+                int stale = pf && strcmp(was, pair) != 0;
+                if (access(out, F_OK) == 0 && !stale) continue;   // (a distance.csv without distance.pair: kept)
+                if (stale) { remove(out); remove(pair_path); }
                 char ck_a[4200], ck_b[4200];
                 snprintf(ck_a, sizeof ck_a, "%s/model.ckpt", a->dir);
                 snprintf(ck_b, sizeof ck_b, "%s/model.ckpt", b->dir);
                 if (access(ck_a, R_OK) != 0 || access(ck_b, R_OK) != 0) {   // runs restored without their checkpoints
-                    printf("attention distance of %s to %s: no model.ckpt (its checkpoint was not kept), left out\n", a->dir, b->dir);
+                    printf("attention distance of %s to %s: no model.ckpt (its checkpoint was not kept), left out%s\n", a->dir,
+                           b->dir, stale ? " (the one kept was of another pair, and is removed)" : "");
                     continue;
                 }
                 snprintf(log, sizeof log, "%s/distance.log", home->dir);
@@ -622,7 +673,11 @@ static int attention_distances(const Cfg *c, const Run *runs) {
                 int rc = run_cmd(cmd, log);
                 free(cmd);
                 if (rc) { failed++; printf("attention distance of %s to %s FAILED: see %s\n", a->dir, b->dir, log); }
-                else made++;
+                else {
+                    made++;
+                    FILE *w = fopen(pair_path, "w");
+                    CHECK(w && fputs(pair, w) >= 0 && fclose(w) == 0, "cannot write '%s'", pair_path);
+                }
             }
     char took[32];
     fmt_duration(now_seconds() - t0, took, sizeof took);

@@ -254,6 +254,12 @@ head -1 "$dl/alibi@32/seed1/done" | grep -q -- "--seq 16 --batch 4 --seq 32 --ba
   && ok || bad "alibi@32 did not train at 32 tokens with 2 rows"
 [ "$(cut -d, -f1 "$dl/alibi@32/seed1/ppl.csv" | sort -u | tr '\n' ' ')" = "$(cut -d, -f1 "$dl/alibi/seed1/ppl.csv" | sort -u | tr '\n' ' ')" ] \
   && ok || bad "the doubled run is not scored on the same windows"
+# with --attention-stats the doubled run's statistics are at the same window lengths too (halved multiples)
+./compare --out "$tmp/dbla" --data "$tmp/text.txt" --schemes alibi --double-length alibi --attention-stats --quiet \
+  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --batch 4 > "$tmp/log9a" 2>&1 || { bad "--double-length with --attention-stats failed:"; cat "$tmp/log9a"; }
+da="$tmp/dbla/runs/text"
+[ -s "$da/alibi@32/seed1/attention.csv" ] && [ "$(tail -n +2 "$da/alibi@32/seed1/attention.csv" | cut -d, -f1 | sort -un | tr '\n' ' ')" = "$(tail -n +2 "$da/alibi/seed1/attention.csv" | cut -d, -f1 | sort -un | tr '\n' ' ')" ] \
+  && ok || bad "the doubled run's attention statistics are not at the same windows: $(cut -d, -f1 "$da/alibi@32/seed1/attention.csv" | sort -u | tr '\n' ' ')"
 [ -f "$dl/rope/seed1/ppl_yarn.csv" ] && [ ! -f "$dl/rope@32/seed1/ppl_yarn.csv" ] && ok || bad "RoPE extensions: on rope, not on rope@32"
 grep -q "^### Trained at 16 tokens and tested at 32, against trained at 32" "$tmp/dbl/summary.md" \
   && [ "$(grep -c '^| \(alibi\|rope\) | \(alibi\|rope\)@32 |' "$tmp/dbl/summary.md")" = 8 ] && ok \
@@ -370,6 +376,10 @@ expect_fail "unknown flag" "unknown flag --bogus" ./compare --out "$tmp/x" --tas
 expect_fail "scheme without =" "LABEL=FLAGS" ./compare --out "$tmp/x" --task copy --scheme rope
 expect_fail "scheme twice" "given twice" ./compare --out "$tmp/x" --task copy --schemes rope,rope
 expect_fail "flag compare sets" "set by ./compare" ./compare --out "$tmp/x" --task copy -- --pe rope
+# only the scheme differs between a seed's runs: a scheme's flags are positional, and no scheme setting after --
+expect_fail "a non-positional flag in a scheme" "--lr is not a positional setting" ./compare --out "$tmp/x" --task copy --scheme 'x=--pe nope --lr 1'
+expect_fail "a scheme without flags" "give the scheme's flags" ./compare --out "$tmp/x" --task copy --scheme 'x='
+expect_fail "a scheme setting after --" "--rope-fraction after -- is a positional setting" ./compare --out "$tmp/x" --task copy --scheme 'r=--pe rope --rope-fraction 0.25' -- --rope-fraction 1
 expect_fail "bad seed" "--seeds" ./compare --out "$tmp/x" --task copy --seeds 1,x
 expect_fail "seed twice" "given twice" ./compare --out "$tmp/x" --task copy --seeds 1,1
 expect_fail "task twice" "given twice" ./compare --out "$tmp/x" --task copy,copy
@@ -390,6 +400,9 @@ expect_fail "claim against itself" "with itself" ./compare --out "$tmp/x" --task
 expect_fail "report-only without a folder" "--report-only" ./compare --out "$tmp/none" --task copy --report-only
 expect_fail "report-only without finished runs" "no finished run" ./compare --out "$tmp/fake" --task sort --schemes nope --report-only
 expect_fail "an eval.csv of another format" "expected 'task,scheme" ./compare --out "$tmp/old" --task copy --schemes nope --report-only
+# an empty done file (made by hand) is a finished run for a report only: a training grid cannot
+# check its settings, and refuses it rather than mix it with runs of other settings
+expect_fail "an empty done file outside --report-only" "records no settings" ./compare --out "$tmp/old" --task copy --schemes nope --seeds 1
 expect_fail "a failing run" "failed" ./compare --out "$tmp/y" --task nosuchtask --schemes nope --quiet -- $model --steps 1
 grep -q "is not a task" "$tmp/y/runs/nosuchtask/nope/seed1/train.log" && ok || bad "the failing run's train.log lacks the reason"
 
@@ -416,6 +429,17 @@ rm -rf "$tmp/dist/runs/copy-repeat/alibi/seed1/distance.csv"     # a second comm
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
   --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
 grep -q "compare: 1 attention distances" "$tmp/dist.out" && ok || bad "a second command should make the one missing distance: $(tail -3 "$tmp/dist.out")"
+# distance.pair names the two models; a distance of another pair (say, another seed list gave nope
+# another partner) is computed again
+d1="$tmp/dist/runs/copy-repeat"
+[ "$(cat "$d1/nope/seed1/distance.pair")" = "$d1/nope/seed1/model.ckpt $d1/nope/seed2/model.ckpt" ] && ok ||
+  bad "nope seed 1's distance.pair: $(cat "$d1/nope/seed1/distance.pair")"
+echo "$d1/nope/seed1/model.ckpt $d1/nope/seed9/model.ckpt" > "$d1/alibi/seed1/distance.pair"
+./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
+  --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
+grep -q "compare: 1 attention distances" "$tmp/dist.out" &&
+  [ "$(cat "$d1/alibi/seed1/distance.pair")" = "$d1/nope/seed1/model.ckpt $d1/alibi/seed1/model.ckpt" ] && ok ||
+  bad "a distance of another pair should be computed again: $(tail -3 "$tmp/dist.out"); $(cat "$d1/alibi/seed1/distance.pair")"
 # a run restored without its checkpoint: its pairs are left out with a message, not failed
 rm "$tmp/dist/runs/copy-repeat/alibi/seed2/distance.csv" "$tmp/dist/runs/copy-repeat/alibi/seed2/model.ckpt"
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
@@ -425,6 +449,7 @@ rm "$tmp/dist/runs/copy-repeat/alibi/seed2/distance.csv" "$tmp/dist/runs/copy-re
   bad "a pair without a checkpoint should be left out and counted: $(tail -3 "$tmp/dist.out")"
 expect_fail "--attention-distance without nope" "labelled nope" ./compare --out "$tmp/z" --task copy --schemes rope,alibi --attention-distance -- $model --steps 1
 expect_fail "--double-length without --seq" "give --seq T --batch B" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --batch 4
+expect_fail "--double-length with --context" "--context after -- would give the models" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --seq 16 --batch 4 --context 64
 expect_fail "--double-length with an odd batch" "must be even" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --seq 16 --batch 3
 long_windows=$(printf '1,%.0s' $(seq 60))1
 expect_fail "--double-length with a window list too long to halve" "is too long" ./compare --out "$tmp/z" --data README.md \
