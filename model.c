@@ -208,6 +208,7 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
     m->cfg = *cfg;
     char msg[512];
     CHECK(gpt_config_check(&m->cfg, msg, sizeof msg), "%s", msg);
+    m->table_rows = posenc_fixed_table(&m->cfg.pe) ? m->cfg.max_seq_len : 0;
     size_t off[N_KINDS];
     size_t pe_input_off, pe_layer_off[PE_MAX_LAYERS];
     layout(m, off);
@@ -232,8 +233,8 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
 }
 
 void gpt_set_context(GPT *m, int context) {
-    CHECK(posenc_position_limit(&m->cfg.pe, &m->pt, m->cfg.max_seq_len) == m->pt.max_pos || context <= m->cfg.max_seq_len,
-          "internal: a learned position table cannot serve a context of %d", context);
+    CHECK(!m->table_rows || context <= m->table_rows, "internal: a learned position table of %d rows cannot serve a "
+          "context of %d", m->table_rows, context);
     m->cfg.max_seq_len = context;
     int max_pos = m->pt.max_pos > context ? m->pt.max_pos : context;
     PosDims d = dims_of(&m->cfg);
@@ -427,7 +428,9 @@ static void residual_add(real *out, const real *a, const real *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-int gpt_position_limit(const GPT *m) { return posenc_position_limit(&m->cfg.pe, &m->pt, m->cfg.max_seq_len); }
+int gpt_position_limit(const GPT *m) {
+    return posenc_position_limit(&m->cfg.pe, &m->pt, m->table_rows ? m->table_rows : m->cfg.max_seq_len);
+}
 
 static void check_positions(const GPT *m, const int *pos, size_t N) {
     int limit = gpt_position_limit(m);

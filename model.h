@@ -117,6 +117,8 @@ enum { PROF_MATMUL, PROF_ATTENTION, PROF_OPTIMIZER, PROF_N };
 
 typedef struct {
     GPTConfig cfg;
+    int table_rows;                // rows of a learned position table (its context when built), else 0:
+                                   // an evaluation may run the model at a shorter context and back
     PosTables pt;                  // tables for positions 0 .. max_pos-1
     size_t num_params;
     real *params, *grads;          // (num_params,)

@@ -83,8 +83,8 @@ size_t ppl_token_count(size_t text_tokens, size_t requested, int max_window) {
 
 int ppl_window_ok(const GPT *m, int W, char *note, size_t cap) {
     const PosScheme *fixed = posenc_fixed_table(&m->cfg.pe);
-    if (fixed && W > m->cfg.max_seq_len) {
-        snprintf(note, cap, "%s table has %d rows", fixed->name, m->cfg.max_seq_len);
+    if (fixed && W > m->table_rows) {
+        snprintf(note, cap, "%s table has %d rows", fixed->name, m->table_rows);
         return 0;
     }
     if (note && cap) note[0] = 0;
@@ -197,6 +197,9 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
 
 void ppl_run(GPT *m, const int *tokens, size_t N, const int *W, int nw, double stride_frac,
              int batch_tokens, PplResult *out, FILE *progress) {
+    // each window may run the model at its own context (dynamic scaling): every window is judged
+    // and run from the model's own context, and the model is left at it
+    int context = m->cfg.max_seq_len;
     int wmax = 0;
     for (int i = 0; i < nw; i++) if (W[i] > wmax && ppl_window_ok(m, W[i], NULL, 0)) wmax = W[i];
     if (wmax) gpt_reserve_positions(m, wmax);   // once, for the longest window the model can take
@@ -205,6 +208,7 @@ void ppl_run(GPT *m, const int *tokens, size_t N, const int *W, int nw, double s
             PplResult *r = &out[2 * i + mode];
             int S = mode == PPL_SLIDING ? ppl_stride(W[i], stride_frac) : W[i];
             char note[96];
+            if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
             if (!ppl_window_ok(m, W[i], note, sizeof note)) {
                 memset(r, 0, sizeof *r);
                 r->window = W[i]; r->mode = mode; r->stride = S; r->loss = NAN;
@@ -222,6 +226,7 @@ void ppl_run(GPT *m, const int *tokens, size_t N, const int *W, int nw, double s
                 fflush(progress);
             }
         }
+    if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
 }
 
 void ppl_result_free(PplResult *r) {

@@ -667,8 +667,10 @@ static void check_longrope_flags(const Args *a) {
     if (!o->longrope_search) return;
     CHECK(o->load, "--longrope-search searches the factors of a trained RoPE model: give --load CKPT");
     CHECK(!o->task, "--longrope-search scores perplexity on text; it does not apply to --task");
-    CHECK(!ppl_requested(o) && !o->eval_batches && !o->dump, "--longrope-search runs alone; evaluate its lists in another run "
-          "(--ppl-out with --longrope-short PREFIX.short --longrope-long PREFIX.long)");
+    CHECK(!ppl_requested(o) && !o->eval_batches && !o->dump && !o->attention_stats, "--longrope-search runs alone; "
+          "evaluate its lists in another run (--ppl-out with --longrope-short PREFIX.short --longrope-long PREFIX.long)");
+    CHECK(!o->bos, "--longrope-search scores perplexity windows, which do not start with a boundary token, so --bos "
+          "does not apply; drop it");
 }
 
 static void run_longrope_search(GPT *m, const TokenSet *val, const Options *o, const char *val_name) {
@@ -1162,10 +1164,17 @@ static void prepare_data(Session *s) {
     if (!o->task) start_stream(s);
 }
 
+// The perplexity and attention evaluations run the model at the context of each window (dynamic
+// scaling reads it) and leave the last; the next mode needs the model's own again.
+static void restore_context(GPT *m, int context) {
+    if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
+}
+
 // --eval-batches, --ppl-out/--ppl-positions and --dump-step: evaluations of the model on data
 // (training is skipped when one is given).
 static void data_modes(Session *s) {
     const Options *o = s->o;
+    int context = s->model.cfg.max_seq_len;   // each evaluation runs the model at its windows' contexts
     if (o->eval_batches) {
         Options eo = *o;
         eo.val_batches = o->eval_batches;
@@ -1182,6 +1191,7 @@ static void data_modes(Session *s) {
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
         run_perplexity(&s->model, &s->val, o, val_name);
+        restore_context(&s->model, context);
     }
     if (o->longrope_search) {
         char val_name[4200];
@@ -1195,6 +1205,7 @@ static void data_modes(Session *s) {
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
         run_attention_stats(&s->model, &s->val, o, val_name);
+        restore_context(&s->model, context);
     }
     if (o->dump) {
         s->loader.pos = (StreamPos){ 0 };

@@ -385,6 +385,20 @@ if ./train --load "$tmp/rope.ckpt" --attention-stats "$tmp/asb.csv" --attention-
    ./train --load "$tmp/rope.ckpt" --attention-stats "$tmp/asn.csv" --attention-lengths 1,8 --attention-windows 3 > /dev/null 2>&1 &&
    [ "$(grep -c '^64,0,[01],3,189,' "$tmp/asn.csv")" = 2 ] && ! diff -q "$tmp/asb.csv" "$tmp/asn.csv" > /dev/null; then pass=$((pass + 1))
 else fail=$((fail + 1)); echo "FAIL: --attention-stats --bos at 8x the context"; cat "$tmp/asout" "$tmp/asb.csv"; fi
+# evaluations in one run each start from the model's own context: dynamic scaling runs a window at its
+# length, and the next evaluation (or window) must not inherit it: the attention statistics after a
+# perplexity run up to 4x are at 0.5x and 1x of 8 tokens; a learned table with RoPE layers keeps its
+# 8 rows after a 6-token window (it was refused at 8 tokens as 'learned table has 6 rows')
+./train $small --pe-layers rope --input-pe learned --steps 3 --save "$tmp/lrope.ckpt" > /dev/null 2>&1
+if ./train --load "$tmp/rope.ckpt" --rope-scaling dynamic --rope-factor 8 --ppl-out "$tmp/dp.csv" --ppl-windows 0.5,4 \
+     --attention-stats "$tmp/da.csv" --attention-lengths 0.5,1 --attention-windows 2 > "$tmp/out" 2>&1 &&
+   [ "$(tail -n +2 "$tmp/da.csv" | cut -d, -f1 | sort -un | tr '\n' ' ')" = "4 8 " ] &&
+   ./train --load "$tmp/lrope.ckpt" --rope-scaling dynamic --rope-factor 2 --rope-original-context 4 --ppl-windows 0.75,1,2 \
+     --ppl-out "$tmp/dl.csv" > "$tmp/out2" 2>&1 &&
+   grep -q "^8,nonoverlap,[1-9][0-9]*,[0-9.]*,[0-9.]*,$" "$tmp/dl.csv" && grep -q "^16,sliding,0,,,learned table has 8 rows$" "$tmp/dl.csv"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: evaluations after a dynamic-scaling window keep the model's context"; tail -3 "$tmp/out" "$tmp/out2"; cat "$tmp/da.csv" "$tmp/dl.csv"; fi
+expect_fail "--longrope-search with --attention-stats" "--longrope-search runs alone" ./train --load "$tmp/rope.ckpt" --longrope-search "$tmp/keep" --attention-stats "$tmp/keep2"
+expect_fail "--longrope-search with --bos" "--longrope-search scores perplexity windows" ./train --load "$tmp/rope.ckpt" --longrope-search "$tmp/keep" --bos
 expect_fail "--attention-stats without a model" "--attention-stats needs the model from --load" ./train --attention-stats "$tmp/keep"
 expect_fail "--attention-stats on a task" "--attention-stats measures windows of text" ./train --task copy --load "$tmp/ppl.ckpt" --attention-stats "$tmp/keep"
 expect_fail "--attention-windows without --attention-stats" "--attention-windows applies to the attention statistics" ./train --load "$tmp/ppl.ckpt" --attention-windows 2
