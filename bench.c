@@ -77,21 +77,28 @@ static int threads(void) {
 // What the CPU is and can do, from cpuid (x86) and /proc/cpuinfo, next to what this binary was built
 // for (-march): a binary built for AVX2 runs AVX2 code on an AVX-512 machine, and its peak is AVX2's.
 typedef struct {
-    char model[128];
+    char model[128], vendor[32];
+    int family, model_no, stepping;              // /proc/cpuinfo's cpu family, model, stepping (-1: unknown)
     int avx2, avx512f, avx512_bf16, amx_bf16;   // the CPU has it and the OS saves its registers
 } CpuInfo;
 
 static CpuInfo cpu_info(void) {
-    CpuInfo ci = { .model = "unknown" };
+    CpuInfo ci = { .model = "unknown", .vendor = "unknown", .family = -1, .model_no = -1, .stepping = -1 };
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[512];
-    while (f && fgets(line, sizeof line, f)) {
+    while (f && fgets(line, sizeof line, f)) {   // the first processor's lines (they end at a blank line)
         char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
+        if (line[0] == '\n') break;
+        if (!colon) continue;
+        if (strncmp(line, "model name", 10) == 0) {
             snprintf(ci.model, sizeof ci.model, "%s", colon + 2);
             ci.model[strcspn(ci.model, "\n")] = 0;
-            break;
-        }
+        } else if (strncmp(line, "vendor_id", 9) == 0) {
+            snprintf(ci.vendor, sizeof ci.vendor, "%s", colon + 2);
+            ci.vendor[strcspn(ci.vendor, "\n")] = 0;
+        } else if (strncmp(line, "cpu family", 10) == 0) ci.family = atoi(colon + 1);
+        else if (strncmp(line, "model\t", 6) == 0) ci.model_no = atoi(colon + 1);
+        else if (strncmp(line, "stepping", 8) == 0) ci.stepping = atoi(colon + 1);
     }
     if (f) fclose(f);
 #if defined(__x86_64__) || defined(__i386__)
@@ -431,7 +438,8 @@ static void attention_scaling(FILE *csv) {
 // the gemm behind the model and OpenBLAS's kernel; returns the measured clock (0: unknown).
 static double print_machine(FILE *csv) {
     CpuInfo ci = cpu_info();
-    printf("CPU: %s, %d threads\n", ci.model, threads());
+    printf("CPU: %s (%s, family %d, model %d, stepping %d), %d threads\n", ci.model, ci.vendor, ci.family, ci.model_no,
+           ci.stepping, threads());
     printf("built for %s; the CPU has:%s%s%s%s%s\n", built_for(), ci.avx2 ? " AVX2" : "", ci.avx512f ? " AVX-512" : "",
            ci.avx512_bf16 ? " AVX512_BF16" : "", ci.amx_bf16 ? " AMX-BF16" : "",
            ci.avx2 || ci.avx512f ? "" : " none of AVX2, AVX-512, AVX512_BF16, AMX");
@@ -447,7 +455,8 @@ static double print_machine(FILE *csv) {
 #endif
     double ghz = clock_ghz();
     if (ghz > 0) printf("clock measured with all threads busy: %.2f GHz\n", ghz);
-    if (csv) fprintf(csv, "machine,\"%s\",,,,,,,,,,%s\n", ci.model, built_for());
+    if (csv) fprintf(csv, "machine,\"%s (%s, family %d, model %d, stepping %d)\",,,,,,,,,,%s\n", ci.model, ci.vendor,
+                     ci.family, ci.model_no, ci.stepping, built_for());
     return ghz;
 }
 
@@ -464,11 +473,15 @@ static Peak measure_peak(FILE *csv, int verbose) {
         printf("FMA loop (%d chains of %d-float vectors per thread): %.1f GFLOP/s, best of 5 after %d warm-up runs\n",
                FMA_CHAINS, FMA_LANES, pk.fma, warmups);
         if (ghz > 0) {
-            // two FMA units of the build's width per core: Intel's server cores (AVX-512) and AMD Zen 4/5 at
-            // 256 bits; Zen 4 runs a 512-bit FMA in two halves (half of this), Zen 5 has two full ones
-            double theory = threads() * ghz * 2 * FMA_LANES * 2;
-            printf("theoretical at that clock with 2 FMA units of this width per core: %.1f GFLOP/s "
-                   "(the loop reached %.0f%%: %.1f flops per cycle per thread)\n",
+            // two FMA units of the build's width per core: Intel's server cores (AVX-512) and AMD Zen 2-5
+            // at 256 bits; Zen 4 runs a 512-bit FMA in two halves (half of this), Zen 5 has two full ones.
+            // Zen 1 and Zen+ (AMD family 23, models below 0x30) split a 256-bit FMA over their two
+            // 128-bit units: one of this width per cycle.
+            CpuInfo ci = cpu_info();
+            int units = !strcmp(ci.vendor, "AuthenticAMD") && ci.family == 23 && ci.model_no < 0x30 && FMA_LANES >= 8 ? 1 : 2;
+            double theory = threads() * ghz * units * FMA_LANES * 2;
+            printf("theoretical at that clock with %d FMA unit%s of this width per core: %.1f GFLOP/s "
+                   "(the loop reached %.0f%%: %.1f flops per cycle per thread)\n", units, units > 1 ? "s" : "",
                    theory, 100 * pk.fma / theory, pk.fma / threads() / ghz);
             if (csv) fprintf(csv, "peak,theoretical,,,%.2f,,,,,,,%.3f GHz\n", theory, ghz);
         }
