@@ -91,8 +91,8 @@ static void save_path(const char *pattern, int step, char *out, size_t cap) {
     snprintf(out, cap, "%.*s%d%s", (int)(at - pattern), pattern, step, at + 6);
 }
 
-// Whole batches of the validation text read in order (each takes B x T tokens and needs one more)
-// The whole global batches (ranks x --batch rows) of the validation text, at most --val-batches.
+// The whole global batches of the validation text read in order (each takes ranks x --batch rows
+// of --seq tokens and needs one more), at most --val-batches.
 static int val_whole_batches(const TokenSet *val, const Options *o, int ranks) {
     uint64_t per = (uint64_t)ranks * o->batch * o->seq, whole = val->n > per ? (val->n - 1) / per : 0;
     return whole < (uint64_t)o->val_batches ? (int)whole : o->val_batches;
