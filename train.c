@@ -1061,6 +1061,23 @@ static void use_tokenizer_eot(const Session *s, TokenSet *set) {
 // Text: the training and validation tokens (--val-data, or the last --val-frac of the data),
 // checked against the model (every token inside its vocabulary: data_check_vocab reads the data
 // once, in chunks, when its kind can hold a token past it) and the batch shape.
+// --load of a checkpoint trained on the same data with a smaller --val-frac: the validation part now
+// begins inside what it trained on (--load restores no training setting), which a warning says.
+static void warn_trained_tokens(const Session *s) {
+    const Options *o = s->o;
+    if (!o->load || !s->stored) return;
+    const char *kv = s->stored, *vf = strstr(kv, "train.val-frac="), *dp = strstr(kv, "train.data=");
+    if (!vf || (vf != kv && vf[-1] != '\n') || (dp && dp != kv && dp[-1] != '\n')) return;
+    double trained_vf = atof(vf + strlen("train.val-frac="));
+    char data[4096] = "";
+    if (dp) snprintf(data, sizeof data, "%.*s", (int)strcspn(dp + strlen("train.data="), "\n"), dp + strlen("train.data="));
+    int same = o->data ? dp && !strcmp(data, o->data) : !dp;   // the same path, or the embedded corpus both times
+    if (same && o->val_frac > trained_vf)
+        fprintf(stderr, "warning: '%s' was trained on %s with --val-frac %g; --val-frac %g scores the last %g of it, of "
+                "which the first %g were trained on; give --val-frac %g (or less) to score held-out tokens only\n",
+                o->load, s->data_name, trained_vf, o->val_frac, o->val_frac, o->val_frac - trained_vf, trained_vf);
+}
+
 static void split_text(Session *s) {
     const Options *o = s->o;
     int vocab = s->model.cfg.vocab_size, context = s->model.cfg.max_seq_len;
@@ -1076,6 +1093,7 @@ static void split_text(Session *s) {
         s->train = s->all; s->val = s->valfile;
     } else {
         data_split(&s->all, o->val_frac, &s->train, &s->val);
+        warn_trained_tokens(s);
     }
     const TokenSet *sets[2] = { &s->train, &s->val };
     for (int k = 0; k < 2 && o->bos; k++) {

@@ -151,6 +151,16 @@ else fail=$((fail + 1)); echo "FAIL: a shuffled resume with its own settings giv
 ./train $small --data "$tmp/big.bin" --steps 1 --save "$tmp/tok.ckpt" > /dev/null
 expect_fail "sampling a token model without a tokenizer" "pass --tokenizer" ./train --load "$tmp/tok.ckpt" --sample 5
 
+# --load restores no training setting: evaluating on the data it was trained on with a larger
+# --val-frac scores tokens it trained on, which a warning says; the same --val-frac or other data: none
+./train $small --steps 2 --val-frac 0.05 --save "$tmp/vf.ckpt" > /dev/null 2>&1
+./train --load "$tmp/vf.ckpt" --eval-batches 2 --batch 2 --seq 8 > /dev/null 2> "$tmp/vf1"
+./train --load "$tmp/vf.ckpt" --eval-batches 2 --batch 2 --seq 8 --val-frac 0.05 > /dev/null 2> "$tmp/vf2"
+./train --load "$tmp/vf.ckpt" --data README.md --eval-batches 2 --batch 2 --seq 8 > "$tmp/vf3o" 2> "$tmp/vf3"
+if grep -q "was trained on the embedded corpus with --val-frac 0.05; --val-frac 0.1 scores the last 0.1 of it, of which the first 0.05 were trained on" "$tmp/vf1" &&
+   ! grep -q "warning" "$tmp/vf2" && ! grep -q "was trained on" "$tmp/vf3" && grep -q "^eval: loss" "$tmp/vf3o"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: the --val-frac warning on --load: $(cat "$tmp/vf1" "$tmp/vf2" "$tmp/vf3")"; fi
+
 # ---- sampling from a checkpoint: greedy is deterministic, top-k 1 is greedy, a seed repeats
 ./train --load "$tmp/r.ckpt" --sample 40 --prompt "The cat" --temperature 0 > "$tmp/g1" 2>&1
 ./train --load "$tmp/r.ckpt" --sample 40 --prompt "The cat" --temperature 0 > "$tmp/g2" 2>&1
