@@ -15,6 +15,7 @@ void astats_evaluate(GPT *m, const int *tokens, int W, int nwin, int bos, AStats
     CHECK(ppl_window_ok(m, W, note, sizeof note), "internal: window %d: %s", W, note);
     int L = m->cfg.n_layer, NH = m->cfg.n_head, text = bos >= 0 ? W - 1 : W;   // text tokens per window
     gpt_reserve_positions(m, W);
+    int context = m->cfg.max_seq_len;                 // restored at the end
     int ctx = posenc_window_context(&m->cfg.pe, W);   // tables that follow the window (dynamic NTK)
     if (ctx && ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
     int Bmax = PPL_BATCH_TOKENS / W > 1 ? PPL_BATCH_TOKENS / W : 1;
@@ -44,6 +45,7 @@ void astats_evaluate(GPT *m, const int *tokens, int W, int nwin, int bos, AStats
     b.targets = targets; b.B = Bmax;
     batch_free(&b);
     gpt_set_forward_only(m, was_forward_only);
+    if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
     double rows = r->sum[ATT_STAT_ROWS];
     CHECK(rows == (double)nwin * (W - 1), "internal: %g attention rows summed for %d windows of %d", rows, nwin, W);
     r->seconds = now_seconds() - t0;

@@ -38,7 +38,7 @@ size_t astats_tokens_needed(int W, int nwin, int bos);
 
 // Runs the first nwin windows of W over tokens (at least astats_tokens_needed of them) and fills r.
 // bos: the boundary token that opens each window, or -1 for none. The model must be able to take W
-// (ppl_window_ok); its tables are extended as needed.
+// (ppl_window_ok); its tables are extended as needed, and its context is its own again after.
 void astats_evaluate(GPT *m, const int *tokens, int W, int nwin, int bos, AStatsResult *r);
 void astats_result_free(AStatsResult *r);
 

@@ -435,9 +435,10 @@ static void attention_scaling(FILE *csv) {
 
 
 // Prints what the machine is: CPU, threads, what the binary was built for and what the CPU has,
-// the gemm behind the model and OpenBLAS's kernel; returns the measured clock (0: unknown).
-static double print_machine(FILE *csv) {
+// the gemm behind the model and OpenBLAS's kernel, into *info too; returns the measured clock (0: unknown).
+static double print_machine(FILE *csv, CpuInfo *info) {
     CpuInfo ci = cpu_info();
+    *info = ci;
     printf("CPU: %s (%s, family %d, model %d, stepping %d), %d threads\n", ci.model, ci.vendor, ci.family, ci.model_no,
            ci.stepping, threads());
     printf("built for %s; the CPU has:%s%s%s%s%s\n", built_for(), ci.avx2 ? " AVX2" : "", ci.avx512f ? " AVX-512" : "",
@@ -466,7 +467,8 @@ typedef struct { double fma, ours, blas, best; } Peak;
 
 static Peak measure_peak(FILE *csv, int verbose) {
     Peak pk = { 0 };
-    double ghz = verbose ? print_machine(csv) : 0;
+    CpuInfo ci;
+    double ghz = verbose ? print_machine(csv, &ci) : 0;
     int warmups = 0;
     pk.fma = fma_peak_gflops(&warmups);
     if (verbose) {
@@ -477,7 +479,6 @@ static Peak measure_peak(FILE *csv, int verbose) {
             // at 256 bits; Zen 4 runs a 512-bit FMA in two halves (half of this), Zen 5 has two full ones.
             // Zen 1 and Zen+ (AMD family 23, models below 0x30) split a 256-bit FMA over their two
             // 128-bit units: one of this width per cycle.
-            CpuInfo ci = cpu_info();
             int units = !strcmp(ci.vendor, "AuthenticAMD") && ci.family == 23 && ci.model_no < 0x30 && FMA_LANES >= 8 ? 1 : 2;
             double theory = threads() * ghz * units * FMA_LANES * 2;
             printf("theoretical at that clock with %d FMA unit%s of this width per core: %.1f GFLOP/s "

@@ -132,6 +132,23 @@ static void check_scheme_flags(const char *label, const char *flags) {
     CHECK(words, "--scheme %s=: give the scheme's flags, e.g. '%s=--pe rope --rope-fraction 0.25'", label, label);
 }
 
+// A list of positive multiples of the context (e.g. "0.5,1,2"), halved into out: the same window
+// lengths for a model trained at twice the context. Returns 1, 0 when out is too short, -1 when the
+// list is not such a list.
+static int halve_multiples(const char *list, char *out, size_t cap) {
+    char buf[256], *end;
+    snprintf(buf, sizeof buf, "%s", list);
+    out[0] = 0;
+    for (char *m = strtok(buf, ","); m; m = strtok(NULL, ",")) {
+        double x = strtod(m, &end);
+        if (!(x > 0) || *end) return -1;
+        size_t u = strlen(out);
+        int w = snprintf(out + u, cap - u, "%s%.17g", u ? "," : "", x / 2);
+        if (w <= 0 || (size_t)w >= cap - u) return 0;
+    }
+    return 1;
+}
+
 // The value of the last `flag` among n words (NULL when absent).
 static const char *last_value(char *const *w, int n, const char *flag) {
     const char *v = NULL;
@@ -170,16 +187,11 @@ static void add_double_length(Cfg *c, char *list) {
     // the windows the others are evaluated at, as multiples of T: those of --eval-flags, else ./train's default
     char gbuf[256], def[] = PPL_DEFAULT_WINDOWS;
     const char *given = eval_flag(c, "--ppl-windows", gbuf, sizeof gbuf);
-    char wl[256], half[200] = "";   // (200: "--ppl-windows " and the list fit a Scheme's eval_post)
-    snprintf(wl, sizeof wl, "%s", given ? given : def);
-    for (char *m = strtok(wl, ","); m; m = strtok(NULL, ",")) {
-        double x = strtod(m, &end);
-        CHECK(x > 0 && !*end, "--double-length: --ppl-windows '%s' in --eval-flags is not a list of multiples", given);
-        size_t u = strlen(half);
-        int w = snprintf(half + u, sizeof half - u, "%s%.17g", u ? "," : "", x / 2);
-        CHECK(w > 0 && (size_t)w < sizeof half - u, "--double-length: the --ppl-windows list '%s' is too long (at most "
-              "199 characters once halved)", given ? given : def);
-    }
+    char half[200];                 // (200: "--ppl-windows " and the list fit a Scheme's eval_post)
+    int h = halve_multiples(given ? given : def, half, sizeof half);
+    CHECK(h >= 0, "--double-length: --ppl-windows '%s' in --eval-flags is not a list of multiples", given);
+    CHECK(h > 0, "--double-length: the --ppl-windows list '%s' is too long (at most 199 characters once halved)",
+          given ? given : def);
     char *items[MAX_ITEMS];
     int n = split_list(list, items, MAX_ITEMS, "--double-length"), base = c->n_schemes;
     for (int k = 0; k < n; k++) {
@@ -496,9 +508,8 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     eval_command(s, c, r);
     if (run_bos(c, r)) arg(s, "--bos");
     if (sch->long_of >= 0) {                  // trained at 2T: the same window lengths as the runs at T
-        char def[] = PPL_DEFAULT_WINDOWS, half[128] = "";
-        for (char *m = strtok(def, ","); m; m = strtok(NULL, ","))
-            snprintf(half + strlen(half), sizeof half - strlen(half), "%s%.17g", *half ? "," : "", atof(m) / 2);
+        char half[128];
+        CHECK(halve_multiples(PPL_DEFAULT_WINDOWS, half, sizeof half) > 0, "internal: halving %s", PPL_DEFAULT_WINDOWS);
         arg(s, "--attention-lengths"); arg(s, "%s", half);
     }
     arg(s, "--attention-stats"); arg(s, "%s/attention.csv", r->dir);

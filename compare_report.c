@@ -928,9 +928,9 @@ static double ppl_value(const Report *rp, int run, int variant, int mode, int w,
 
 // A table cell of a mean over seeds: the mean, its interval when there are two or more, and how
 // many seeds it holds when fewer than the grid's (an unfinished grid, a window a run could not take).
-static void seeds_cell(FILE *md, Interval iv, int k, int n_seeds) {
-    if (k > 1) fprintf(md, " %.2f [%.2f, %.2f]", iv.mean, iv.lo, iv.hi);
-    else fprintf(md, " %.2f", iv.mean);
+static void seeds_cell(FILE *md, Interval iv, int k, int n_seeds, int digits) {
+    if (k > 1) fprintf(md, " %.*f [%.*f, %.*f]", digits, iv.mean, digits, iv.lo, digits, iv.hi);
+    else fprintf(md, " %.*f", digits, iv.mean);
     if (k < n_seeds) fprintf(md, " (%d of %d seeds)", k, n_seeds);
     fprintf(md, " |");
 }
@@ -965,7 +965,7 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
                     char line[256];
                     snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
                     if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
-                } else seeds_cell(md, iv, k, c->n_seeds);
+                } else seeds_cell(md, iv, k, c->n_seeds, 2);
             }
             fprintf(md, "\n");
         }
@@ -1052,7 +1052,7 @@ static void attention_section(Report *rp, int t, int context) {
                     char line[160];
                     snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
                     if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
-                } else seeds_cell(md, iv, n, c->n_seeds);
+                } else seeds_cell(md, iv, n, c->n_seeds, 2);
             }
             fprintf(md, "\n");
         }
@@ -1164,10 +1164,8 @@ static void double_length_section(const Report *rp, int t, int T) {
             const Pair *r = &rows[i];
             const Test *x_y = &tests[i];
             fprintf(md, "| %s | %s |", c->schemes[r->x].label, c->schemes[r->y].label);
-            if (r->kx > 1) fprintf(md, " %.3f [%.3f, %.3f] |", r->ix.mean, r->ix.lo, r->ix.hi);
-            else if (r->kx) fprintf(md, " %.3f |", r->ix.mean); else fprintf(md, " n/a |");
-            if (r->ky > 1) fprintf(md, " %.3f [%.3f, %.3f] |", r->iy.mean, r->iy.lo, r->iy.hi);
-            else if (r->ky) fprintf(md, " %.3f |", r->iy.mean); else fprintf(md, " n/a |");
+            if (r->kx) seeds_cell(md, r->ix, r->kx, c->n_seeds, 3); else fprintf(md, " n/a |");
+            if (r->ky) seeds_cell(md, r->iy, r->ky, c->n_seeds, 3); else fprintf(md, " n/a |");
             fprintf(md, " %s | %d |", r->by, r->n);
             if (r->n) fprintf(md, " %.3f |", exp(x_y->iv.mean)); else fprintf(md, " |");
             if (r->n >= 2) fprintf(md, " [%.3f, %.3f] |", exp(x_y->iv.lo), exp(x_y->iv.hi)); else fprintf(md, " |");

@@ -125,8 +125,9 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     int S = mode == PPL_SLIDING ? stride : W;
     CHECK(S >= 1 && S <= W, "internal: stride %d for window %d", S, W);
     gpt_reserve_positions(m, W);
-    // tables that follow the window's length (dynamic NTK scaling: the base grows with W past L0)
-    int ctx = posenc_window_context(&m->cfg.pe, W);
+    // tables that follow the window's length (dynamic NTK scaling: the base grows with W past L0),
+    // for this window only: the model's context is restored at the end
+    int context = m->cfg.max_seq_len, ctx = posenc_window_context(&m->cfg.pe, W);
     if (ctx && ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
     if (batch_tokens <= 0) batch_tokens = PPL_BATCH_TOKENS;
     int Bmax = batch_tokens / W > 1 ? batch_tokens / W : 1;
@@ -193,13 +194,11 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     batch_free(&b);
     free(win); free(pos_sum); free(pos_cnt);
     gpt_set_forward_only(m, was_forward_only);
+    if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
 }
 
 void ppl_run(GPT *m, const int *tokens, size_t N, const int *W, int nw, double stride_frac,
              int batch_tokens, PplResult *out, FILE *progress) {
-    // each window may run the model at its own context (dynamic scaling): every window is judged
-    // and run from the model's own context, and the model is left at it
-    int context = m->cfg.max_seq_len;
     int wmax = 0;
     for (int i = 0; i < nw; i++) if (W[i] > wmax && ppl_window_ok(m, W[i], NULL, 0)) wmax = W[i];
     if (wmax) gpt_reserve_positions(m, wmax);   // once, for the longest window the model can take
@@ -208,7 +207,6 @@ void ppl_run(GPT *m, const int *tokens, size_t N, const int *W, int nw, double s
             PplResult *r = &out[2 * i + mode];
             int S = mode == PPL_SLIDING ? ppl_stride(W[i], stride_frac) : W[i];
             char note[96];
-            if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
             if (!ppl_window_ok(m, W[i], note, sizeof note)) {
                 memset(r, 0, sizeof *r);
                 r->window = W[i]; r->mode = mode; r->stride = S; r->loss = NAN;
@@ -226,7 +224,6 @@ void ppl_run(GPT *m, const int *tokens, size_t N, const int *W, int nw, double s
                 fflush(progress);
             }
         }
-    if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
 }
 
 void ppl_result_free(PplResult *r) {

@@ -69,7 +69,8 @@ int ppl_window_ok(const GPT *m, int W, char *note, size_t cap);
 // and fills r. stride: S for sliding (ignored in nonoverlap mode). batch_tokens: bound on B*W
 // (0 = PPL_BATCH_TOKENS). token_loss (N,) may be NULL: receives the loss of each prediction j
 // (of tokens[j+1]). progress may be NULL: a line there every ~10 s of a long evaluation.
-// The model must be able to take W (ppl_window_ok); the tables are extended as needed.
+// The model must be able to take W (ppl_window_ok); the tables are extended as needed, and a
+// window that runs the model at its own context (dynamic scaling) gives the model its own back.
 void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stride, int batch_tokens,
                   PplResult *r, double *token_loss, FILE *progress);
 

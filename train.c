@@ -959,6 +959,7 @@ static void load_model(Session *s) {
     // --resume restores a stored --tokenizer (its end of text is the documents' boundary): read it now
     if (o->tokenizer && o->tokenizer != tok_before) { tokenizer_free(&s->tok); tokenizer_load(o->tokenizer, &s->tok); }
     if (o->load && o->task && s->stored) { apply_stored_task(&s->a, s->stored, o->load); setup_task(&s->a, &s->tc); }
+    if (o->load && s->stored) read_stored(&s->a, s->stored, o->load);   // (cuts s->stored up: its last use)
     if (o->resume && o->task) setup_task(&s->a, &s->tc);
 }
 
@@ -1064,18 +1065,13 @@ static void use_tokenizer_eot(const Session *s, TokenSet *set) {
 // --load of a checkpoint trained on the same data with a smaller --val-frac: the validation part now
 // begins inside what it trained on (--load restores no training setting), which a warning says.
 static void warn_trained_tokens(const Session *s) {
-    const Options *o = s->o;
-    if (!o->load || !s->stored) return;
-    const char *kv = s->stored, *vf = strstr(kv, "train.val-frac="), *dp = strstr(kv, "train.data=");
-    if (!vf || (vf != kv && vf[-1] != '\n') || (dp && dp != kv && dp[-1] != '\n')) return;
-    double trained_vf = atof(vf + strlen("train.val-frac="));
-    char data[4096] = "";
-    if (dp) snprintf(data, sizeof data, "%.*s", (int)strcspn(dp + strlen("train.data="), "\n"), dp + strlen("train.data="));
-    int same = o->data ? dp && !strcmp(data, o->data) : !dp;   // the same path, or the embedded corpus both times
-    if (same && o->val_frac > trained_vf)
+    const Options *o = s->o, *was = &s->a.stored;
+    if (!o->load || !s->a.has_stored) return;
+    int same = o->data && was->data ? !strcmp(o->data, was->data) : !o->data && !was->data;   // or the embedded corpus both times
+    if (same && o->val_frac > was->val_frac)
         fprintf(stderr, "warning: '%s' was trained on %s with --val-frac %g; --val-frac %g scores the last %g of it, of "
                 "which the first %g were trained on; give --val-frac %g (or less) to score held-out tokens only\n",
-                o->load, s->data_name, trained_vf, o->val_frac, o->val_frac, o->val_frac - trained_vf, trained_vf);
+                o->load, s->data_name, was->val_frac, o->val_frac, o->val_frac, o->val_frac - was->val_frac, was->val_frac);
 }
 
 static void split_text(Session *s) {
@@ -1150,7 +1146,7 @@ static void start_stream(Session *s) {
     // the stored position means a token offset in order, or a window of the permutation drawn from
     // --seed over windows of --seq + 1 tokens when shuffled: another reading would go on silently
     // with windows read twice or never
-    const Options *was = &s->a.resumed;
+    const Options *was = &s->a.stored;
     CHECK(was->shuffle == o->shuffle, "--resume: '%s' read its text %s; resuming it %s would take its place in the "
           "stream for another kind of position; drop --shuffle (or start a new run)", o->resume,
           was->shuffle ? "shuffled" : "in order", o->shuffle ? "shuffled" : "in order");
@@ -1182,17 +1178,10 @@ static void prepare_data(Session *s) {
     if (!o->task) start_stream(s);
 }
 
-// The perplexity and attention evaluations run the model at the context of each window (dynamic
-// scaling reads it) and leave the last; the next mode needs the model's own again.
-static void restore_context(GPT *m, int context) {
-    if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
-}
-
 // --eval-batches, --ppl-out/--ppl-positions and --dump-step: evaluations of the model on data
 // (training is skipped when one is given).
 static void data_modes(Session *s) {
     const Options *o = s->o;
-    int context = s->model.cfg.max_seq_len;   // each evaluation runs the model at its windows' contexts
     if (o->eval_batches) {
         Options eo = *o;
         eo.val_batches = o->eval_batches;
@@ -1209,7 +1198,6 @@ static void data_modes(Session *s) {
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
         run_perplexity(&s->model, &s->val, o, val_name);
-        restore_context(&s->model, context);
     }
     if (o->longrope_search) {
         char val_name[4200];
@@ -1223,7 +1211,6 @@ static void data_modes(Session *s) {
         if (o->val_data) snprintf(val_name, sizeof val_name, "%s", o->val_data);
         else snprintf(val_name, sizeof val_name, "the last %g of %s", o->val_frac, s->data_name);
         run_attention_stats(&s->model, &s->val, o, val_name);
-        restore_context(&s->model, context);
     }
     if (o->dump) {
         s->loader.pos = (StreamPos){ 0 };

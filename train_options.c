@@ -249,19 +249,25 @@ char *train_kv(const Options *o) {
     return buf;
 }
 
-void apply_stored(Args *a, char *kv, const char *path) {
-    a->resumed = a->o;
+// The train.* lines of kv (cut up in place) over the defaults into a->stored; with `apply`, also into
+// a->o where the command line did not give the flag.
+static void parse_stored(Args *a, char *kv, const char *path, int apply) {
+    defaults(&a->stored);
+    a->has_stored = 1;
     for (char *line = strtok(kv, "\n"); line; line = strtok(NULL, "\n")) {
         char *eq = strchr(line, '=');
         if (!eq || strncmp(line, "train.", 6) != 0) continue;
         *eq = 0;
         const Flag *f = find_flag(line + 6);
-        CHECK(f, "checkpoint '%s' stores an unknown training setting '%s'", path, line + 6);
-        set_flag(&a->resumed, f, eq + 1, path);
-        if (a->set[f - FLAGS]) continue;
-        set_flag(&a->o, f, eq + 1, path);
+        CHECK(f || !apply, "checkpoint '%s' stores an unknown training setting '%s'", path, line + 6);
+        if (!f) continue;                        // --load reads them for checks only, and skips it
+        set_flag(&a->stored, f, eq + 1, path);
+        if (apply && !a->set[f - FLAGS]) set_flag(&a->o, f, eq + 1, path);
     }
 }
+
+void apply_stored(Args *a, char *kv, const char *path) { parse_stored(a, kv, path, 1); }
+void read_stored(Args *a, char *kv, const char *path) { parse_stored(a, kv, path, 0); }
 
 int flag_set(const Args *a, const char *name) { return a->set[find_flag(name) - FLAGS]; }
 

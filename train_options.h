@@ -65,7 +65,8 @@ typedef struct {
     const char *pe_val[MAX_PE_SETTINGS];
     char pe_file[MAX_PE_SETTINGS][PE_VALUE_CAP];   // a list setting read from a file (posenc_flag_value)
     int n_pe;
-    Options resumed;                       // --resume: the training settings the checkpoint stored (apply_stored)
+    Options stored;                        // the training settings the checkpoint of --resume or --load stored,
+    int has_stored;                        // over the defaults (apply_stored, read_stored); 0: none read
 } Args;
 
 // The defaults, then argv; --help prints the usage and exits, any bad flag or value exits with a
@@ -87,10 +88,12 @@ void refuse_model_flags(const Args *a, const char *ckpt);
 void resume_command(const Args *a, const char *prog, const char *ckpt, char *buf, size_t cap);
 
 char *train_kv(const Options *o);
-// On --resume: stored training settings apply unless the command line gives the flag; a->resumed
-// gets the stored ones whatever the command line says. String values point into kv, which must
-// outlive the options. path: the checkpoint, for messages.
+// On --resume: stored training settings apply unless the command line gives the flag; a->stored
+// gets all of them whatever the command line says. String values point into kv, which must outlive
+// the options (it is cut up in place). path: the checkpoint, for messages.
 void apply_stored(Args *a, char *kv, const char *path);
+// On --load: the stored settings into a->stored only (the model's training run, for checks).
+void read_stored(Args *a, char *kv, const char *path);
 // --load CKPT --task NAME: the lengths the model was trained with (stored in the checkpoint) are
 // the split between in-distribution and longer, and its alphabet the symbols, unless the command
 // line gives them.

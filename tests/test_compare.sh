@@ -290,11 +290,13 @@ grep -qxF "$f2t. The smallest p the sign-flip test can give with 3 seeds is 0.25
   && grep -qxF "$f2t." "$fd/summary.md" && grep -qF "| alibi | alibi@32 | n/a | n/a |  | 0 | | | | | no seed with both perplexities |" "$fd/summary.md" \
   && ok || { bad "the 2T tables' family lines with 3 seeds and with none:"; sed -n '/### Trained at/,$p' "$fd/summary.md"; }
 # a cell over fewer seeds than the grid's says how many: alibi's seed 3 without a perplexity at 32
-# tokens gives the geometric mean of 6.0 and 6.2 with t(0.975, 1) = 12.706: 6.10 [4.95, 7.51]
+# tokens gives the geometric mean of 6.0 and 6.2 with t(0.975, 1) = 12.706: 6.10 [4.95, 7.51], in the
+# perplexity table and in the 2T table's X column
 fm="$tmp/fdbl-missing"; cp -r "$fd" "$fm"; rm -f "$fm/summary.md"
 printf 'window,mode,tokens,loss,ppl,note\n' > "$fm/runs/text/alibi/seed3/ppl.csv"
 ./compare --out "$fm" --data "$tmp/text.txt" --schemes alibi --double-length alibi --seeds 1,2,3 --report-only -- --seq 16 --batch 4 > "$tmp/log10m" 2>&1 \
   && grep -qF "| alibi | 6.10 [4.95, 7.51] (2 of 3 seeds) |" "$fm/summary.md" && grep -qF "| alibi@32 | 6.00 [5.76, 6.25] |" "$fm/summary.md" \
+  && grep -qF "| alibi | alibi@32 | 6.099 [4.952, 7.512] (2 of 3 seeds) | 5.999 [5.756, 6.253] |" "$fm/summary.md" \
   && ok || { bad "a perplexity cell over 2 of 3 seeds:"; cat "$tmp/log10m"; sed -n '/^Non-overlapping/,/^$/p' "$fm/summary.md"; }
 # Holm over a 2T table: alibi and rope, each at 16 and at 32, 8 seeds; at 32 tokens alibi = 6 + 0.05 s,
 # rope = 7 + 0.05 s, alibi@32 = 5.5 + 0.05 s, rope@32 = 7 + 0.05 s + 0.1 (odd s) or - 0.1 (even s).
