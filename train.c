@@ -19,21 +19,21 @@
 #include <omp.h>
 #endif
 
-#include "atomicfile.h"
-#include "attndist.h"
-#include "attnstats.h"
-#include "bf16.h"
-#include "checkpoint.h"
+#include "util/atomicfile.h"
+#include "eval/attndist.h"
+#include "eval/attnstats.h"
+#include "nn/bf16.h"
+#include "formats/checkpoint.h"
 #include "dataset/data.h"
-#include "dist.h"
+#include "dist/dist.h"
 #include "dataset/loader.h"
 #include "dataset/tasks.h"
-#include "eval.h"
-#include "llmc_model.h"
+#include "eval/eval.h"
+#include "formats/llmc_model.h"
 #include "model.h"
-#include "viz.h"
-#include "longrope.h"
-#include "perplexity.h"
+#include "eval/viz.h"
+#include "eval/longrope.h"
+#include "eval/perplexity.h"
 #include "train_options.h"
 
 // Seed salts: each random stream is seeded by --seed combined with its own salt, so the streams are
@@ -120,7 +120,7 @@ static void print_piece(const Tokenizer *tok, int id) {
 }
 
 // --sample: the prompt (or end-of-text, or a newline) and o->sample generated tokens (sample_tokens,
-// eval.h: the KV cache, started again from the last half of the text when the context is full).
+// eval/eval.h: the KV cache, started again from the last half of the text when the context is full).
 static void emit_piece(void *tok, int token, const real *logits) { (void)logits; print_piece(tok, token); }
 
 static void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng) {
@@ -349,7 +349,7 @@ static void check_output_file(const char *flag, const char *path) {
     check_output_folder(flag, path, dir);
 }
 
-// A killed save leaves NAME.tmp (atomicfile.h) next to the checkpoints of --save's pattern; a new
+// A killed save leaves NAME.tmp (util/atomicfile.h) next to the checkpoints of --save's pattern; a new
 // run removes those of its own pattern ({step} matching digits) before it writes any.
 static void remove_stale_temporaries(const char *pattern) {
     char dir[4096];
@@ -570,7 +570,7 @@ static void fit_free(FitCheck *f) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// perplexity against window length (--ppl-out, --ppl-positions; perplexity.h)
+// perplexity against window length (--ppl-out, --ppl-positions; eval/perplexity.h)
 
 static int ppl_requested(const Options *o) { return o->ppl_out || o->ppl_positions; }
 // An evaluation on text instead of training: perplexity, attention statistics, or the LongRoPE
@@ -656,7 +656,7 @@ static void run_perplexity(GPT *m, const TokenSet *val, const Options *o, const 
 }
 
 // ----------------------------------------------------------------------------------------------
-// LongRoPE's factor search (--longrope-search; longrope.h)
+// LongRoPE's factor search (--longrope-search; eval/longrope.h)
 
 // The --longrope-* flags, checked before any work
 static void check_longrope_flags(const Args *a) {
@@ -705,7 +705,7 @@ static void run_longrope_search(GPT *m, const TokenSet *val, const Options *o, c
 }
 
 // ----------------------------------------------------------------------------------------------
-// attention statistics over windows of text (--attention-stats; attnstats.h)
+// attention statistics over windows of text (--attention-stats; eval/attnstats.h)
 
 // The --attention-* flags and --collapse-threshold, checked before any work.
 static void check_astats_flags(const Args *a) {
@@ -784,7 +784,7 @@ static void attention_map_dir(const char *dir) {
 
 // --attention-map: every head's attention on one input (the --prompt, or a test instance of --task
 // at its longest training length, --train-max) and the positional signal over the model's context
-// (at most 256 positions), as data, gnuplot scripts and PNG (viz.h).
+// (at most 256 positions), as data, gnuplot scripts and PNG (eval/viz.h).
 static void attention_map(GPT *m, const Tokenizer *tok, const Options *o, const TaskConfig *tc) {
     int n, *tokens, context = m->cfg.max_seq_len;
     if (o->task) {
@@ -813,7 +813,7 @@ static void attention_map(GPT *m, const Tokenizer *tok, const Options *o, const 
     free(tokens);
 }
 
-// --attention-distance FILE --distance-to B: the NoPE paper's attention distance (attndist.h) of the
+// --attention-distance FILE --distance-to B: the NoPE paper's attention distance (eval/attndist.h) of the
 // --load model (A) to B, on --distance-per-length distinct test instances at every test length (the
 // same instances for every pair of models: they depend on the task and the length only), each layer
 // averaged over the instances of the training lengths ("in") and of the longer ones ("longer").
@@ -904,7 +904,7 @@ typedef struct {
     Batch *mb;                                   // (accum,) micro-batches
     Loader loader;                               // text: the training stream
     const char *prog;                            // argv[0], for the command that resumes
-    int rank, ranks;                             // under mpirun: this process's rank of `ranks` (dist.h)
+    int rank, ranks;                             // under mpirun: this process's rank of `ranks` (dist/dist.h)
     DistGrad dg;                                 // the gradients' reduction across ranks
     Batch task_rows;                             // a --task's global micro-batch (ranks x --batch rows)
 } Session;
@@ -1297,7 +1297,7 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
         stop_on_anomaly(&s->model, step);
         loss += s->model.loss * s->model.weight_sum / (wtotal > 0 ? wtotal : 1);
         // under mpirun the last backward reduces each block's gradients across the ranks as it
-        // finishes the block (dist.h); the earlier micro-batches only accumulate
+        // finishes the block (dist/dist.h); the earlier micro-batches only accumulate
         if (k == o->accum - 1 && wtotal > 0) dist_grad_arm(&s->dg);
         if (wtotal > 0) gpt_backward(&s->model, 1.0 / wtotal);
         stop_on_anomaly(&s->model, step);
@@ -1491,7 +1491,7 @@ int main(int argc, char **argv) {
     parse_args(&s.a, argc, argv);
     s.o = &s.a.o;
     s.prog = argv[0];
-    // past a file-size limit (ulimit -f) a write fails with EFBIG and is reported (atomicfile.h);
+    // past a file-size limit (ulimit -f) a write fails with EFBIG and is reported (util/atomicfile.h);
     // the default action of SIGXFSZ would kill the process without a word
     signal(SIGXFSZ, SIG_IGN);
     check_flags(&s.a);

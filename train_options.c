@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <math.h>
 
-#include "attnstats.h"
+#include "eval/attnstats.h"
 #include "dataset/tasks.h"
-#include "longrope.h"
-#include "perplexity.h"
+#include "eval/longrope.h"
+#include "eval/perplexity.h"
 #include "posenc.h"
 
 #define O(f) offsetof(Options, f)

@@ -3,7 +3,7 @@
 #ifndef TRAIN_OPTIONS_H
 #define TRAIN_OPTIONS_H
 
-#include "common.h"
+#include "util/common.h"
 #include "posenc.h"
 
 typedef struct {
@@ -28,15 +28,15 @@ typedef struct {
     double ppl_stride;
     int ppl_tokens;
     int ppl_skip;         // tokens of the validation text passed over before the scored ones
-    const char *longrope_search;               // --longrope-search PREFIX: the factor search (longrope.h)
+    const char *longrope_search;               // --longrope-search PREFIX: the factor search (eval/longrope.h)
     int longrope_population, longrope_generations;
-    const char *attention_stats, *attention_lengths;   // attention statistics over windows (attnstats.h)
+    const char *attention_stats, *attention_lengths;   // attention statistics over windows (eval/attnstats.h)
     int attention_windows;
     double collapse_threshold;
     int detect_anomaly;                        // --detect-anomaly: stop at the first NaN or Inf, naming it
-    const char *attention_distance, *distance_to;   // --attention-distance OUT --distance-to CKPT (attndist.h)
+    const char *attention_distance, *distance_to;   // --attention-distance OUT --distance-to CKPT (eval/attndist.h)
     int distance_per_length;
-    int zero;                                  // --zero 1: ZeRO stage 1 under MPI (dist.h): moments sharded
+    int zero;                                  // --zero 1: ZeRO stage 1 under MPI (dist/dist.h): moments sharded
     int verify_ranks;                          // --verify-ranks: compare the ranks' parameters after every step
 } Options;
 

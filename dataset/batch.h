@@ -2,7 +2,7 @@
 #ifndef BATCH_H
 #define BATCH_H
 
-#include "common.h"
+#include "util/common.h"
 
 // One batch as data. Positions and documents are per token, never loop indices (DESIGN.md):
 // query i may attend key j of the same row when j <= i, doc[j] == doc[i]. Padding has doc -1,

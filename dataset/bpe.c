@@ -3,14 +3,14 @@
 // (readers and writers), the llm.c tokenizer writer, pre-tokenisation and encoding.
 //
 // Every reader checks what it reads and exits through CHECK with a sentence naming the file and
-// the problem; every writer goes through atomicfile.h (PATH.tmp, fsync, rename).
+// the problem; every writer goes through util/atomicfile.h (PATH.tmp, fsync, rename).
 #include "dataset/bpe.h"
 
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "atomicfile.h"
-#include "common.h"
+#include "util/atomicfile.h"
+#include "util/common.h"
 
 // ---- growing arrays and hashes ------------------------------------------------------------------
 

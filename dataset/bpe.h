@@ -1,6 +1,6 @@
 // dataset/bpe.h: byte-level BPE as GPT-2 defines it and tiktoken computes it: the vocabulary and
 // its files, pre-tokenisation, encoding (dataset/bpe.c) and training (dataset/bpe_train.c).
-// ./tokenize (tokenize.c) is the command line over this module.
+// ./tokenize (tools/tokenize.c) is the command line over this module.
 //
 // The vocabulary, V tokens (V <= 65536, so every id fits an llm.c uint16 shard):
 //   ids 0..255      the 256 single bytes, in GPT-2's bytes_to_unicode order: id 0 is '!' (0x21),
@@ -38,7 +38,7 @@ enum {
 };
 #define BPE_EOT_TEXT "<|endoftext|>"
 
-// ---- helpers shared by bpe.c, bpe_train.c and tokenize.c ------------------------------------------
+// ---- helpers shared by bpe.c, bpe_train.c and tools/tokenize.c ------------------------------------------
 
 // The whole file in a malloc'd buffer (*len bytes, plus a NUL not counted); `what` names it in the
 // messages ("input", "encoder file", ...). A missing, unreadable or directory path is refused.
@@ -121,7 +121,7 @@ void bpe_free(Bpe *b);
 // The bytes of token id (not the end of text).
 static inline const unsigned char *bpe_token(const Bpe *b, int id, size_t *len) { return bytes_map_key(&b->tokens, id, len); }
 
-// The same three files, written whole or not at all (atomicfile.h). encoder.json and vocab.bpe
+// The same three files, written whole or not at all (util/atomicfile.h). encoder.json and vocab.bpe
 // come out byte for byte as GPT-2's (JSON with \u escapes, ", " and ": " separators; "#version:
 // 0.2" then one merge per line); the llm.c tokenizer (magic 20240328, version 2) holds every
 // token's bytes, "<|endoftext|>" for the end of text.

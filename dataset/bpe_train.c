@@ -11,7 +11,7 @@
 // longer the pair's is skipped when it comes up.
 #include "dataset/bpe.h"
 
-#include "common.h"
+#include "util/common.h"
 
 enum { MIN_PAIR_COUNT = 2 };   // a pair seen once is one word memorised, not a subword
 

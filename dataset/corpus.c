@@ -7,7 +7,7 @@
 // short stories whose sentences agree with each other (a lost thing is found where it was said to
 // be; three apples and two more make five apples), dialogue with quotes, counting and sums.
 //
-// Determinism: every choice is rng_u64() modulo a small integer from the Rng in common.h with a
+// Determinism: every choice is rng_u64() modulo a small integer from the Rng in util/common.h with a
 // fixed seed; no floating point, no locale, no hash of pointers. The text is plain ASCII and
 // identical on every machine, compiler and run (tests/test_data.c pins its hash).
 // RULE when editing: at most one random draw (pick, chance, PICK, make_np, goal_place, ...) per
@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common.h"
+#include "util/common.h"
 #include "dataset/data.h"
 
 enum { CORPUS_TARGET_BYTES = 300000 };

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atomicfile.h"
-#include "common.h"
+#include "util/atomicfile.h"
+#include "util/common.h"
 
 enum {
     TOKENIZER_MAGIC = 20240328,

@@ -2,7 +2,7 @@
 // that check those files, the embedded corpus, the tokenizers and the shard writer.
 //
 // Every reader checks sizes, magic numbers and ranges, and on bad input exits through CHECK with
-// a sentence that names the file and what is wrong with it (see common.h).
+// a sentence that names the file and what is wrong with it (see util/common.h).
 #ifndef DATA_H
 #define DATA_H
 

@@ -36,7 +36,7 @@
 #ifndef TASKS_H
 #define TASKS_H
 
-#include "common.h"
+#include "util/common.h"
 #include "dataset/batch.h"
 
 #define TASK_SPLIT_MOD 8         // 1 in 8 instances (by content hash) is test, 1 in 8 validation

@@ -1,6 +1,6 @@
 // dataset/unicode_classes.h: the character classes of GPT-2's pre-tokenisation pattern, as a
 // table of code point ranges generated from the Unicode Character Database
-// (dataset/unicode_classes.c, written by dataset/gen_unicode_classes.mjs; `make unicode-classes`).
+// (dataset/unicode_classes.c, written by tools/gen_unicode_classes.mjs; `make unicode-classes`).
 #ifndef UNICODE_CLASSES_H
 #define UNICODE_CLASSES_H
 

@@ -9,8 +9,8 @@
 // a gradient that are near zero are not held to an impossible relative accuracy. A non-finite
 // value passes only where the reference holds the same non-finite value. Tensors only in GOT are
 // listed and ignored. Exit status 0 only when every compared tensor passes (2 on a usage error).
-#include "common.h"
-#include "safetensors.h"
+#include "util/common.h"
+#include "formats/safetensors.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-// tests/test_bf16.c: --precision bf16 (bf16.h). The rounding against IEEE round-to-nearest-even
+// tests/test_bf16.c: --precision bf16 (nn/bf16.h). The rounding against IEEE round-to-nearest-even
 // worked by hand on bit patterns; every path this CPU can run (portable, both emulated paths, and
 // avx512bf16 and amx where the CPU and OS have them; skipped with a message where not) against a double
 // reference on the same bf16-rounded operands, on shapes that are not multiples of the tiles, the
@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../bf16.h"
-#include "../model.h"
-#include "testutil.h"
+#include "nn/bf16.h"
+#include "model.h"
+#include "tests/testutil.h"
 
 static Rng rng;
 static void fill(real *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = (real)(2 * rng_uniform(&rng) - 1); }

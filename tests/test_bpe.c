@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "common.h"
+#include "util/common.h"
 #include "dataset/bpe.h"
 #include "dataset/data.h"
 #include "tests/bpe_naive.h"

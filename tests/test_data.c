@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "util/common.h"
 #include "dataset/data.h"
 #include "tests/testutil.h"
 

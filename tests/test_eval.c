@@ -1,5 +1,5 @@
 // tests/test_eval.c: the task evaluation and the fairness of comparisons.
-//   - the batched exact match (teacher forcing, eval.c) agrees with real greedy decoding through
+//   - the batched exact match (teacher forcing, eval/eval.c) agrees with real greedy decoding through
 //     the KV cache on every instance, for every scheme, on a briefly trained model (so that some
 //     answers are right and some wrong);
 //   - task_evaluate's buckets (every length, distinct instances, all of a small pool), the
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "dataset/tasks.h"
-#include "eval.h"
+#include "eval/eval.h"
 #include "model.h"
 #include "tests/testutil.h"
 

@@ -7,9 +7,9 @@
 // giving the same result and another key another, and no dependence on the thread count.
 #include <string.h>
 
-#include "../kernels.h"
-#include "../model.h"
-#include "testutil.h"
+#include "nn/kernels.h"
+#include "model.h"
+#include "tests/testutil.h"
 
 #define H 1e-5
 #define TOL 1e-6
@@ -171,8 +171,8 @@ static double att_loss(void *p) {
 }
 
 // The plain attention, written from the definition with the full (T, T) probability matrix: the
-// reference that the O(T)-memory kernel in attention.c must equal, forward and backward. With
-// ap->dropout: out_i = sum_j F(i,j) P(i,j) v_j, F = keep / (1 - dropout) from attention.h's mask.
+// reference that the O(T)-memory kernel in nn/attention.c must equal, forward and backward. With
+// ap->dropout: out_i = sum_j F(i,j) P(i,j) v_j, F = keep / (1 - dropout) from nn/attention.h's mask.
 static void plain_attention(real *out, real *dqkv, const real *qkv, const real *dout, const AttnPos *ap,
                             int B, int T, int C, int NH) {
     int hs = C / NH;

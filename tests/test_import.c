@@ -1,5 +1,5 @@
-// tests/test_import.c: the model files --load reads besides checkpoints (model_load, checkpoint.h)
-// and --export-llmc's writer (llmc_model.h).
+// tests/test_import.c: the model files --load reads besides checkpoints (model_load, formats/checkpoint.h)
+// and --export-llmc's writer (formats/llmc_model.h).
 //  - llm.c GPT-2 model files, written here from llm.c's documented layout (shared/REFERENCE.md;
 //    train_gpt2.py's write_model), not from the reader: versions 3 (float32) and 5 (bfloat16), a
 //    vocabulary whose padding differs from ours, none at all. Every value the writer put in a
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "llmc_model.h"
-#include "safetensors.h"
+#include "formats/checkpoint.h"
+#include "formats/llmc_model.h"
+#include "formats/safetensors.h"
 #include "tests/testutil.h"
 
 static char dir[] = "/tmp/test_import_XXXXXX";

@@ -1,4 +1,4 @@
-// tests/test_kernels.c: the blocked, vectorised gemm and the attention tiles' gemm_tile (kernels.c)
+// tests/test_kernels.c: the blocked, vectorised gemm and the attention tiles' gemm_tile (nn/kernels.c)
 // against their plain reference, on shapes that are not multiples of the register tiles (6 or 8 x 2
 // vectors), of the column chunks or of the K block (384), with
 // every operand layout the model uses (A plain, A transposed through its strides), overwriting and
@@ -7,9 +7,9 @@
 #include <string.h>
 #include <omp.h>
 
-#include "../kernels.h"
-#include "../model.h"
-#include "testutil.h"
+#include "nn/kernels.h"
+#include "model.h"
+#include "tests/testutil.h"
 
 static Rng rng;
 static void fill(real *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = (real)(2 * rng_uniform(&rng) - 1); }

@@ -4,8 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../model.h"
-#include "testutil.h"
+#include "model.h"
+#include "tests/testutil.h"
 
 static Rng rng;
 static double uni(void) { return 2 * rng_uniform(&rng) - 1; }

@@ -9,8 +9,8 @@
 //     targets (bit for bit).
 #include <string.h>
 
-#include "../model.h"
-#include "testutil.h"
+#include "model.h"
+#include "tests/testutil.h"
 
 enum { V = 19, T = 12, T_LONG = 100 };
 #define TOL 1e-10

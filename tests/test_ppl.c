@@ -1,4 +1,4 @@
-// tests/test_ppl.c: perplexity against window length (perplexity.c), double build.
+// tests/test_ppl.c: perplexity against window length (eval/perplexity.c), double build.
 //   (a) per-token losses equal a direct gpt_forward of each window, one window at a time, in both
 //       modes, on a model whose tables were extended after it was built (and they equal a model
 //       built with long tables from the start); the batch size (B*W bound) changes nothing;
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../perplexity.h"
-#include "testutil.h"
+#include "eval/perplexity.h"
+#include "tests/testutil.h"
 
 enum { V = 32, CTX = 8, NTOK = 64 };
 

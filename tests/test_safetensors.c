@@ -3,9 +3,9 @@
 // data, contiguous offsets, no .tmp left behind); hand-written files from "another writer"
 // (unaligned offsets, escapes, surrogate pairs); and rejection of broken files, each checked in a
 // forked child that must exit 1 with a message naming the file.
-#include "common.h"
-#include "safetensors.h"
-#include "testutil.h"
+#include "util/common.h"
+#include "formats/safetensors.h"
+#include "tests/testutil.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -1,7 +1,7 @@
-// tests/test_stats.c: stats.c against known values and hand-computed small cases: t quantiles,
+// tests/test_stats.c: lab/stats.c against known values and hand-computed small cases: t quantiles,
 // a t-interval, exact sign-flip p-values (and the Monte Carlo beyond 24 pairs), the binomial
 // sampler's distribution, percentiles, and the seed x instance and MRR bootstraps.
-#include "stats.h"
+#include "lab/stats.h"
 #include "tests/testutil.h"
 
 static void test_t(void) {

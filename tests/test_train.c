@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../checkpoint.h"
-#include "../dataset/loader.h"
-#include "testutil.h"
+#include "formats/checkpoint.h"
+#include "dataset/loader.h"
+#include "tests/testutil.h"
 
 static GPTConfig small_config(const char *pe, const char *pe_layers, const char *input_pe) {
     GPTConfig c = { .vocab_size = 32, .n_layer = 2, .n_head = 4, .n_embd = 32, .max_seq_len = 16 };

@@ -13,7 +13,7 @@
 //     pos_bias_layer*.dat the bias hook key by key, and for alibi, t5 and kerple their formulas
 //     (shared/REFERENCE.md); pos_rope_layer*.dat cos(p theta_k) (times xpos's zeta_k^(p/gamma),
 //     theta_k = 0 for the frequencies p-rope drops) and the all-ones score;
-//   - the NoPE paper's attention distance (attndist.h): the JSD against hand-computed values, a
+//   - the NoPE paper's attention distance (eval/attndist.h): the JSD against hand-computed values, a
 //     model against itself 0 for four schemes, against a model with layer 0's heads swapped 0 (each
 //     head finds its twin), against another scheme's model above 0 and below ln 2.
 #include <dirent.h>
@@ -21,10 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../model.h"
-#include "../attndist.h"
-#include "../viz.h"
-#include "testutil.h"
+#include "model.h"
+#include "eval/attndist.h"
+#include "eval/viz.h"
+#include "tests/testutil.h"
 
 enum { V = 19, T = 37, B = 2, NL = 2, NH = 2, C = 16 };
 #define TOL 1e-12

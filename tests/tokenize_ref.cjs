@@ -1,7 +1,7 @@
 // tests/tokenize_ref.cjs: the reference side of tests/test_tokenize_ref.sh and of make bench, run
 // with node. The reference is tiktoken's Rust core compiled to WebAssembly (npm package tiktoken),
 // encoding "gpt2" with encode_ordinary; js-tiktoken (plain JavaScript) is only timed. NPM_DIR holds
-// the packages (dataset/npm_fetch.sh).
+// the packages (tools/npm_fetch.sh).
 //
 //   node tests/tokenize_ref.cjs NPM_DIR shard OUT.bin FILE...    an llm.c shard: per FILE, the end of
 //                                                                text (50256) and then its tokens

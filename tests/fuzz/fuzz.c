@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "util/common.h"
 #include "tests/fuzz/fuzz.h"
 
 // ---- what the input holds ----------------------------------------------------------------------

@@ -1,8 +1,8 @@
-// tests/fuzz/fuzz_checkpoint.c: checkpoint files (ckpt_load, checkpoint.c). An accepted file
+// tests/fuzz/fuzz_checkpoint.c: checkpoint files (ckpt_load, formats/checkpoint.c). An accepted file
 // builds a model whose parameter count is the one stored; its training lines are key=value.
 #include <string.h>
 
-#include "checkpoint.h"
+#include "formats/checkpoint.h"
 #include "tests/fuzz/fuzz.h"
 
 void fuzz_one(const uint8_t *data, size_t size) {

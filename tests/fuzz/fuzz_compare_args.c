@@ -1,9 +1,9 @@
-// tests/fuzz/fuzz_compare_args.c: ./compare's command line (compare_parse, compare.c), one argument
+// tests/fuzz/fuzz_compare_args.c: ./compare's command line (compare_parse, lab/compare.c), one argument
 // per line of the input: lists (--task, --schemes, --seeds, --claims, --rope-extensions, --double-length), numbers
 // (--fit-target, --rope-factor, --jobs, ...), scheme labels. An accepted line has consistent sets.
 #include <string.h>
 
-#include "compare.h"
+#include "lab/compare.h"
 #include "tests/fuzz/fuzz.h"
 
 enum { MAX_ARGS = 64 };

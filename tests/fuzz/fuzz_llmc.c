@@ -1,7 +1,7 @@
-// tests/fuzz/fuzz_llmc.c: llm.c GPT-2 model files (llmc_load, llmc_model.c). An accepted file
+// tests/fuzz/fuzz_llmc.c: llm.c GPT-2 model files (llmc_load, formats/llmc_model.c). An accepted file
 // builds plain GPT-2 positions (a learned input table, every layer nope) whose wte padding rows are
 // zero and whose parameters all came from the file (the size was checked before building).
-#include "llmc_model.h"
+#include "formats/llmc_model.h"
 #include "tests/fuzz/fuzz.h"
 
 void fuzz_one(const uint8_t *data, size_t size) {

@@ -1,8 +1,8 @@
-// tests/fuzz/fuzz_safetensors.c: safetensors files (st_read, safetensors.c). Every tensor of an
+// tests/fuzz/fuzz_safetensors.c: safetensors files (st_read, formats/safetensors.c). Every tensor of an
 // accepted file is found by its name and holds as many elements as its shape says.
 #include <string.h>
 
-#include "safetensors.h"
+#include "formats/safetensors.h"
 #include "tests/fuzz/fuzz.h"
 
 void fuzz_one(const uint8_t *data, size_t size) {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "dataset/tasks.h"
-#include "eval.h"
+#include "eval/eval.h"
 #include "tests/fuzz/fuzz.h"
 #include "train_options.h"
 

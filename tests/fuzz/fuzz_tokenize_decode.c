@@ -1,4 +1,4 @@
-// tests/fuzz/fuzz_tokenize_decode.c: the shards ./tokenize decode reads (tokenize.c's open_shard and
+// tests/fuzz/fuzz_tokenize_decode.c: the shards ./tokenize decode reads (tools/tokenize.c's open_shard and
 // decode_shard, through its main as tokenize_main), with a tokenizer of the 256 bytes and an end of
 // text. A shard it accepts is an llm.c uint16 shard exactly: magic 20240520, version 1, as many
 // tokens as its header says and no byte more, every token below 257. The text goes to /dev/null.

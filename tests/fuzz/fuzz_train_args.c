@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "model.h"
-#include "perplexity.h"
+#include "eval/perplexity.h"
 #include "posenc.h"
 #include "tests/fuzz/fuzz.h"
 #include "train_options.h"

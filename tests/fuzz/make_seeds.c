@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common.h"
+#include "util/common.h"
 #include "dataset/bpe.h"
 #include "dataset/data.h"
 #include "dataset/tasks.h"
@@ -73,7 +73,7 @@ static void tokenizer(const char *file, int version, int extra) {
     CHECK(fclose(f) == 0, "cannot write the tokenizer seed %s", file);
 }
 
-// A small llm.c GPT-2 model (llmc_model.h): context 4, vocabulary 5 padded to 8, 1 layer, 2 heads,
+// A small llm.c GPT-2 model (formats/llmc_model.h): context 4, vocabulary 5 padded to 8, 1 layer, 2 heads,
 // 4 channels; version 3 (float32) or 5 (bfloat16); the padding rows zero.
 static void llmc_model(const char *file, int version) {
     FILE *f = create("llmc", file);

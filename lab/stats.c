@@ -1,0 +1,210 @@
+// lab/stats.c: t-intervals, the sign-flip permutation test, the binomial sampler and the percentile
+// bootstraps of ./compare's report (lab/stats.h says what each computes).
+#include <math.h>
+
+#include "lab/stats.h"
+
+// t(0.975, df) for df = 1..30
+static const double T975[30] = {
+    12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581836, 2.446911851, 2.364624252,
+    2.306004135, 2.262157163, 2.228138852, 2.200985160, 2.178812830, 2.160368656, 2.144786688,
+    2.131449546, 2.119905299, 2.109815578, 2.100922040, 2.093024054, 2.085963447, 2.079613845,
+    2.073873068, 2.068657610, 2.063898562, 2.059538553, 2.055529439, 2.051830516, 2.048407142,
+    2.045229642, 2.042272456,
+};
+
+double t_quantile_975(int df) {
+    if (df <= 30) return df >= 1 ? T975[df - 1] : NAN;
+    // Cornish-Fisher (Abramowitz & Stegun 26.7.5) around the normal quantile z
+    double z = 1.959963984540054, v = df, z2 = z * z;
+    double g1 = z * (z2 + 1) / 4;
+    double g2 = z * ((5 * z2 + 16) * z2 + 3) / 96;
+    double g3 = z * (((3 * z2 + 19) * z2 + 17) * z2 - 15) / 384;
+    double g4 = z * ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) / 92160;
+    return z + (g1 + (g2 + (g3 + g4 / v) / v) / v) / v;
+}
+
+Interval mean_t_interval(const double *x, int n) {
+    Interval iv = { .mean = NAN, .lo = NAN, .hi = NAN, .n = n };
+    if (n < 1) return iv;
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    iv.mean = s / n;
+    if (n < 2) return iv;
+    for (int i = 0; i < n; i++) q += (x[i] - iv.mean) * (x[i] - iv.mean);
+    double half = t_quantile_975(n - 1) * sqrt(q / (n - 1) / n);
+    iv.lo = iv.mean - half;
+    iv.hi = iv.mean + half;
+    return iv;
+}
+
+double sign_flip_p(const double *d, int n, uint64_t seed) {
+    if (n < 1) return NAN;
+    long double total = 0;
+    double scale = 0;
+    for (int i = 0; i < n; i++) { total += d[i]; scale += fabs(d[i]); }
+    double limit = fabsl(total) - 1e-9 * scale;        // |sum| >= observed, ties included
+    if (n <= SIGN_FLIP_EXACT_MAX) {
+        // Gray code order: each next pattern flips one sign, so the sum is updated in O(1);
+        // long double keeps 2^24 updates far inside the tie tolerance
+        int sign[SIGN_FLIP_EXACT_MAX];
+        for (int i = 0; i < n; i++) sign[i] = 1;
+        uint64_t patterns = 1ull << n, hits = 0;
+        long double s = total;
+        for (uint64_t g = 1; ; g++) {
+            hits += fabsl(s) >= limit;
+            if (g == patterns) break;
+            int b = __builtin_ctzll(g);
+            sign[b] = -sign[b];
+            s += 2.0L * sign[b] * d[b];
+        }
+        return (double)hits / (double)patterns;
+    }
+    Rng r;
+    rng_seed(&r, seed);
+    uint64_t hits = 0;
+    for (int k = 0; k < SIGN_FLIP_DRAWS; k++) {
+        long double s = 0;
+        uint64_t bits = 0;
+        for (int i = 0; i < n; i++) {
+            if (i % 64 == 0) bits = rng_u64(&r);
+            s += (bits >> (i % 64)) & 1 ? d[i] : -d[i];
+        }
+        hits += fabsl(s) >= limit;
+    }
+    return (hits + 1.0) / (SIGN_FLIP_DRAWS + 1.0);
+}
+
+// Binomial(n, p) for p <= 0.5 and (1-p)^n well above underflow: walk the cumulative distribution
+// from 0, P(k) = P(k-1) (n-k+1)/k p/(1-p), until it passes a uniform draw
+static int binomial_invert(Rng *r, int n, double p) {
+    double ratio = p / (1 - p), f = pow(1 - p, n), u = rng_uniform(r);
+    int k = 0;
+    while (u >= f && k < n) {
+        u -= f;
+        k++;
+        f *= ratio * (n - k + 1) / k;
+    }
+    return k;
+}
+
+int binomial_draw(Rng *r, int n, double p) {
+    if (n <= 0 || p <= 0) return 0;
+    if (p >= 1) return n;
+    if (p > 0.5) return n - binomial_draw(r, n, 1 - p);
+    // a sum of independent binomials with the same p is binomial: chunks of <= 30/p trials keep
+    // (1-p)^chunk >= e^-42
+    int chunk = n * p > 30 ? (int)(30 / p) : n, k = 0;
+    for (int done = 0; done < n; done += chunk) k += binomial_invert(r, n - done < chunk ? n - done : chunk, p);
+    return k;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void holm_adjust(const double *p, int m, double *adj) {
+    int *order = xmalloc(sizeof(int) * (m > 0 ? m : 1)), k = 0;
+    for (int i = 0; i < m; i++) {
+        adj[i] = NAN;
+        if (!isnan(p[i])) order[k++] = i;
+    }
+    for (int i = 1; i < k; i++)                    // insertion sort by p (families are small), stable
+        for (int j = i; j > 0 && p[order[j]] < p[order[j - 1]]; j--) { int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t; }
+    double run = 0;
+    for (int i = 0; i < k; i++) {
+        double a = (k - i) * p[order[i]];
+        run = fmax(run, a < 1 ? a : 1);
+        adj[order[i]] = run;
+    }
+    free(order);
+}
+
+double percentile(double *x, int n, double q) {
+    qsort(x, n, sizeof *x, cmp_double);
+    double h = (n - 1) * q;
+    int lo = (int)floor(h);
+    if (lo >= n - 1) return x[n - 1];
+    return x[lo] + (h - lo) * (x[lo + 1] - x[lo]);
+}
+
+double seed_accuracy(const SeedBuckets *s) {
+    long long num = 0, den = 0;
+    for (int i = 0; i < s->nb; i++) { num += s->b[i].correct; den += s->b[i].n; }
+    return den ? (double)num / den : NAN;
+}
+
+int bootstrap_accuracy_draws(const SeedBuckets *seeds, int n_seeds, int resamples, Rng *r, double *draws) {
+    const SeedBuckets **use = xmalloc(sizeof(*use) * (n_seeds ? n_seeds : 1));
+    int k = 0;
+    for (int i = 0; i < n_seeds; i++) if (!isnan(seed_accuracy(&seeds[i]))) use[k++] = &seeds[i];
+    for (int b = 0; k && b < resamples; b++) {
+        double sum = 0;
+        for (int j = 0; j < k; j++) {
+            const SeedBuckets *s = use[rng_u64(r) % k];                 // outer: a seed
+            long long num = 0, den = 0;
+            for (int i = 0; i < s->nb; i++) {                            // inner: its instances
+                const Bucket *u = &s->b[i];
+                if (u->n <= 0) continue;
+                num += binomial_draw(r, u->n, (double)u->correct / u->n);
+                den += u->n;
+            }
+            sum += (double)num / den;
+        }
+        draws[b] = sum / k;
+    }
+    free(use);
+    return k;
+}
+
+Interval bootstrap_accuracy(const SeedBuckets *seeds, int n_seeds, int resamples, uint64_t seed) {
+    Interval iv = { .mean = NAN, .lo = NAN, .hi = NAN, .n = 0 };
+    double sum = 0;
+    for (int i = 0; i < n_seeds; i++) {
+        double a = seed_accuracy(&seeds[i]);
+        if (!isnan(a)) { sum += a; iv.n++; }
+    }
+    if (!iv.n) return iv;
+    iv.mean = sum / iv.n;
+    Rng r;
+    rng_seed(&r, seed);
+    double *draws = xmalloc(sizeof(double) * resamples);
+    bootstrap_accuracy_draws(seeds, n_seeds, resamples, &r, draws);
+    iv.lo = percentile(draws, resamples, 0.025);
+    iv.hi = percentile(draws, resamples, 0.975);
+    free(draws);
+    return iv;
+}
+
+void bootstrap_mrr(const double *rr, int n_tasks, int n_seeds, int n_schemes, int resamples, uint64_t seed, Interval *out) {
+    Rng r;
+    rng_seed(&r, seed);
+    double *draws = xmalloc(sizeof(double) * resamples * n_schemes);
+    double *sum = xcalloc(n_schemes, sizeof(double));
+    int *cnt = xcalloc(n_schemes, sizeof(int));
+    // the observed MRR, then each resample's (NAN when a draw holds none of a scheme's entries)
+    for (int b = -1; b < resamples; b++) {
+        for (int sc = 0; sc < n_schemes; sc++) { sum[sc] = 0; cnt[sc] = 0; }
+        for (int j = 0; j < n_seeds; j++) {
+            int sd = b < 0 ? j : (int)(rng_u64(&r) % n_seeds);
+            for (int t = 0; t < n_tasks; t++)
+                for (int sc = 0; sc < n_schemes; sc++) {
+                    double v = rr[((size_t)t * n_seeds + sd) * n_schemes + sc];
+                    if (!isnan(v)) { sum[sc] += v; cnt[sc]++; }
+                }
+        }
+        for (int sc = 0; sc < n_schemes; sc++) {
+            double m = cnt[sc] ? sum[sc] / cnt[sc] : NAN;
+            if (b < 0) out[sc] = (Interval){ .mean = m, .lo = NAN, .hi = NAN, .n = cnt[sc] };
+            else draws[(size_t)sc * resamples + b] = m;
+        }
+    }
+    for (int sc = 0; sc < n_schemes; sc++) {
+        double *x = draws + (size_t)sc * resamples;
+        int k = 0;
+        for (int b = 0; b < resamples; b++) if (!isnan(x[b])) x[k++] = x[b];
+        if (k) { out[sc].lo = percentile(x, k, 0.025); out[sc].hi = percentile(x, k, 0.975); }
+    }
+    free(draws); free(sum); free(cnt);
+}

@@ -1,0 +1,580 @@
+// nn/attention.c: causal self-attention with positions as data (nn/attention.h): the fused tiled kernel,
+// forward and backward, the probabilities for pictures, the KV cache's attention, hook 2, and
+// hook 3's bias scanned for NaN and Inf (--detect-anomaly).
+//
+// Query i of row b may attend key j when j <= i and doc[b,j] == doc[b,i] (j <= T-1 instead of
+// j <= i when ap->bidirectional is set).
+//   score(i,j) = q_i . k_j / sqrt(hs) + bias_h(pos_i, pos_j)      (hook 3, if the scheme has one)
+//   p(i,j)     = exp(score(i,j) - lse_i), lse_i = log sum_j exp(score(i,j)) over allowed keys
+//   out_i      = sum_j p(i,j) v_j
+// The forward pass keeps only lse (one number per row); the backward pass recomputes the scores,
+// tile by tile, from q, k and the bias with the same code (tile_scores, below), so no (T, T)
+// matrix is ever stored: O(T) memory per row.
+// Attention dropout at rate P (training): out_i = sum_j m(i,j)/(1-P) p(i,j) v_j, the mask m a hash
+// of (ap->drop_key, row, j) (nn/kernels.h) that the backward regenerates; lse stays the undropped one.
+#include "nn/attention.h"
+
+#include "nn/kernels.h"
+
+#include <string.h>
+#include <tgmath.h>   // exp, log, sqrt follow the type of `real` (expf in the float build)
+
+// ----------------------------------------------------------------------------------------------
+// hook 2 over a qkv buffer (N,3C): q at [0,C), k at [C,2C), each NH heads of hs
+
+void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
+    const PosScheme *s = ap->scheme;
+    if (!(s->hooks & PE_HOOK_QK)) return;
+    int hs = C / NH;
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < NH; h++) {
+            real *q = qkv + (size_t)n * 3 * C + h * hs, *k = q + C;
+            if (dir == QK_FORWARD) { s->qk_forward(ap->tables, q, ap->pos[n], 0); s->qk_forward(ap->tables, k, ap->pos[n], 1); }
+            else { s->qk_backward(ap->tables, q, ap->pos[n], 0); s->qk_backward(ap->tables, k, ap->pos[n], 1); }
+        }
+}
+
+// ----------------------------------------------------------------------------------------------
+// what every attention function shares: the mask, the per-call context, hook 3's cache
+
+// The mask, in one place (forward, backward, KV cache, probabilities): query i may attend the
+// keys j < attn_limit(ap, i, T) whose document is its own (key_visible; padding has doc -1, so a
+// real token never sees it).
+static inline int attn_limit(const AttnPos *ap, int i, int T) { return ap->bidirectional ? T : i + 1; }
+static inline int key_visible(int kdoc, int qdoc) { return kdoc == qdoc; }
+
+// One attention call's fixed inputs, set once per call and read by every helper.
+typedef struct {
+    const AttnPos *ap;    // positions, documents, the layer's scheme and its parameters
+    const real *cache;    // hook 3's per-call cache (bias_cache_new) or NULL
+    const real *qkv;      // (B,T,3C) q, k, v (the KV cache: the chunk's (T,3C))
+    int T, C, NH, hs;     // T: tokens per batch row (the KV cache: in the chunk)
+    size_t C3;            // 3C, from one token to the next in qkv
+    real scale;           // 1/sqrt(hs), applied to q
+    int drop;             // 1: attention dropout (ap->dropout > 0)
+    uint32_t drop_thr;    // drop_threshold(ap->dropout)
+    real drop_scale;      // 1/(1 - ap->dropout), the kept probabilities' factor
+} AttnCall;
+
+// qkv (B,T,3C), ap->pos (B,T); cache: hook 3's, or NULL
+static AttnCall attn_call(const AttnPos *ap, const real *cache, const real *qkv, int T, int C, int NH) {
+    AttnCall x = { .ap = ap, .cache = cache, .qkv = qkv, .T = T, .C = C, .NH = NH, .hs = C / NH,
+                   .C3 = (size_t)3 * C, .scale = 1 / sqrt((real)(C / NH)), .drop = ap->dropout > 0,
+                   .drop_thr = drop_threshold(ap->dropout), .drop_scale = (real)(1 / (1 - ap->dropout)) };
+    return x;
+}
+
+// Hook 3's per-call cache (PosScheme.bias_prepare) for the query positions pos (n,), filled once
+// before the threads start: NULL when the scheme keeps none. *size receives its length in reals.
+static real *bias_cache_new(const AttnPos *ap, const int *pos, size_t n, size_t *size) {
+    const PosScheme *s = ap->scheme;
+    *size = 0;
+    if (!s->bias_prepare) return NULL;
+    int D = 1;                               // it covers query positions 0 .. D-1
+    for (size_t i = 0; i < n; i++) if (pos[i] >= D) D = pos[i] + 1;
+    *size = s->bias_cache_size(ap->tables, D);
+    real *cache = xmalloc(sizeof(real) * *size);
+    s->bias_prepare(ap->tables, ap->pe_params, D, cache);
+    return cache;
+}
+
+// ----------------------------------------------------------------------------------------------
+// the KV cache's attention: one query row at a time against every cached key
+
+// The softmax of one row of scores a (n,) over the keys of the query's document (kdoc (n,),
+// kdoc[j] == qdoc; the query's own key is always among them), in place: a becomes the
+// probabilities (0 for other documents). Returns the row's log-sum-exp. (The tiled kernel's
+// softmax is online, tile by tile, below.)
+static real softmax_row(real *a, const int *kdoc, int n, int qdoc, int qpos, int h) {
+    real mx = -INFINITY;
+    for (int j = 0; j < n; j++) if (key_visible(kdoc[j], qdoc) && a[j] > mx) mx = a[j];
+    CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model has diverged; "
+          "lower --lr", (double)mx, qpos, h);
+    real sum = 0;
+    for (int j = 0; j < n; j++) { a[j] = key_visible(kdoc[j], qdoc) ? exp(a[j] - mx) : 0; sum += a[j]; }
+    real inv = 1 / sum;
+    for (int j = 0; j < n; j++) a[j] *= inv;
+    return mx + log(sum);
+}
+
+// Query t of the chunk, head h: output o (hs,) over the keys 0 .. n-1 = P+t of kv (key j's vector
+// at kv->k + j*C + h*hs, its value likewise in kv->v); a (n,) is scratch.
+static void attend_row(const AttnCall *x, const KVKeys *kv, real *o, real *a, int t, int h) {
+    const AttnPos *ap = x->ap;
+    int n = kv->P + t + 1, hs = x->hs, qpos = ap->pos[t];
+    const real *q = x->qkv + (size_t)t * x->C3 + h * hs;
+    for (int j = 0; j < n; j++) {
+        const real *k = kv->k + (size_t)j * x->C + h * hs;
+        real dot = 0;
+        #pragma omp simd reduction(+:dot)
+        for (int c = 0; c < hs; c++) dot += q[c] * k[c];
+        a[j] = dot * x->scale;
+    }
+    if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, x->cache, h, qpos, kv->pos, n, a);   // hook 3
+    softmax_row(a, kv->doc, n, ap->doc[t], qpos, h);
+    for (int c = 0; c < hs; c++) o[c] = 0;
+    for (int j = 0; j < n; j++) {
+        if (a[j] == 0) continue;
+        const real *v = kv->v + (size_t)j * x->C + h * hs;
+        real pj = a[j];
+        #pragma omp simd
+        for (int c = 0; c < hs; c++) o[c] += pj * v[c];
+    }
+}
+
+// out (T,C); qkv (T,3C) the chunk's; ap->pos, ap->doc (T,); kv the P + T keys and values
+void attention_forward_cached(real *out, const real *qkv, const AttnPos *ap, const KVKeys *kv,
+                              int T, int C, int NH) {
+    size_t ncache;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)T, &ncache);
+    AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int h = 0; h < NH; h++)
+        for (int t = 0; t < T; t++)
+            attend_row(&x, kv, out + (size_t)t * C + h * x.hs, kv->rows + (size_t)thread_id() * kv->row_cap, t, h);
+    free(cache);
+}
+
+// ----------------------------------------------------------------------------------------------
+// hook 3's bias, scanned for NaN and Inf (--detect-anomaly)
+
+// Query i of pair (b, h): its keys j < attn_limit, into row (T,) zeroed first, as tile_scores adds them
+static void bias_row(const AttnPos *ap, const real *cache, real *row, int b, int h, int i, int T) {
+    const int *pos = ap->pos + (size_t)b * T;
+    int n = attn_limit(ap, i, T);
+    for (int j = 0; j < n; j++) row[j] = 0;
+    ap->scheme->bias_forward(ap->tables, ap->pe_params, cache, h, pos[i], pos, n, row);
+}
+
+FiniteScan attention_bias_scan(const AttnPos *ap, int B, int T, int NH) {
+    FiniteScan s = { 0, 0, SIZE_MAX, 0, 0 };
+    if (!ap->scheme->bias_forward) return s;
+    size_t ncache, n = 0, bad = 0, first = SIZE_MAX;
+    real mx = 0;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
+    real *rows = xmalloc(sizeof(real) * (size_t)max_threads() * T);      // (threads, T)
+    #pragma omp parallel for collapse(2) schedule(static) reduction(+:n, bad) reduction(min:first) reduction(max:mx)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            real *row = rows + (size_t)thread_id() * T;
+            for (int i = 0; i < T; i++) {
+                bias_row(ap, cache, row, b, h, i, T);
+                int nk = attn_limit(ap, i, T);
+                n += (size_t)nk;
+                for (int j = 0; j < nk; j++) {
+                    real a = fabs(row[j]);
+                    size_t k = (((size_t)b * NH + h) * T + i) * T + j;
+                    if (!isfinite(a)) { bad++; if (k < first) first = k; }
+                    else if (a > mx) mx = a;
+                }
+            }
+        }
+    s.n = n; s.bad = bad; s.first = first; s.maxabs = mx;
+    if (bad) {                                  // the first bad value, from its row again
+        size_t j = first % T, i = first / T % T, h = first / T / T % NH, b = first / T / T / NH;
+        bias_row(ap, cache, rows, (int)b, (int)h, (int)i, T);
+        s.first_value = rows[j];
+    }
+    free(rows); free(cache);
+    return s;
+}
+
+// ---- the fused kernel ----------------------------------------------------------------------------
+// Work is split by (batch row b, head h): one thread owns a pair, and with it the pair's slices of
+// out, lse, dq, dk and dv (no two threads write the same number). Inside a pair, queries go in
+// blocks of QB = ATT_QB rows i0 .. i0+nb-1 and keys in tiles of up to KB = ATT_KB keys
+// j0 .. j0+nk-1. A tile's scores are kept TRANSPOSED, S (nk, QB) with S[j*QB + r] the score of
+// query i0+r against key j0+j, so that the softmax runs down the keys with the block's queries in
+// vector lanes (no horizontal sums). Every product of a tile is a small matrix
+// product on the thread's own cache-resident operands (gemm_tile, nn/kernels.c):
+//   forward    S    = K_t xT     (nk, QB) = (nk, hs) (hs, QB)   xT: the block's q, transposed, x 1/sqrt(hs)
+//                                                               (+ hook 3's bias, then the mask)
+//              O   += P V_t      (nb, hs) = (nb, nk) (nk, hs)   P read out of S through its strides
+//   backward   dP^T = V_t yT     (nk, QB) = (nk, hs) (hs, QB)   yT: the block's dout, transposed
+//              dV_t += P^T dO    (nk, hs) = (nk, nb) (nb, hs)
+//              dK_t += dS^T Q    (nk, hs) = (nk, nb) (nb, hs)   dS: the score's gradient times 1/sqrt(hs)
+//              dQ   += dS K_t    (nb, hs) = (nb, nk) (nk, hs)
+// The backward's order inside a tile follows the forward's in reverse: dP; dscore = P (dP - D)
+// (with dropout's factor f on dP); hook 3's bias gradient, which is dscore itself since the bias is
+// added after the 1/sqrt(hs) scale; then dS = dscore / sqrt(hs) for dK and dQ.
+// The forward's softmax is online (running max m and sum l per row, O rescaled when m grows);
+// the backward recomputes P = exp(score - lse) tile by tile and uses D_i = dout_i . out_i for
+// sum_j P(i,j) dP(i,j), so it needs no pass over a whole row either.
+
+// One thread's scratch, ATT_SCRATCH(hs) reals from p (nn/attention.h): S and dS (KB, QB) tiles, xT
+// (the scaled q block) and yT (the dout block), each (hs, QB), the forward's output block O (QB, hs),
+// and one row of a tile for hook 3.
+typedef struct { real *S, *dS, *xT, *yT, *O, *row; } AttScratch;
+static AttScratch att_scratch(real *p, int hs) {
+    AttScratch w;
+    w.S = p; p += (size_t)ATT_KB * ATT_QB;
+    w.dS = p; p += (size_t)ATT_KB * ATT_QB;
+    w.xT = p; p += (size_t)hs * ATT_QB;
+    w.yT = p; p += (size_t)hs * ATT_QB;
+    w.O = p; p += (size_t)ATT_QB * hs;
+    w.row = p;
+    return w;
+}
+
+// One (batch row b, head h) pair, owned by one thread.
+typedef struct {
+    const real *q0;          // q of the row's token 0, head h, in qkv (T,3C); its k at q0 + C, v at q0 + 2C
+    const int *pos, *doc;    // (T,) the row's position and document ids
+    int b, h;
+    AttScratch w;            // the owning thread's scratch
+} AttnPair;
+
+// pair (b, h) of the call x; scratch: the thread's ATT_SCRATCH(hs) reals
+static AttnPair attn_pair(const AttnCall *x, real *scratch, int b, int h) {
+    AttnPair p = { .q0 = x->qkv + (size_t)b * x->T * x->C3 + h * x->hs, .pos = x->ap->pos + (size_t)b * x->T,
+                   .doc = x->ap->doc + (size_t)b * x->T, .b = b, .h = h, .w = att_scratch(scratch, x->hs) };
+    return p;
+}
+
+// xT (hs, QB) = scale x the block of nb rows x_r (row stride `stride`), transposed; zero past nb
+static void block_transpose(real *xT, const real *x, size_t stride, int nb, int hs, real scale) {
+    for (int c = 0; c < hs; c++)
+        for (int r = 0; r < ATT_QB; r++) xT[c * ATT_QB + r] = r < nb ? x[(size_t)r * stride + c] * scale : 0;
+}
+
+// The width of the key tile at j0 for the block of queries i0 .. i0+nb-1, which see keys < nkeys:
+// tiles of up to KB keys end at i0 (the last of them narrower when i0 is not a multiple of KB), then
+// come the keys from i0 on: causal, one tile of nb keys (the block's own diagonal square, the only
+// tile the causal limit cuts through); bidirectional, tiles of up to KB keys until T.
+static int tile_width(int j0, int i0, int nkeys) {
+    int end = j0 < i0 ? i0 : nkeys;
+    return end - j0 < ATT_KB ? end - j0 : ATT_KB;
+}
+
+// How many keys of the tile j0 .. j0+nk-1 lie below query i's limit (hook 3 runs on those, forward
+// and backward alike): 0 .. nk.
+static int tile_row_keys(const AttnPos *ap, int i, int j0, int nk, int T) {
+    int n = attn_limit(ap, i, T) - j0;
+    return n < 0 ? 0 : n > nk ? nk : n;
+}
+
+// The scores of the block's queries i0 .. i0+nb-1 (p->w.xT (hs, QB), from block_transpose, scaled
+// by 1/sqrt(hs)) against the pair's keys j0 .. j0+nk-1, transposed into p->w.S (nk, QB):
+// q.k/sqrt(hs), plus hook 3 (p->w.row (nk,) its scratch), and -inf where the query may not attend
+// the key (attn_limit, key_visible) and in the rows r >= nb. Returns 0, with S unfilled, when no
+// query of the block may attend any key of the tile. The forward, the backward and the
+// probabilities all score with this one function, so their scores are bit-identical.
+static int tile_scores(const AttnCall *x, const AttnPair *p, int i0, int nb, int j0, int nk) {
+    const AttnPos *ap = x->ap;
+    const int *doc = p->doc;
+    int T = x->T;
+    real *S = p->w.S, *row = p->w.row;
+    // all visible: every key below the first query's limit, one document for all keys and queries
+    int all = nb == ATT_QB && j0 + nk <= attn_limit(ap, i0, T);
+    for (int j = j0; all && j < j0 + nk; j++) all = key_visible(doc[j], doc[i0]);
+    for (int i = i0 + 1; all && i < i0 + nb; i++) all = doc[i] == doc[i0];
+    if (!all) {      // the mask itself, 0 or -inf, onto which the products are then added
+        int any = 0;
+        for (int j = 0; j < nk; j++)
+            for (int r = 0; r < ATT_QB; r++) {
+                int i = i0 + r, vis = r < nb && j0 + j < attn_limit(ap, i, T) && key_visible(doc[j0 + j], doc[i]);
+                S[(size_t)j * ATT_QB + r] = vis ? 0 : -INFINITY;
+                any |= vis;
+            }
+        if (!any) return 0;
+    }
+    gemm_tile(nk, ATT_QB, x->hs, p->q0 + (size_t)j0 * x->C3 + x->C, x->C3, 1, p->w.xT, ATT_QB, S, ATT_QB, !all);   // S (+)= K_t qT
+    if (ap->scheme->bias_forward)                                        // hook 3, one query row at a time
+        for (int r = 0; r < nb; r++) {
+            int n = tile_row_keys(ap, i0 + r, j0, nk, T);
+            if (n == 0) continue;
+            for (int j = 0; j < n; j++) row[j] = 0;
+            ap->scheme->bias_forward(ap->tables, ap->pe_params, x->cache, p->h, p->pos[i0 + r], p->pos + j0, n, row);
+            for (int j = 0; j < n; j++) S[(size_t)j * ATT_QB + r] += row[j];
+        }
+    return 1;
+}
+
+// S (nk, QB) = exp(S - shift[r]) down each column r (shift: QB reals; exp_fast, so a masked -inf
+// gives exactly 0); col_sum (QB,) += the column sums, when not NULL
+static void tile_exp(real *S, int nk, const real *shift, real *col_sum) {
+    real sum[ATT_QB] __attribute__((aligned(64))) = { 0 };
+    for (int j = 0; j < nk; j++) {
+        real *p = S + (size_t)j * ATT_QB;
+        #pragma omp simd
+        for (int r = 0; r < ATT_QB; r++) { p[r] = exp_fast(p[r] - shift[r]); sum[r] += p[r]; }
+    }
+    if (col_sum) for (int r = 0; r < ATT_QB; r++) col_sum[r] += sum[r];
+}
+
+// Dropout's row keys (QB,) of the block of queries i0 .. i0+ATT_QB-1 (nn/attention.h: row (b*NH + h)*T + i)
+static void block_drop_keys(const AttnCall *x, const AttnPair *p, int i0, uint32_t *rk) {
+    uint64_t row0 = ((x->ap->drop_b0 + (uint64_t)p->b) * x->NH + p->h) * x->T + i0;
+    for (int r = 0; r < ATT_QB; r++) rk[r] = drop_row_key(x->ap->drop_key, row0 + r);
+}
+
+// The mask's factor of query row r (row key rk) and key j: 1/(1-P) when kept, else 0
+static inline real drop_factor(const AttnCall *x, uint32_t rk, int j) {
+    return drop_keep(rk, (uint32_t)j, x->drop_thr) ? x->drop_scale : 0;
+}
+
+// out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
+// scratch (threads, ATT_SCRATCH(hs)). Memory: lse and the scratch, never (T, T).
+void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
+                       int B, int T, int C, int NH) {
+    size_t ncache;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
+    AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
+    int hs = x.hs;
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(hs), b, h);
+            AttScratch w = p.w;
+            for (int i0 = 0; i0 < T; i0 += ATT_QB) {
+                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
+                // per query row: running max m, sum l of exp(score - m), and the shift used for exp
+                real m[ATT_QB] __attribute__((aligned(64))), l[ATT_QB] __attribute__((aligned(64)));
+                real mt[ATT_QB] __attribute__((aligned(64))), shift[ATT_QB] __attribute__((aligned(64)));
+                uint32_t rk[ATT_QB] __attribute__((aligned(64)));
+                for (int r = 0; r < ATT_QB; r++) { m[r] = -INFINITY; l[r] = 0; }
+                if (x.drop) block_drop_keys(&x, &p, i0, rk);
+                memset(w.O, 0, sizeof(real) * (size_t)nb * hs);
+                block_transpose(w.xT, p.q0 + (size_t)i0 * x.C3, x.C3, nb, hs, x.scale);
+                for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
+                    nk = tile_width(j0, i0, nkeys);
+                    if (!tile_scores(&x, &p, i0, nb, j0, nk)) continue;
+                    for (int r = 0; r < ATT_QB; r++) mt[r] = -INFINITY;
+                    for (int j = 0; j < nk; j++) {
+                        const real *s = w.S + (size_t)j * ATT_QB;
+                        #pragma omp simd
+                        for (int r = 0; r < ATT_QB; r++) mt[r] = s[r] > mt[r] ? s[r] : mt[r];
+                    }
+                    for (int r = 0; r < ATT_QB; r++) {
+                        real mn = mt[r] > m[r] ? mt[r] : m[r];
+                        if (mn != m[r]) {              // the max grew: rescale what was summed so far
+                            real alpha = exp(m[r] - mn);    // 0 when m was -inf (nothing summed yet)
+                            l[r] *= alpha;
+                            if (r < nb) for (int c = 0; c < hs; c++) w.O[(size_t)r * hs + c] *= alpha;
+                            m[r] = mn;
+                        }
+                        shift[r] = m[r] == -INFINITY ? 0 : m[r];   // a row that sees no key yet: exp(-inf) = 0
+                    }
+                    tile_exp(w.S, nk, shift, l);
+                    if (x.drop)                        // l has summed the undropped P; O sums the dropped
+                        for (int j = 0; j < nk; j++) {
+                            real *s = w.S + (size_t)j * ATT_QB;
+                            #pragma omp simd
+                            for (int r = 0; r < ATT_QB; r++) s[r] *= drop_factor(&x, rk[r], j0 + j);
+                        }
+                    gemm_tile(nb, hs, nk, w.S, 1, ATT_QB, p.q0 + (size_t)j0 * x.C3 + 2 * C, x.C3, w.O, hs, 1);   // O += P V_t
+                }
+                for (int r = 0; r < nb; r++) {
+                    int i = i0 + r;
+                    CHECK(isfinite(m[r]), "attention scores became %g (query position %d, head %d): the model has diverged; "
+                          "lower --lr", (double)m[r], p.pos[i], h);
+                    real inv = 1 / l[r], *o = out + ((size_t)b * T + i) * C + h * hs;
+                    for (int c = 0; c < hs; c++) o[c] = w.O[(size_t)r * hs + c] * inv;
+                    lse[((size_t)b * NH + h) * T + i] = m[r] + log(l[r]);
+                }
+            }
+        }
+    free(cache);
+}
+
+// dqkv (B,T,3C) +=; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the
+// forward's. Per block of query rows and tile of keys, after recomputing p(i,j) = exp(score - lse_i):
+//   dP(i,j) = dout_i . v_j,   dv_j += sum_i p(i,j) dout_i,
+//   dscore(i,j) = p(i,j) (dP(i,j) - D_i),  D_i = dout_i . out_i = sum_j p(i,j) dP(i,j)
+//                                                     (softmax backward; a learned bias gets dscore)
+// With dropout (mask factor f(i,j) = m(i,j)/(1-P)): dv_j += sum_i f p dout_i, dP(i,j) = f (dout_i . v_j),
+// and still D_i = dout_i . out_i = sum_j p dP.
+//   dq_i += scale sum_j dscore(i,j) k_j,   dk_j += scale sum_i dscore(i,j) q_i
+// A learned bias gets gradient from every (b,h): each thread accumulates into its own copy, and the
+// copies are added in thread order afterwards (no race, bit-reproducible). So does the gradient of
+// the bias cache's values, which bias_finish then carries to the parameters.
+void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *out,
+                        const real *lse, const AttnPos *ap, int B, int T, int C, int NH) {
+    const PosScheme *s = ap->scheme;
+    int learned_bias = s->bias_backward && ap->pe_dparams;
+    size_t np = learned_bias ? ap->pe_nparams : 0, ncache;
+    CHECK(!learned_bias || np > 0, "internal: attention_backward needs pe_nparams for a learned bias");
+    real *dp_threads = learned_bias ? xcalloc((size_t)max_threads() * np, sizeof(real)) : NULL;      // (threads, np)
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
+    real *dcache_threads = learned_bias && cache && s->bias_finish ? xcalloc((size_t)max_threads() * ncache, sizeof(real)) : NULL;
+    AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
+    int hs = x.hs;
+    size_t C3 = x.C3;
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(hs), b, h);
+            AttScratch w = p.w;
+            real *grad0 = dqkv + (size_t)b * T * C3 + h * hs;                  // dq of token 0, head h
+            for (int i0 = 0; i0 < T; i0 += ATT_QB) {
+                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
+                const real *dout0 = dout + ((size_t)b * T + i0) * C + h * hs;      // dout of query i0, head h
+                // the block's log-sum-exps (0 past nb) and D_i
+                real lse_q[ATT_QB] __attribute__((aligned(64))), D[ATT_QB] __attribute__((aligned(64)));
+                uint32_t rk[ATT_QB] __attribute__((aligned(64)));
+                if (x.drop) block_drop_keys(&x, &p, i0, rk);
+                for (int r = 0; r < ATT_QB; r++) {
+                    lse_q[r] = r < nb ? lse[((size_t)b * NH + h) * T + i0 + r] : 0;
+                    real d = 0;
+                    if (r < nb) {
+                        const real *o = out + ((size_t)b * T + i0 + r) * C + h * hs, *g = dout0 + (size_t)r * C;
+                        for (int c = 0; c < hs; c++) d += g[c] * o[c];
+                    }
+                    D[r] = d;
+                }
+                block_transpose(w.xT, p.q0 + (size_t)i0 * C3, C3, nb, hs, x.scale);
+                block_transpose(w.yT, dout0, C, nb, hs, 1);
+                for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
+                    nk = tile_width(j0, i0, nkeys);
+                    // the forward's scores again (same function), then P = exp(score - lse)
+                    if (!tile_scores(&x, &p, i0, nb, j0, nk)) continue;
+                    tile_exp(w.S, nk, lse_q, NULL);
+                    gemm_tile(nk, ATT_QB, hs, p.q0 + (size_t)j0 * C3 + 2 * C, C3, 1, w.yT, ATT_QB, w.dS, ATT_QB, 0);  // dP^T = V_t dOT
+                    if (!x.drop)
+                        for (int j = 0; j < nk; j++) {     // dscore = p (dP - D)
+                            const real *pj = w.S + (size_t)j * ATT_QB;
+                            real *g = w.dS + (size_t)j * ATT_QB;
+                            #pragma omp simd
+                            for (int r = 0; r < ATT_QB; r++) g[r] = pj[r] * (g[r] - D[r]);
+                        }
+                    else
+                        for (int j = 0; j < nk; j++) {     // dscore = p (f dP - D); then S = f p for dV
+                            real *pj = w.S + (size_t)j * ATT_QB, *g = w.dS + (size_t)j * ATT_QB;
+                            #pragma omp simd
+                            for (int r = 0; r < ATT_QB; r++) {
+                                real f = drop_factor(&x, rk[r], j0 + j);
+                                g[r] = pj[r] * (f * g[r] - D[r]);
+                                pj[r] *= f;
+                            }
+                        }
+                    // hook 3's backward, one query row at a time: before the scale below, as the bias
+                    // was added after it in the forward
+                    if (learned_bias)
+                        for (int r = 0; r < nb; r++) {
+                            int n = tile_row_keys(ap, i0 + r, j0, nk, T);
+                            if (n == 0) continue;
+                            for (int j = 0; j < n; j++) w.row[j] = w.dS[(size_t)j * ATT_QB + r];
+                            s->bias_backward(ap->tables, ap->pe_params, cache, dp_threads + (size_t)thread_id() * np,
+                                             dcache_threads ? dcache_threads + (size_t)thread_id() * ncache : NULL,
+                                             h, p.pos[i0 + r], p.pos + j0, n, w.row);
+                        }
+                    for (int j = 0; j < nk * ATT_QB; j++) w.dS[j] *= x.scale;   // through score = q.k / sqrt(hs)
+                    real *dq = grad0 + (size_t)i0 * C3, *dk = grad0 + (size_t)j0 * C3 + C, *dv = dk + C;
+                    gemm_tile(nk, hs, nb, w.S, ATT_QB, 1, dout0, C, dv, C3, 1);                       // dV_t += P^T dO
+                    gemm_tile(nk, hs, nb, w.dS, ATT_QB, 1, p.q0 + (size_t)i0 * C3, C3, dk, C3, 1);    // dK_t += dS^T Q
+                    gemm_tile(nb, hs, nk, w.dS, 1, ATT_QB, p.q0 + (size_t)j0 * C3 + C, C3, dq, C3, 1); // dQ += dS K_t
+                }
+            }
+        }
+    if (learned_bias) {
+        for (int t = 0; t < max_threads(); t++)
+            for (size_t k = 0; k < np; k++) ap->pe_dparams[k] += dp_threads[(size_t)t * np + k];
+        free(dp_threads);
+    }
+    if (dcache_threads) {
+        for (int t = 1; t < max_threads(); t++)
+            for (size_t k = 0; k < ncache; k++) dcache_threads[k] += dcache_threads[(size_t)t * ncache + k];
+        s->bias_finish(ap->tables, ap->pe_params, cache, dcache_threads, ap->pe_dparams);
+        free(dcache_threads);
+    }
+    free(cache);
+}
+
+// ---- attention statistics -----------------------------------------------------------------------
+// The statistics need each row's final normaliser, which the forward's online softmax knows only
+// after its last tile. Rather than hold a head's (T, T) probabilities, this is a second pass over
+// the keys, tile by tile as the backward does: with lse_i known, p(i,j) = exp(score(i,j) - lse_i)
+// comes out of the forward's own tile_scores and exp, and ln p(i,j) = score(i,j) - lse_i needs no
+// log. Per (b, h) pair and block of QB query rows, memory is the forward's per-thread scratch (the
+// tile S (nk, QB)) plus three (QB,) sums; per call, part (B, NH, ATT_NSTAT) doubles. Cost: the
+// forward's q.k products and exps again (no P V product).
+
+// The sums of one (b, h) pair into st (ATT_NSTAT,) (nn/attention.h: which rows, what sums); lse_h
+// (T,): the pair's log-sum-exp of each query row, from the forward
+static void pair_stats(const AttnCall *x, AttnPair *p, const real *lse_h, double *st) {
+    const int *doc = p->doc;
+    int T = x->T, first = 0;
+    for (int i0 = 0; i0 < T; i0 += ATT_QB) {
+        int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(x->ap, i0 + nb - 1, T);
+        real lse_q[ATT_QB] __attribute__((aligned(64)));
+        int sink[ATT_QB];                                  // each row's first key: its document's start
+        double mass[ATT_QB] = { 0 }, ent[ATT_QB] = { 0 }, dist[ATT_QB] = { 0 };
+        for (int r = 0; r < ATT_QB; r++) {
+            int i = i0 + r;
+            lse_q[r] = r < nb ? lse_h[i] : 0;
+            if (r < nb && (i == 0 || doc[i] != doc[i - 1])) first = i;
+            sink[r] = first;
+        }
+        block_transpose(p->w.xT, p->q0 + (size_t)i0 * x->C3, x->C3, nb, x->hs, x->scale);
+        for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
+            nk = tile_width(j0, i0, nkeys);
+            if (!tile_scores(x, p, i0, nb, j0, nk)) continue;
+            for (int j = 0; j < nk; j++) {
+                const real *s = p->w.S + (size_t)j * ATT_QB;
+                for (int r = 0; r < nb; r++) {
+                    real lp = s[r] - lse_q[r], pr = exp_fast(lp);      // tile_exp's p(i,j), exactly
+                    if (pr == 0) continue;                             // masked (or underflowed): adds 0
+                    ent[r] -= (double)pr * lp;
+                    dist[r] += (double)pr * (i0 + r - (j0 + j));
+                    if (j0 + j == sink[r]) mass[r] += pr;
+                }
+            }
+        }
+        for (int r = 0; r < nb; r++) {
+            int i = i0 + r;
+            if (doc[i] < 0 || i == sink[r]) continue;              // padding; a document's first row
+            st[ATT_STAT_ROWS] += 1;
+            st[ATT_STAT_SINK] += mass[r];
+            st[ATT_STAT_ENTROPY] += ent[r];
+            st[ATT_STAT_DIST] += dist[r];
+        }
+    }
+}
+
+void attention_stats(double *acc, const real *qkv, const real *lse, const AttnPos *ap, real *scratch,
+                     int B, int T, int C, int NH) {
+    CHECK(!ap->bidirectional, "internal: attention_stats is defined for causal attention only");
+    size_t ncache;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
+    AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
+    double *part = xcalloc((size_t)B * NH * ATT_NSTAT, sizeof(double));   // (B, NH, ATT_NSTAT)
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), b, h);
+            pair_stats(&x, &p, lse + ((size_t)b * NH + h) * T, part + ((size_t)b * NH + h) * ATT_NSTAT);
+        }
+    for (int b = 0; b < B; b++)                    // in batch order: the same sums for any thread count
+        for (size_t k = 0; k < (size_t)NH * ATT_NSTAT; k++) acc[k] += part[(size_t)b * NH * ATT_NSTAT + k];
+    free(part);
+    free(cache);
+}
+
+// out (T,T); qkv (T,3C) and lse (NH,T) of one batch row; ap->pos, ap->doc (T,). The forward's own
+// scoring (tile_scores: same tiles, mask and hook 3), its exp and its log-sum-exp (never dropout).
+void attention_head_probs(real *out, const real *qkv, const real *lse, const AttnPos *ap, int T, int C,
+                          int NH, int h) {
+    size_t ncache;
+    real *cache = bias_cache_new(ap, ap->pos, (size_t)T, &ncache);
+    AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
+    real *scratch = xmalloc(sizeof(real) * ATT_SCRATCH(x.hs));
+    AttnPair p = attn_pair(&x, scratch, 0, h);
+    const real *lse_h = lse + (size_t)h * T;
+    memset(out, 0, sizeof(real) * (size_t)T * T);
+    for (int i0 = 0; i0 < T; i0 += ATT_QB) {
+        int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
+        real lse_q[ATT_QB] __attribute__((aligned(64)));
+        for (int r = 0; r < ATT_QB; r++) lse_q[r] = r < nb ? lse_h[i0 + r] : 0;
+        block_transpose(p.w.xT, p.q0 + (size_t)i0 * x.C3, x.C3, nb, x.hs, x.scale);
+        for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
+            nk = tile_width(j0, i0, nkeys);
+            if (!tile_scores(&x, &p, i0, nb, j0, nk)) continue;
+            tile_exp(p.w.S, nk, lse_q, NULL);
+            for (int j = 0; j < nk; j++)
+                for (int r = 0; r < nb; r++) out[(size_t)(i0 + r) * T + j0 + j] = p.w.S[(size_t)j * ATT_QB + r];
+        }
+    }
+    free(scratch);
+    free(cache);
+}

@@ -1,0 +1,750 @@
+// tools/bench.c: how fast a training step is, and how close to the machine's limit.
+//
+//   ./bench                  the whole benchmark: the machine's peak, every named config, the cost
+//                            of each positional scheme, and attention as T doubles; a table on
+//                            stdout and the same numbers in bench.csv
+//   ./bench --config NAME    one config; ends with
+//                            RESULT config=NAME tokens_per_s=X gflops=Y peak_fraction=Z peak_rss_mb=W
+//   ./bench --schemes        only the cost of each positional scheme (no CSV)
+//   ./bench --config NAME --precision bf16
+//                            the same with --precision bf16's products (nn/bf16.h); its RESULT line ends
+//                            with path=amx|avx512bf16|portable (the path that ran), and its fraction is
+//                            of the TDPBF16PS loop's peak on the amx path, of the VDPBF16PS loop's on
+//                            the avx512bf16 path (of the fp32 peak on the portable path, which
+//                            computes in fp32)
+//   ./bench --bf16           only the bf16 section of the full run (below), no CSV; with
+//                            PEGPT_BF16_PATH=avx512bf16-emulated its ceiling column is the avx512bf16
+//                            path's on any CPU (the packing is that path's code, the instruction's time
+//                            is left out)
+//   ./bench --bf16-loss      ./train's default run (1000 steps on the embedded corpus) in fp32 and in
+//                            bf16: the validation losses, which must agree within 2%
+//
+// Every config is a training step except small-eval-t32768: one forward pass (no backward, no
+// optimiser) of `small` with nope positions, a model trained at context 256, over one window of
+// 32768 tokens: the time and peak memory of scoring a long window. Its FLOPs are the forward's:
+//   tokens x (2 x (12 L C^2 + V C) + 2 L T C)
+//
+// FLOP count of a training step (forward + backward, the usual 6 x parameters x tokens rule):
+//   tokens x (6 x (12 L C^2 + V C) + 6 L T C)
+// 12 L C^2 are the four linear layers of each block, V C the LM head (tied to wte, which is a lookup
+// at the input and costs nothing there), and 6 L T C causal attention: per token q.k and p.v over
+// T/2 keys on average (2 T C) forward, twice that backward. Our backward recomputes the scores
+// (another T C), which is not counted: the number is the work any implementation must do.
+// The peak is the best of an FMA loop and OpenBLAS sgemm on the training shapes (when the bench is
+// built with OpenBLAS), measured in the same run with the same threads.
+// The full run also measures small and gpt2-124m in bf16 against fp32 (3 pairs of neighbouring
+// runs each, the median ratio), the bf16 peaks where the CPU has AVX512_BF16 or AMX, and the bf16 loss check.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#ifdef BENCH_OPENBLAS
+#include <cblas.h>
+#endif
+
+#include "nn/bf16.h"
+#include "nn/kernels.h"
+#include "model.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int g_bf16;   // --precision bf16: every model the bench builds computes its linear layers in bf16
+
+static int threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// ---- the machine ----------------------------------------------------------------------------------
+
+// What the CPU is and can do, from cpuid (x86) and /proc/cpuinfo, next to what this binary was built
+// for (-march): a binary built for AVX2 runs AVX2 code on an AVX-512 machine, and its peak is AVX2's.
+typedef struct {
+    char model[128], vendor[32];
+    int family, model_no, stepping;              // /proc/cpuinfo's cpu family, model, stepping (-1: unknown)
+    int avx2, avx512f, avx512_bf16, amx_bf16;   // the CPU has it and the OS saves its registers
+} CpuInfo;
+
+static CpuInfo cpu_info(void) {
+    CpuInfo ci = { .model = "unknown", .vendor = "unknown", .family = -1, .model_no = -1, .stepping = -1 };
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {   // the first processor's lines (they end at a blank line)
+        char *colon = strchr(line, ':');
+        if (line[0] == '\n') break;
+        if (!colon) continue;
+        if (strncmp(line, "model name", 10) == 0) {
+            snprintf(ci.model, sizeof ci.model, "%s", colon + 2);
+            ci.model[strcspn(ci.model, "\n")] = 0;
+        } else if (strncmp(line, "vendor_id", 9) == 0) {
+            snprintf(ci.vendor, sizeof ci.vendor, "%s", colon + 2);
+            ci.vendor[strcspn(ci.vendor, "\n")] = 0;
+        } else if (strncmp(line, "cpu family", 10) == 0) ci.family = atoi(colon + 1);
+        else if (strncmp(line, "model\t", 6) == 0) ci.model_no = atoi(colon + 1);
+        else if (strncmp(line, "stepping", 8) == 0) ci.stepping = atoi(colon + 1);
+    }
+    if (f) fclose(f);
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d, xcr0 = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return ci;   // no OSXSAVE: no AVX state
+    __asm__("xgetbv" : "=a"(xcr0), "=d"(d) : "c"(0));
+    int os_avx = (xcr0 & 6) == 6, os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        ci.avx2 = os_avx && (b >> 5 & 1);
+        ci.avx512f = os_avx512 && (b >> 16 & 1);
+        ci.amx_bf16 = bf16_cpu_has_amx();               // the same tests that choose gemm_bf16's path
+        ci.avx512_bf16 = bf16_cpu_has_avx512bf16();
+    }
+#endif
+    return ci;
+}
+
+static const char *built_for(void) {
+#if defined(__AVX512F__)
+    return "AVX-512 (16-float vectors)";
+#elif defined(__AVX2__)
+    return "AVX2 (8-float vectors)";
+#elif defined(__AVX__)
+    return "AVX (8-float vectors)";
+#else
+    return "SSE (4-float vectors)";
+#endif
+}
+
+// The machine's widest float vector, as for gemm (nn/kernels.c): 16 floats with AVX-512, 8 with AVX,
+// 4 otherwise. (A 64-byte vector on an AVX2 machine is not two registers' worth of speed: GCC's
+// lowering of such code ran gemm at 1.7 GFLOP/s there, 60x below the 32-byte version.)
+// FMA_CHAINS independent accumulators per thread: a core with P FMA pipes of latency L cycles needs
+// P x L chains in flight to stay busy; current x86 cores have P = 2 (some 3-4 on narrower vectors)
+// and L = 4-5, so 24 chains (of AVX-512's 32 registers) cover them all, and 14 use every one of
+// AVX2's and SSE's 16 registers that the two operands leave.
+#if defined(__AVX512F__)
+enum { FMA_LANES = 16, FMA_CHAINS = 24 };
+#elif defined(__AVX__)
+enum { FMA_LANES = 8, FMA_CHAINS = 14 };
+#else
+enum { FMA_LANES = 4, FMA_CHAINS = 14 };
+#endif
+typedef float fvec __attribute__((vector_size(FMA_LANES * sizeof(float))));
+
+// GFLOP/s of all threads running FMA_CHAINS independent chains of a*x+y for `iters` rounds.
+static double fma_loop_gflops(long iters) {
+    double t0 = now();
+    float sink = 0;
+    #pragma omp parallel reduction(+:sink)
+    {
+        fvec acc[FMA_CHAINS], x = { 0 }, y = { 0 };
+        for (int i = 0; i < FMA_LANES; i++) { x[i] = 0.999999f; y[i] = 1e-6f * i; }
+        for (int k = 0; k < FMA_CHAINS; k++) acc[k] = x * (float)k;
+        for (long it = 0; it < iters; it++) {
+            #pragma GCC unroll 32           // all chains in registers (a loop keeps them in memory)
+            for (int k = 0; k < FMA_CHAINS; k++) acc[k] = acc[k] * x + y;
+        }
+        for (int k = 0; k < FMA_CHAINS; k++) sink += acc[k][0];
+    }
+    double dt = now() - t0;
+    if (sink == 12345.0f) printf(" ");        // keep the loop alive
+    return (double)threads() * iters * FMA_CHAINS * FMA_LANES * 2 / dt / 1e9;
+}
+
+// The core clock in GHz, from a chain of dependent register-to-register adds (one cycle each on every
+// x86 core; not adds of a constant, which Intel's Golden Cove and later cores fold away at rename),
+// run on every thread at once as the FMA loop is; 0 where it cannot be read.
+static double clock_ghz(void) {
+#if defined(__x86_64__)
+    const long iters = 5000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now();
+        #pragma omp parallel
+        {
+            unsigned long x = 0, one = 1;
+            for (long i = 0; i < iters; i++)
+                __asm__ volatile("add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0" : "+r"(x) : "r"(one));
+            if (x == 1) printf(" ");
+        }
+        double ghz = 16.0 * iters / (now() - t0) / 1e9;
+        if (ghz > best) best = ghz;
+    }
+    return best;
+#else
+    return 0;
+#endif
+}
+
+// The FMA loop's peak: repeated until two measurements in a row agree within 3% (thread start-up
+// and the clock's ramp are over), then the best of five more. Each measurement is ~0.1 s.
+static double fma_peak_gflops(int *warmups) {
+    const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
+    double prev = fma_loop_gflops(iters), cur = 0;
+    int n = 1;
+    for (; n < 20; n++, prev = cur) {
+        cur = fma_loop_gflops(iters);
+        if (fabs(cur - prev) <= 0.03 * fmax(cur, prev)) break;
+    }
+    double best = fmax(prev, cur);
+    for (int r = 0; r < 5; r++) best = fmax(best, fma_loop_gflops(iters));
+    if (warmups) *warmups = n + 1;
+    return best;
+}
+
+// The products of a training step as matmul_forward / matmul_backward call them: forward
+// out = inp @ W^T; backward dinp += dout @ W and dW += dout^T @ inp (A read transposed, through its
+// strides; OpenBLAS gets CblasTrans), both accumulating (acc: C +=).
+typedef struct { int M, N, K, trans_a, acc; const char *what; } Shape;
+static const Shape SHAPES[] = {
+    { 2048, 1152, 384, 0, 0, "small: qkv" }, { 2048, 1536, 384, 0, 0, "small: fc" }, { 2048, 384, 1536, 0, 0, "small: fc proj" },
+    { 1536, 384, 2048, 1, 1, "small: fc dW" }, { 384, 1536, 2048, 1, 1, "small: fc proj dW" },
+    { 256, 2304, 768, 0, 0, "gpt2 B=4 T=64: qkv" }, { 256, 3072, 768, 0, 0, "gpt2: fc" }, { 256, 50304, 768, 0, 0, "gpt2: LM head" },
+    { 256, 768, 50304, 0, 1, "gpt2: LM head dinp" }, { 50304, 768, 256, 1, 1, "gpt2: LM head dW" }, { 3072, 768, 256, 1, 1, "gpt2: fc dW" },
+    { 1024, 3072, 768, 0, 0, "gpt2 T=1024: fc" },
+};
+enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
+
+// GFLOP/s of C (M,N) = A (M,K) @ B (K,N) (C += for the backward's products): ours in gf[0] and,
+// when built with OpenBLAS, sgemm in gf[1]. Two rounds; in each, every side runs 4 times in a row
+// and keeps its best after the first. The first run of a block pays for the other library's idle
+// threads still spinning (alternating call by call cost OpenBLAS up to half its speed on the
+// small shapes); the second round gives a stall of the shared machine a second chance to miss.
+static void gemm_gflops(const Shape *s, double gf[2]) {
+    float *a = xmalloc(sizeof(float) * s->M * s->K), *b = xmalloc(sizeof(float) * s->K * s->N);
+    float *c = xcalloc((size_t)s->M * s->N, sizeof(float));
+    int lda = s->trans_a ? s->M : s->K, acc = s->acc, sides = 1;
+#ifdef BENCH_OPENBLAS
+    sides = 2;
+#endif
+    for (size_t i = 0; i < (size_t)s->M * s->K; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    for (size_t i = 0; i < (size_t)s->K * s->N; i++) b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+    double best[2] = { 1e30, 1e30 };
+    for (int round = 0; round < 2; round++)
+        for (int side = 0; side < sides; side++)
+            for (int r = 0; r < 4; r++) {
+                double t0 = now();
+                if (side == 1) {
+#ifdef BENCH_OPENBLAS
+                    cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a,
+                                lda, b, s->N, acc ? 1.0f : 0.0f, c, s->N);
+#endif
+                } else {
+                    gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->N, c, s->N, acc);
+                }
+                double dt = now() - t0;
+                if (r > 0 && dt < best[side]) best[side] = dt;
+            }
+    (void)lda;
+    for (int side = 0; side < 2; side++) gf[side] = side < sides ? 2.0 * s->M * s->N * s->K / best[side] / 1e9 : 0;
+    free(a); free(b); free(c);
+}
+
+// ---- training steps -----------------------------------------------------------------------------
+
+typedef struct {
+    const char *name;
+    int L, C, NH, V, B, T, steps;
+    int eval_context;   // 0: training steps; else forward passes only, nope positions, a model of this
+                        // context (the window T may lie far past it), and no warm-up pass
+} Config;
+
+static const Config CONFIGS[] = {
+    { "gpt2-124m", 12, 768, 12, 50257, 4, 64, 3, 0 },
+    { "gpt2-124m-t1024", 12, 768, 12, 50257, 1, 1024, 2, 0 },
+    { "gpt2-124m-t4096", 12, 768, 12, 50257, 1, 4096, 1, 0 },   // the memory target: < 8 GB
+    { "small", 6, 384, 6, 256, 8, 256, 4, 0 },
+    { "tiny", 4, 128, 4, 256, 16, 64, 10, 0 },         // ./train's default model (4 layers, C = 128, vocab 256)
+    { "small-eval-t32768", 6, 384, 6, 256, 1, 32768, 1, 256 },   // a long window: forward only
+};
+enum { N_CONFIGS = (int)(sizeof(CONFIGS) / sizeof(CONFIGS[0])) };
+
+typedef struct {
+    double ms, tokens_per_s, gflops, share[PROF_N + 1], rss_mb;
+    double pack;   // --precision bf16: the share of the step spent packing or rounding the products' operands
+} StepResult;
+
+static double flops_per_step(const Config *c) {
+    double tokens = (double)c->B * c->T, L = c->L, C = c->C;
+    if (c->eval_context) return tokens * (2 * (12 * L * C * C + (double)c->V * C) + 2 * L * c->T * C);
+    return tokens * (6 * (12 * L * C * C + (double)c->V * C) + 6 * L * c->T * C);
+}
+
+static int cmp_double(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+
+// Builds the config with positional scheme `pe` (a layer scheme in every layer, or an input
+// scheme; NULL: the default positions), runs one warm-up step and c->steps timed steps (forward, backward, clip, AdamW); an
+// evaluation config (eval_context) runs c->steps timed forward passes and nothing else.
+static StepResult run_steps(const Config *c, const char *pe, int steps) {
+    int eval = c->eval_context > 0;
+    GPTConfig cfg = { .vocab_size = c->V, .n_layer = c->L, .n_head = c->NH, .n_embd = c->C,
+                      .max_seq_len = eval ? c->eval_context : c->T };
+    posenc_defaults(&cfg.pe, c->L);
+    char msg[256];
+    CHECK(posenc_schedule(&cfg.pe, c->L, pe, NULL, NULL, msg, sizeof msg), "%s", msg);
+    GPT m;
+    gpt_build(&m, &cfg, 1, c->T);             // position tables for the whole window
+    gpt_set_forward_only(&m, eval);           // evaluation keeps one layer's activations, as ppl does
+    gpt_set_bf16(&m, g_bf16);
+    Batch b;
+    batch_alloc(&b, c->B, c->T);
+    Rng r; rng_seed(&r, 7);
+    for (int i = 0; i < c->B * c->T; i++) { b.tokens[i] = (int)(rng_u64(&r) % c->V); b.targets[i] = (int)(rng_u64(&r) % c->V); }
+    AdamWConfig o = { 1e-4, 0.9, 0.95, 1e-8, 0.1 };
+    double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], pack0 = 0, total = 0;
+    for (int s = eval ? 0 : -1; s < steps; s++) {
+        if (s == 0) { memcpy(prof0, m.prof, sizeof prof0); pack0 = bf16_pack_seconds(); }
+        double t0 = now();
+        gpt_forward(&m, &b);
+        if (!eval) {
+            gpt_zero_grad(&m);
+            gpt_backward(&m, 1.0 / m.weight_sum);
+            gpt_adamw(&m, &o, s + 2, gpt_clip_scale(gpt_grad_norm(&m), 1.0));
+        }
+        double dt = now() - t0;
+        if (s >= 0) { ms[s] = dt * 1e3; total += dt; }
+    }
+    StepResult res = { 0 };
+    qsort(ms, steps, sizeof(double), cmp_double);
+    res.ms = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
+    res.tokens_per_s = c->B * c->T / (res.ms / 1e3);
+    res.gflops = flops_per_step(c) / (res.ms / 1e3) / 1e9;
+    double rest = total;
+    for (int k = 0; k < PROF_N; k++) { res.share[k] = (m.prof[k] - prof0[k]) / total; rest -= m.prof[k] - prof0[k]; }
+    res.share[PROF_N] = rest / total;
+    res.pack = (bf16_pack_seconds() - pack0) / total;   // (a part of the matmul share)
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    res.rss_mb = ru.ru_maxrss / 1024.0;           // ru_maxrss is in KiB: this is MiB
+    free(ms); batch_free(&b); gpt_free(&m);
+    return res;
+}
+
+// Runs a config in a child process (this program with --config), so that its peak resident
+// memory is its own; a fresh exec, because an OpenMP runtime does not survive a bare fork.
+static StepResult run_isolated(const Config *c, double peak, int bf16) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --config %s --peak %.6f --threads %d%s", (int)getpid(), c->name, peak, threads(),
+             bf16 ? " --precision bf16" : "");
+    fflush(stdout);
+    FILE *f = popen(cmd, "r");
+    CHECK(f, "bench: cannot run '%s'", cmd);
+    StepResult r = { 0 };
+    char line[1024];
+    int got = 0;
+    while (fgets(line, sizeof line, f)) {
+        got += sscanf(line, "SHARES ms=%lf tokens_per_s=%lf gflops=%lf matmul=%lf attention=%lf optimizer=%lf rest=%lf rss_mb=%lf pack=%lf",
+                      &r.ms, &r.tokens_per_s, &r.gflops, &r.share[0], &r.share[1], &r.share[2], &r.share[3], &r.rss_mb, &r.pack) == 9;
+    }
+    CHECK(pclose(f) == 0 && got == 1, "bench: config %s failed (%s)", c->name, cmd);
+    return r;
+}
+
+static const Config *find_config(const char *name) {
+    for (int i = 0; i < N_CONFIGS; i++) if (strcmp(CONFIGS[i].name, name) == 0) return &CONFIGS[i];
+    return NULL;
+}
+
+// ---- the cost of each positional scheme ----------------------------------------------------------
+
+// Rounds over every scheme on `small`, each run 2 timed steps, each round starting at another scheme;
+// a scheme's time is its median over the rounds. In a single pass the first scheme measured (nope)
+// came out 5-15% slower than every other (the process's first big allocations, the machine's
+// drift); rotated rounds spread that over all schemes instead of loading it onto the baseline.
+// csv: NULL or the CSV.
+static void scheme_overheads(FILE *csv) {
+    enum { ROUNDS = 3 };
+    int ns = posenc_count();
+    printf("\npositional schemes on `small` (ms/step, median of %d rounds over all schemes; ratio to nope, same run):\n", ROUNDS);
+    const Config *small = find_config("small");
+    StepResult *sr = xcalloc((size_t)ns * ROUNDS, sizeof(StepResult));
+    run_steps(small, posenc_scheme(PE_NOPE)->name, 1);   // a throwaway run: page faults, thread start-up
+    for (int round = 0; round < ROUNDS; round++)          // each round starts at another scheme
+        for (int k = 0; k < ns; k++) {
+            int s = (k + round * ns / ROUNDS) % ns;
+            sr[(size_t)s * ROUNDS + round] = run_steps(small, posenc_scheme(s)->name, 2);
+        }
+    double base = 0;
+    for (int s = 0; s < ns; s++) {
+        double ms[ROUNDS], att[ROUNDS];
+        for (int k = 0; k < ROUNDS; k++) { ms[k] = sr[(size_t)s * ROUNDS + k].ms; att[k] = sr[(size_t)s * ROUNDS + k].share[1]; }
+        qsort(ms, ROUNDS, sizeof(double), cmp_double);
+        qsort(att, ROUNDS, sizeof(double), cmp_double);
+        double med = ms[ROUNDS / 2];
+        if (s == PE_NOPE) base = med;
+        const char *name = posenc_scheme(s)->name;
+        printf("  %-11s %9.1f ms  %6.3f  (attention %4.1f%% of the step; rounds", name, med, med / base, 100 * att[ROUNDS / 2]);
+        for (int k = 0; k < ROUNDS; k++) printf(" %.0f", sr[(size_t)s * ROUNDS + k].ms);
+        printf(")\n");
+        if (csv) fprintf(csv, "scheme,%s,%.2f,%.1f,%.2f,,,,%.4f,,,%.4f\n", name, med, small->B * small->T / (med / 1e3),
+                flops_per_step(small) / (med / 1e3) / 1e9, att[ROUNDS / 2], med / base);
+    }
+    free(sr);
+}
+
+// ---- attention alone as T doubles ---------------------------------------------------------------
+
+static void attention_scaling(FILE *csv) {
+    int NH = 6, C = 384, B = 1;
+    printf("\nattention alone (B=1, 6 heads, C=384, nope), forward + backward, as T doubles:\n");
+    printf("  %6s %10s %14s %22s\n", "T", "ms", "memory MB", "a (T,T) matrix would be");
+    for (int T = 256; T <= 8192; T *= 2) {
+        size_t N = (size_t)B * T;
+        real *qkv = xmalloc(sizeof(real) * N * 3 * C), *out = xmalloc(sizeof(real) * N * C), *dout = xmalloc(sizeof(real) * N * C);
+        real *dqkv = xcalloc(N * 3 * C, sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
+        real *scratch = xmalloc(sizeof(real) * threads() * ATT_SCRATCH(C / NH));
+        int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
+        for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
+        for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
+        for (size_t i = 0; i < N; i++) pos[i] = (int)i;
+        PosConfig pc; posenc_defaults(&pc, 1); pc.input = PE_NOPE;
+        PosDims d = { 1, NH, C, C / NH, T };
+        PosTables t; posenc_tables_build(&t, &pc, &d, T);
+        AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
+        double t0 = now();
+        attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
+        attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
+        double ms = (now() - t0) * 1e3;
+        // what attention keeps between forward and backward, plus its per-thread scratch
+        double mb = (sizeof(real) * (double)B * NH * T + sizeof(real) * threads() * (double)ATT_SCRATCH(C / NH)) / 1e6;
+        double full = sizeof(real) * (double)B * NH * T * T / 1e6;
+        printf("  %6d %10.1f %14.3f %19.1f MB\n", T, ms, mb, full);
+        fprintf(csv, "attention,T=%d,%.3f,,,,%.4f,,,,,%.1f\n", T, ms, mb, full);
+        posenc_tables_free(&t);
+        free(qkv); free(out); free(dout); free(dqkv); free(lse); free(scratch); free(pos); free(doc);
+    }
+}
+
+// ---- main ---------------------------------------------------------------------------------------
+
+
+// Prints what the machine is: CPU, threads, what the binary was built for and what the CPU has,
+// the gemm behind the model and OpenBLAS's kernel, into *info too; returns the measured clock (0: unknown).
+static double print_machine(FILE *csv, CpuInfo *info) {
+    CpuInfo ci = cpu_info();
+    *info = ci;
+    printf("CPU: %s (%s, family %d, model %d, stepping %d), %d threads\n", ci.model, ci.vendor, ci.family, ci.model_no,
+           ci.stepping, threads());
+    printf("built for %s; the CPU has:%s%s%s%s%s\n", built_for(), ci.avx2 ? " AVX2" : "", ci.avx512f ? " AVX-512" : "",
+           ci.avx512_bf16 ? " AVX512_BF16" : "", ci.amx_bf16 ? " AMX-BF16" : "",
+           ci.avx2 || ci.avx512f ? "" : " none of AVX2, AVX-512, AVX512_BF16, AMX");
+    printf("gemm of the model: %s\n", gemm_backend());
+#ifdef BENCH_OPENBLAS
+    const char *forced = getenv("OPENBLAS_CORETYPE");
+    const char *core = openblas_get_corename();
+    printf("OpenBLAS kernel: %s (%s)\n", core, forced ? "forced by OPENBLAS_CORETYPE" : "its own choice for this CPU");
+    // an OpenBLAS older than the CPU falls back to its SSE3 kernel (Debian 12's 0.3.21 on Emerald Rapids)
+    if (!forced && strcasecmp(core, "prescott") == 0 && (ci.avx512f || ci.avx2))
+        printf("  (this OpenBLAS does not know the CPU and runs SSE3 code; OPENBLAS_CORETYPE=%s selects its %s kernel)\n",
+               ci.avx512f ? "SkylakeX" : "Haswell", ci.avx512f ? "AVX-512" : "AVX2");
+#endif
+    double ghz = clock_ghz();
+    if (ghz > 0) printf("clock measured with all threads busy: %.2f GHz\n", ghz);
+    if (csv) fprintf(csv, "machine,\"%s (%s, family %d, model %d, stepping %d)\",,,,,,,,,,%s\n", ci.model, ci.vendor,
+                     ci.family, ci.model_no, ci.stepping, built_for());
+    return ghz;
+}
+
+// The peak every fraction is taken against: the best of the FMA loop, our gemm and OpenBLAS sgemm on
+// the training shapes, each the best of repeated runs after a warm-up, on the same threads.
+typedef struct { double fma, ours, blas, best; } Peak;
+
+static Peak measure_peak(FILE *csv, int verbose) {
+    Peak pk = { 0 };
+    CpuInfo ci;
+    double ghz = verbose ? print_machine(csv, &ci) : 0;
+    int warmups = 0;
+    pk.fma = fma_peak_gflops(&warmups);
+    if (verbose) {
+        printf("FMA loop (%d chains of %d-float vectors per thread): %.1f GFLOP/s, best of 5 after %d warm-up runs\n",
+               FMA_CHAINS, FMA_LANES, pk.fma, warmups);
+        if (ghz > 0) {
+            // two FMA units of the build's width per core: Intel's server cores (AVX-512) and AMD Zen 2-5
+            // at 256 bits; Zen 4 runs a 512-bit FMA in two halves (half of this), Zen 5 has two full ones.
+            // Zen 1 and Zen+ (AMD family 23, models below 0x30) split a 256-bit FMA over their two
+            // 128-bit units: one of this width per cycle.
+            int units = !strcmp(ci.vendor, "AuthenticAMD") && ci.family == 23 && ci.model_no < 0x30 && FMA_LANES >= 8 ? 1 : 2;
+            double theory = threads() * ghz * units * FMA_LANES * 2;
+            printf("theoretical at that clock with %d FMA unit%s of this width per core: %.1f GFLOP/s "
+                   "(the loop reached %.0f%%: %.1f flops per cycle per thread)\n", units, units > 1 ? "s" : "",
+                   theory, 100 * pk.fma / theory, pk.fma / threads() / ghz);
+            if (csv) fprintf(csv, "peak,theoretical,,,%.2f,,,,,,,%.3f GHz\n", theory, ghz);
+        }
+    }
+    if (csv) fprintf(csv, "peak,fma,,,%.2f,,,,,,,\n", pk.fma);
+    if (verbose) printf("\nmatrix products on training shapes, GFLOP/s (best of 6 runs each; T: A transposed, as the\n"
+                        "backward's dW = dout^T inp; the backward's products accumulate, C +=):\n"
+                        "  %-24s %18s %9s %9s %7s\n", "shape", "M x N x K", "ours", "OpenBLAS", "ratio");
+    for (int i = 0; i < N_SHAPES; i++) {
+        const Shape *s = &SHAPES[i];
+        double gf[2];
+        gemm_gflops(s, gf);
+        pk.ours = fmax(pk.ours, gf[0]);
+        pk.blas = fmax(pk.blas, gf[1]);
+        char dims[48];
+        snprintf(dims, sizeof dims, "%dx%dx%d%s", s->M, s->N, s->K, s->trans_a ? "T" : "");
+        if (verbose) {
+            printf("  %-24s %18s %9.1f", s->what, dims, gf[0]);
+            if (gf[1] > 0) printf(" %9.1f %7.2f\n", gf[1], gf[0] / gf[1]);
+            else printf(" %9s\n", "-");
+        }
+        if (csv) fprintf(csv, "gemm,%s,,,%.2f,%.2f,,,,,,\n", dims, gf[0], gf[1]);
+    }
+    pk.best = fmax(pk.fma, fmax(pk.ours, pk.blas));
+    if (verbose) {
+        printf("best product: ours %.1f GFLOP/s", pk.ours);
+        if (pk.blas > 0) printf(", OpenBLAS %.1f", pk.blas);
+        else printf(" (build with libopenblas-dev installed to compare with OpenBLAS)");
+        printf("\npeak = the best of the FMA loop and the products: %.1f GFLOP/s\n", pk.best);
+    }
+    if (csv) fprintf(csv, "peak,ours,,,%.2f,,,,,,,\npeak,openblas,,,%.2f,,,,,,,\n", pk.ours, pk.blas);
+    return pk;
+}
+
+// A fraction of the peak above 1 means the peak was not the machine's ceiling (it was measured while
+// the machine was slower than during the step): the numbers are wrong, so none is printed.
+static void check_fraction(const char *name, double gflops, double peak) {
+    CHECK(gflops <= peak, "bench: %s ran at %.1f GFLOP/s, above the measured peak of %.1f: the peak was measured "
+          "while the machine was slower (another load, a clock change), so no fraction of it is printed; run the "
+          "bench again on a quiet machine", name, gflops, peak);
+}
+
+// Every config in its own process, then the FMA loop again, then the table: fractions are taken
+// against the best peak of the whole run, and a fraction above 1 stops the bench (check_fraction).
+static double run_configs(FILE *csv, const Peak *pk) {
+    printf("\ntraining steps, each config in its own process:");
+    StepResult res[N_CONFIGS];
+    for (int i = 0; i < N_CONFIGS; i++) {
+        printf(" %s", CONFIGS[i].name);
+        fflush(stdout);
+        res[i] = run_isolated(&CONFIGS[i], pk->best, 0);
+    }
+    // the FMA loop again: a peak measured while the machine was slow would inflate every fraction
+    double fma_end = fma_peak_gflops(NULL), peak = fmax(pk->best, fma_end);
+    printf("\nFMA loop after the configs: %.1f GFLOP/s (%+.1f%% from the start)%s; peak %.1f GFLOP/s\n", fma_end,
+           100 * (fma_end / pk->fma - 1), fabs(fma_end / pk->fma - 1) > 0.1 ? ": the machine changed speed during the run" : "",
+           peak);
+    fprintf(csv, "peak,fma_after_configs,,,%.2f,,,,,,,\npeak,best,,,%.2f,,,,,,,\n", fma_end, peak);
+    for (int i = 0; i < N_CONFIGS; i++) check_fraction(CONFIGS[i].name, res[i].gflops, peak);
+    printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps; the last row\n"
+           "is one forward pass only, see below; %%peak of %.1f GFLOP/s):\n", peak);
+    printf("  %-16s %9s %9s %8s %7s %8s %7s %7s %7s %7s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
+           "RSS MiB", "matmul", "attn", "optim", "rest");
+    for (int i = 0; i < N_CONFIGS; i++) {
+        const Config *c = &CONFIGS[i];
+        StepResult r = res[i];
+        printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", c->name, r.ms, r.tokens_per_s,
+               r.gflops, 100 * r.gflops / peak, r.rss_mb, 100 * r.share[0], 100 * r.share[1], 100 * r.share[2], 100 * r.share[3]);
+        fprintf(csv, "config,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,\n", c->name, r.ms, r.tokens_per_s, r.gflops,
+                r.gflops / peak, r.rss_mb, r.share[0], r.share[1], r.share[2], r.share[3]);
+    }
+    printf("  (small-eval-t32768: one forward pass of `small` with nope positions, trained context 256, over one\n"
+           "   window of 32768 tokens: ms/step is that pass, GFLOP/s counts forward FLOPs, no backward or AdamW)\n");
+    fflush(stdout);
+    return peak;
+}
+
+// ---- bf16 against fp32 --------------------------------------------------------------------------
+
+// The peak a bf16 step's fraction is of: the TDPBF16PS loop on the amx path, the VDPBF16PS loop on
+// the avx512bf16 path, the fp32 peak on the others (the portable path's products run in fp32; the
+// emulated paths are the tests').
+static double bf16_reference_peak(double fp32_peak, double *dp_peak, double *amx_peak) {
+    *dp_peak = bf16_peak_gflops(1.0);
+    *amx_peak = bf16_amx_peak_gflops(1.0);
+    Bf16Path p = bf16_path();
+    return p == BF16_AMX ? *amx_peak : p == BF16_AVX512 ? *dp_peak : fp32_peak;
+}
+
+static double median3(double a, double b, double c) {
+    double v[3] = { a, b, c };
+    qsort(v, 3, sizeof v[0], cmp_double);
+    return v[1];
+}
+
+// small and gpt2-124m with --precision bf16 against fp32, each run in its own process, as 3 pairs
+// (fp32, then bf16) one after the other: the medians of each precision's tokens/s and of the 3
+// pairs' ratios, with the ratios' range. A ratio of neighbours in time, not of runs minutes apart:
+// on a shared machine one config's speed drifts by 10-30% over minutes, and a pair sees the same
+// drift.
+static void bf16_section(FILE *csv, double peak) {
+    enum { PAIRS = 3 };
+    _Static_assert(PAIRS == 3, "the medians below are of 3");
+    double bpeak, apeak, ref = bf16_reference_peak(peak, &bpeak, &apeak);
+    printf("\n--precision bf16: path %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
+    if (bpeak > 0) printf("VDPBF16PS loop: %.1f GFLOP/s, %.2f x the fp32 peak\n", bpeak, bpeak / peak);
+    if (apeak > 0) printf("TDPBF16PS loop: %.1f GFLOP/s, %.2f x the fp32 peak\n", apeak, apeak / peak);
+    if (bpeak == 0 && apeak == 0)
+        printf("no AVX512_BF16 or AMX on this CPU: no bf16 peak (the portable path's fraction is of the fp32 peak)\n");
+    if (csv) fprintf(csv, "peak,bf16,,,%.2f,,,,,,,%s\n", bpeak, bf16_path_name(bf16_path()));
+    if (csv && apeak > 0) fprintf(csv, "peak,amx,,,%.2f,,,,,,,%s\n", apeak, bf16_path_name(bf16_path()));
+    static const char *names[] = { "small", "gpt2-124m" };
+    printf("  %d pairs of runs (fp32, then bf16) per config; medians, and the pairs' ratios' range. pack: the share of\n"
+           "  the bf16 step spent packing (rounding) operands; ceiling: bf16/fp32 if the bf16 products' instructions took\n"
+           "  no time (the bf16 step less its products, plus their packing), the most a faster path could give\n", PAIRS);
+    printf("  %-12s %14s %14s %10s %15s %8s %8s %9s %9s\n", "config", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32", "ratio range",
+           "%peak", "pack", "ceiling", "RSS MiB");
+    for (int k = 0; k < 2; k++) {
+        const Config *c = find_config(names[k]);
+        StepResult f[PAIRS], h[PAIRS];
+        double ratio[PAIRS], ceiling[PAIRS];
+        for (int p = 0; p < PAIRS; p++) {
+            f[p] = run_isolated(c, peak, 0);
+            h[p] = run_isolated(c, ref, 1);
+            check_fraction(names[k], h[p].gflops, ref);
+            ratio[p] = h[p].tokens_per_s / f[p].tokens_per_s;
+            ceiling[p] = ratio[p] / (1 - h[p].share[0] + h[p].pack);
+        }
+        double ceil_med = median3(ceiling[0], ceiling[1], ceiling[2]);
+        double tf = median3(f[0].tokens_per_s, f[1].tokens_per_s, f[2].tokens_per_s);
+        double th = median3(h[0].tokens_per_s, h[1].tokens_per_s, h[2].tokens_per_s);
+        double mr = median3(ratio[0], ratio[1], ratio[2]), lo = ratio[0], hi = ratio[0];
+        for (int p = 1; p < PAIRS; p++) { lo = fmin(lo, ratio[p]); hi = fmax(hi, ratio[p]); }
+        int mid = 0;                                   // the bf16 run with the median tokens/s, for the rest
+        for (int p = 0; p < PAIRS; p++) if (h[p].tokens_per_s == th) mid = p;
+        const StepResult *r = &h[mid];
+        printf("  %-12s %14.1f %14.1f %9.2fx %7.2f-%.2fx %7.1f%% %7.1f%% %8.2fx %9.0f\n", names[k], tf, th, mr, lo, hi,
+               100 * r->gflops / ref, 100 * r->pack, ceil_med, r->rss_mb);
+        if (csv) fprintf(csv, "bf16,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,%s %.4f fp32 %.1f range %.4f-%.4f pack %.4f ceiling %.4f\n",
+                names[k], r->ms, th, r->gflops, r->gflops / ref, r->rss_mb, r->share[0], r->share[1], r->share[2], r->share[3],
+                bf16_path_name(bf16_path()), mr, tf, lo, hi, r->pack, ceil_med);
+    }
+    fflush(stdout);
+}
+
+// ./train's default run in fp32 and in bf16 (the same seed): the validation loss after 1000 steps.
+// Returns 0 when they agree within 2%.
+static int bf16_loss_check(FILE *csv) {
+    double val[2] = { 0, 0 };
+    printf("\n./train's default run (the embedded corpus, 1000 steps, %d threads) in fp32 and in bf16:\n", threads());
+    for (int k = 0; k < 2; k++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "./train --steps 1000 --log-every 100 --threads %d --precision %s", threads(), k ? "bf16" : "fp32");
+        fflush(stdout);
+        FILE *f = popen(cmd, "r");
+        CHECK(f, "bench: cannot run '%s'", cmd);
+        char line[1024];
+        int step = 0;
+        while (fgets(line, sizeof line, f)) {
+            int st, total;
+            char *v = strstr(line, "| val ");
+            if (sscanf(line, "step %d/%d", &st, &total) == 2 && v && st == 1000) { val[k] = strtod(v + 6, NULL); step = st; }
+        }
+        CHECK(pclose(f) == 0 && step == 1000, "bench: '%s' failed or printed no validation loss at step 1000 (is ./train built?)", cmd);
+        printf("  %s: validation loss %.4f at step 1000\n", k ? "bf16" : "fp32", val[k]);
+    }
+    double rel = fabs(val[1] - val[0]) / val[0];
+    int ok = rel <= 0.02;
+    printf("  bf16 against fp32: %+.2f%% (%s: the limit is 2%%; bf16 path %s)\n", 100 * (val[1] - val[0]) / val[0],
+           ok ? "within" : "NOT within", bf16_path_name(bf16_path()));
+    if (csv) fprintf(csv, "bf16_loss,default,,,,,,,,,,fp32 %.4f bf16 %.4f\n", val[0], val[1]);
+    return !ok;
+}
+
+int main(int argc, char **argv) {
+    const char *only = NULL;
+    double given_peak = 0;
+    int schemes_only = 0, loss_only = 0, bf16_only = 0;
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--schemes") == 0) schemes_only = 1;
+        else if (strcmp(argv[i], "--bf16-loss") == 0) loss_only = 1;
+        else if (strcmp(argv[i], "--bf16") == 0) bf16_only = 1;
+        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+            const char *p = argv[++i];
+            CHECK(!strcmp(p, "fp32") || !strcmp(p, "bf16"), "--precision %s: give fp32 or bf16", p);
+            g_bf16 = !strcmp(p, "bf16");
+        }
+        else if (strcmp(argv[i], "--peak") == 0 && i + 1 < argc) {
+            given_peak = strtod(argv[++i], &end);
+            CHECK(*end == 0 && given_peak > 0, "--peak must be a positive number of GFLOP/s");
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            long n = strtol(argv[++i], &end, 10);
+            CHECK(*end == 0 && n >= 1 && n <= 1024, "--threads must be an integer in [1, 1024]");
+#ifdef _OPENMP
+            omp_set_num_threads((int)n);
+#endif
+        } else {
+            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
+                            "  --schemes: only the table of positional schemes (no CSV)\n"
+                            "  --bf16: only the bf16 section (the fp32 peak, the bf16 peaks, small and gpt2-124m in pairs of fp32 and bf16 runs; no CSV)\n"
+                            "  --bf16-loss: ./train's default run in fp32 and bf16, validation losses within 2%%\nconfigs (small-eval-t32768: "
+                            "one forward pass over a 32768-token window):");
+            for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
+            fprintf(stderr, "\n");
+            return strcmp(argv[i], "--help") == 0 ? 0 : 1;
+        }
+    }
+#ifdef BENCH_OPENBLAS
+    openblas_set_num_threads(threads());          // the sgemm reference gets the same threads as we do
+#endif
+    if (schemes_only) {
+        scheme_overheads(NULL);
+        return 0;
+    }
+    if (loss_only) return bf16_loss_check(NULL);
+    if (bf16_only) {
+        double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
+        printf("fp32 peak: %.1f GFLOP/s\n", peak);
+        bf16_section(NULL, peak);
+        return 0;
+    }
+    CHECK(!g_bf16 || only, "--precision applies to --config NAME (the full bench runs both precisions)");
+    if (only) {
+        const Config *c = find_config(only);
+        CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
+              "small-eval-t32768)", only);
+        // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
+        StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, c->steps);
+        double bpeak = 0, apeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
+        if (g_bf16) {
+            printf("bf16 path: %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
+            if (given_peak == 0) peak = bf16_reference_peak(peak, &bpeak, &apeak);
+        }
+        // a child of the full bench gets the peak (the parent checks fractions against its final one)
+        if (given_peak == 0) check_fraction(c->name, r.gflops, peak);
+        printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
+               c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
+        if (g_bf16)
+            printf("the products' operand packing (or rounding): %.1f%% of the step, %.1f ms (part of the products' %.1f%%)\n",
+                   100 * r.pack, r.pack * r.ms, 100 * r.share[0]);
+        printf("SHARES ms=%.4f tokens_per_s=%.2f gflops=%.4f matmul=%.5f attention=%.5f optimizer=%.5f rest=%.5f rss_mb=%.2f pack=%.5f\n",
+               r.ms, r.tokens_per_s, r.gflops, r.share[0], r.share[1], r.share[2], r.share[3], r.rss_mb, r.pack);
+        printf("RESULT config=%s tokens_per_s=%.1f gflops=%.2f peak_fraction=%.4f peak_rss_mb=%.1f",
+               c->name, r.tokens_per_s, r.gflops, r.gflops / peak, r.rss_mb);
+        if (g_bf16) printf(" path=%s", bf16_path_name(bf16_path()));
+        printf("\n");
+        return 0;
+    }
+
+    FILE *csv = fopen("bench.csv", "w");
+    CHECK(csv, "cannot write bench.csv");
+    fprintf(csv, "kind,name,ms_per_step,tokens_per_s,gflops,peak_fraction_or_blas_gflops,peak_rss_mb,matmul_share,attention_share,optimizer_share,rest_share,extra\n");
+    Peak pk = measure_peak(csv, 1);
+    double peak = run_configs(csv, &pk);
+    bf16_section(csv, peak);
+    scheme_overheads(csv);
+    attention_scaling(csv);
+    int bad = bf16_loss_check(csv);
+    fclose(csv);
+    printf("\nwrote bench.csv\n");
+    CHECK(!bad, "bench: bf16's validation loss is not within 2%% of fp32's (above)");
+    return 0;
+}
