@@ -34,8 +34,8 @@ LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
 CORE = util/common.c util/atomicfile.c model.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c dataset/batch.c
-LIB = $(CORE) formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = util/common.h util/atomicfile.h dist/dist.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
+LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
+HDR = util/common.h util/atomicfile.h dist/dist.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
@@ -131,7 +131,7 @@ tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 # (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
 # every source but the driver tests/fuzz/fuzz.c, which then frees what a refused input allocated.
 FUZZ = checkpoint safetensors shard tokenizer train_args compare_args task llmc import bpe_vocab bpe_encode tokenize_decode
-FUZZ_LIB_checkpoint = formats/checkpoint.c formats/llmc_model.c formats/safetensors.c $(CORE)
+FUZZ_LIB_checkpoint = formats/checkpoint.c formats/safetensors.c $(CORE)
 FUZZ_LIB_safetensors = util/common.c util/atomicfile.c formats/safetensors.c
 FUZZ_LIB_shard = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
@@ -139,7 +139,7 @@ FUZZ_LIB_train_args = train_options.c eval/perplexity.c dataset/tasks.c dataset/
 FUZZ_LIB_compare_args = lab/compare.c lab/compare_report.c lab/stats.c util/common.c posenc.c posenc_schemes.c dist/dist.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_llmc = formats/llmc_model.c $(CORE)
-FUZZ_LIB_import = $(FUZZ_LIB_checkpoint)
+FUZZ_LIB_import = formats/modelfile.c formats/llmc_model.c $(FUZZ_LIB_checkpoint)
 FUZZ_LIB_bpe_vocab = $(BPE)
 FUZZ_LIB_bpe_encode = $(BPE)
 FUZZ_LIB_tokenize_decode = tools/tokenize.c $(BPE)

@@ -30,6 +30,7 @@
 #include "dataset/tasks.h"
 #include "eval/eval.h"
 #include "formats/llmc_model.h"
+#include "formats/modelfile.h"
 #include "model.h"
 #include "eval/viz.h"
 #include "eval/longrope.h"

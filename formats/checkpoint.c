@@ -1,4 +1,4 @@
-// formats/checkpoint.c: checkpoint files, safetensors export, and the dump of one training step.
+// formats/checkpoint.c: checkpoint files, safetensors export and import, and the dump of one training step.
 #include "formats/checkpoint.h"
 
 #include <errno.h>
@@ -7,10 +7,8 @@
 #include <unistd.h>
 
 #include "util/atomicfile.h"
-#include "formats/llmc_model.h"
 #include "formats/safetensors.h"
 
-static const char MAGIC[8] = { 'G', 'P', 'T', 'P', 'E', 'C', 'K', '1' };
 enum { CKPT_VERSION = 1 };
 
 // ---- writing ----------------------------------------------------------------------------------
@@ -57,7 +55,7 @@ void ckpt_save(const char *path, const GPT *m, const char *train_kv, const Train
     char *text = config_text(m, train_kv, flags & 1 ? st : NULL, &klen);
     uint32_t k = (uint32_t)klen;
     uint64_t P = m->num_params;
-    af_write(&o, MAGIC, 8);
+    af_write(&o, CKPT_MAGIC, 8);
     af_write(&o, &version, 4);
     af_write(&o, &flags, 4);
     af_write(&o, &k, 4);
@@ -180,7 +178,7 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
     struct stat sb;
     CHECK(fstat(fileno(in.f), &sb) == 0, "cannot stat '%s'", path);
     char magic[8];
-    CHECK(fread(magic, 1, 8, in.f) == 8 && memcmp(magic, MAGIC, 8) == 0,
+    CHECK(fread(magic, 1, 8, in.f) == 8 && memcmp(magic, CKPT_MAGIC, 8) == 0,
           "'%s' is not a checkpoint of this program (bad magic); pass a file written by --save", path);
     uint32_t version, flags, klen;
     in_read(&in, &version, 4, "the version");
@@ -366,7 +364,7 @@ void dump_step(const char *path, GPT *m, const Batch *b) {
     free(ids); free(logits);
 }
 
-// ---- import: --load of any model file ---------------------------------------------------------
+// ---- import: --load of an export --------------------------------------------------------------
 
 // shape as text, "[3, 4]", for messages
 static const char *shape_text(int ndim, const int64_t *shape, char *buf, size_t cap) {
@@ -414,9 +412,9 @@ static void check_exported_tensors(const char *path, const StFile *f, const GPTC
     free(want);
 }
 
-// --load of an export: the model from the "config" metadata (parsed as a checkpoint's config
-// lines), every parameter from its tensor. The inverse of export_safetensors, bit for bit.
-static void st_import(const char *path, GPT *m, int max_pos, CkptAdjust adjust, void *ctx) {
+// The model from the "config" metadata (parsed as a checkpoint's config lines), every parameter
+// from its tensor. The inverse of export_safetensors, bit for bit.
+void import_safetensors(const char *path, GPT *m, int max_pos, CkptAdjust adjust, void *ctx) {
     StFile f;
     st_read(path, &f);
     char *json = st_metadata_string(&f, "config", path);
@@ -443,33 +441,4 @@ static void st_import(const char *path, GPT *m, int max_pos, CkptAdjust adjust, 
             for (int c = 0; c < cols; c++) p[(size_t)r * cols + c] = x[t->transpose ? (size_t)c * rows + r : (size_t)r * cols + c];
     }
     st_file_free(&f);
-}
-
-typedef enum { MODEL_FILE_CHECKPOINT, MODEL_FILE_LLMC, MODEL_FILE_SAFETENSORS, MODEL_FILE_UNKNOWN } ModelFileKind;
-
-// What a model file is, from its first bytes: this program's magic, llm.c's model magic (int32
-// 20240326), or the '{' that opens a safetensors header after its 8-byte length.
-static ModelFileKind model_file_kind(const char *path) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f, "cannot open checkpoint '%s': %s", path, strerror(errno));
-    unsigned char b[9];
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
-    uint32_t word = n >= 4 ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24 : 0;
-    if (n >= 8 && memcmp(b, MAGIC, 8) == 0) return MODEL_FILE_CHECKPOINT;
-    if (n >= 4 && word == LLMC_MODEL_MAGIC) return MODEL_FILE_LLMC;
-    if (n == 9 && b[8] == '{') return MODEL_FILE_SAFETENSORS;
-    return MODEL_FILE_UNKNOWN;
-}
-
-void model_load(const char *path, GPT *m, int max_pos, char **train_kv, CkptAdjust adjust, void *ctx) {
-    if (train_kv) *train_kv = NULL;
-    switch (model_file_kind(path)) {
-    case MODEL_FILE_CHECKPOINT: ckpt_load(path, m, max_pos, train_kv, NULL, adjust, ctx); break;
-    case MODEL_FILE_LLMC: llmc_load(path, m, max_pos, adjust, ctx); break;
-    case MODEL_FILE_SAFETENSORS: st_import(path, m, max_pos, adjust, ctx); break;
-    default:
-        CHECK(0, "'%s' is not a checkpoint of this program (magic GPTPECK1, written by --save), an llm.c GPT-2 model "
-              "(magic %d) or a safetensors file written by --export; pass one of those", path, LLMC_MODEL_MAGIC);
-    }
 }

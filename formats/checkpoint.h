@@ -1,4 +1,5 @@
-// formats/checkpoint.h: checkpoints (save/resume), safetensors export and the one-step dump.
+// formats/checkpoint.h: checkpoints (save/resume), safetensors export and import, and the one-step
+// dump. formats/modelfile.h tells a model file's format by its first bytes and calls the reader.
 //
 // Checkpoint file (all integers little-endian):
 //   bytes 0..7   magic "GPTPECK1"
@@ -23,6 +24,8 @@
 
 #include "model.h"
 
+#define CKPT_MAGIC "GPTPECK1"   // a checkpoint's first 8 bytes
+
 typedef struct {
     int has_opt;         // optimiser state present
     int64_t step;        // optimiser steps done
@@ -40,17 +43,10 @@ void ckpt_save(const char *path, const GPT *m, const char *train_kv, const Train
 // the parameters (and, when present and st is non-NULL, the optimiser state). *train_kv receives
 // the train.* lines (caller frees; may be NULL). adjust (may be NULL) may change the config before
 // the model is built: a new context, context-extension settings; the parameter count must stay.
-// Exits with a message naming the file on any problem.
+// Exits with a message naming the file on any problem. CkptAdjust is every model-file reader's hook
+// (formats/llmc_model.h, formats/modelfile.h take it too).
 typedef void (*CkptAdjust)(GPTConfig *cfg, void *ctx);
 void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st, CkptAdjust adjust, void *ctx);
-
-// --load: a model file of any format this program reads, told apart by its first bytes, not its
-// name: a checkpoint (ckpt_load, weights only), an llm.c GPT-2 model (formats/llmc_model.h: version 3 or 5),
-// or a safetensors file written by export_safetensors (the model from its "config" metadata, each
-// parameter from its tensor: export then import is the identity, bit for bit). max_pos, train_kv
-// and adjust as for ckpt_load; *train_kv is NULL for the files that hold no training lines. Every
-// size is checked before the model is built; exits with a message naming the file on any problem.
-void model_load(const char *path, GPT *m, int max_pos, char **train_kv, CkptAdjust adjust, void *ctx);
 
 // The export contract (README.md): every parameter as F32 under HF GPT-2 names, Conv1D weights
 // transposed to (in, out), wte cut to the real vocabulary; metadata format=pt and config JSON.
@@ -61,5 +57,10 @@ void export_safetensors(const char *path, const GPT *m);
 void dump_step(const char *path, GPT *m, const Batch *b);
 // The "config" JSON object of the export metadata.
 void model_config_json(const GPT *m, char *buf, size_t cap);
+// Reads a safetensors file written by export_safetensors: the model from its "config" metadata
+// (the checkpoint's config lines), each parameter from its tensor; export then import is the
+// identity, bit for bit. max_pos and adjust as for ckpt_load. Every tensor is checked against the
+// config before the model is built; exits with a message naming the file on any problem.
+void import_safetensors(const char *path, GPT *m, int max_pos, CkptAdjust adjust, void *ctx);
 
 #endif

@@ -21,7 +21,7 @@
 #ifndef LLMC_MODEL_H
 #define LLMC_MODEL_H
 
-#include "formats/checkpoint.h"
+#include "formats/checkpoint.h"   // CkptAdjust, the readers' hook
 
 enum { LLMC_MODEL_MAGIC = 20240326, LLMC_HEADER_INTS = 256 };
 

@@ -1,4 +1,4 @@
-// tests/test_import.c: the model files --load reads besides checkpoints (model_load, formats/checkpoint.h)
+// tests/test_import.c: the model files --load reads besides checkpoints (model_load, formats/modelfile.h)
 // and --export-llmc's writer (formats/llmc_model.h).
 //  - llm.c GPT-2 model files, written here from llm.c's documented layout (shared/REFERENCE.md;
 //    train_gpt2.py's write_model), not from the reader: versions 3 (float32) and 5 (bfloat16), a
@@ -15,6 +15,7 @@
 
 #include "formats/checkpoint.h"
 #include "formats/llmc_model.h"
+#include "formats/modelfile.h"
 #include "formats/safetensors.h"
 #include "tests/testutil.h"
 

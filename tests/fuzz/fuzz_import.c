@@ -1,9 +1,9 @@
-// tests/fuzz/fuzz_import.c: --load's model files (model_load, formats/checkpoint.c): told apart by their
+// tests/fuzz/fuzz_import.c: --load's model files (model_load, formats/modelfile.c): told apart by their
 // first bytes, then a checkpoint (ckpt_load, also fuzz_checkpoint), an llm.c model (also fuzz_llmc)
-// or a safetensors export (st_import: st_read, the config metadata through st_json_lines and the
-// checkpoint's config parser, every tensor against the config). An accepted file builds a model
-// whose tensors all fit in the file.
-#include "formats/checkpoint.h"
+// or a safetensors export (import_safetensors: st_read, the config metadata through st_json_lines
+// and the checkpoint's config parser, every tensor against the config). An accepted file builds a
+// model whose tensors all fit in the file.
+#include "formats/modelfile.h"
 #include "tests/fuzz/fuzz.h"
 
 void fuzz_one(const uint8_t *data, size_t size) {
