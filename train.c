@@ -26,6 +26,7 @@
 #include "formats/checkpoint.h"
 #include "dataset/data.h"
 #include "dist/dist.h"
+#include "dist/dist_grad.h"
 #include "dataset/loader.h"
 #include "dataset/tasks.h"
 #include "eval/eval.h"

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/common.h"
+
 #ifdef USE_MPI
 #include <mpi.h>
 #endif
