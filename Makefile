@@ -38,7 +38,7 @@ LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval
 HDR = util/common.h util/atomicfile.h dist/dist.h dist/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_train.c dataset/unicode_classes.c
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-alibi reproduce-collapse
 all: train compare tokenize $(TESTS)
@@ -110,7 +110,11 @@ tests/test_data: $(call fobj,tests/test_data.c util/common.c util/atomicfile.c d
 	$(LINK)
 tests/test_stream: $(call fobj,tests/test_stream.c util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c)
 	$(LINK)
-tests/test_tasks: $(call fobj,tests/test_tasks.c util/common.c util/atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c)
+TASKS_TEST_LIB = tests/task_reader.c util/common.c util/atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c
+$(call fobj,tests/test_tasks.c tests/test_tasks_sets.c tests/task_reader.c): tests/task_reader.h
+tests/test_tasks: $(call fobj,tests/test_tasks.c $(TASKS_TEST_LIB))
+	$(LINK)
+tests/test_tasks_sets: $(call fobj,tests/test_tasks_sets.c $(TASKS_TEST_LIB))
 	$(LINK)
 tests/test_safetensors: $(call fobj,tests/test_safetensors.c util/common.c util/atomicfile.c formats/safetensors.c)
 	$(LINK)
@@ -188,6 +192,7 @@ test: all $(FUZZ_SA)
 	./tests/test_data
 	./tests/test_stream
 	./tests/test_tasks
+	./tests/test_tasks_sets
 	./tests/test_safetensors
 	OMP_NUM_THREADS=2 ./tests/test_import
 	OMP_NUM_THREADS=2 ./tests/test_train

@@ -1,0 +1,204 @@
+// tests/task_reader.c: an instance of each task read back and its answer recomputed here
+// (tests/task_reader.h), not by dataset/tasks.c's generators.
+#include "tests/task_reader.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const NAMES[N_TASKS] = {"copy", "copy-2x", "copy-repeat", "copy-repeat-2x", "copy-change",
+                                    "reverse", "reverse-2x", "addition", "sort", "sum", "parity", "retrieval"};
+
+uint64_t fnv1a(const char *s, int n) {
+    uint64_t h = 14695981039346656037ull;
+    for (int i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ull; }
+    return h;
+}
+int class_of_string(const char *s, int n) {
+    uint64_t h = fnv1a(s, n);
+    h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdull;
+    h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h % TASK_SPLIT_MOD == 0 ? TASK_TEST : h % TASK_SPLIT_MOD == 1 ? TASK_VAL : TASK_TRAIN;
+}
+int is_test_string(const char *s, int n) { return class_of_string(s, n) == TASK_TEST; }
+
+void letters_defaults(TaskConfig *c, int task) {
+    task_defaults(c, task);
+    if (task_has_symbols(task)) c->alphabet = 26;
+}
+
+void to_bytes(const int *tok, int n, char *s) {
+    for (int i = 0; i < n; i++) s[i] = (char)tok[i];
+    s[n] = '\0';
+}
+
+static int all_in(const char *s, int n, char lo, char hi) {
+    for (int i = 0; i < n; i++)
+        if (s[i] < lo || s[i] > hi) return 0;
+    return 1;
+}
+
+// Big-number sum of two decimal strings (most significant digit first) into out.
+static void big_add(const char *a, int la, const char *b, int lb, char *out) {
+    char rev[BUF];
+    int k = 0, carry = 0;
+    for (int i = 0; i < la || i < lb || carry; i++) {
+        int d = carry + (i < la ? a[la - 1 - i] - '0' : 0) + (i < lb ? b[lb - 1 - i] - '0' : 0);
+        rev[k++] = (char)('0' + d % 10);
+        carry = d / 10;
+    }
+    while (k > 1 && rev[k - 1] == '0') k--;
+    for (int i = 0; i < k; i++) out[i] = rev[k - 1 - i];
+    out[k] = '\0';
+}
+
+static int cmp_char(const void *x, const void *y) { return *(const char *)x - *(const char *)y; }
+
+// ---- the answer of each task, from the body (bl bytes between the tag and the '=') ----
+// Each reads the body into *pr (pr->n and the task's fields), writes the answer into want (*wl
+// bytes, without the '\n') and returns NULL, or what is wrong with the body.
+typedef const char *(*AnswerFn)(int task, const char *body, int bl, Parsed *pr, char *want, int *wl);
+
+// copy, copy-2x, reverse, reverse-2x, sort: random letters
+static const char *answer_letters(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    if (!all_in(body, bl, 'a', 'z')) return "body is not lowercase letters";
+    pr->n = bl;
+    if (task == 0 || task == 1) { memcpy(want, body, (size_t)bl); *wl = bl; }
+    if (task == 1) { memcpy(want + bl, body, (size_t)bl); *wl = 2 * bl; }
+    if (task == 5 || task == 6) {
+        for (int i = 0; i < bl; i++) want[i] = body[bl - 1 - i];
+        *wl = bl;
+    }
+    if (task == 6) { memcpy(want + bl, body, (size_t)bl); *wl = 2 * bl; }
+    if (task == 8) {
+        memcpy(want, body, (size_t)bl);
+        qsort(want, (size_t)bl, 1, cmp_char);
+        *wl = bl;
+    }
+    return NULL;
+}
+
+// copy-repeat, copy-repeat-2x, copy-change: one letter repeated
+static const char *answer_repeat(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    if (!all_in(body, bl, 'a', 'z')) return "body is not lowercase letters";
+    for (int i = 1; i < bl; i++)
+        if (body[i] != body[0]) return "body is not one letter repeated";
+    pr->n = bl;
+    char y = task == 4 ? (body[0] == 'z' ? 'a' : (char)(body[0] + 1)) : body[0];
+    *wl = task == 3 ? 2 * bl : bl;
+    memset(want, y, (size_t)*wl);
+    return NULL;
+}
+
+static const char *answer_addition(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    (void)task;
+    const char *plus = memchr(body, '+', (size_t)bl);
+    if (!plus) return "addition without '+'";
+    int la = (int)(plus - body), lb = bl - la - 1;
+    const char *a = body, *b = plus + 1;
+    if (la < 1 || lb < 1 || !all_in(a, la, '0', '9') || !all_in(b, lb, '0', '9')) return "operands are not numbers";
+    if ((la > 1 && a[0] == '0') || (lb > 1 && b[0] == '0')) return "operand with a leading zero";
+    pr->n = la > lb ? la : lb;
+    pr->longer = lb > la;
+    pr->shorter_len = la < lb ? la : lb;
+    big_add(a, la, b, lb, want);
+    *wl = (int)strlen(want);
+    if (la <= 18 && lb <= 18) {  // a second, machine-integer opinion
+        char ca[32], cb[32], cs[32];
+        memcpy(ca, a, (size_t)la); ca[la] = '\0';
+        memcpy(cb, b, (size_t)lb); cb[lb] = '\0';
+        snprintf(cs, sizeof cs, "%llu", strtoull(ca, NULL, 10) + strtoull(cb, NULL, 10));
+        if (strcmp(cs, want) != 0) return "big-number addition disagrees with integers (test bug)";
+    }
+    return NULL;
+}
+
+// sum, parity
+static const char *answer_digits(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    int acc = 0;
+    if (!all_in(body, bl, task == 9 ? '1' : '0', task == 9 ? '9' : '1')) return "body has a wrong digit";
+    for (int i = 0; i < bl; i++) acc += body[i] - '0';
+    pr->n = bl;
+    want[0] = task == 9 ? (char)('0' + acc % 10) : (acc % 2 ? 'o' : 'e');
+    *wl = 1;
+    return NULL;
+}
+
+static const char *answer_retrieval(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    (void)task;
+    if (bl < 3 || body[bl - 2] != '?' || body[bl - 1] < 'a' || body[bl - 1] > 'z') return "no question ?L";
+    char asked = body[bl - 1];
+    const char *h = body;
+    int hl = bl - 2;
+    char labels[32];
+    int found = 0;
+    for (int i = 0; i < hl;) {
+        if (h[i] == '#') {
+            if (i + 9 > hl || h[i + 1] < 'a' || h[i + 1] > 'z' || h[i + 2] != ':' || !all_in(h + i + 3, 5, '0', '9') ||
+                h[i + 8] != ' ')
+                return "malformed key";
+            if (pr->keys >= 26) return "more than 26 keys";
+            if (i >= 9 && h[i - 9] == '#') return "two keys without filler between them";
+            for (int k = 0; k < pr->keys; k++)
+                if (labels[k] == h[i + 1]) return "two keys share a label";
+            labels[pr->keys++] = h[i + 1];
+            if (h[i + 1] == asked) {
+                found++;
+                pr->asked_at = i;
+                pr->filler_before = pr->filler;
+                memcpy(want, h + i + 3, 5);
+                *wl = 5;
+            }
+            i += 9;
+        } else {
+            unsigned char ch = (unsigned char)h[i];
+            if (ch < 32 || ch > 126 || ch == '=' || ch == '?') return "filler has a separator or non-printable byte";
+            pr->filler++;
+            i++;
+        }
+    }
+    if (found != 1) return "the asked label is not exactly one key";
+    pr->n = hl;
+    return NULL;
+}
+
+static const AnswerFn ANSWER[N_TASKS] = {
+    answer_letters, answer_letters, answer_repeat, answer_repeat, answer_repeat, answer_letters,
+    answer_letters, answer_addition, answer_letters, answer_digits, answer_digits, answer_retrieval };
+
+// The form every task shares (the tag, one line, the '=': the only one, in retrieval the last, and
+// the haystack's reader refuses any before it), then the task's answer against the target.
+const char *check_instance(int task, const char *s, int len, Parsed *pr) {
+    static char why[256];
+    memset(pr, 0, sizeof *pr);
+    if (task < 0 || task >= N_TASKS) return "unknown task";
+    const char *tag = task_info(task)->tag;
+    int tl = (int)strlen(tag);
+    if (len < tl + 3 || strncmp(s, tag, (size_t)tl) != 0) return "does not start with the tag";
+    if (s[len - 1] != '\n') return "does not end with a newline";
+    if (memchr(s, '\n', (size_t)len - 1)) return "has a newline before its end";
+    int eq = -1, n_eq = 0;
+    for (int i = 0; i < len; i++)
+        if (s[i] == '=') { eq = i; n_eq++; }
+    if (eq < 0) return "has no '='";
+    if (task != RETRIEVAL && n_eq != 1) return "has more than one '='";
+    if (task != RETRIEVAL) {  // the first '=' is the separator
+        eq = (int)(strchr(s, '=') - s);
+    }
+    pr->prompt_len = eq + 1;
+    pr->target_len = len - eq - 1;
+    const char *body = s + tl, *target = s + eq + 1;
+    int bl = eq - tl, gl = len - eq - 2;  // body and target lengths (target without '\n')
+    char want[BUF];
+    int wl = 0;
+    if (bl < 1) return "empty body";
+    const char *bad = ANSWER[task](task, body, bl, pr, want, &wl);
+    if (bad) return bad;
+    if (gl != wl || memcmp(target, want, (size_t)wl) != 0) {
+        snprintf(why, sizeof why, "target '%.*s' is not the answer '%.*s'", gl < 100 ? gl : 100, target,
+                 wl < 100 ? wl : 100, want);
+        return why;
+    }
+    return NULL;
+}

@@ -1,0 +1,488 @@
+// tests/test_tasks_sets.c: the synthetic tasks (dataset/tasks.h), their instances in bulk: the
+// train/validation/test split by content hash (empty classes, the fraction, no string in two
+// classes), the test lengths and depths, the packed training batches, the numbered pools and the
+// evaluation sets drawn from them, and the default alphabet. Instances are read back by
+// tests/task_reader.h; tests/test_tasks.c checks them one by one.
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/common.h"
+#include "dataset/tasks.h"
+#include "tests/task_reader.h"
+#include "tests/testutil.h"
+
+// A length whose instances all hash to other classes gives 0 for this one: parity n=1 has exactly
+// two instances, so whether each class is empty is known here.
+static void test_empty_split(void) {
+    TaskConfig c;
+    letters_defaults(&c, 10);
+    const char *all[2] = {"par:0=e\n", "par:1=o\n"};
+    int has[3] = {0, 0, 0};
+    for (int i = 0; i < 2; i++) has[class_of_string(all[i], 8)] = 1;
+    int tok[64];
+    Rng r;
+    rng_seed(&r, 3);
+    for (int split = 0; split < 3; split++) {
+        int p, len = task_instance(&c, 1, -1.0, split, &r, tok, 64, &p);
+        EXPECT((len > 0) == has[split], "parity n=1 split %d: got %d tokens, the split has %s", split, len,
+               has[split] ? "an instance" : "none");
+    }
+}
+
+// The hash rule reserves about 1 in TASK_SPLIT_MOD of every task's instances: all 676 copy and
+// reverse instances of two letters, all 729 sum instances of three digits.
+static void test_split_fraction(void) {
+    const char *fmt[3] = {"copy:%c%c=%c%c\n", "rev:%c%c=%c%c\n", "sum:%c%c%c=%c\n"};
+    for (int f = 0; f < 3; f++) {
+        int test = 0, all = 0;
+        for (int a = 0; a < 26; a++)
+            for (int b = 0; b < 26; b++)
+                for (int d = 0; d < (f == 2 ? 27 : 1); d++) {
+                    char s[32];
+                    int len;
+                    if (f == 0) len = snprintf(s, sizeof s, fmt[0], 'a' + a, 'a' + b, 'a' + a, 'a' + b);
+                    else if (f == 1) len = snprintf(s, sizeof s, fmt[1], 'a' + a, 'a' + b, 'a' + b, 'a' + a);
+                    else {
+                        if (a >= 9 || b >= 9 || d >= 9) continue;
+                        len = snprintf(s, sizeof s, fmt[2], '1' + a, '1' + b, '1' + d, '0' + (a + b + d + 3) % 10);
+                    }
+                    test += is_test_string(s, len);
+                    all++;
+                }
+        double frac = (double)test / all;
+        EXPECT(frac > 0.08 && frac < 0.17, "%.4s: %d of %d instances are test (%.3f)", fmt[f], test, all, frac);
+    }
+}
+
+static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+// 2000 train, 2000 test and 2000 validation instances at a small length: no string is in two
+// classes; every instance of the tiny copy-repeat space lands in exactly one.
+static void test_disjoint(void) {
+    enum { M = 2000, S = 3 * M };
+    int tasks[] = {0, 8, 10, 2};
+    int lens[] = {3, 4, 12, 4};
+    for (int ti = 0; ti < 4; ti++) {
+        TaskConfig c;
+        letters_defaults(&c, tasks[ti]);
+        char **str = xmalloc(S * sizeof(char *));
+        int *split_of = xmalloc(S * sizeof(int));
+        Rng r;
+        rng_seed(&r, 100 + (uint64_t)ti);
+        int tok[256], k = 0, wrong = 0;
+        for (int split = 0; split < 3; split++)
+            for (int i = 0; i < M; i++) {
+                int p, len = task_instance(&c, lens[ti], -1.0, split, &r, tok, 256, &p);
+                CHECK(len > 0, "test_disjoint: no instance of %s at %d", NAMES[tasks[ti]], lens[ti]);
+                str[k] = xmalloc((size_t)len + 1);
+                to_bytes(tok, len, str[k]);
+                if (class_of_string(str[k], len) != split) wrong++;
+                split_of[k++] = split;
+            }
+        EXPECT(wrong == 0, "%s: %d instances in the wrong split by the hash rule", NAMES[tasks[ti]], wrong);
+        // sort the strings, remembering their split through a side array
+        char **sorted = xmalloc(S * sizeof(char *));
+        memcpy(sorted, str, S * sizeof(char *));
+        qsort(sorted, S, sizeof(char *), cmp_str);
+        int shared = 0, distinct = 1;
+        for (int i = 1; i < S; i++) {
+            if (strcmp(sorted[i], sorted[i - 1]) == 0) {
+                // find the splits of the two equal strings
+                int sa = -1, sb = -1;
+                for (int j = 0; j < S; j++) {
+                    if (str[j] == sorted[i]) sa = split_of[j];
+                    if (str[j] == sorted[i - 1]) sb = split_of[j];
+                }
+                if (sa != sb) shared++;
+            } else {
+                distinct++;
+            }
+        }
+        EXPECT(shared == 0, "%s n=%d: %d strings appear in two classes", NAMES[tasks[ti]], lens[ti], shared);
+        EXPECT(distinct > 20, "%s n=%d: only %d distinct instances", NAMES[tasks[ti]], lens[ti], distinct);
+        for (int i = 0; i < S; i++) free(str[i]);
+        free(str); free(sorted); free(split_of);
+    }
+}
+
+static void test_lengths(void) {
+    TaskConfig c;
+    int l[128];
+    letters_defaults(&c, 0);
+    int k = task_test_lengths(&c, l, 128);
+    int ok = k == 40;
+    for (int i = 0; ok && i < k; i++) ok = l[i] == i + 1;
+    EXPECT(ok, "copy test lengths: 1..40 (got %d)", k);
+    EXPECT(task_test_lengths(&c, l, 10) == 10 && l[9] == 10, "test lengths stop at cap");
+    double d[8];
+    EXPECT(task_test_depths(&c, d, 8) == 1 && d[0] == -1.0, "copy test depths: one entry, -1");
+    letters_defaults(&c, RETRIEVAL);
+    k = task_test_lengths(&c, l, 128);
+    EXPECT(k == 4 && l[0] == 64 && l[1] == 128 && l[2] == 256 && l[3] == 512, "retrieval test lengths 64..512 (got %d)", k);
+    c.train_min = 44;
+    k = task_test_lengths(&c, l, 128);
+    EXPECT(k == 4 && l[0] == 44 && l[3] == 352, "retrieval from 44: 44, 88, 176, 352 (got %d, last %d)", k, l[k - 1]);
+    c.n_depths = 1;
+    EXPECT(task_test_depths(&c, d, 8) == 1 && d[0] == 0.5, "one depth: the middle");
+}
+
+// Packed batches: each row is whole training instances (docs 0, 1, ... with positions from 0),
+// then padding; weights exactly on the tokens that predict a target token; targets the next token.
+// Returns the number of instances; appends their lengths n to ns (when not NULL).
+static int check_batch(int task, const Batch *b, int *ns, int *first_len, int *pad_len) {
+    int count = 0, bad = 0;
+    char s[BUF + 1];
+    for (int row = 0; row < b->B; row++) {
+        const int *tok = b->tokens + (size_t)row * b->T, *tg = b->targets + (size_t)row * b->T;
+        const int *pos = b->pos + (size_t)row * b->T, *doc = b->doc + (size_t)row * b->T;
+        const float *w = b->weights + (size_t)row * b->T;
+        int t = 0, d = 0;
+        double wsum = 0, target_sum = 0;
+        while (t < b->T && doc[t] >= 0) {
+            int len = 0;
+            while (t + len < b->T && doc[t + len] == d) len++;
+            if (len == 0) {  // doc ids must count 0, 1, 2, ... then -1
+                bad++;
+                fprintf(stderr, "  row %d token %d: doc %d, expected %d or -1\n", row, t, doc[t], d);
+                break;
+            }
+            for (int i = 0; i < len; i++) s[i] = (char)tok[t + i];
+            s[len] = '\0';
+            Parsed pr;
+            const char *why = check_instance(task, s, len, &pr);
+            if (why || class_of_string(s, len) != TASK_TRAIN) {
+                if (bad++ < 3) fprintf(stderr, "  row %d doc %d: %s: %.60s\n", row, d, why ? why : "not a training instance", s);
+            } else {
+                for (int i = 0; i < len; i++) {
+                    int want_w = i + 1 >= pr.prompt_len && i + 1 < len;
+                    int want_tg = i + 1 < len ? tok[t + i + 1] : '\n';
+                    if (pos[t + i] != i || tg[t + i] != want_tg || w[t + i] != (float)want_w) {
+                        if (bad++ < 3) fprintf(stderr, "  row %d doc %d token %d: pos %d target %d weight %g\n", row, d, i,
+                                               pos[t + i], tg[t + i], w[t + i]);
+                        break;
+                    }
+                    wsum += w[t + i];
+                }
+                target_sum += pr.target_len;  // the target tokens, '\n' included
+                if (ns) ns[count] = pr.n;
+            }
+            if (d == 0 && first_len) first_len[row] = len;
+            count++;
+            t += len;
+            d++;
+        }
+        if (d == 0) { bad++; fprintf(stderr, "  row %d has no instance\n", row); }
+        if (pad_len) pad_len[row] = b->T - t;
+        for (; t < b->T; t++)
+            if (doc[t] != -1 || w[t] != 0.0f || pos[t] != 0 || tok[t] != '\n' || tg[t] != '\n') {
+                if (bad++ < 3) fprintf(stderr, "  row %d token %d: bad padding (doc %d)\n", row, t, doc[t]);
+                break;
+            }
+        if (wsum != target_sum) {
+            bad++;
+            fprintf(stderr, "  row %d: weights sum to %g, targets have %g tokens\n", row, wsum, target_sum);
+        }
+    }
+    EXPECT(bad == 0, "%s: %d problems in a packed batch", NAMES[task], bad);
+    return count;
+}
+
+static void test_fill_batch(void) {
+    for (int task = 0; task < N_TASKS; task++) {
+        TaskConfig c;
+        letters_defaults(&c, task);
+        int T = task_max_tokens(&c, c.train_max) + 5;
+        if (T < 64) T = 64;
+        Batch b;
+        batch_alloc(&b, 6, T);
+        Rng r;
+        rng_seed(&r, 31);
+        int first_len[6], pad_len[6];
+        int total = 0;
+        for (int k = 0; k < 3; k++) {
+            task_fill_batch(&c, &r, &b);
+            total += check_batch(task, &b, NULL, first_len, pad_len);
+            // a row ends only when the next instance (which opens the next row) does not fit
+            for (int row = 0; row + 1 < 6; row++)
+                EXPECT(pad_len[row] < first_len[row + 1], "%s row %d: %d tokens of padding, yet the next instance (%d) "
+                       "was not packed there", NAMES[task], row, pad_len[row], first_len[row + 1]);
+        }
+        EXPECT(total >= 18, "%s: %d instances in 3 batches of 6 rows", NAMES[task], total);
+        batch_free(&b);
+    }
+
+    // nothing is dropped: one batch of 4 rows equals four batches of 1 row from the same seed
+    TaskConfig c;
+    letters_defaults(&c, 5);
+    Batch b4, b1;
+    batch_alloc(&b4, 4, 50);
+    batch_alloc(&b1, 1, 50);
+    Rng r4, r1;
+    rng_seed(&r4, 77);
+    rng_seed(&r1, 77);
+    task_fill_batch(&c, &r4, &b4);
+    int same = 1;
+    for (int row = 0; row < 4; row++) {
+        task_fill_batch(&c, &r1, &b1);
+        same &= memcmp(b1.tokens, b4.tokens + row * 50, 50 * sizeof(int)) == 0 &&
+                memcmp(b1.doc, b4.doc + row * 50, 50 * sizeof(int)) == 0;
+    }
+    EXPECT(same, "four 1-row batches differ from one 4-row batch: an instance was dropped at a row end");
+    EXPECT(r1.s == r4.s, "the Rng ends in the same state either way");
+    batch_free(&b4);
+    batch_free(&b1);
+
+    // training lengths are uniform over [train_min, train_max]
+    letters_defaults(&c, 0);
+    Batch b;
+    batch_alloc(&b, 16, 64);
+    Rng r;
+    rng_seed(&r, 5);
+    int hist[21] = {0}, ns[16 * 64], n_all = 0;
+    for (int k = 0; k < 100; k++) {
+        task_fill_batch(&c, &r, &b);
+        int m = check_batch(0, &b, ns, NULL, NULL);
+        for (int i = 0; i < m; i++) {
+            if (ns[i] >= 1 && ns[i] <= 20) hist[ns[i]]++;
+            n_all++;
+        }
+    }
+    int lo = n_all, hi = 0;
+    for (int n = 1; n <= 20; n++) {
+        if (hist[n] < lo) lo = hist[n];
+        if (hist[n] > hi) hi = hist[n];
+    }
+    double mean = n_all / 20.0;
+    EXPECT(lo > 0.75 * mean && hi < 1.25 * mean, "copy training lengths not uniform: counts %d..%d, mean %.1f", lo, hi, mean);
+    batch_free(&b);
+}
+
+// Pool sizes counted by hand, and the numbering covers the pool exactly: instance i of every i is
+// a correct instance of length n, no two are equal, and every instance the generator draws is one
+// of them.
+static uint64_t tok_hash(const int *t, int n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) { h ^= (uint64_t)t[i]; h *= 1099511628211ull; }
+    return h;
+}
+static int cmp_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static void test_pools(void) {
+    struct { int task, alphabet, n; long long want; } sizes[] = {
+        {10, 0, 3, 8}, {10, 0, 20, 1 << 20}, {10, 0, 21, -1}, {7, 0, 1, 100}, {7, 0, 2, 9900}, {7, 0, 3, 990000},
+        {7, 0, 4, -1}, {9, 0, 2, 81}, {0, 5, 3, 125}, {8, 26, 2, 676}, {2, 640, 40, 640}, {4, 7, 9, 7},
+        {0, 640, 2, 409600}, {0, 640, 3, -1}, {RETRIEVAL, 0, 64, -1},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        TaskConfig c;
+        task_defaults(&c, sizes[i].task);
+        if (sizes[i].alphabet) c.alphabet = sizes[i].alphabet;
+        long long got = task_pool_size(&c, sizes[i].n);
+        EXPECT(got == sizes[i].want, "%s n=%d alphabet %d: pool %lld, want %lld", NAMES[sizes[i].task], sizes[i].n,
+               sizes[i].alphabet, got, sizes[i].want);
+    }
+    // coverage on small pools, byte alphabets so check_instance reads them
+    struct { int task, n; } cover[] = { {0, 2}, {1, 2}, {2, 5}, {3, 3}, {4, 4}, {5, 3}, {6, 2}, {7, 1}, {7, 2}, {8, 3}, {9, 4}, {10, 6} };
+    for (size_t ci = 0; ci < sizeof cover / sizeof *cover; ci++) {
+        int task = cover[ci].task, n = cover[ci].n, tok[BUF], p;
+        char s[BUF + 1];
+        TaskConfig c;
+        letters_defaults(&c, task);
+        long long P = task_pool_size(&c, n);
+        uint64_t *h = xmalloc(sizeof(uint64_t) * (size_t)P);
+        int bad = 0;
+        for (long long i = 0; i < P; i++) {
+            int len = task_pool_instance(&c, n, i, tok, BUF, &p);
+            to_bytes(tok, len, s);
+            Parsed pr;
+            const char *why = check_instance(task, s, len, &pr);
+            if (why || pr.n != n || pr.prompt_len != p) {
+                if (bad++ < 3) fprintf(stderr, "  %s n=%d instance %lld: %s: %s", NAMES[task], n, i, why ? why : "wrong length", s);
+            }
+            h[i] = tok_hash(tok, len);
+        }
+        qsort(h, (size_t)P, sizeof *h, cmp_u64);
+        int dup = 0;
+        for (long long i = 1; i < P; i++) dup += h[i] == h[i - 1];
+        Rng r;
+        rng_seed(&r, 40 + ci);
+        int missing = 0;
+        for (int k = 0; k < 300; k++) {
+            int len = task_instance(&c, n, -1.0, k % 3, &r, tok, BUF, &p);
+            if (!len) continue;
+            uint64_t x = tok_hash(tok, len);
+            missing += bsearch(&x, h, (size_t)P, sizeof *h, cmp_u64) == NULL;
+        }
+        EXPECT(bad == 0 && dup == 0 && missing == 0, "%s n=%d: %d bad, %d repeated, %d drawn instances not numbered (pool %lld)",
+               NAMES[task], n, bad, dup, missing, P);
+        free(h);
+    }
+}
+
+// A set's instances: all distinct, all of the class, at length n.
+static int set_problems(const TaskConfig *c, int n, int split, const TaskSet *s) {
+    int bad = 0;
+    uint64_t *h = xmalloc(sizeof(uint64_t) * (size_t)(s->count + 1));
+    for (int i = 0; i < s->count; i++) {
+        const int *t = s->tokens + (size_t)i * s->stride;
+        char str[BUF + 1];
+        to_bytes(t, s->len[i], str);
+        Parsed pr;
+        if (check_instance(c->task, str, s->len[i], &pr) || pr.n != n || pr.prompt_len != s->prompt_len[i] ||
+            class_of_string(str, s->len[i]) != split) bad++;
+        h[i] = tok_hash(t, s->len[i]);
+    }
+    qsort(h, (size_t)s->count, sizeof *h, cmp_u64);
+    for (int i = 1; i < s->count; i++) bad += h[i] == h[i - 1];
+    free(h);
+    return bad;
+}
+
+// Enumeration: a small pool gives each instance of the class exactly once; fewer asked gives that
+// many, distinct, of the class; no pool: distinct draws of the class. The same seed, the same set.
+static void test_eval_sets(void) {
+    TaskConfig c;
+    letters_defaults(&c, 0);                                   // copy, n = 2: 676 instances
+    int want[3] = {0, 0, 0}, tok[BUF], p;
+    for (long long i = 0; i < 676; i++) {
+        int len = task_pool_instance(&c, 2, i, tok, BUF, &p);
+        char s[64];
+        to_bytes(tok, len, s);
+        want[class_of_string(s, len)]++;
+    }
+    EXPECT(want[0] + want[1] + want[2] == 676 && want[1] > 40 && want[2] > 40, "copy n=2 classes %d %d %d", want[0], want[1], want[2]);
+    for (int split = 0; split < 3; split++) {
+        TaskSet s;
+        int got = task_eval_set(&c, 2, -1.0, split, 100000, 5, &s);
+        EXPECT(got == want[split] && s.pool == want[split] && set_problems(&c, 2, split, &s) == 0,
+               "copy n=2 class %d: %d instances (pool %lld), want every one of %d, once", split, got, s.pool, want[split]);
+        task_set_free(&s);
+    }
+    TaskSet a, b;
+    task_eval_set(&c, 2, -1.0, TASK_TEST, 30, 5, &a);
+    task_eval_set(&c, 2, -1.0, TASK_TEST, 30, 5, &b);
+    EXPECT(a.count == 30 && a.pool == want[TASK_TEST] && set_problems(&c, 2, TASK_TEST, &a) == 0,
+           "30 of the copy n=2 test pool: %d, pool %lld", a.count, a.pool);
+    EXPECT(a.count == b.count && memcmp(a.tokens, b.tokens, sizeof(int) * (size_t)a.count * a.stride) == 0, "same seed, same set");
+    task_set_free(&b);
+    task_eval_set(&c, 2, -1.0, TASK_TEST, 30, 6, &b);
+    EXPECT(memcmp(a.tokens, b.tokens, sizeof(int) * (size_t)a.count * a.stride) != 0, "seeds 5 and 6 choose the same 30");
+    task_set_free(&a); task_set_free(&b);
+    // no pool (26^5 > TASK_POOL_MAX): sampled, distinct, of the class
+    EXPECT(task_pool_size(&c, 5) < 0, "copy n=5 is not enumerated");
+    TaskSet s;
+    int got = task_eval_set(&c, 5, -1.0, TASK_VAL, 500, 9, &s);
+    EXPECT(got == 500 && s.pool == -1 && set_problems(&c, 5, TASK_VAL, &s) == 0, "copy n=5: %d distinct validation instances", got);
+    task_set_free(&s);
+    // sum n=7 (9^7 > TASK_POOL_MAX): sampled; 2000 distinct of about 600,000 test instances
+    letters_defaults(&c, 9);
+    got = task_eval_set(&c, 7, -1.0, TASK_TEST, 2000, 3, &s);
+    EXPECT(got == 2000 && set_problems(&c, 7, TASK_TEST, &s) == 0, "sum n=7: %d distinct test instances", got);
+    task_set_free(&s);
+    // parity n=1: a class without an instance gives an empty set, not an error
+    letters_defaults(&c, 10);
+    int total = 0;
+    for (int split = 0; split < 3; split++) {
+        total += task_eval_set(&c, 1, -1.0, split, 50, 1, &s);
+        EXPECT(s.count == s.pool, "parity n=1 class %d: %d instances, pool %lld", split, s.count, s.pool);
+        task_set_free(&s);
+    }
+    EXPECT(total == 2, "parity n=1: %d instances over the classes, want 2", total);
+}
+
+// The share of addition instances (prompt "A+B=") in which both operands have n digits.
+static double add_both_long(const int *tok, const int *len, int count, int stride, int n) {
+    int both = 0;
+    for (int j = 0; j < count; j++) {
+        char str[BUF];
+        to_bytes(tok + (size_t)j * stride, len[j], str);
+        const char *a = strchr(str, ':'), *plus = strchr(str, '+'), *eq = strchr(str, '=');
+        a = a ? a + 1 : str;
+        both += plus && eq && plus - a == n && eq - plus - 1 == n;
+    }
+    return count ? (double)both / count : -1.0;
+}
+
+// Addition's evaluation sets are drawn as training draws, at lengths whose pool is enumerated (n = 3)
+// and at sampled ones (n = 5): the generator makes the shorter operand's digit count uniform in
+// 1..n, so both operands have n digits in about 1/n of its draws, where a uniform choice from the
+// enumerated pool gave 81% at n = 3 (the test at n <= 3 was another distribution than training's).
+static void test_add_eval_distribution(void) {
+    TaskConfig c;
+    letters_defaults(&c, 7);
+    int stride = task_max_tokens(&c, 3), p;
+    enum { DRAWS = 3000 };
+    int *tok = malloc(sizeof(int) * (size_t)DRAWS * stride), *len = malloc(sizeof(int) * DRAWS);
+    Rng r;
+    rng_seed(&r, 21);
+    for (int j = 0; j < DRAWS; j++) len[j] = task_instance(&c, 3, -1.0, TASK_TRAIN, &r, tok + (size_t)j * stride, stride, &p);
+    double train = add_both_long(tok, len, DRAWS, stride, 3);
+    free(tok); free(len);
+    EXPECT(train > 0.29 && train < 0.38, "addition n=3 training draws: %.3f with both operands of 3 digits, want about 1/3", train);
+    TaskSet s;
+    long long pool = task_pool_size(&c, 3);
+    int got = task_eval_set(&c, 3, -1.0, TASK_TEST, 1000, 4, &s);
+    double test3 = add_both_long(s.tokens, s.len, s.count, s.stride, 3);
+    EXPECT(pool > 0 && got == 1000 && s.pool > 1000 && s.pool < pool && set_problems(&c, 3, TASK_TEST, &s) == 0,
+           "addition n=3: %d distinct test instances, pool %lld of %lld", got, s.pool, pool);
+    EXPECT(test3 > 0.28 && test3 < 0.40, "addition n=3 test set: %.3f with both operands of 3 digits, training %.3f", test3, train);
+    task_set_free(&s);
+    EXPECT(task_pool_size(&c, 5) < 0, "addition n=5 is not enumerated");
+    got = task_eval_set(&c, 5, -1.0, TASK_TEST, 1000, 4, &s);
+    double test5 = add_both_long(s.tokens, s.len, s.count, s.stride, 5);
+    EXPECT(got == 1000 && test5 > 0.15 && test5 < 0.25, "addition n=5 test set: %d, %.3f with both of 5 digits, want about 1/5", got, test5);
+    task_set_free(&s);
+    // every test instance of a small pool is still taken when fewer than asked: n = 1's whole class
+    got = task_eval_set(&c, 1, -1.0, TASK_TEST, 1000, 4, &s);
+    EXPECT(got == s.pool && set_problems(&c, 1, TASK_TEST, &s) == 0, "addition n=1: %d of a test pool of %lld", got, s.pool);
+    task_set_free(&s);
+}
+
+// The smallest test pool over every default test length of every symbol task with N symbols
+// (sampling 50 where the pool is not enumerated).
+static long long min_test_pool(int alphabet, int *worst_task, int *worst_n) {
+    long long worst = -1;
+    for (int task = 0; task < N_TASKS; task++) {
+        if (!task_has_symbols(task)) continue;
+        TaskConfig c;
+        task_defaults(&c, task);
+        c.alphabet = alphabet;
+        for (int n = 1; n <= c.test_max; n++) {
+            TaskSet s;
+            task_eval_set(&c, n, -1.0, TASK_TEST, 50, 1, &s);
+            long long k = s.pool >= 0 ? s.pool : s.count;
+            if (worst < 0 || k < worst) { worst = k; *worst_task = task; *worst_n = n; }
+            task_set_free(&s);
+        }
+    }
+    return worst;
+}
+
+// The default alphabet gives >= 50 distinct test instances at every test length of every symbol
+// task, and is the smallest multiple of 128 that does.
+static void test_default_alphabet(void) {
+    int t = 0, n = 0;
+    long long k = min_test_pool(TASK_DEFAULT_ALPHABET, &t, &n);
+    EXPECT(k >= 50, "alphabet %d: %s n=%d has %lld test instances, fewer than 50", TASK_DEFAULT_ALPHABET, NAMES[t], n, k);
+    k = min_test_pool(TASK_DEFAULT_ALPHABET - 128, &t, &n);
+    EXPECT(k < 50, "alphabet %d would do (%lld test instances at least): lower TASK_DEFAULT_ALPHABET", TASK_DEFAULT_ALPHABET - 128, k);
+}
+
+int main(void) {
+    test_empty_split();
+    test_split_fraction();
+    test_disjoint();
+    test_lengths();
+    test_fill_batch();
+    test_pools();
+    test_eval_sets();
+    test_add_eval_distribution();
+    test_default_alphabet();
+    return test_summary("test_tasks_sets");
+}
