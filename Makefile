@@ -50,7 +50,7 @@ F = build/float
 D = build/double
 fobj = $(addprefix $(F)/,$(1:.c=.o))
 dobj = $(addprefix $(D)/,$(1:.c=.o))
-$(F)/%.o: %.c $(HDR) train_options.h lab/compare.h lab/stats.h tests/testutil.h
+$(F)/%.o: %.c $(HDR) train.h train_options.h lab/compare.h lab/stats.h tests/testutil.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
@@ -69,7 +69,7 @@ $(shell mkdir -p build && (echo '$(MPI)' | cmp -s - build/mpi-setting || echo '$
 $(F)/%_mpi.o: %.c $(HDR)
 	@mkdir -p $(@D)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -DUSE_MPI -c -o $@ $<
-TRAIN_OBJ = $(call fobj,train.c train_options.c $(LIB))
+TRAIN_OBJ = $(call fobj,train.c train_guards.c train_tasks.c train_modes.c train_options.c $(LIB))
 # compare asks posenc which schemes the RoPE context-extension settings act on
 COMPARE_OBJ = $(call fobj,lab/compare.c lab/compare_report.c lab/stats.c util/common.c posenc.c posenc_schemes.c)
 ifeq ($(MPI),1)

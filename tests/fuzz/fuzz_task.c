@@ -1,5 +1,5 @@
 // tests/fuzz/fuzz_task.c: the task instances a --task command line asks for. The input is ./train
-// flags, one per line (parse_args); with --task, the task settings are made as train.c's setup_task
+// flags, one per line (parse_args); with --task, the task settings are made as train_tasks.c's setup_task
 // makes them (task_find, the length/alphabet/retrieval flags, task_check), then instances are
 // generated at the shortest and longest test lengths of every class, by number from the pool, as an
 // evaluation set (pools up to 4096) and as a packed training batch. Every instance fits
@@ -29,7 +29,7 @@ void fuzz_one(const uint8_t *data, size_t size) {
     const Options *o = &a.o;
     if (!o->task) return;
 
-    // setup_task (train.c)
+    // setup_task (train_tasks.c)
     char msg[512];
     int id = task_find(o->task);
     CHECK(id >= 0, "--task %s is not a task", o->task);

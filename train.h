@@ -1,0 +1,129 @@
+// train.h: what the files of ./train share: the Session one invocation builds, the seed salts, and
+// the functions one file calls in another. ./train is, by job:
+//   train.c          main and the stages of a run in the order they run (flags, inputs, model,
+//                    data), the training loop (train) and what follows it
+//   train_options.c  the command line: one table of flags (train_options.h)
+//   train_guards.c   refusals before the work (memory, output folders), what a killed run left
+//                    behind (a save's temporaries, log rows), SIGINT/SIGTERM during training
+//   train_tasks.c    a synthetic --task: its settings and flags, fit-first's check, the accuracy
+//                    by length and the examples after training
+//   train_modes.c    the one-shot modes (export, attention map and distance, eval-batches,
+//                    perplexity, LongRoPE search, attention statistics, dump-step) and sampling
+#ifndef TRAIN_H
+#define TRAIN_H
+
+#include <signal.h>
+
+#include "dataset/loader.h"
+#include "dataset/tasks.h"
+#include "dist/dist.h"
+#include "formats/checkpoint.h"
+#include "model.h"
+#include "train_options.h"
+
+// Seed salts: each random stream is seeded by --seed combined with its own salt, so the streams are
+// independent of each other and, for one seed, the same whatever the scheme (the fair comparison).
+// Sampling (--sample) uses --seed itself. Changing a salt changes the instances drawn: the losses,
+// accuracies and checkpoints of every --task run, or the pictures and examples shown.
+static const uint64_t TASK_DATA_SALT = 0x7A5C0FFEEull;    // a --task's training instances: seed ^ salt
+static const uint64_t SHOW_SALT = 77;                    // --show's examples: seed + salt (+ 1 at the test length)
+static const uint64_t ATTENTION_MAP_SALT = 4242;         // --attention-map's task instance: seed + salt
+static const uint64_t FIT_SALT = 0xF17F17ull;             // --fit-target's validation instances: (seed ^ salt) + length
+static const uint64_t SHUFFLE_SALT = 0x5B0FF1Eull;        // --shuffle's orders of files and windows: seed ^ salt
+static const uint64_t DISTANCE_SALT = 0xD157ull;           // --attention-distance's test instances: salt + length
+
+// Everything one ./train invocation builds, in the order it is built.
+typedef struct {
+    Args a;
+    Options *o;                                  // &a.o
+    Tokenizer tok;
+    TaskConfig tc;                               // --task: the task's settings
+    TokenSet all, train, val, valfile;           // text: the data, its split, --val-data's set
+    const char *data_name;                       // where the text comes from, for messages
+    int have_data;                               // `all` is loaded
+    GPT model;
+    TrainState st;                               // --resume: steps done, RNG and data position
+    char *stored;                                // the checkpoint's train.* lines; --resume's options point into it
+    Rng rng;                                     // sampling (--sample)
+    Rng task_rng;                                // a --task's instance stream: the same for every scheme
+    int train_steps;                             // steps left to train; 0 in the one-shot modes
+    int need_data;                               // the modes or the training read batches
+    Batch *mb;                                   // (accum,) micro-batches
+    Loader loader;                               // text: the training stream
+    const char *prog;                            // argv[0], for the command that resumes
+    int rank, ranks;                             // under mpirun: this process's rank of `ranks` (dist/dist.h)
+    DistGrad dg;                                 // the gradients' reduction across ranks
+    Batch task_rows;                             // a --task's global micro-batch (ranks x --batch rows)
+} Session;
+
+// ---- train.c
+
+// The mean validation loss over the first --val-batches global batches of the validation text
+// (also --eval-batches'). Every rank must call it.
+double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int rank, int ranks);
+
+// ---- train_guards.c
+
+// Refuses a model of cfg, trained on (B, T) batches when B > 0 (else only its weights and
+// gradients), when it cannot fit; `allocated` bytes of it exist already.
+void check_memory(const GPTConfig *cfg, int B, int T, double allocated);
+// The folder an output file goes into: "." for a bare name, "/" for a file at the root.
+void folder_of(const char *path, char *dir, size_t cap);
+// Refuse an output (--flag path) whose folder (dir, or path's) cannot take a new file now.
+void check_output_folder(const char *flag, const char *path, const char *dir);
+void check_output_file(const char *flag, const char *path);
+// The NAME.tmp files an interrupted save of --save's pattern left, removed.
+void remove_stale_temporaries(const char *pattern);
+// A resumed run's --log: rows past the checkpoint's step (of a run killed after it) cut off.
+void drop_log_rows_after(const char *path, int step);
+
+// Interruption: SIGINT (Ctrl-C) or SIGTERM (a scheduler's time limit) during training finish the
+// step, save a checkpoint when --save is given, and exit with EXIT_INTERRUPTED; a second signal
+// ends the process at once (the default action, so the shell sees the signal).
+enum { EXIT_INTERRUPTED = 75 };                   // sysexits' EX_TEMPFAIL: try again (--resume)
+extern volatile sig_atomic_t interrupted;         // the signal number, 0 while none came
+void catch_signals(int on);                       // 1: the handler above; 0: the default action
+
+// ---- train_tasks.c
+
+// The task settings from the flags (0 / -1 = the task's defaults).
+void setup_task(Args *a, TaskConfig *tc);
+// The flags that apply to a task (or to fit-first training) only, and the model's vocabulary
+// against the task's.
+void check_task_flags(const Session *s);
+// After training: the accuracy by length (--eval-per-length, --eval-out) and --show's examples.
+void evaluate_task(GPT *m, const TaskConfig *tc, const Options *o);
+
+// Fit-first training (--fit-target): the exact-match accuracy on validation instances at every
+// training length, pooled. The instances are fixed for the run: --fit-per-length distinct ones of
+// each length from the validation class, chosen by their own seed (never the training stream, so
+// a --resume stays bit-exact).
+typedef struct {
+    TaskSet *sets;        // (n_sets,) lengths train_min..train_max
+    int n_sets, total;    // lengths, instances over all of them
+    int *ok;              // (fit_per_length,) one set's results
+} FitCheck;
+
+void fit_init(FitCheck *f, const TaskConfig *tc, const Options *o);
+double fit_check(GPT *m, const FitCheck *f, int step);   // the validation accuracy now; prints the check's line
+void fit_free(FitCheck *f);
+
+// ---- train_modes.c
+
+// Perplexity against window length (--ppl-out, --ppl-positions) is asked for.
+int ppl_requested(const Options *o);
+// An evaluation on text instead of training: perplexity, attention statistics, or the LongRoPE
+// factor search.
+int eval_requested(const Options *o);
+// The one-shot modes' flags, checked before any work.
+void check_mode_flags(const Args *a);
+// --attention-map, --attention-distance, --export and --export-llmc need the model only; returns 1
+// when one of them ran.
+int model_only_modes(Session *s);
+// --eval-batches, --ppl-out/--ppl-positions, --longrope-search, --attention-stats and --dump-step:
+// evaluations of the model on data (training is skipped when one is given).
+void data_modes(Session *s);
+// --sample: the prompt (or end-of-text, or a newline) and o->sample generated tokens.
+void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng);
+
+#endif

@@ -1,0 +1,179 @@
+// train_guards.c: ./train's guards: what is refused before the work starts (a model or batch the
+// memory cannot hold, an output folder that cannot take a file), what a killed run left behind
+// (a save's temporaries, log rows past its checkpoint), and SIGINT/SIGTERM during training.
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "dist/dist.h"
+#include "train.h"
+
+// ---- memory: a model or batch too large for the machine is refused with the sizes it asked for,
+// before the allocation, instead of being killed by the kernel (Linux hands out memory it does not
+// have and kills the process when the pages are first touched).
+
+// A "kB" field of a /proc file, in bytes; -1 when absent.
+static double proc_field(const char *file, const char *key) {
+    FILE *f = fopen(file, "r");
+    if (!f) return -1;
+    char line[256];
+    double v = -1;
+    size_t k = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':') { v = 1024 * atof(line + k + 1); break; }
+    fclose(f);
+    return v;
+}
+
+// The bytes this process can still get: MemAvailable + SwapFree (under mpirun: its share, divided
+// by the ranks on this machine), or what the address-space limit (ulimit -v, per process) leaves,
+// whichever is smaller; *why names it. Infinity when nothing says.
+static double memory_available(const char **why) {
+    double avail = INFINITY, mem = proc_field("/proc/meminfo", "MemAvailable"), swap = proc_field("/proc/meminfo", "SwapFree");
+    *why = "";
+    int local = dist_node_size();     // ranks on this machine share its memory, not their address-space limits
+    if (mem >= 0) {
+        avail = (mem + (swap > 0 ? swap : 0)) / local;
+        *why = local > 1 ? "rank's share of the available memory (MemAvailable + SwapFree, over the ranks on this machine)"
+                         : "available memory (MemAvailable + SwapFree)";
+    }
+    struct rlimit rl;
+    double used = proc_field("/proc/self/status", "VmSize");
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && used >= 0 && (double)rl.rlim_cur - used < avail) {
+        avail = (double)rl.rlim_cur - used;
+        *why = "address space left under the limit (ulimit -v)";
+    }
+    return avail;
+}
+
+// Refuses a model of cfg, trained on (B, T) batches when B > 0 (else only its weights and
+// gradients), when it cannot fit; `allocated` bytes of it exist already.
+void check_memory(const GPTConfig *cfg, int B, int T, double allocated) {
+#ifdef _OPENMP
+    int threads = omp_get_max_threads();
+#else
+    int threads = 1;
+#endif
+    GPTMemory m = gpt_memory(cfg, B ? B : 1, B ? T : 1, 0, threads);
+    double need = m.params + m.grads + (B ? m.adam + m.acts : 0), GiB = 1024.0 * 1024 * 1024;
+    const char *why;
+    double avail = memory_available(&why);
+    if (need - allocated <= avail) return;     // (under ZeRO-1 a rank holds fewer moments: this errs on the safe side)
+    char shape[96] = "";
+    if (B) snprintf(shape, sizeof shape, ", AdamW moments %.2f, activations %.2f for --batch %d x --seq %d", m.adam / GiB,
+                    m.acts / GiB, B, T);
+    char share[64] = "";
+    if (dist_node_size() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", dist_node_size());
+    CHECK(0, "out of memory: this model%s %.2f GiB (parameters %.2f, gradients %.2f%s; %d layers, dim %d, "
+          "vocabulary %d) but the %s is %.2f GiB%s%s; %s", B ? " and batch need" : " needs", need / GiB, m.params / GiB,
+          m.grads / GiB, shape, cfg->n_layer, cfg->n_embd, cfg->vocab_size, why, (avail + allocated) / GiB, share,
+          allocated > 0 ? " (counting what it holds already)" : "",
+          B ? "lower --batch or --seq (--accum keeps the tokens per step), or use a smaller model" : "use a smaller model");
+}
+
+// ---- output files: checked before any work, so a long run does not fail at its end
+
+// The folder an output file goes into: "." for a bare name, "/" for a file at the root.
+void folder_of(const char *path, char *dir, size_t cap) {
+    snprintf(dir, cap, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, cap, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+}
+
+// Refuses an output whose folder cannot take a new file now, rather than after hours of training.
+// access(W_OK) is not enough: it says yes to root on a read-only mount or a chmod'ed folder where
+// root can write anyway, so this creates (and removes) a file in the folder.
+void check_output_folder(const char *flag, const char *path, const char *dir) {
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.train-probe-%ld", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0, "--%s %s: cannot write into the folder '%s': %s; give a writable folder (checked before "
+          "anything runs, so a long run does not fail at its end)", flag, path, dir, strerror(errno));
+    close(fd);
+    unlink(probe);
+}
+
+void check_output_file(const char *flag, const char *path) {
+    char dir[4096];
+    folder_of(path, dir, sizeof dir);
+    check_output_folder(flag, path, dir);
+}
+
+// A killed save leaves NAME.tmp (util/atomicfile.h) next to the checkpoints of --save's pattern; a new
+// run removes those of its own pattern ({step} matching digits) before it writes any.
+void remove_stale_temporaries(const char *pattern) {
+    char dir[4096];
+    folder_of(pattern, dir, sizeof dir);
+    const char *base = strrchr(pattern, '/') ? strrchr(pattern, '/') + 1 : pattern;
+    const char *at = strstr(base, "{step}");
+    size_t pre = at ? (size_t)(at - base) : strlen(base);
+    const char *post = at ? at + 6 : "";
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *n = e->d_name;
+        size_t len = strlen(n), post_len = strlen(post);
+        if (len < pre + post_len + 4 || strcmp(n + len - 4, ".tmp") || strncmp(n, base, pre)) continue;
+        size_t digits = len - 4 - pre - post_len;               // what {step} matched
+        if (strncmp(n + pre + digits, post, post_len)) continue;
+        int ok = at ? digits > 0 : digits == 0;
+        for (size_t i = 0; at && i < digits; i++) ok &= n[pre + i] >= '0' && n[pre + i] <= '9';
+        if (!ok) continue;
+        char path[8300];
+        snprintf(path, sizeof path, "%s/%s", dir, n);
+        if (unlink(path) == 0) fprintf(stderr, "removed %s, left by an interrupted save\n", path);   // files only
+    }
+    closedir(d);
+}
+
+// A run resumed from the checkpoint of step `step` appends to its --log; rows past that step are
+// those of a run killed after the checkpoint (kill -9, a crash) and are trained again now: they are
+// cut from the file first, so every step appears once. A log that does not exist yet is left alone.
+void drop_log_rows_after(const char *path, int step) {
+    FILE *f = fopen(path, "r+");
+    if (!f) return;
+    char line[4096];
+    long keep = -1, at = 0;
+    while (keep < 0 && fgets(line, sizeof line, f)) {
+        int st;
+        if (sscanf(line, "%d,", &st) == 1 && st > step) keep = at;   // (the header has no number)
+        at = ftell(f);
+    }
+    if (keep >= 0) {
+        CHECK(ftruncate(fileno(f), keep) == 0, "cannot cut the log '%s' back to step %d: %s", path, step, strerror(errno));
+        fprintf(stderr, "the log %s had rows past step %d (a run stopped after its checkpoint): cut back to step %d\n",
+                path, step, step);
+    }
+    fclose(f);
+}
+
+// ---- interruption (EXIT_INTERRUPTED, train.h): the handler notes the signal; the training loop
+// finishes its step, saves and exits (interrupt_exit, train.c).
+volatile sig_atomic_t interrupted;                // the signal number, 0 while none came
+
+static void on_signal(int sig) {
+    if (interrupted) { signal(sig, SIG_DFL); raise(sig); return; }
+    interrupted = sig;
+    static const char msg[] = "\ntrain: signal received: finishing this step and saving; send it again to stop at once\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+}
+
+void catch_signals(int on) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on ? on_signal : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
