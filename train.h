@@ -16,7 +16,7 @@
 
 #include "dataset/loader.h"
 #include "dataset/tasks.h"
-#include "dist/dist.h"
+#include "dist/dist_grad.h"
 #include "formats/checkpoint.h"
 #include "model.h"
 #include "train_options.h"

@@ -16,6 +16,7 @@
 #include "eval/perplexity.h"
 #include "eval/viz.h"
 #include "formats/llmc_model.h"
+#include "formats/modelfile.h"
 #include "train.h"
 
 // ----------------------------------------------------------------------------------------------
