@@ -109,7 +109,6 @@ static void parse_claims(Cfg *c, char *v) {
     }
 }
 
-
 // ----------------------------------------------------------------------------------------------
 // the flag table
 
@@ -287,7 +286,7 @@ static void check_modes(const Cfg *c, const char *claims) {
     for (int k = 0; k < c->n_ext; k++) longrope |= !strcmp(c->extensions[k], "longrope");
     if (longrope) {
         // each run's LongRoPE search scores the validation tokens after those the evaluations score
-        // (build_cmds): it must know where they end, and read the same validation text
+        // (build_cmds, lab/compare.c): it must know where they end, and read the same validation text
         char tb[64];
         CHECK(eval_flag(c, "--ppl-tokens", tb, sizeof tb), "--rope-extensions longrope: give --eval-flags '--ppl-tokens N', the "
               "validation tokens the evaluations score; each run's LongRoPE search scores the ones after them (without it "
