@@ -71,7 +71,12 @@ $(F)/%_mpi.o: %.c $(HDR)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -DUSE_MPI -c -o $@ $<
 TRAIN_OBJ = $(call fobj,train.c train_guards.c train_tasks.c train_modes.c train_options.c $(LIB))
 # compare asks posenc which schemes the RoPE context-extension settings act on
-COMPARE_OBJ = $(call fobj,lab/compare.c lab/compare_report.c lab/stats.c util/common.c posenc.c posenc_schemes.c)
+COMPARE_SRC = lab/compare.c lab/compare_options.c lab/runs.c lab/report.c lab/report_read.c lab/report_plots.c \
+  lab/report_tasks.c lab/report_text.c lab/stats.c util/common.c posenc.c posenc_schemes.c
+COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
+# the headers of lab/ that the pattern rules do not list
+LAB_HDR = lab/runs.h lab/report.h eval/ppl_defaults.h
+$(call fobj,$(filter lab/%,$(COMPARE_SRC))): $(LAB_HDR)
 ifeq ($(MPI),1)
 train: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o build/mpi-setting
 	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
@@ -140,7 +145,7 @@ FUZZ_LIB_safetensors = util/common.c util/atomicfile.c formats/safetensors.c
 FUZZ_LIB_shard = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
 FUZZ_LIB_train_args = train_options.c eval/perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
-FUZZ_LIB_compare_args = lab/compare.c lab/compare_report.c lab/stats.c util/common.c posenc.c posenc_schemes.c dist/dist.c
+FUZZ_LIB_compare_args = lab/compare_options.c lab/runs.c util/common.c posenc.c posenc_schemes.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_llmc = formats/llmc_model.c $(CORE)
 FUZZ_LIB_import = formats/modelfile.c formats/llmc_model.c $(FUZZ_LIB_checkpoint)
@@ -156,8 +161,8 @@ SA = build/fuzz-sa
 zobj = $(addprefix $(FZ)/obj/,$(1:.c=.o))
 sobj = $(addprefix $(SA)/obj/,$(1:.c=.o))
 FUZZ_SA = $(addprefix $(SA)/fuzz_,$(FUZZ))
-# lab/compare.c and tools/tokenize.c hold ./compare's and ./tokenize's main(), which the harness's driver replaces
-$(FZ)/obj/lab/compare.o $(SA)/obj/lab/compare.o: FUZZ_DEFS = -Dmain=compare_main
+$(call zobj,$(filter lab/%,$(FUZZ_LIB_compare_args))) $(call sobj,$(filter lab/%,$(FUZZ_LIB_compare_args))): $(LAB_HDR)
+# tools/tokenize.c holds ./tokenize's main(), which the harness's driver replaces
 $(FZ)/obj/tools/tokenize.o $(SA)/obj/tools/tokenize.o: FUZZ_DEFS = -Dmain=tokenize_main
 $(FZ)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h util/common.h
 	@mkdir -p $(@D)

@@ -24,12 +24,11 @@
 
 #include <stdio.h>
 
+#include "eval/ppl_defaults.h"
 #include "model.h"
 
 #define PPL_MAX_WINDOWS 32
 #define PPL_BATCH_TOKENS 4096        // default bound on B*W of one forward pass
-#define PPL_DEFAULT_TOKENS 65536     // default cap on the tokens scored
-#define PPL_DEFAULT_WINDOWS "0.5,1,2,4,8"   // default windows, as multiples of the context
 
 enum { PPL_NONOVERLAP = 0, PPL_SLIDING = 1 };
 

@@ -10,7 +10,9 @@
 // drawn from its own stream, seeded by the run seed and the tensor's name). Only the scheme flags
 // differ between the runs of one seed.
 //
-// lab/compare.c runs the grid; lab/compare_report.c reads the results and writes the report.
+// lab/compare_options.c reads the command line (the flag table); lab/compare.c runs the grid;
+// lab/report.c and its sections (lab/report_*.c) read the results and write the report; lab/runs.h
+// holds what they share.
 //
 // Folder layout (OUT):
 //   runs/TASK/SCHEME/seedN/   train.log (everything ./train printed), log.csv (loss per step),
@@ -23,340 +25,23 @@
 //                             MRR with its interval, the --claims verdicts
 //   *.png, *.svg, *.gp, *.dat loss curves and accuracy (or perplexity) against length, via gnuplot
 // A run whose `done` file exists is not redone: run the command again to finish an interrupted grid.
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lab/compare.h"
+#include "lab/report.h"
+#include "lab/runs.h"
 #include "dist/dist.h"
-#include "eval/perplexity.h"
-#include "posenc.h"
+#include "eval/ppl_defaults.h"
 
 #define MAX_ARGS 256
 #define MAX_CMDS (4 + MAX_ITEMS)     // a run's commands: training, up to 1 + MAX_ITEMS perplexity evaluations,
                                      // LongRoPE's search, attention
-
-static void usage(FILE *f) {
-    fprintf(f,
-        "usage: ./compare --out DIR (--task NAME[,NAME...] | --data PATH) [options] [-- train flags]\n"
-        "Trains every scheme x seed (x task) with the same data order and initial weights, evaluates\n"
-        "each run and writes DIR/results.csv, DIR/runs.csv (tasks), DIR/summary.md and plots. Finished runs are kept.\n\n"
-        "  --out DIR              the results folder (created)\n"
-        "  --task LIST            synthetic tasks (./train --help lists them); accuracy by length\n"
-        "  --data PATH            text instead (a file, folder or quoted glob, as ./train --data): perplexity against\n"
-        "                         context length (--val-data PATH optional)\n"
-        "  --schemes LIST         scheme names, each run as --pe NAME (default " PE_DEFAULT_COMPARISON ")\n"
-        "  --scheme LABEL=FLAGS   a scheme given by its ./train flags, e.g. 'rope25=--pe rope --rope-fraction 0.25'\n"
-        "  --seeds LIST           seeds (default 1)\n"
-        "  --rope-extensions LIST text: also evaluate RoPE runs with these --rope-scaling methods (linear,dynamic,yarn,llama3,\n"
-        "                         longrope: its lists first searched per run on validation tokens the evaluations do not score)\n"
-        "  --rope-factor X        the factor of those methods (default 8: the longest window over the context)\n"
-        "  --eval-per-length N    task: test instances per length (default 100)\n"
-        "  --fit-target A         task: fit-first training, ./train --fit-target A for every run (give --max-steps N\n"
-        "                         after --); runs that do not reach A are reported as not fitted and left out of\n"
-        "                         the comparisons\n"
-        "  --claims 'a>b,...'     task: test each claim (scheme a beats scheme b beyond the training lengths) with\n"
-        "                         the paired test pooled over tasks and per task: supported, contradicted or not\n"
-        "                         distinguishable\n"
-        "  --report-only          write the report from the finished runs in --out (give the flags that trained\n"
-        "                         them); train nothing\n"
-        "  --eval-flags 'FLAGS'   text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'\n"
-        "  --double-length LIST   text: also train each listed scheme at twice the context with half the rows (give\n"
-        "                         --seq T --batch B after --), as LABEL@2T, and compare at 2T: every listed scheme\n"
-        "                         trained at T against every one trained at 2T, paired by seed (the ALiBi paper's test)\n"
-        "  --attention-stats      text: also measure each run's attention (./train --attention-stats, with --bos when\n"
-        "                         the run trained with it) and add the collapsed fraction of heads by layer to summary.md\n"
-        "  --attention-distance   task: the NoPE paper's attention distance (JSD to the nearest head, by layer) of\n"
-        "                         nope's runs to every scheme's run of the same seed, and to nope's of the next\n"
-        "                         seed (the baseline), after training; a table and a plot by layer in summary.md\n"
-        "  --jobs N               runs at a time (default 1)\n"
-        "  --threads N            OpenMP threads per run (default: cores / jobs)\n"
-        "  --train PATH           the ./train binary (default: next to ./compare)\n"
-        "  --launch 'WORDS'       put WORDS before each training command, e.g. 'mpirun -np 2 --bind-to core' to\n"
-        "                         train each run on 2 ranks (./train built with make MPI=1); not under mpirun\n"
-        "  --quiet                no per-run progress lines\n");
-}
-
-static int split_list(char *s, char **out, int cap, const char *flag) {
-    int n = 0;
-    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
-        CHECK(n < cap, "%s: at most %d items", flag, cap);
-        out[n++] = tok;
-    }
-    CHECK(n > 0, "%s needs at least one item", flag);
-    return n;
-}
-
-// 1 when a scheme's flags put a RoPE-family scheme (one that takes the context-extension settings,
-// posenc_takes_extension) in some layer: those runs are also evaluated with the --rope-extensions methods
-int uses_rope(const Scheme *s) {
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s", s->flags);
-    for (char *w = strtok(tmp, " \t,="); w; w = strtok(NULL, " \t,="))
-        if (posenc_takes_extension(w)) return 1;
-    return 0;
-}
-
-static void add_scheme(Cfg *c, const char *label, const char *flags) {
-    CHECK(c->n_schemes < MAX_ITEMS, "at most %d schemes", MAX_ITEMS);
-    CHECK(*label && strlen(label) < 64 && !strpbrk(label, ",/ \t"), "scheme label '%s' must be 1-63 characters "
-          "without commas, slashes or spaces", label);
-    for (int i = 0; i < c->n_schemes; i++) CHECK(strcmp(c->schemes[i].label, label), "scheme '%s' is given twice", label);
-    Scheme *s = &c->schemes[c->n_schemes++];
-    snprintf(s->label, sizeof s->label, "%s", label);
-    snprintf(s->flags, sizeof s->flags, "%s", flags);
-    s->long_of = -1;
-}
-
-// A scheme's flags may set its positions only (--pe, --pe-layers, --input-pe and the scheme
-// settings): anything else would make its runs differ from the others in more than the scheme.
-static void check_scheme_flags(const char *label, const char *flags) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", flags);
-    int words = 0;
-    for (char *w = strtok(buf, " \t"); w; w = strtok(NULL, " \t")) {
-        words++;
-        if (strncmp(w, "--", 2)) continue;       // a value
-        const char *name = w + 2;
-        CHECK(!strcmp(name, "pe") || !strcmp(name, "pe-layers") || !strcmp(name, "input-pe") || posenc_is_flag(name),
-              "--scheme %s=%s: %s is not a positional setting; a scheme gives its positions only (--pe, --pe-layers, "
-              "--input-pe and the scheme settings), so that its runs differ from the others in nothing else; give "
-              "other flags after -- (every run)", label, flags, w);
-    }
-    CHECK(words, "--scheme %s=: give the scheme's flags, e.g. '%s=--pe rope --rope-fraction 0.25'", label, label);
-}
-
-// A list of positive multiples of the context (e.g. "0.5,1,2"), halved into out: the same window
-// lengths for a model trained at twice the context. Returns 1, 0 when out is too short, -1 when the
-// list is not such a list.
-static int halve_multiples(const char *list, char *out, size_t cap) {
-    char buf[256], *end;
-    snprintf(buf, sizeof buf, "%s", list);
-    out[0] = 0;
-    for (char *m = strtok(buf, ","); m; m = strtok(NULL, ",")) {
-        double x = strtod(m, &end);
-        if (!(x > 0) || *end) return -1;
-        size_t u = strlen(out);
-        int w = snprintf(out + u, cap - u, "%s%.17g", u ? "," : "", x / 2);
-        if (w <= 0 || (size_t)w >= cap - u) return 0;
-    }
-    return 1;
-}
-
-// The value of the last `flag` among n words (NULL when absent).
-static const char *last_value(char *const *w, int n, const char *flag) {
-    const char *v = NULL;
-    for (int k = 0; k + 1 < n; k++) if (!strcmp(w[k], flag)) v = w[k + 1];
-    return v;
-}
-
-const char *eval_flag(const Cfg *c, const char *flag, char *buf, size_t cap) {
-    char ev[512] = "", *words[64];
-    int nw = 0;
-    if (c->eval_flags) snprintf(ev, sizeof ev, "%s", c->eval_flags);
-    for (char *w = strtok(ev, " \t"); w && nw < 64; w = strtok(NULL, " \t")) words[nw++] = w;
-    const char *v = last_value(words, nw, flag);
-    if (!v) return NULL;
-    snprintf(buf, cap, "%s", v);
-    return buf;
-}
-
-// --double-length 'alibi,rope': each listed scheme also trained at twice the context with half the
-// rows (the same tokens per step), as scheme LABEL@2T, and its perplexity windows halved as
-// multiples so that they are the same lengths as the others'.
-static void add_double_length(Cfg *c, char *list) {
-    CHECK(c->data, "--double-length applies to text (--data): it compares perplexity at twice the training context");
-    const char *seq = last_value(c->extra, c->n_extra, "--seq"), *batch = last_value(c->extra, c->n_extra, "--batch");
-    CHECK(seq && batch, "--double-length needs the context and the rows per step after --: give --seq T --batch B "
-          "(the doubled runs train with --seq 2T --batch B/2)");
-    CHECK(!last_value(c->extra, c->n_extra, "--context"), "--double-length: --context after -- would give the models "
-          "trained at T and at 2T one context, and their windows (multiples of it) would not match; drop it (each "
-          "run's context is its --seq)");
-    char *end;
-    long T = strtol(seq, &end, 10), B = strtol(batch, &end, 10);
-    CHECK(T >= 1 && T <= 1 << 20, "--double-length: --seq %s after -- is not a context length", seq);
-    CHECK(B >= 2 && B % 2 == 0, "--double-length: --batch %s after -- must be even, so that the doubled runs take "
-          "half the rows (the same tokens per step)", batch);
-    c->context = (int)T;
-    // the windows the others are evaluated at, as multiples of T: those of --eval-flags, else ./train's default
-    char gbuf[256], def[] = PPL_DEFAULT_WINDOWS;
-    const char *given = eval_flag(c, "--ppl-windows", gbuf, sizeof gbuf);
-    char half[200];                 // (200: "--ppl-windows " and the list fit a Scheme's eval_post)
-    int h = halve_multiples(given ? given : def, half, sizeof half);
-    CHECK(h >= 0, "--double-length: --ppl-windows '%s' in --eval-flags is not a list of multiples", given);
-    CHECK(h > 0, "--double-length: the --ppl-windows list '%s' is too long (at most 199 characters once halved)",
-          given ? given : def);
-    char *items[MAX_ITEMS];
-    int n = split_list(list, items, MAX_ITEMS, "--double-length"), base = c->n_schemes;
-    for (int k = 0; k < n; k++) {
-        int x = -1;
-        for (int sc = 0; sc < base; sc++) if (!strcmp(c->schemes[sc].label, items[k])) x = sc;
-        CHECK(x >= 0, "--double-length: '%s' is not one of the schemes compared (--schemes / --scheme labels)", items[k]);
-        char label[96];
-        snprintf(label, sizeof label, "%s@%ld", items[k], 2 * T);
-        add_scheme(c, label, c->schemes[x].flags);
-        Scheme *s = &c->schemes[c->n_schemes - 1];
-        s->long_of = x;
-        snprintf(s->post, sizeof s->post, "--seq %ld --batch %ld", 2 * T, B / 2);
-        snprintf(s->eval_post, sizeof s->eval_post, "--ppl-windows %s", half);
-    }
-}
-
-// --claims 'a>b,b>c': each claim's two schemes, by their labels
-static void parse_claims(Cfg *c, char *v) {
-    char *items[MAX_ITEMS];
-    c->n_claims = split_list(v, items, MAX_ITEMS, "--claims");
-    for (int k = 0; k < c->n_claims; k++) {
-        char *gt = strchr(items[k], '>');
-        CHECK(gt && !strchr(gt + 1, '>'), "--claims: '%s' is not a claim; write A>B with two scheme labels (scheme A beats scheme B)", items[k]);
-        *gt = 0;
-        const char *side[2] = { items[k], gt + 1 };
-        for (int j = 0; j < 2; j++) {
-            c->claims[k][j] = -1;
-            for (int sc = 0; sc < c->n_schemes; sc++) if (!strcmp(c->schemes[sc].label, side[j])) c->claims[k][j] = sc;
-            CHECK(c->claims[k][j] >= 0, "--claims: '%s' is not one of the schemes compared (--schemes / --scheme labels)", side[j]);
-        }
-        CHECK(c->claims[k][0] != c->claims[k][1], "--claims: '%s>%s' compares a scheme with itself", side[0], side[1]);
-    }
-}
-
-void compare_parse(Cfg *c, int argc, char **argv) {
-    memset(c, 0, sizeof *c);
-    char *claims = NULL, *doubled = NULL;
-    c->jobs = 1; c->per_length = 100; c->ext_factor = 8;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) { usage(stdout); exit(0); }
-        if (!strcmp(s, "--")) { c->extra = argv + i + 1; c->n_extra = argc - i - 1; break; }
-        if (!strcmp(s, "--quiet")) { c->quiet = 1; continue; }
-        if (!strcmp(s, "--report-only")) { c->report_only = 1; continue; }
-        if (!strcmp(s, "--attention-stats")) { c->attention_stats = 1; continue; }
-        if (!strcmp(s, "--attention-distance")) { c->attention_distance = 1; continue; }
-        CHECK(!strncmp(s, "--", 2), "unexpected argument '%s'; see ./compare --help", s);
-        CHECK(i + 1 < argc, "%s needs a value (see ./compare --help)", s);
-        char *v = argv[++i], *end;
-        if (!strcmp(s, "--out")) c->out = v;
-        else if (!strcmp(s, "--data")) c->data = v;
-        else if (!strcmp(s, "--val-data")) c->val_data = v;
-        else if (!strcmp(s, "--train")) c->train_bin = v;
-        else if (!strcmp(s, "--launch")) { CHECK(*v, "--launch: give the words to put before ./train, e.g. 'mpirun -np 2'"); c->launch = v; }
-        else if (!strcmp(s, "--eval-flags")) c->eval_flags = v;
-        else if (!strcmp(s, "--claims")) claims = v;
-        else if (!strcmp(s, "--double-length")) doubled = v;
-        else if (!strcmp(s, "--fit-target")) {
-            double a = strtod(v, &end);
-            CHECK(*v && !*end && a > 0 && a <= 1, "--fit-target %s must be a validation accuracy in (0, 1], e.g. 0.9", v);
-            c->fit_target = v;
-        }
-        else if (!strcmp(s, "--task")) {
-            c->n_tasks = split_list(v, c->tasks, MAX_ITEMS, "--task");
-            for (int a = 0; a < c->n_tasks; a++)
-                for (int b = 0; b < a; b++) CHECK(strcmp(c->tasks[a], c->tasks[b]), "--task: '%s' is given twice", c->tasks[a]);
-        }
-        else if (!strcmp(s, "--rope-extensions")) c->n_ext = split_list(v, c->extensions, MAX_ITEMS, "--rope-extensions");
-        else if (!strcmp(s, "--schemes")) {
-            char *names[MAX_ITEMS];
-            int n = split_list(v, names, MAX_ITEMS, "--schemes");
-            for (int k = 0; k < n; k++) { char fl[128]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
-        } else if (!strcmp(s, "--scheme")) {
-            char *eq = strchr(v, '=');
-            CHECK(eq, "--scheme %s: write LABEL=FLAGS, e.g. 'rope25=--pe rope --rope-fraction 0.25'", v);
-            *eq = 0;
-            check_scheme_flags(v, eq + 1);
-            add_scheme(c, v, eq + 1);
-        } else if (!strcmp(s, "--seeds")) {
-            char *items[MAX_ITEMS];
-            c->n_seeds = split_list(v, items, MAX_ITEMS, "--seeds");
-            for (int k = 0; k < c->n_seeds; k++) {
-                errno = 0;
-                c->seeds[k] = strtoll(items[k], &end, 10);
-                CHECK(!*end && !errno && c->seeds[k] >= 0, "--seeds: '%s' is not a non-negative integer", items[k]);
-                for (int b = 0; b < k; b++) CHECK(c->seeds[b] != c->seeds[k], "--seeds: %lld is given twice", c->seeds[k]);
-            }
-        } else if (!strcmp(s, "--rope-factor")) {
-            c->ext_factor = strtod(v, &end);
-            CHECK(!*end && c->ext_factor >= 1 && c->ext_factor <= 1e6, "--rope-factor %s must be a number in [1, 1e6]", v);
-        } else {
-            int *dst = !strcmp(s, "--jobs") ? &c->jobs : !strcmp(s, "--threads") ? &c->threads
-                     : !strcmp(s, "--eval-per-length") ? &c->per_length : NULL;
-            CHECK(dst, "unknown flag %s (see ./compare --help)", s);
-            long x = strtol(v, &end, 10);
-            CHECK(*v && !*end && x >= 1 && x <= 100000, "%s %s must be an integer in [1, 100000]", s, v);
-            *dst = (int)x;
-        }
-    }
-    CHECK(c->out, "give the results folder: --out DIR");
-    CHECK((c->n_tasks > 0) != (c->data != NULL), "give either --task NAME or --data FILE (one of them)");
-    CHECK(!c->n_ext || c->data, "--rope-extensions applies to text (--data), where perplexity is measured by length");
-    CHECK(!c->val_data || c->data, "--val-data goes with --data");
-    CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
-    CHECK(!c->attention_stats || c->data, "--attention-stats applies to text (--data): ./train measures attention on windows of text");
-    int longrope = 0;
-    for (int k = 0; k < c->n_ext; k++) longrope |= !strcmp(c->extensions[k], "longrope");
-    if (longrope) {
-        // each run's LongRoPE search scores the validation tokens after those the evaluations score
-        // (build_cmds): it must know where they end, and read the same validation text
-        char tb[64];
-        CHECK(eval_flag(c, "--ppl-tokens", tb, sizeof tb), "--rope-extensions longrope: give --eval-flags '--ppl-tokens N', the "
-              "validation tokens the evaluations score; each run's LongRoPE search scores the ones after them (without it "
-              "the evaluations take up to %d, and a shorter validation text leaves the search nothing)", PPL_DEFAULT_TOKENS);
-        const char *other[] = { "--val-frac", "--val-data", "--data" };
-        for (int k = 0; k < 3; k++)
-            CHECK(!eval_flag(c, other[k], tb, sizeof tb), "--rope-extensions longrope: --eval-flags gives %s, so the "
-                  "evaluations would read another validation text than the LongRoPE search; give ./compare --val-data, or "
-                  "--val-frac after --, which both use", other[k]);
-    }
-    CHECK(!c->attention_distance || !c->data, "--attention-distance applies to tasks (--task): it compares task models "
-          "on the same test instances");
-    CHECK(!c->fit_target || !c->data, "--fit-target applies to tasks (--task), whose in-distribution validation accuracy it reads");
-    CHECK(!claims || !c->data, "--claims applies to tasks (--task): it compares accuracy beyond the training lengths");
-    // a glob pattern ('dir/*.bin') names no file itself: ./train expands and checks it
-    if (c->data && !strpbrk(c->data, "*?[")) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
-    if (!c->n_schemes) {
-        static char def[] = PE_DEFAULT_COMPARISON;
-        char *names[MAX_ITEMS];
-        int n = split_list(def, names, MAX_ITEMS, "--schemes");
-        for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
-    }
-    if (claims) parse_claims(c, claims);
-    if (doubled) add_double_length(c, doubled);
-    CHECK(!c->attention_distance || (nope_scheme(c) >= 0 && (c->n_schemes > 1 || c->n_seeds > 1)),
-          "--attention-distance measures every scheme's attention against NoPE's: give a scheme labelled nope "
-          "(--schemes nope,...) and another scheme or a second seed");
-    if (!c->n_seeds) { c->seeds[0] = 1; c->n_seeds = 1; }
-    if (!c->threads) {
-        // the cores this process may run on (under mpirun: the rank's binding), else all online
-        cpu_set_t set;
-        long cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-        c->threads = cores / c->jobs > 0 ? (int)(cores / c->jobs) : 1;
-    }
-    if (!c->n_tasks) { static char text[] = "text"; c->tasks[0] = text; c->n_tasks = 1; }
-    for (int k = 0; k < c->n_extra; k++)
-        for (const char *const *f = (const char *const[]){ "--task", "--pe", "--pe-layers", "--input-pe", "--seed", "--save", "--log", "--eval-out",
-                                                    "--eval-per-length", "--data", "--val-data", "--load", "--resume", "--threads",
-                                                    "--fit-target", NULL }; *f; f++)
-            CHECK(strcmp(c->extra[k], *f), "%s after -- is set by ./compare itself; use its own flags", *f);
-    // a scheme setting after -- would go to every run and override a scheme's own (it follows them)
-    for (int k = 0; k < c->n_extra; k++)
-        CHECK(strncmp(c->extra[k], "--", 2) || !posenc_is_flag(c->extra[k] + 2), "%s after -- is a positional "
-              "setting: it would apply to every scheme and override their own; give it in a scheme, e.g. "
-              "--scheme 'LABEL=--pe rope %s ...'", c->extra[k], c->extra[k]);
-    // fit-first: training stops at the target or at the budget, so the budget is --max-steps
-    int max_steps = 0, steps = 0;
-    for (int k = 0; k < c->n_extra; k++) { max_steps |= !strcmp(c->extra[k], "--max-steps"); steps |= !strcmp(c->extra[k], "--steps"); }
-    CHECK(!c->fit_target || max_steps, "--fit-target needs a step budget: give --max-steps N after --");
-    CHECK(!c->fit_target || !steps, "--steps after -- with --fit-target: fit-first training runs until the target or --max-steps; "
-          "give --max-steps N instead of --steps");
-}
-
-// ----------------------------------------------------------------------------------------------
-// running
 
 static void mkdirs(const char *path) {
     char p[4096];
@@ -573,16 +258,6 @@ static int finished(const Cfg *c, const Run *r) {
     return 1;
 }
 
-void last_line(const char *dir, const char *prefix, char *out, size_t cap) {
-    char p[4200], line[1024];
-    snprintf(p, sizeof p, "%s/train.log", dir);
-    out[0] = 0;
-    FILE *f = fopen(p, "r");
-    if (!f) return;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, prefix, strlen(prefix))) { line[strcspn(line, "\n")] = 0; snprintf(out, cap, "%s", line); }
-    fclose(f);
-}
 
 static int run_all(const Cfg *c, Run *runs, int n) {
     int todo = 0, failed = 0, done = 0, elsewhere = 0;

@@ -1,4 +1,4 @@
-// tests/fuzz/fuzz_compare_args.c: ./compare's command line (compare_parse, lab/compare.c), one argument
+// tests/fuzz/fuzz_compare_args.c: ./compare's command line (compare_parse, lab/compare_options.c), one argument
 // per line of the input: lists (--task, --schemes, --seeds, --claims, --rope-extensions, --double-length), numbers
 // (--fit-target, --rope-factor, --jobs, ...), scheme labels. An accepted line has consistent sets.
 #include <string.h>

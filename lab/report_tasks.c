@@ -1,0 +1,462 @@
+// lab/report_tasks.c: summary.md's sections of tasks: per task the scheme table (fitted runs, means
+// with 95% bootstrap intervals), the test pools, the degenerate runs, the paired test of every two
+// schemes with Holm's adjustment, the retrieval depth tables and the attention distance to NoPE;
+// then the paired tests pooled over tasks, the mean reciprocal rank and the --claims verdicts.
+#include <math.h>
+#include <string.h>
+
+#include "lab/report.h"
+
+static void fmt_interval(const Interval *iv, double scale, char *out, size_t cap) {
+    if (isnan(iv->mean)) snprintf(out, cap, "no fitted run");
+    else snprintf(out, cap, "%.1f [%.1f, %.1f]", scale * iv->mean, scale * iv->lo, scale * iv->hi);
+}
+
+// The fit criterion of a task's runs, as a sentence.
+static void fit_sentence(const Report *rp, int t, FILE *md) {
+    double target = NAN;
+    for (int i = 0; i < rp->n; i++) if (rp->runs[i].task == t && !isnan(rp->facts[i].target)) target = rp->facts[i].target;
+    if (isnan(target)) fprintf(md, "No fit criterion (no run has a fit line): every run counts as fitted. ");
+    else fprintf(md, "A run is fitted when its in-distribution validation accuracy reached %.4g within its step budget "
+                     "(its train.log); a run not fitted is shown but left out of every mean, interval and comparison. ", target);
+}
+
+// The table of a task: per scheme the fitted runs, the in-distribution and longer accuracy (mean
+// over the fitted runs, 95% bootstrap interval over seeds and instances) and every run's number.
+static void scheme_table(const Report *rp, int t) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    fprintf(md, "| scheme | fitted | in-distribution | longer than training | per seed: longer (in-distribution when not fitted) |\n"
+                "|---|---|---|---|---|\n");
+    SeedBuckets seeds[MAX_ITEMS];
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        int runs = 0, fitted = 0, criterion = 0;
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            int ri = run_index(c, t, sc, sd);
+            if (!run_has_results(&rp->runs[ri])) continue;
+            runs++; fitted += run_counts(rp, ri); criterion |= rp->facts[ri].fit != FIT_NONE;
+        }
+        char cell[2][96];
+        for (int o = 0; o < 2; o++) {
+            int k = fitted_buckets(rp, t, sc, o, -1, seeds);
+            Interval iv = bootstrap_accuracy(seeds, k, RESAMPLES, stream_seed(c->tasks[t], c->schemes[sc].label, o));
+            fmt_interval(&iv, 100, cell[o], sizeof cell[o]);
+        }
+        fprintf(md, "| %s | %d of %d%s | %s | %s | ", c->schemes[sc].label, fitted, runs, criterion ? "" : " (no fit criterion)", cell[0], cell[1]);
+        for (int sd = 0, first = 1; sd < c->n_seeds; sd++) {
+            int ri = run_index(c, t, sc, sd);
+            const RunFacts *f = &rp->facts[ri];
+            fprintf(md, "%s%lld: ", first ? "" : ", ", c->seeds[sd]);
+            first = 0;
+            if (!run_has_results(&rp->runs[ri])) fprintf(md, "not run");
+            else if (f->fit == FIT_NO) fprintf(md, "%.1f (not fitted; in-distribution %.1f)", f->acc[1], f->acc[0]);
+            else fprintf(md, "%.1f", f->acc[1]);
+        }
+        fprintf(md, " |\n");
+    }
+    fprintf(md, "\n");
+}
+
+// The test instances of each length, from the first run of the task (every run has the same
+// settings): the pool (every test instance of the length) and the distinct ones scored, the depths
+// of a length added up, consecutive lengths alike merged into one row.
+typedef struct { int first, last, pool, distinct, n; } LengthGroup;
+
+static void pool_table(const Report *rp, int t) {
+    int ri = -1;
+    for (int i = 0; i < rp->n && ri < 0; i++) if (rp->runs[i].task == t && run_has_results(&rp->runs[i])) ri = i;
+    if (ri < 0) return;
+    LengthGroup *g = xcalloc(rp->nrow[ri] + 1, sizeof *g);
+    int m = 0;
+    for (int i = rp->row0[ri]; i < rp->row0[ri] + rp->nrow[ri]; i++) {
+        const Row *r = &rp->rs.r[i];
+        LengthGroup *p = m ? &g[m - 1] : NULL;
+        if (p && p->last == r->length) {
+            p->pool = p->pool < 0 || r->pool < 0 ? -1 : p->pool + r->pool;
+            p->distinct += r->distinct; p->n += r->evaluated;
+        } else g[m++] = (LengthGroup){ r->length, r->length, r->pool, r->distinct, r->evaluated };
+    }
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+        LengthGroup *p = k ? &g[k - 1] : NULL;
+        if (p && g[i].first == p->last + 1 && g[i].pool == p->pool && g[i].distinct == p->distinct && !g[i].n == !p->n) p->last = g[i].last;
+        else g[k++] = g[i];
+    }
+    fprintf(rp->md, "Test instances by length (pool: every test instance of the length; scored: the distinct instances "
+                    "each run is scored on):\n\n| lengths | pool | scored | |\n|---|---|---|---|\n");
+    for (int i = 0; i < k; i++) {
+        char lengths[32], pool[32];
+        snprintf(lengths, sizeof lengths, g[i].last > g[i].first ? "%d-%d" : "%d", g[i].first, g[i].last);
+        if (g[i].pool < 0) snprintf(pool, sizeof pool, "too many to enumerate"); else snprintf(pool, sizeof pool, "%d", g[i].pool);
+        fprintf(rp->md, "| %s | %s | %d | %s |\n", lengths, pool, g[i].distinct, !g[i].n ? "no test instance"
+                : g[i].pool < 0 || g[i].distinct < g[i].pool ? "sampled without replacement" : "every test instance");
+    }
+    fprintf(rp->md, "\n");
+    free(g);
+}
+
+// The runs of a task whose answers do not depend on the input at some length.
+static void degenerate_list(const Report *rp, int t) {
+    const Cfg *c = rp->c;
+    int any = 0;
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            const char *d = rp->facts[run_index(c, t, sc, sd)].degenerate;
+            if (!*d) continue;
+            if (!any++) fprintf(rp->md, "Degenerate runs (one answer on >= %.0f%% of the instances of a length with >= %d "
+                                        "instances: the answer does not depend on the input):\n\n", 100 * DEGENERATE_SHARE, DEGENERATE_MIN);
+            fprintf(rp->md, "- %s seed %lld: the same answer on >= %.0f%% of instances at lengths ", c->schemes[sc].label,
+                    c->seeds[sd], 100 * DEGENERATE_SHARE);
+            for (; *d; d++) { if (*d == ' ') fputc(',', rp->md); fputc(*d, rp->md); }
+            fprintf(rp->md, "\n");
+        }
+    if (!any) fprintf(rp->md, "No degenerate run (none gives one answer on >= %.0f%% of the instances of a length with >= %d "
+                              "instances).\n", 100 * DEGENERATE_SHARE, DEGENERATE_MIN);
+    fprintf(rp->md, "\n");
+}
+
+// The paired differences a - b of accuracy beyond training (points), one per seed: over tasks
+// t0..t1-1, the mean of that seed's differences on the tasks where both runs fitted (a seed with no
+// such task is left out). The seed is the unit even when tasks are pooled: runs of one seed start
+// from the same weights on every task with the same vocabulary and draw their data from the same
+// seed, so a seed's differences on several tasks are not independent of each other, and a test that
+// counted each (task, seed) pair as one unit would claim more than the seeds show. seed_of[k] (when
+// not NULL) gets the seed index of d[k]; d and seed_of hold n_seeds. Returns the count.
+static int paired(const Report *rp, int t0, int t1, int a, int b, double *d, int *seed_of) {
+    const Cfg *c = rp->c;
+    int k = 0;
+    for (int sd = 0; sd < c->n_seeds; sd++) {
+        double sum = 0;
+        int n = 0;
+        for (int t = t0; t < t1; t++) {
+            int ra = run_index(c, t, a, sd), rb = run_index(c, t, b, sd);
+            if (!run_counts(rp, ra) || !run_counts(rp, rb) || isnan(rp->facts[ra].acc[1]) || isnan(rp->facts[rb].acc[1])) continue;
+            sum += rp->facts[ra].acc[1] - rp->facts[rb].acc[1];
+            n++;
+        }
+        if (!n) continue;
+        if (seed_of) seed_of[k] = sd;
+        d[k++] = sum / n;
+    }
+    return k;
+}
+
+// "| N | mean | [lo, hi] | p | Holm p |" of a test and its family's adjusted p
+static void test_cells(FILE *md, const Test *x, double holm) {
+    fprintf(md, " %d |", x->iv.n);
+    if (x->iv.n) fprintf(md, " %+.1f |", x->iv.mean); else fprintf(md, " |");
+    if (x->iv.n >= 2) fprintf(md, " [%+.1f, %+.1f] |", x->iv.lo, x->iv.hi); else fprintf(md, " |");
+    if (x->iv.n) fprintf(md, " %.4g | %.4g |", x->p, holm); else fprintf(md, " | |");
+}
+
+// For every two schemes, the paired test of their accuracy beyond training, per task (t0 = t,
+// t1 = t + 1) or pooled over every task (each seed's mean over its tasks: see paired), with the
+// differences by seed, and Holm's adjustment over the table's pairs (its family).
+void pair_table(const Report *rp, int t0, int t1) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int pooled = t1 - t0 > 1, np = c->n_schemes * (c->n_schemes - 1) / 2;
+    fprintf(md, "Paired differences of accuracy beyond the training lengths (percentage points, a - b) over the seeds "
+                "where both runs fitted%s: mean, 95%% t-interval, exact sign-flip p (two-sided); a difference counts "
+                "when the interval excludes 0 and p < 0.05. Holm p: p adjusted for the %d comparisons of this table "
+                "(a verdict whose Holm p is below 0.05 holds with the chance of any false verdict in the table at most "
+                "5%%).\n\n| a - b | %s | seeds | mean | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
+            pooled ? " on a task (each seed: the mean of its differences over those tasks)" : "", np,
+            pooled ? "seed means" : "by seed");
+    double *d = xmalloc(sizeof(double) * (size_t)np * c->n_seeds);
+    int *seed_of = xmalloc(sizeof(int) * (size_t)np * c->n_seeds), *k = xmalloc(sizeof(int) * np);
+    Test *x = xmalloc(sizeof(Test) * np);
+    double *holm = xmalloc(sizeof(double) * np);
+    for (int a = 0, i = 0; a < c->n_schemes; a++)
+        for (int b = a + 1; b < c->n_schemes; b++, i++) {
+            k[i] = paired(rp, t0, t1, a, b, d + (size_t)i * c->n_seeds, seed_of + (size_t)i * c->n_seeds);
+            char name[160];
+            snprintf(name, sizeof name, "%s-%s", c->schemes[a].label, c->schemes[b].label);
+            x[i] = paired_test(d + (size_t)i * c->n_seeds, k[i], stream_seed(pooled ? "" : c->tasks[t0], name, 2));
+        }
+    holm_of_tests(x, np, holm);
+    for (int a = 0, i = 0; a < c->n_schemes; a++)
+        for (int b = a + 1; b < c->n_schemes; b++, i++) {
+            fprintf(md, "| %s - %s |", c->schemes[a].label, c->schemes[b].label);
+            for (int j = 0; j < k[i]; j++)
+                fprintf(md, "%s%lld: %+.1f", j ? ", " : " ", c->seeds[seed_of[(size_t)i * c->n_seeds + j]], d[(size_t)i * c->n_seeds + j]);
+            fprintf(md, " |");
+            test_cells(md, &x[i], holm[i]);
+            int dir = direction(&x[i]);
+            if (dir) fprintf(md, " %s > %s |\n", c->schemes[dir > 0 ? a : b].label, c->schemes[dir > 0 ? b : a].label);
+            else not_distinguishable(md, k[i], "seed");
+        }
+    fprintf(md, "\n");
+    free(d); free(seed_of); free(k); free(x); free(holm);
+}
+
+// The NoPE paper's ranking among the fitted runs: per (task, seed) with at least two fitted runs,
+// rank them by accuracy on longer lengths (1 = best; ties share the better rank) into rp->rr.
+static void add_ranks(Report *rp, int t) {
+    const Cfg *c = rp->c;
+    for (int sd = 0; sd < c->n_seeds; sd++) {
+        double acc[MAX_ITEMS];
+        int ranked = 0;
+        for (int sc = 0; sc < c->n_schemes; sc++) {
+            int ri = run_index(c, t, sc, sd);
+            acc[sc] = run_counts(rp, ri) ? rp->facts[ri].acc[1] : NAN;
+            ranked += !isnan(acc[sc]);
+        }
+        if (ranked < 2) continue;
+        for (int sc = 0; sc < c->n_schemes; sc++) {
+            if (isnan(acc[sc])) continue;
+            int rank = 1;
+            for (int k = 0; k < c->n_schemes; k++) rank += acc[k] > acc[sc];      // NAN compares false
+            rp->rr[((size_t)t * c->n_seeds + sd) * c->n_schemes + sc] = 1.0 / rank;
+        }
+    }
+}
+
+// Retrieval: the accuracy of each scheme by haystack length (rows) and key depth (columns),
+// pooled over the fitted runs' seeds (a run not fitted is left out, as from every mean):
+// "retrieval difficulty and distractors controlled".
+static void depth_tables(const Report *rp, int task, FILE *md) {
+    const Cfg *c = rp->c;
+    const Rows *rs = &rp->rs;
+    double depths[16]; int nd = 0, lengths[MAX_LEN], nl = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const Row *r = &rs->r[i];
+        if ((r->run / c->n_schemes) / c->n_seeds != task || r->depth < 0) continue;
+        int seen = 0;
+        for (int k = 0; k < nd; k++) seen |= depths[k] == r->depth;
+        if (!seen && nd < 16) depths[nd++] = r->depth;
+        seen = 0;
+        for (int k = 0; k < nl; k++) seen |= lengths[k] == r->length;
+        if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
+    }
+    if (!nd) return;
+    sort_ints(lengths, nl);
+    for (int i = 1; i < nd; i++) for (int k = i; k > 0 && depths[k] < depths[k - 1]; k--) { double t = depths[k]; depths[k] = depths[k - 1]; depths[k - 1] = t; }
+    fprintf(md, "Accuracy (%%) by haystack length (tokens) and depth of the asked key (0 = start), the fitted runs' seeds "
+                "pooled:\n\n");
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        fprintf(md, "| %s | ", c->schemes[sc].label);
+        for (int d = 0; d < nd; d++) fprintf(md, "depth %.2f | ", depths[d]);
+        fprintf(md, "\n|---|");
+        for (int d = 0; d < nd; d++) fprintf(md, "---|");
+        fprintf(md, "\n");
+        for (int li = 0; li < nl; li++) {
+            fprintf(md, "| %d |", lengths[li]);
+            for (int d = 0; d < nd; d++) {
+                long long num = 0, den = 0;
+                for (int i = 0; i < rs->n; i++) {
+                    const Row *r = &rs->r[i];
+                    if ((r->run / c->n_schemes) / c->n_seeds == task && r->run % c->n_schemes == sc && r->length == lengths[li] &&
+                        r->depth == depths[d] && run_counts(rp, r->run))
+                        { num += r->correct; den += r->n; }
+                }
+                if (den) fprintf(md, " %.1f |", 100.0 * num / den); else fprintf(md, " |");
+            }
+            fprintf(md, "\n");
+        }
+        fprintf(md, "\n");
+    }
+}
+
+// --attention-distance: each scheme's distance.csv (layer,split,instances,jsd: nope's model of the
+// seed against this run's; in nope's own folder, against nope of the next seed) as a table by layer,
+// mean over the seeds where both runs fitted with the 95% t-interval (nope's baseline: disjoint pairs
+// of seeds), and a plot by layer.
+static void distance_section(Report *rp, int t) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    static Distances ds;                         // (4 MB)
+    double (*x)[2][DIST_MAX_LAYERS][MAX_ITEMS] = ds.x;       // x[sc][split][layer][pair]
+    int *nx = ds.nx, ns = nope_scheme(c), layers = 0, missing = 0, unfitted = 0;
+    memset(ds.nx, 0, sizeof ds.nx);
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            // the baseline in disjoint pairs of seeds (1-2, 3-4, ...): with the cyclic pairs that
+            // ./compare measures (each NoPE run against the next seed's) every run would count twice,
+            // and the t-interval would take 6 overlapping pairs for 6 independent values
+            if (sc == ns && (sd % 2 || sd + 1 >= c->n_seeds)) continue;
+            int a = run_index(c, t, ns, sd), b = run_index(c, t, sc, sc == ns ? sd + 1 : sd);
+            char path[4200];
+            snprintf(path, sizeof path, "%s/distance.csv", rp->runs[run_index(c, t, sc, sd)].dir);
+            double jsd[2][DIST_MAX_LAYERS];
+            int L = run_has_results(&rp->runs[a]) && run_has_results(&rp->runs[b]) ? read_distance(path, jsd) : 0;
+            if (!L) { missing++; continue; }
+            if (!run_counts(rp, a) || !run_counts(rp, b)) { unfitted++; continue; }
+            if (L > layers) layers = L;
+            for (int sp = 0; sp < 2; sp++) for (int l = 0; l < L; l++) x[sc][sp][l][nx[sc]] = jsd[sp][l];
+            nx[sc]++;
+        }
+    ds.layers = layers;
+    if (!layers) return;
+    fprintf(md, "### Attention distance to NoPE\n\nThe NoPE paper's measure (Kazemnejad et al. 2023, section 5.2; "
+                "README, \"The NoPE paper's attention distance\"): for each of NoPE's heads, the Jensen-Shannon "
+                "divergence (nats; 0 = the same attention, ln 2 = 0.693 = disjoint) to the nearest head of the other "
+                "model in the same layer, averaged over the query rows of 5 test instances per test length and over "
+                "NoPE's heads. Each scheme's run is compared with NoPE's run of the same seed; the nope row is the "
+                "baseline, NoPE against NoPE of another seed, in disjoint pairs of seeds (the first with the second, "
+                "the third with the fourth, ...). A scheme's run shares its seed's initial weights with NoPE's run "
+                "where the baseline's two runs do not, so the baseline is the distance of NoPE models from different "
+                "starts, and a scheme inside its interval is at most that far from NoPE. Mean over the pairs where "
+                "both runs fitted [95%% t-interval], at the training lengths (in) by layer, and over all layers at "
+                "the training lengths and beyond them.\n\n| scheme | pairs |");
+    for (int l = 0; l < layers; l++) fprintf(md, " layer %d (in) |", l);
+    fprintf(md, " all layers (in) | all layers (longer) |\n|---|---|");
+    for (int l = 0; l < layers + 2; l++) fprintf(md, "---|");
+    fprintf(md, "\n");
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        fprintf(md, "| %s%s | %d |", c->schemes[sc].label, sc == ns ? " (vs nope, another seed)" : "", nx[sc]);
+        for (int l = 0; l < layers + 2; l++) {
+            double v[MAX_ITEMS];
+            int sp = l == layers + 1;
+            for (int k = 0; k < nx[sc]; k++) {
+                if (l < layers) { v[k] = x[sc][0][l][k]; continue; }
+                double s = 0;                       // the mean over layers of this pair
+                for (int j = 0; j < layers; j++) s += x[sc][sp][j][k];
+                v[k] = s / layers;
+            }
+            Interval iv = mean_t_interval(v, nx[sc]);
+            if (!nx[sc] || isnan(iv.mean)) fprintf(md, " n/a |");
+            else if (nx[sc] > 1) fprintf(md, " %.4f [%.4f, %.4f] |", iv.mean, iv.lo, iv.hi);
+            else fprintf(md, " %.4f |", iv.mean);
+        }
+        fprintf(md, "\n");
+    }
+    fprintf(md, "\n");
+    if (unfitted || missing) fprintf(md, "Left out: %d pairs with a run not fitted, %d without a distance (a run not "
+                                         "finished).\n\n", unfitted, missing);
+    plot_distance(rp, t, &ds);
+}
+
+// A task's section: the scheme table, the test pools, the degenerate runs, the paired tests, its
+// ranks for the MRR, the retrieval depth tables and the plot against length.
+void task_section(Report *rp, int t) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int train_max = 0;
+    for (int i = 0; i < rp->n && !train_max; i++) if (rp->runs[i].task == t && run_has_results(&rp->runs[i])) train_max = task_train_max(&rp->runs[i]);
+    fprintf(md, "## %s\n\nExact-match accuracy of the greedy answer (%%) on unseen test instances, %d seed%s; "
+                "in-distribution: lengths <= %d, longer: the rest up to the longest test length, every instance "
+                "weighted equally. ", c->tasks[t], c->n_seeds, c->n_seeds > 1 ? "s" : "", train_max);
+    fit_sentence(rp, t, md);
+    fprintf(md, "Mean over the fitted runs with its 95%% bootstrap interval (%d resamples of the seeds, then of the "
+                "instances within each seed).\n\n", RESAMPLES);
+    scheme_table(rp, t);
+    pool_table(rp, t);
+    degenerate_list(rp, t);
+    if (c->n_schemes > 1) pair_table(rp, t, t + 1);
+    add_ranks(rp, t);
+    depth_tables(rp, t, md);
+    plot_accuracy(rp, t, train_max);
+    if (c->attention_distance) distance_section(rp, t);
+}
+
+// The mean reciprocal rank of each scheme over the fitted runs of every task and seed, with its
+// bootstrap interval, and the runs it leaves out.
+void mrr_table(const Report *rp) {
+    const Cfg *c = rp->c;
+    int configs = 0, not_fitted = 0, alone = 0, missing = 0;
+    for (int t = 0; t < c->n_tasks; t++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            const double *rr = rp->rr + ((size_t)t * c->n_seeds + sd) * c->n_schemes;
+            int ranked = 0;
+            for (int sc = 0; sc < c->n_schemes; sc++) {
+                int ri = run_index(c, t, sc, sd);
+                ranked += !isnan(rr[sc]);
+                if (!run_has_results(&rp->runs[ri])) missing++;
+                else if (!run_counts(rp, ri)) not_fitted++;
+                else if (isnan(rr[sc])) alone++;
+            }
+            configs += ranked > 0;
+        }
+    fprintf(rp->md, "## Mean reciprocal rank\n\nThe NoPE paper's aggregate, over the fitted runs: for every task and seed the "
+                    "fitted runs are ranked by accuracy on lengths longer than training (1 = best, ties share the better rank); "
+                    "a scheme's MRR is its mean 1/rank over the %d task x seed configurations with at least two fitted runs, "
+                    "with a 95%% bootstrap interval (%d resamples of the seeds, each bringing all its tasks). Left out: %d "
+                    "run%s not fitted, %d fitted run%s with no other fitted run to rank against, %d run%s not finished.\n\n",
+            configs, RESAMPLES, not_fitted, not_fitted == 1 ? "" : "s", alone, alone == 1 ? "" : "s", missing, missing == 1 ? "" : "s");
+    if (!configs) return;
+    Interval *m = xcalloc(c->n_schemes, sizeof(Interval));
+    bootstrap_mrr(rp->rr, c->n_tasks, c->n_seeds, c->n_schemes, RESAMPLES, stream_seed("", "mrr", 3), m);
+    fprintf(rp->md, "| scheme | MRR | 95%% interval | configurations ranked in |\n|---|---|---|---|\n");
+    for (int sc = 0; sc < c->n_schemes; sc++) {
+        if (!m[sc].n) { fprintf(rp->md, "| %s | | | 0 |\n", c->schemes[sc].label); continue; }
+        fprintf(rp->md, "| %s | %.3f | [%.3f, %.3f] | %d |\n", c->schemes[sc].label, m[sc].mean, m[sc].lo, m[sc].hi, m[sc].n);
+    }
+    fprintf(rp->md, "\n");
+    free(m);
+}
+
+// --claims: each claim "a > b" tested on the differences a - b pooled over every task, then per task.
+void claims_section(const Report *rp) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int nt = c->n_tasks > 1 ? c->n_tasks + 1 : 1;            // rows per claim: pooled, then each task
+    fprintf(md, "## Claims\n\nEach claim A>B says that A's accuracy beyond the training lengths exceeds B's. Over the seeds "
+                "where both runs fitted%s: the mean difference A - B (percentage points), its 95%% t-interval and the exact sign-flip p "
+                "(two-sided). Supported: the interval lies above 0 and p < 0.05; contradicted: it lies below 0 and p < "
+                "0.05; otherwise not distinguishable with the seeds at hand. Holm p adjusts p for the family it belongs "
+                "to: the %d claims' %s together%s.\n\n"
+                "| claim | over | seeds | mean A - B | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
+            c->n_tasks > 1 ? " (pooled over tasks: each seed's mean difference over its tasks, so the seed stays the unit)" : "",
+            c->n_claims, c->n_tasks > 1 ? "pooled rows" : "rows", c->n_tasks > 1 ? ", and each claim's rows by task together" : "");
+    double *d = xmalloc(sizeof(double) * c->n_seeds);
+    Test *x = xmalloc(sizeof(Test) * (size_t)c->n_claims * nt);
+    int *finished = xmalloc(sizeof(int) * (size_t)c->n_claims * nt);
+    for (int k = 0; k < c->n_claims; k++) {
+        int a = c->claims[k][0], b = c->claims[k][1];
+        char name[160];
+        snprintf(name, sizeof name, "%s-%s", c->schemes[a].label, c->schemes[b].label);     // pair_table's stream
+        for (int r = 0; r < nt; r++) {
+            int t = c->n_tasks > 1 ? r - 1 : 0, pooled = c->n_tasks > 1 && r == 0;
+            int f = pooled;
+            for (int i = 0; !pooled && i < rp->n; i++) f += rp->runs[i].task == t && run_has_results(&rp->runs[i]);
+            finished[k * nt + r] = f;
+            int n = pooled ? paired(rp, 0, c->n_tasks, a, b, d, NULL) : paired(rp, t, t + 1, a, b, d, NULL);
+            x[k * nt + r] = paired_test(d, f ? n : 0, stream_seed(pooled ? "" : c->tasks[t], name, 2));
+        }
+    }
+    // Holm's families: the claims' first rows (pooled, or the one task's) across claims; each claim's task rows
+    double *holm = xmalloc(sizeof(double) * (size_t)c->n_claims * nt);
+    Test *fam = xmalloc(sizeof(Test) * (c->n_claims > nt ? c->n_claims : nt));
+    double *adj = xmalloc(sizeof(double) * (c->n_claims > nt ? c->n_claims : nt));
+    for (int k = 0; k < c->n_claims; k++) fam[k] = x[k * nt];
+    holm_of_tests(fam, c->n_claims, adj);
+    for (int k = 0; k < c->n_claims; k++) holm[k * nt] = adj[k];
+    for (int k = 0; k < c->n_claims && nt > 1; k++) {
+        holm_of_tests(x + k * nt + 1, nt - 1, adj);
+        for (int r = 1; r < nt; r++) holm[k * nt + r] = adj[r - 1];
+    }
+    for (int k = 0; k < c->n_claims; k++) {
+        int a = c->claims[k][0], b = c->claims[k][1];
+        char claim[160];
+        snprintf(claim, sizeof claim, "%s>%s", c->schemes[a].label, c->schemes[b].label);
+        for (int r = 0; r < nt; r++) {
+            int t = c->n_tasks > 1 ? r - 1 : 0, pooled = c->n_tasks > 1 && r == 0;
+            if (!finished[k * nt + r]) { fprintf(md, "| %s | %s | | | | | | no run finished |\n", r ? "" : claim, c->tasks[t]); continue; }
+            const Test *y = &x[k * nt + r];
+            fprintf(md, "| %s | %s |", r ? "" : claim, pooled ? "all tasks" : c->tasks[t]);
+            test_cells(md, y, holm[k * nt + r]);
+            int dir = direction(y);
+            if (dir) fprintf(md, " %s |\n", dir > 0 ? "supported" : "contradicted");
+            else not_distinguishable(md, y->iv.n, "seed");
+        }
+    }
+    // which verdicts hold for the family of claims as a whole
+    int held = 0;
+    fprintf(md, "\nWith the chance of any false verdict among the %d claims at most 5%% (Holm p < 0.05 and the interval "
+                "on one side of 0): ", c->n_claims);
+    for (int k = 0; k < c->n_claims; k++) {
+        int dir = direction(&x[k * nt]);
+        if (!dir || !(holm[k * nt] < 0.05)) continue;
+        fprintf(md, "%s%s>%s %s", held++ ? ", " : "", c->schemes[c->claims[k][0]].label, c->schemes[c->claims[k][1]].label,
+                dir > 0 ? "supported" : "contradicted");
+    }
+    if (!held) {
+        int n = 0;
+        for (int k = 0; k < c->n_claims; k++) n = x[k * nt].iv.n > n ? x[k * nt].iv.n : n;
+        fprintf(md, "none");
+        family_seeds_note(md, n, c->n_claims);
+    }
+    fprintf(md, ".\n\n");
+    free(d); free(x); free(finished); free(holm); free(fam); free(adj);
+}
