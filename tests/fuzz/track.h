@@ -6,7 +6,7 @@
 #ifndef FUZZ_TRACK_H
 #define FUZZ_TRACK_H
 
-// the sources that ask for GNU extensions (lab/compare.c's sched_getaffinity) ask before their first
+// the sources that ask for GNU extensions (lab/compare_options.c's sched_getaffinity) ask before their first
 // system header, and this file comes before them all: ask for them here too
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
