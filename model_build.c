@@ -6,7 +6,7 @@
 #include "nn/kernels.h"
 
 #include <string.h>
-#include <tgmath.h>
+#include <tgmath.h>   // sqrt, log, cos: the initialisation draws in doubles
 
 // ----------------------------------------------------------------------------------------------
 // parameter layout and initialisation
