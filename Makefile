@@ -33,7 +33,7 @@ endif
 LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
-CORE = util/common.c util/atomicfile.c model.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c dataset/batch.c
+CORE = util/common.c util/atomicfile.c model.c model_build.c model_optim.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c dataset/batch.c
 LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
 HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h dist/dist.h dist/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)

@@ -1,26 +1,16 @@
-// model.c: the GPT-2 model: parameter layout and initialisation, activations, the forward (the
-// transformer block, written once for the batch and the KV cache) and backward passes, and AdamW.
-// The layers are in nn/layers.c, attention in nn/attention.c. Shapes follow the legend in model.h.
-// Every backward ACCUMULATES (+=) into its outputs.
+// model.c: the GPT-2 model's forward (the transformer block, written once for the batch and the KV
+// cache) and backward passes, dropout's keys and anomaly detection. The layout and allocation are in
+// model_build.c, the optimiser in model_optim.c, the layers in nn/layers.c, attention in
+// nn/attention.c. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its outputs.
 #include "model.h"
 
 #include "nn/kernels.h"
 
 #include <string.h>
 #include <tgmath.h>   // exp, sqrt, tanh follow the type of `real` (expf in the float build)
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
-static double wall(void) {
-#ifdef _OPENMP
-    return omp_get_wtime();
-#else
-    return (double)clock() / CLOCKS_PER_SEC;
-#endif
-}
 // Adds the time of `stmt` to m->prof[k] (where a benchmark reads the share of each kind of work).
-#define TIMED(m, k, stmt) do { double t0_ = wall(); stmt; (m)->prof[k] += wall() - t0_; } while (0)
+#define TIMED(m, k, stmt) do { double t0_ = now_seconds(); stmt; (m)->prof[k] += now_seconds() - t0_; } while (0)
 // the linear layers' products in the model's precision (gpt_set_bf16)
 #define MATMUL_FORWARD(m) ((m)->bf16 ? matmul_forward_bf16 : matmul_forward)
 #define MATMUL_BACKWARD(m) ((m)->bf16 ? matmul_backward_bf16 : matmul_backward)
@@ -51,310 +41,7 @@ static void crossentropy_forward(real *probs, real *losses, const real *logits, 
 }
 
 // ----------------------------------------------------------------------------------------------
-// the model
-
-static uint64_t hash_name(const char *s, uint64_t seed) {
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ull; }
-    return h;
-}
-
-static double normal(Rng *r) {
-    double u1 = rng_uniform(r), u2 = rng_uniform(r);
-    if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-static PosDims dims_of(const GPTConfig *c) {
-    PosDims d = { c->n_layer, c->n_head, c->n_embd, c->n_embd / c->n_head, c->max_seq_len };
-    return d;
-}
-
-int gpt_config_check(GPTConfig *c, char *msg, size_t cap) {
-    if (c->vocab_size < 2 || c->vocab_size > (1 << 24)) { snprintf(msg, cap, "vocab size %d is out of range (2..16777216)", c->vocab_size); return 0; }
-    c->padded_vocab = (c->vocab_size + 63) / 64 * 64;
-    if (c->n_layer < 1 || c->n_layer > PE_MAX_LAYERS) { snprintf(msg, cap, "--layers must be in 1..%d (got %d)", PE_MAX_LAYERS, c->n_layer); return 0; }
-    if (c->n_head < 1) { snprintf(msg, cap, "--heads must be >= 1 (got %d)", c->n_head); return 0; }
-    if (c->n_embd < 1 || c->n_embd % c->n_head) { snprintf(msg, cap, "--dim %d must be a positive multiple of --heads %d", c->n_embd, c->n_head); return 0; }
-    if (c->max_seq_len < 1) { snprintf(msg, cap, "the context length must be >= 1 (got %d)", c->max_seq_len); return 0; }
-    posenc_resolve(&c->pe, c->max_seq_len);      // settings whose default is the model's context
-    if (c->pe.n_layer != c->n_layer) { snprintf(msg, cap, "the positional schedule has %d layers but the model %d", c->pe.n_layer, c->n_layer); return 0; }
-    PosDims d = dims_of(c);
-    return posenc_validate(&c->pe, &d, msg, cap);
-}
-
-// Registers a tensor; returns its offset. Tensors are laid out in registration order.
-static size_t add_tensor(GPT *m, int cap, const char *name, int rows, int cols, int transpose,
-                         int decay, int init, double std) {
-    CHECK(m->n_tensors < cap, "internal: too many tensors");
-    TensorInfo *t = &m->tensors[m->n_tensors++];
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->offset = m->num_params; t->rows = rows; t->cols = cols; t->export_rows = rows;
-    t->transpose = transpose; t->decay = decay; t->init = init; t->std = std; t->scheme = -1; t->layer = -1;
-    m->num_params += (size_t)rows * cols;
-    return t->offset;
-}
-
-// The parameter layout: llm.c's order (wte, then each kind of per-layer tensor for all layers
-// together, then the final LayerNorm), followed by the positional schemes' parameters.
-// One row of this table per kind of tensor; both ParamTensors and the TensorInfo list come from it.
-typedef struct {
-    const char *name;      // HF GPT-2 name; %d is the layer for per-layer kinds
-    size_t field;          // offsetof(ParamTensors, ...) of the pointer to the first instance
-    int per_layer;         // 1: one instance per layer, stored contiguously (L, rows, cols)
-    int rows_c, cols_c;    // shape in multiples of C: (rows_c*C, cols_c*C); rows_c = 0 means a vector (cols_c*C)
-    int decay;             // AdamW weight decay applies
-    int init;              // InitKind
-    int residual_proj;     // GPT-2 scales the init of projections into the residual by 1/sqrt(2L)
-} TensorKind;
-
-#define PT(f) offsetof(ParamTensors, f)
-static const TensorKind KINDS[] = {
-    // wte's rows are the padded vocabulary, not a multiple of C: special-cased in layout()
-    { "transformer.wte.weight", PT(wte), 0, 0, 1, 1, INIT_NORMAL, 0 },
-    { "transformer.h.%d.ln_1.weight", PT(ln1w), 1, 0, 1, 0, INIT_ONE, 0 },
-    { "transformer.h.%d.ln_1.bias", PT(ln1b), 1, 0, 1, 0, INIT_ZERO, 0 },
-    { "transformer.h.%d.attn.c_attn.weight", PT(qkvw), 1, 3, 1, 1, INIT_NORMAL, 0 },
-    { "transformer.h.%d.attn.c_attn.bias", PT(qkvb), 1, 0, 3, 0, INIT_ZERO, 0 },
-    { "transformer.h.%d.attn.c_proj.weight", PT(attprojw), 1, 1, 1, 1, INIT_NORMAL, 1 },
-    { "transformer.h.%d.attn.c_proj.bias", PT(attprojb), 1, 0, 1, 0, INIT_ZERO, 0 },
-    { "transformer.h.%d.ln_2.weight", PT(ln2w), 1, 0, 1, 0, INIT_ONE, 0 },
-    { "transformer.h.%d.ln_2.bias", PT(ln2b), 1, 0, 1, 0, INIT_ZERO, 0 },
-    { "transformer.h.%d.mlp.c_fc.weight", PT(fcw), 1, 4, 1, 1, INIT_NORMAL, 0 },
-    { "transformer.h.%d.mlp.c_fc.bias", PT(fcb), 1, 0, 4, 0, INIT_ZERO, 0 },
-    { "transformer.h.%d.mlp.c_proj.weight", PT(fcprojw), 1, 1, 4, 1, INIT_NORMAL, 1 },
-    { "transformer.h.%d.mlp.c_proj.bias", PT(fcprojb), 1, 0, 1, 0, INIT_ZERO, 0 },
-    { "transformer.ln_f.weight", PT(lnfw), 0, 0, 1, 0, INIT_ONE, 0 },
-    { "transformer.ln_f.bias", PT(lnfb), 0, 0, 1, 0, INIT_ZERO, 0 },
-};
-#undef PT
-enum { N_KINDS = (int)(sizeof(KINDS) / sizeof(KINDS[0])) };
-
-// Registers every model tensor; off[k] receives the offset of kind k's first instance.
-static void layout(GPT *m, size_t off[N_KINDS]) {
-    const GPTConfig *c = &m->cfg;
-    int L = c->n_layer, C = c->n_embd;
-    int cap = N_KINDS * L + 2 * PE_MAX_LAYERS + 8;
-    m->tensors = xcalloc(cap, sizeof(TensorInfo));
-    m->n_tensors = 0; m->num_params = 0;
-    char name[96];
-    double std = 0.02, proj_std = 0.02 / sqrt(2.0 * L);
-    for (int k = 0; k < N_KINDS; k++) {
-        const TensorKind *kd = &KINDS[k];
-        int is_matrix = kd->rows_c > 0;
-        int rows = k == 0 ? c->padded_vocab : is_matrix ? kd->rows_c * C : 1;
-        int cols = kd->cols_c * C;
-        // linear weights export as Conv1D (in, out); wte is an embedding table, not a Conv1D
-        int transpose = is_matrix && k != 0;
-        for (int l = 0; l < (kd->per_layer ? L : 1); l++) {
-            snprintf(name, sizeof name, kd->name, l);
-            size_t o = add_tensor(m, cap, name, rows, cols, transpose, kd->decay, kd->init,
-                                  kd->residual_proj ? proj_std : std);
-            if (kd->per_layer) m->tensors[m->n_tensors - 1].layer = l;
-            m->tensors[m->n_tensors - 1].vector = !is_matrix && k != 0;
-            if (l == 0) off[k] = o;
-        }
-    }
-    m->tensors[0].export_rows = c->vocab_size;   // wte: the padding rows are not exported
-}
-
-// Positional parameters: the input scheme's block, then per layer (shared schemes: one block).
-// Offsets are SIZE_MAX where a hook has no parameters.
-static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]) {
-    const GPTConfig *c = &m->cfg;
-    PosDims d = dims_of(c);
-    int cap = N_KINDS * c->n_layer + 2 * PE_MAX_LAYERS + 8, rows, cols;
-    char name[96];
-    const PosScheme *in = posenc_scheme(c->pe.input);
-    *input_off = SIZE_MAX;
-    if (in->param_shape) {
-        in->param_shape(&c->pe, &d, &rows, &cols);
-        snprintf(name, sizeof name, "%s", in->export_name ? in->export_name : "pe.input.weight");
-        *input_off = add_tensor(m, cap, name, rows, cols, 0, 1, in->init ? INIT_SCHEME : INIT_NORMAL, in->init_std);
-        m->tensors[m->n_tensors - 1].scheme = c->pe.input;
-        m->tensors[m->n_tensors - 1].vector = in->param_vector;
-    }
-    for (int l = 0; l < c->n_layer; l++) {
-        const PosScheme *s = posenc_scheme(c->pe.layer[l]);
-        layer_off[l] = SIZE_MAX;
-        m->pe_layer_n[l] = 0;
-        if (!s->param_shape) continue;
-        s->param_shape(&c->pe, &d, &rows, &cols);
-        m->pe_layer_n[l] = (size_t)rows * cols;
-        if (s->shared) {
-            for (int k = 0; k < l; k++)
-                if (c->pe.layer[k] == c->pe.layer[l]) { layer_off[l] = layer_off[k]; break; }
-            if (layer_off[l] != SIZE_MAX) continue;
-            snprintf(name, sizeof name, "pe.%s.weight", s->name);
-        } else {
-            snprintf(name, sizeof name, "pe.h.%d.%s.weight", l, s->name);
-        }
-        layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, s->init ? INIT_SCHEME : INIT_NORMAL, s->init_std);
-        m->tensors[m->n_tensors - 1].scheme = c->pe.layer[l];
-        m->tensors[m->n_tensors - 1].vector = s->param_vector;
-        if (!s->shared) m->tensors[m->n_tensors - 1].layer = l;
-    }
-}
-
-static void point_tensors(ParamTensors *p, real *base, const size_t off[N_KINDS], size_t input_off,
-                          const size_t layer_off[PE_MAX_LAYERS], int L) {
-    for (int k = 0; k < N_KINDS; k++) *(real **)((char *)p + KINDS[k].field) = base + off[k];
-    p->pe_input = input_off == SIZE_MAX ? NULL : base + input_off;
-    for (int l = 0; l < L; l++) p->pe_layer[l] = layer_off[l] == SIZE_MAX ? NULL : base + layer_off[l];
-}
-
-void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
-    memset(m, 0, sizeof *m);
-    m->cfg = *cfg;
-    char msg[512];
-    CHECK(gpt_config_check(&m->cfg, msg, sizeof msg), "%s", msg);
-    m->table_rows = posenc_fixed_table(&m->cfg.pe) ? m->cfg.max_seq_len : 0;
-    size_t off[N_KINDS];
-    size_t pe_input_off, pe_layer_off[PE_MAX_LAYERS];
-    layout(m, off);
-    layout_pe(m, &pe_input_off, pe_layer_off);
-    m->params = xcalloc_big(m->num_params, sizeof(real));
-    m->grads = xcalloc_big(m->num_params, sizeof(real));
-    point_tensors(&m->p, m->params, off, pe_input_off, pe_layer_off, cfg->n_layer);
-    point_tensors(&m->g, m->grads, off, pe_input_off, pe_layer_off, cfg->n_layer);
-    // Initialise each tensor from its own stream, seeded by (seed, name): adding a positional
-    // table does not change the initial value of any other tensor, so schemes start equal.
-    for (int i = 0; i < m->n_tensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
-        real *p = m->params + t->offset;
-        size_t n = (size_t)t->export_rows * t->cols;   // padded vocab rows stay zero
-        Rng r;
-        rng_seed(&r, hash_name(t->name, seed));
-        if (t->init == INIT_SCHEME) { PosDims d = dims_of(cfg); posenc_scheme(t->scheme)->init(&m->cfg.pe, &d, p, &r); continue; }
-        for (size_t k = 0; k < n; k++) p[k] = t->init == INIT_ONE ? 1 : t->init == INIT_NORMAL ? (real)(t->std * normal(&r)) : 0;
-    }
-    PosDims d = dims_of(cfg);
-    posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos > cfg->max_seq_len ? max_pos : cfg->max_seq_len);
-}
-
-void gpt_set_context(GPT *m, int context) {
-    CHECK(!m->table_rows || context <= m->table_rows, "internal: a learned position table of %d rows cannot serve a "
-          "context of %d", m->table_rows, context);
-    m->cfg.max_seq_len = context;
-    int max_pos = m->pt.max_pos > context ? m->pt.max_pos : context;
-    PosDims d = dims_of(&m->cfg);
-    posenc_tables_free(&m->pt);
-    posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos);
-}
-
-void gpt_reserve_positions(GPT *m, int max_pos) {
-    if (max_pos <= m->pt.max_pos) return;
-    PosDims d = dims_of(&m->cfg);
-    posenc_tables_free(&m->pt);
-    posenc_tables_build(&m->pt, &m->cfg.pe, &d, max_pos);
-}
-
-static void free_acts(GPT *m) {
-    real **a = (real **)&m->a;
-    for (size_t i = 0; i < sizeof(Activations) / sizeof(real *); i++) free(a[i]);
-    real **g = (real **)&m->ga;
-    for (size_t i = 0; i < sizeof(GradActivations) / sizeof(real *); i++) free(g[i]);
-    memset(&m->a, 0, sizeof m->a); memset(&m->ga, 0, sizeof m->ga);
-}
-
-void gpt_free(GPT *m) {
-    free(m->params); free(m->grads); free(m->m); free(m->v); free(m->tensors);
-    free_acts(m);
-    posenc_tables_free(&m->pt);
-    memset(m, 0, sizeof *m);
-}
-
-// The activation buffers for (B, T) on `threads` threads: each slot of m->a / m->ga with its
-// element count. alloc_acts allocates exactly these and gpt_memory adds them up, so the memory
-// check before a run (train.c) and the allocation cannot disagree.
-enum { ACT_MAX = sizeof(Activations) / sizeof(real *) + sizeof(GradActivations) / sizeof(real *) };
-static int act_buffers(GPT *m, size_t B, size_t T, int threads, real **slot[ACT_MAX], size_t count[ACT_MAX]) {
-    size_t L = m->forward_only ? 1 : m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
-    size_t N = B * T;
-    int n = 0;
-#define BUF(field, elems) (slot[n] = &(field), count[n++] = (elems))
-    Activations *a = &m->a;
-    BUF(a->encoded, N * C);
-    BUF(a->ln1, L * N * C);
-    BUF(a->ln1_mean, L * N);
-    BUF(a->ln1_rstd, L * N);
-    BUF(a->qkv, L * N * 3 * C);
-    BUF(a->atty, L * N * C);
-    BUF(a->att_lse, L * B * NH * T);
-    BUF(a->residual2, L * N * C);
-    BUF(a->ln2, L * N * C);
-    BUF(a->ln2_mean, L * N);
-    BUF(a->ln2_rstd, L * N);
-    BUF(a->fch, L * N * 4 * C);
-    BUF(a->fch_gelu, L * N * 4 * C);
-    BUF(a->residual3, L * N * C);
-    BUF(a->lnf, N * C);
-    BUF(a->lnf_mean, N);
-    BUF(a->lnf_rstd, N);
-    BUF(a->logits, N * Vp);
-    BUF(a->probs, N * Vp);
-    BUF(a->losses, N);
-    BUF(a->scratch, N * C);
-    BUF(a->att_scratch, (size_t)threads * ATT_SCRATCH(C / NH));
-    if (!m->forward_only) {
-        GradActivations *g = &m->ga;
-        BUF(g->dresidual, N * C);
-        BUF(g->dln, N * C);
-        BUF(g->dqkv, N * 3 * C);
-        BUF(g->datty, N * C);
-        BUF(g->dfch, N * 4 * C);
-        BUF(g->dfch_gelu, N * 4 * C);
-    }
-#undef BUF
-    return n;
-}
-
-// Activations are sized for (act_B, act_T) and reused by any batch that fits in both. Forward-only
-// (gpt_set_forward_only): one layer's slices, which every layer reuses, and no gradient buffers.
-static void alloc_acts(GPT *m, int B, int T) {
-    if (B <= m->act_B && T <= m->act_T && max_threads() <= m->act_threads && m->forward_only == m->act_forward_only) return;
-    if (m->forward_only == m->act_forward_only) {   // grow, never shrink, while the mode stays
-        if (B < m->act_B) B = m->act_B;
-        if (T < m->act_T) T = m->act_T;
-    }
-    free_acts(m);
-    real **slot[ACT_MAX];
-    size_t count[ACT_MAX];
-    int n = act_buffers(m, (size_t)B, (size_t)T, max_threads(), slot, count);
-    for (int i = 0; i < n; i++) *slot[i] = xmalloc_big(sizeof(real) * count[i]);
-    m->act_B = B; m->act_T = T; m->act_threads = max_threads(); m->act_forward_only = m->forward_only;
-}
-
-TensorInfo *gpt_tensor_list(const GPTConfig *cfg, int *n, size_t *num_params) {
-    GPT m;
-    memset(&m, 0, sizeof m);
-    m.cfg = *cfg;
-    size_t off[N_KINDS], pe_input_off, pe_layer_off[PE_MAX_LAYERS];
-    layout(&m, off);
-    layout_pe(&m, &pe_input_off, pe_layer_off);
-    *n = m.n_tensors;
-    *num_params = m.num_params;
-    return m.tensors;
-}
-
-GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int threads) {
-    GPT m;
-    memset(&m, 0, sizeof m);
-    m.cfg = *cfg;
-    m.forward_only = forward_only;
-    size_t off[N_KINDS], pe_input_off, pe_layer_off[PE_MAX_LAYERS];
-    layout(&m, off);
-    layout_pe(&m, &pe_input_off, pe_layer_off);
-    free(m.tensors);
-    GPTMemory r = { 0 };
-    r.params = r.grads = (double)sizeof(real) * m.num_params;
-    r.adam = forward_only ? 0 : 2 * r.params;
-    real **slot[ACT_MAX];
-    size_t count[ACT_MAX];
-    int n = act_buffers(&m, (size_t)B, (size_t)T, threads, slot, count);
-    for (int i = 0; i < n; i++) r.acts += (double)sizeof(real) * count[i];
-    return r;
-}
+// the forward's modes
 
 void gpt_set_forward_only(GPT *m, int on) { m->forward_only = on != 0; }
 void gpt_set_attention_stats(GPT *m, double *acc) { m->attn_stats = acc; }
@@ -426,10 +113,6 @@ static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
 static void residual_add(real *out, const real *a, const real *b, size_t n) {
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-
-int gpt_position_limit(const GPT *m) {
-    return posenc_position_limit(&m->cfg.pe, &m->pt, m->table_rows ? m->table_rows : m->cfg.max_seq_len);
 }
 
 static void check_positions(const GPT *m, const int *pos, size_t N) {
@@ -521,8 +204,10 @@ static int watch_tensors(GPT *m, int layer, const real *base, const char *prefix
     return 0;
 }
 
-// Every parameter, the tensors outside the blocks first, then block by block
-static void watch_parameters(GPT *m) {
+// A call that checks every parameter starts (begin_checks), then scans them, the tensors outside
+// the blocks first, then block by block (gpt_check_parameters; gpt_adamw, model_optim.c)
+void gpt_watch_parameters(GPT *m, const char *pass, int on) {
+    begin_checks(m, pass, on);
     for (int l = -1; l < m->cfg.n_layer && !watch_tensors(m, l, m->params, ""); l++) {}
 }
 
@@ -532,8 +217,7 @@ void gpt_set_detect_anomaly(GPT *m, int on) {
 }
 
 int gpt_check_parameters(GPT *m) {
-    begin_checks(m, "parameters", 1);
-    watch_parameters(m);
+    gpt_watch_parameters(m, "parameters", 1);
     return m->anomaly.found;
 }
 
@@ -700,7 +384,7 @@ double gpt_forward(GPT *m, const Batch *b) {
         CHECK(!b->targets || (b->targets[n] >= 0 && b->targets[n] < V), "target id %d at batch index "
               "%zu is outside the vocabulary (0..%d)", b->targets ? b->targets[n] : 0, n, V - 1);
     }
-    alloc_acts(m, B, T);
+    gpt_alloc_acts(m, B, T);
     m->batch = b;
     m->act_dropout = m->dropout; m->act_drop_key = m->drop_key; m->act_drop_b0 = m->drop_b0;
     Activations *a = &m->a;
@@ -789,7 +473,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     for (int t = 0; t < T; t++)
         CHECK(tokens[t] >= 0 && tokens[t] < V, "token id %d is outside the vocabulary (0..%d)", tokens[t], V - 1);
     check_positions(m, pos, (size_t)T);
-    alloc_acts(m, 1, T);
+    gpt_alloc_acts(m, 1, T);
     m->batch = NULL;                       // no backward through a cached forward
     begin_checks(m, "forward", 0);         // and no anomaly detection
     if (max_threads() > kc->threads) {     // the thread count grew since kv_cache_init
@@ -872,133 +556,4 @@ void gpt_backward(GPT *m, double grad_scale) {
     encoder_backward(dp->wte, demb, b->tokens, N, C);      // dwte's rows of the batch's tokens += demb
     if (watch_tensors(m, -1, m->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
     if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, -1);
-}
-
-// ----------------------------------------------------------------------------------------------
-// optimiser
-
-// Two passes over the buffers per step: the gradient's global norm, then AdamW with the clipping
-// scale applied inside the update (the gradient buffer is read, never scaled in place). In each pass
-// every thread takes one contiguous span of the parameter buffer (one parallel region), and inside
-// it walks the runs of consecutive tensors that share a weight-decay setting, so the inner loop is
-// a plain vectorised loop with no per-element tensor lookup.
-
-// This thread's span [*lo, *hi) of n elements: contiguous, split in multiples of 16 (a cache line
-// of floats), the same for every pass of a given thread count.
-static void thread_span(size_t n, size_t *lo, size_t *hi) {
-#ifdef _OPENMP
-    size_t nt = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
-#else
-    size_t nt = 1, t = 0;
-#endif
-    size_t per = (n + nt - 1) / nt;
-    per = (per + 15) / 16 * 16;
-    *lo = t * per < n ? t * per : n;
-    *hi = *lo + per < n ? *lo + per : n;
-}
-
-double sum_squares_ordered(const real *x, size_t n) {
-    int nt = max_threads();
-    double *part = xcalloc((size_t)nt, sizeof(double)), ss = 0;
-    #pragma omp parallel
-    {
-        size_t lo, hi;
-        thread_span(n, &lo, &hi);
-        double acc = 0;
-        #pragma omp simd reduction(+:acc)
-        for (size_t i = lo; i < hi; i++) acc += (double)x[i] * x[i];
-        part[thread_id()] = acc;
-    }
-    for (int t = 0; t < nt; t++) ss += part[t];   // in thread order: the same bits for the same threads
-    free(part);
-    return ss;
-}
-
-double gpt_grad_norm(GPT *m) {
-    double t0 = wall();
-    double ss = sum_squares_ordered(m->grads, m->num_params);
-    m->prof[PROF_OPTIMIZER] += wall() - t0;
-    return sqrt(ss);
-}
-
-double gpt_clip_scale(double norm, double max_norm) {
-    return max_norm > 0 && norm > max_norm ? max_norm / norm : 1;
-}
-
-// AdamW on n elements of one run of tensors (weight decay wd), on the gradient times gs
-static void adamw_span(real *restrict w, real *restrict mm, real *restrict vv, const real *restrict grad, size_t n,
-                       const AdamWConfig *o, real ibc1, real ibc2, real wd, real gs) {
-    real lr = (real)o->lr, b1 = (real)o->beta1, b2 = (real)o->beta2, eps = (real)o->eps;
-    #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        real g = grad[i] * gs;
-        real mi = b1 * mm[i] + (1 - b1) * g;
-        real vi = b2 * vv[i] + (1 - b2) * g * g;
-        mm[i] = mi; vv[i] = vi;
-        w[i] -= lr * ((mi * ibc1) / (sqrt(vi * ibc2) + eps) + wd * w[i]);
-    }
-}
-
-void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale) {
-    double t0 = wall();
-    if (!m->m) { m->m = xcalloc_big(m->num_params, sizeof(real)); m->v = xcalloc_big(m->num_params, sizeof(real)); }
-    double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
-    real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;
-    // runs of consecutive tensors with the same decay setting: run r is [begin[r], begin[r+1])
-    size_t *begin = xmalloc(sizeof(size_t) * (size_t)(m->n_tensors + 1));
-    int *decay = xmalloc(sizeof(int) * (size_t)(m->n_tensors + 1)), runs = 0;
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
-        CHECK(ti->offset == (k ? m->tensors[k - 1].offset + (size_t)m->tensors[k - 1].rows * m->tensors[k - 1].cols : 0),
-              "internal: the tensors do not tile the parameter buffer");
-        if (runs == 0 || decay[runs - 1] != ti->decay) { begin[runs] = ti->offset; decay[runs++] = ti->decay; }
-    }
-    begin[runs] = m->num_params;
-    #pragma omp parallel
-    {
-        size_t lo, hi;
-        thread_span(m->num_params, &lo, &hi);
-        for (int r = 0; r < runs; r++) {
-            size_t a = begin[r] > lo ? begin[r] : lo, b = begin[r + 1] < hi ? begin[r + 1] : hi;
-            if (a < b) adamw_span(m->params + a, m->m + a, m->v + a, m->grads + a, b - a, o, ibc1, ibc2,
-                                  decay[r] ? (real)o->weight_decay : 0, gs);
-        }
-    }
-    free(begin); free(decay);
-    gpt_project_parameters(m);
-    begin_checks(m, "optimiser step", m->detect_anomaly);
-    watch_parameters(m);
-    m->prof[PROF_OPTIMIZER] += wall() - t0;
-}
-
-void gpt_project_parameters(GPT *m) {
-    // a scheme may constrain its parameters (KERPLE keeps r1, r2 >= 0.01 as the paper's code does)
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
-        const PosScheme *sc = ti->scheme >= 0 ? posenc_scheme(ti->scheme) : NULL;
-        if (sc && sc->project) { PosDims d = dims_of(&m->cfg); sc->project(&m->cfg.pe, &d, m->params + ti->offset); }
-    }
-}
-
-void gpt_adamw_span(GPT *m, const AdamWConfig *o, int t, double grad_scale, size_t offset, size_t n,
-                    const real *grad, real *mm, real *vv, int decay) {
-    double t0 = wall();
-    CHECK(offset + n <= m->num_params, "internal: gpt_adamw_span [%zu, %zu) past the %zu parameters", offset, offset + n,
-          m->num_params);
-    // the factors exactly as gpt_adamw computes them, so a slice gets the bits the whole would
-    double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
-    real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;
-    real wd = decay ? (real)o->weight_decay : 0;
-    #pragma omp parallel
-    {
-        size_t lo, hi;
-        thread_span(n, &lo, &hi);
-        if (lo < hi) adamw_span(m->params + offset + lo, mm + lo, vv + lo, grad + lo, hi - lo, o, ibc1, ibc2, wd, gs);
-    }
-    m->prof[PROF_OPTIMIZER] += wall() - t0;
-}
-
-const TensorInfo *gpt_find_tensor(const GPT *m, const char *name) {
-    for (int i = 0; i < m->n_tensors; i++) if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
-    return NULL;
 }

@@ -1,4 +1,6 @@
-// model.h: a GPT-2 decoder whose positional encoding is a plug (posenc.h).
+// model.h: a GPT-2 decoder whose positional encoding is a plug (posenc.h). The one header of the
+// model, in the order of its files: config and weights, build and free (model_build.c), forward
+// and backward and the KV cache (model.c), the optimiser (model_optim.c).
 //
 // Shape legend, used in every comment:
 //   B batch, T time, C channels, NH heads, hs = C/NH head size, L layers,
@@ -17,6 +19,9 @@
 #include "dataset/batch.h"
 #include "nn/layers.h"
 #include "posenc.h"
+
+// ==============================================================================================
+// config and weights (and the run's state, which GPT holds with them)
 
 typedef struct {
     int vocab_size;     // V, e.g. 256 for bytes or 50257 for GPT-2 tokens
@@ -156,6 +161,9 @@ typedef struct {
     void *grad_ready_ctx;
 } GPT;
 
+// ==============================================================================================
+// build and free (model_build.c)
+
 // Builds a model (parameters initialised from seed; each tensor draws from its own stream, so
 // the initial value of a shared tensor does not depend on the positional scheme). max_pos: the
 // largest position id the model will see (tables are built for it); 0 means max_seq_len.
@@ -171,8 +179,22 @@ void gpt_free(GPT *m);
 // it, so a reader can check a file against them before allocating; *n of them, the parameter count
 // in *num_params. cfg must have passed gpt_config_check. The caller frees the list.
 TensorInfo *gpt_tensor_list(const GPTConfig *cfg, int *n, size_t *num_params);
+// The model's tensor named `name` (its HF name, e.g. transformer.wte.weight), or NULL
+const TensorInfo *gpt_find_tensor(const GPT *m, const char *name);
 // Fills cfg->padded_vocab, checks every field; returns 0 with a message if something is wrong.
 int gpt_config_check(GPTConfig *cfg, char *msg, size_t cap);
+// Position ids the model can take: 0 .. limit-1 (its tables; a learned input table: its context).
+// gpt_forward and gpt_forward_cached refuse others with a message.
+int gpt_position_limit(const GPT *m);
+// Rebuilds the position tables (never the parameters) to cover ids 0 .. max_pos-1 when they are
+// shorter, for evaluation beyond the context. A learned input table keeps its rows.
+void gpt_reserve_positions(GPT *m, int max_pos);
+// Runs the model at another context (the length its position tables are built for; dynamic NTK
+// scaling reads the sequence length from it) and rebuilds the tables; parameters are untouched.
+void gpt_set_context(GPT *m, int context);
+
+// ==============================================================================================
+// forward and backward (model.c)
 
 // Forward over a batch: fills activations; returns the weighted mean cross-entropy over tokens
 // (sum w*loss / sum w; 0 when every weight is 0). targets may be NULL (inference: logits only).
@@ -235,6 +257,9 @@ void attention_probs(const GPT *m, int layer, int b, int head, real *out);
 // gives the gradient of the mean over the whole accumulated batch.
 void gpt_backward(GPT *m, double grad_scale);
 
+// ==============================================================================================
+// KV cache (model.c)
+
 // KV cache for incremental decoding of one sequence (batch 1). Keys are stored after the q/k hook
 // (rotated at their own positions), so a chunk appended after P cached tokens only hooks its own
 // tokens, at the positions the caller gives (P..P+T-1 for plain decoding).
@@ -253,6 +278,9 @@ void kv_cache_free(KVCache *c);
 // Runs T new tokens (token ids tokens (T,), position ids pos (T,), one document) after the cached
 // ones, appends their keys and values, and leaves the chunk's logits in m->a.logits (T, Vp).
 void gpt_forward_cached(GPT *m, KVCache *c, const int *tokens, const int *pos, int T);
+
+// ==============================================================================================
+// optimiser (model_optim.c)
 
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
@@ -281,15 +309,16 @@ void gpt_adamw_span(GPT *m, const AdamWConfig *o, int t, double grad_scale, size
 // applies after its update; gpt_adamw_span's caller calls it once every slice is in place.
 void gpt_project_parameters(GPT *m);
 
-const TensorInfo *gpt_find_tensor(const GPT *m, const char *name);
-// Position ids the model can take: 0 .. limit-1 (its tables; a learned input table: its context).
-// gpt_forward and gpt_forward_cached refuse others with a message.
-int gpt_position_limit(const GPT *m);
-// Rebuilds the position tables (never the parameters) to cover ids 0 .. max_pos-1 when they are
-// shorter, for evaluation beyond the context. A learned input table keeps its rows.
-void gpt_reserve_positions(GPT *m, int max_pos);
-// Runs the model at another context (the length its position tables are built for; dynamic NTK
-// scaling reads the sequence length from it) and rebuilds the tables; parameters are untouched.
-void gpt_set_context(GPT *m, int context);
+// ==============================================================================================
+// internal: shared by model.c, model_build.c and model_optim.c, not for callers
+
+// the dimensions a positional scheme sees (PosDims, posenc.h) for a model of cfg (model_build.c)
+PosDims gpt_pos_dims(const GPTConfig *cfg);
+// (Re)allocates the activations for a (B, T) forward when they are smaller or in the other mode
+// (gpt_set_forward_only); the forwards call it (model_build.c)
+void gpt_alloc_acts(GPT *m, int B, int T);
+// Starts a check of every parameter for NaN and Inf (pass: "parameters", "optimiser step"; on = 0:
+// none) and runs it into m->anomaly (gpt_check_parameters, gpt_adamw; model.c)
+void gpt_watch_parameters(GPT *m, const char *pass, int on);
 
 #endif
