@@ -1,16 +1,19 @@
 # Makefile: build, test, and the main job.
 #
-#   make            build ./train and the test programs
-#   make run        the comparison: five schemes x 6 seeds on copy-repeat, fit-first, results in runs/default/
-#   make reproduce-nope   the NoPE paper's claims tested, fit-first, 6 seeds (~2.5 h), results in runs/nope/
-#   make reproduce-alibi  train short on the KJV, perplexity to 8x (needs make kjv), runs/alibi/
-#   make reproduce-collapse  heads collapsed onto BOS by layer in deep narrow models (needs make kjv), runs/collapse/
-#   make test       every test program; stops at the first failure
+#   make            build ./train, ./compare, ./tokenize and the test programs
+#   make run        the comparison: five schemes x 8 seeds on copy-repeat, fit-first (~16 min), results in runs/default/
+#   make reproduce-nope   the NoPE paper's claims tested: 5 schemes x 3 tasks x 8 seeds, fit-first (~2.5 h), runs/nope/
+#   make reproduce-alibi  train short on the KJV, perplexity to 8x: 9 seeds (~1.5 h; needs make kjv), runs/alibi/
+#   make reproduce-collapse  heads collapsed onto BOS by layer in deep narrow models: 4 schemes x 3 seeds
+#                   (~26 min; needs make kjv), runs/collapse/
+#   make test       every test program, ending with a count of passed and SKIPPED tests (REQUIRE_ALL=1: a skip fails)
+#   make bench      speed: peak, training steps, schemes' cost, attention scaling, streaming, MPI, tokenizer
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       every reader's libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each (60); needs clang
 #   make fixtures   regenerate the PyTorch reference fixtures (needs python3-torch)
 #   make kjv        data/kjv.txt, the King James Bible as text (needs apt-get install bible-kjv)
 #   make kjv-gpt2   the KJV as GPT-2 token shards + data/gpt2_tokenizer.bin (needs make kjv, node and npm)
+#   make MPI=1      ./train and ./compare built with mpicc, for mpirun (Open MPI; docs/mpi.md)
 #
 # Flags: -O3 without -ffast-math/-Ofast. -Ofast lets the compiler assume no NaN/Inf and reorder
 # sums, which broke llm.c's GELU; we keep IEEE semantics and get vectorised reductions from
