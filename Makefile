@@ -63,7 +63,7 @@ $(D)/%.o: %.c $(HDR) tests/testutil.h
 
 LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 # make MPI=1: ./train trains data parallel and ./compare shares its runs out under mpirun (dist/dist.h,
-# README "Many processes: MPI"). Only dist/dist.c and dist/dist_grad.c differ: compiled with mpicc and
+# docs/mpi.md). Only dist/dist.c and dist/dist_grad.c differ: compiled with mpicc and
 # -DUSE_MPI into NAME_mpi.o, and the programs linked with mpicc. build/mpi-setting changes when MPI
 # does, so switching relinks them. tests/train_mpi and tests/compare_mpi are the MPI builds under
 # other names, for tests/test_mpi.sh (whatever MPI is).
@@ -137,7 +137,7 @@ tests/test_stats: $(call fobj,tests/test_stats.c util/common.c lab/stats.c)
 tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 	$(LINK)
 
-# Fuzzing (README.md, "Fuzzing"). Each harness fuzz_NAME.c feeds one reader;
+# Fuzzing (docs/tests.md, "Fuzzing"). Each harness fuzz_NAME.c feeds one reader;
 # FUZZ_LIB_NAME is what it links. Two builds of each: build/fuzz/fuzz_NAME with clang, libFuzzer,
 # ASan and UBSan (make fuzz), and build/fuzz-sa/fuzz_NAME with $(CC) and a main() that runs files
 # (make test runs tests/fuzz/regress/NAME/ through it). Both force-include tests/fuzz/track.h into
@@ -241,7 +241,7 @@ run: train compare
 
 # make reproduce-nope: the NoPE paper's experiment (Kazemnejad et al. 2023) as one fit-first test of
 # its claims: the paper's five schemes (Rotary as in the paper: 25% of each head, interleaved pairs;
-# APE = sinusoidal) on the three copy tasks that REFERENCE.md has the paper's numbers for and this
+# APE = sinusoidal) on the three copy tasks that the paper reports numbers for and this
 # budget can fit (copy-repeat, copy-repeat-2x, copy-change: train <= 20, test to 40), 8 seeds (Holm
 # over the 6 claims asks the smallest p below 0.05/6, which an exact sign-flip test first gives at 8), every
 # run trained until 90% in-distribution validation accuracy within 1000 steps, with the paper's
@@ -249,7 +249,7 @@ run: train compare
 # pooled over tasks and per task; then the NoPE paper's attention distance of every scheme to NoPE
 # (section 5.2). dim-64 models (4 layers, 4 heads; at dim 128, 90 runs needed ~4 hours on an AVX2
 # machine). About 2.5 hours for the 120 runs plus 4 minutes of distances on 2 cores of an AVX2 EPYC
-# (results/nope/README.md has the measured parts, README the results).
+# (results/nope/README.md has the measured parts, docs/reproduce-nope.md the results).
 NOPE_TASKS = copy-repeat,copy-change,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal'
@@ -260,12 +260,12 @@ reproduce-nope: train compare
 	  -- --dim 64 --max-steps 1000 --lr 3e-3 --wd 0.05 --schedule poly --warmup-frac 0.06 --log-every 100
 
 # make reproduce-collapse: the seed's claim that ALiBi makes "30 to 44% of heads collapse onto BOS in
-# deep models" (shared/seeds/002), measured: deep narrow models (12 layers, dim 64, 4 heads: 48
+# deep models" (a claim given without a source), measured: deep narrow models (12 layers, dim 64, 4 heads: 48
 # heads each) with alibi, rope, nope and t5 trained on the KJV with --bos (every window starts with
 # the boundary token) for 800 steps of 16 x 64 tokens, 3 seeds, then ./train --attention-stats on
 # 16 windows per length from 32 to 512 tokens: the fraction of heads whose mean attention mass on
 # the first key (BOS) is >= 0.5, by layer, with t-intervals over the seeds, and the plot by depth.
-# About 35 minutes on 2 cores.
+# 26 minutes on 2 cores of an AMD EPYC (results/collapse/README.md).
 reproduce-collapse: train compare data/kjv.txt
 	./compare --out runs/collapse --data data/kjv.txt --jobs 2 --schemes alibi,rope,nope,t5 --seeds 1,2,3 \
 	  --attention-stats --eval-flags '--ppl-tokens 8192' \

@@ -1,7 +1,7 @@
 // posenc.h: every positional scheme behind one interface, and the per-layer schedule
 // (posenc_schemes.c: the schemes' hooks and tables; posenc.c: settings, schedule, serialisation).
 //
-// Position can enter a GPT at three hook points (shared/DESIGN.md):
+// Position can enter a GPT at three hook points (README.md, Adding a scheme):
 //   1. input:  x(N,C) += a vector per position            (learned, sinusoidal)
 //   2. q/k:    rotate each head's q and k before scores    (rope)
 //   3. scores: add b_h(i, j) to the pre-softmax scores      (alibi)
@@ -22,7 +22,7 @@ enum { PE_NOPE = 0 };
 // The schemes a comparison runs when not told which (./compare without --schemes)
 #define PE_DEFAULT_COMPARISON "nope,learned,sinusoidal,rope,alibi,t5"
 
-// RoPE context extension (shared/REFERENCE.md; HF rope_type values)
+// RoPE context extension (HF transformers' modeling_rope_utils rope_type values)
 typedef enum { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_DYNAMIC, ROPE_SCALING_YARN,
                ROPE_SCALING_LLAMA3, ROPE_SCALING_LONGROPE } RopeScaling;
 
@@ -174,7 +174,7 @@ int posenc_validate(const PosConfig *c, const PosDims *d, char *msg, size_t cap)
 void posenc_tables_build(PosTables *t, const PosConfig *c, const PosDims *d, int max_pos);
 void posenc_tables_free(PosTables *t);
 
-// ALiBi slopes for n heads (shared/REFERENCE.md), out (n,).
+// ALiBi slopes for n heads (Press et al. 2021), out (n,).
 void posenc_alibi_slopes(int n, double *out);
 // RoPE inverse frequencies theta_i, i < d_rot/2, out (d_rot/2,), after the context-extension
 // method of c (context: the model's context, which dynamic scaling compares with L0).

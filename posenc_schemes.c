@@ -585,7 +585,7 @@ int posenc_find(const char *name) {
 int posenc_rope_width(const PosConfig *c, int head_size) { return (int)(head_size * c->rope_fraction); }
 
 // theta_i = base^(-2i/d), then the context-extension method (HF modeling_rope_utils; the worked
-// examples of shared/REFERENCE.md are in tests/test_posenc.c). s = factor, L0 = original context.
+// examples from HF transformers' modeling_rope_utils are in tests/test_posenc.c). s = factor, L0 = original context.
 void posenc_rope_freqs(const PosConfig *c, int d, int context, double *out, double *attn_factor) {
     int half = d / 2;
     double base = c->rope_base, s = c->rope_factor;
@@ -684,7 +684,7 @@ void posenc_longrope_use(PosConfig *c, const double *short_f, const double *long
     memcpy(c->longrope_long.f, long_f, sizeof(double) * pairs);
 }
 
-// T5's decoder bucketing of a distance n = i - j >= 0 (shared/REFERENCE.md)
+// T5's decoder bucketing of a distance n = i - j >= 0 (Raffel et al. 2020; HF's T5Attention._relative_position_bucket)
 int posenc_t5_bucket(int n, int num_buckets, int max_distance) {
     int exact = num_buckets / 2;
     if (n < exact) return n < 0 ? 0 : n;

@@ -126,9 +126,9 @@ static void refuse_schedule_flags(const Args *a, const GPT *m, const char *ckpt)
     for (const char *const *f = SCHEDULE_FLAGS; *f && !a->o.new_schedule; f++) {
         if (!flag_set(a, *f)) continue;
         CHECK(!table, "--%s would give the model of '%s' a new positional schedule, dropping the %s position table it "
-              "was trained with; add --new-schedule to do that (README: Importing models)", *f, ckpt, table->name);
+              "was trained with; add --new-schedule to do that (docs/formats.md: Importing models)", *f, ckpt, table->name);
         CHECK(0, "--%s would give the model of '%s' a new positional schedule in place of its own (%s); add "
-              "--new-schedule to do that (README: Importing models)", *f, ckpt, label);
+              "--new-schedule to do that (docs/formats.md: Importing models)", *f, ckpt, label);
     }
 }
 

@@ -4,7 +4,7 @@
 
 #include "util/common.h"
 
-// One batch as data. Positions and documents are per token, never loop indices (DESIGN.md):
+// One batch as data. Positions and documents are per token, never loop indices (docs/positions.md):
 // query i may attend key j of the same row when j <= i, doc[j] == doc[i]. Padding has doc -1,
 // so real tokens never see it; its loss weight must be 0.
 typedef struct {

@@ -1,5 +1,5 @@
 // dataset/tasks.h: synthetic length-generalisation tasks and retrieval-with-distractors haystacks,
-// generated deterministically from a seed, in the NoPE paper's protocol (shared/REFERENCE.md).
+// generated deterministically from a seed, in the NoPE paper's protocol (Kazemnejad et al. 2023; docs/lab.md).
 //
 // Every instance is a short string of tokens: bytes, plus the symbols of a large alphabet:
 //

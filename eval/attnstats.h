@@ -1,8 +1,8 @@
 // eval/attnstats.h: attention statistics over many windows of text (./train --attention-stats): per
 // layer and head, the mean attention mass on the first key (the sink; with --bos the boundary
 // token), the mean row entropy, the mean attended distance, and per layer the fraction of heads
-// whose mean first-key mass is >= a threshold ("collapsed"; shared/REFERENCE.md, "Attention sinks
-// and head collapse").
+// whose mean first-key mass is >= a threshold ("collapsed", the usual
+// convention; docs/lab.md, "Attention sinks and head collapse").
 //
 // Windows: the first N windows of W tokens of the text, consecutive and disjoint, each at
 // positions 0..W-1 (one document). With bos a window is [BOS] + W-1 tokens of text (the first N

@@ -5,7 +5,7 @@
 // format, one block per head, blocks separated by two blank lines, selected with `index h`),
 // NAME.gp (the script; re-render with `cd DIR && gnuplot NAME.gp`) and NAME.png. Without gnuplot on
 // PATH the .dat and .gp files are still written and a line says how to install it.
-// DIR must exist (train.c creates it).
+// DIR must exist (train_modes.c creates it).
 #ifndef VIZ_H
 #define VIZ_H
 

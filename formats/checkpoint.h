@@ -48,7 +48,7 @@ void ckpt_save(const char *path, const GPT *m, const char *train_kv, const Train
 typedef void (*CkptAdjust)(GPTConfig *cfg, void *ctx);
 void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainState *st, CkptAdjust adjust, void *ctx);
 
-// The export contract (README.md): every parameter as F32 under HF GPT-2 names, Conv1D weights
+// The export contract (docs/formats.md): every parameter as F32 under HF GPT-2 names, Conv1D weights
 // transposed to (in, out), wte cut to the real vocabulary; metadata format=pt and config JSON.
 // When the input scheme is learned and every layer nope, also writes config.json beside it.
 void export_safetensors(const char *path, const GPT *m);

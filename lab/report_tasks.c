@@ -289,7 +289,7 @@ static void distance_section(Report *rp, int t) {
     ds.layers = layers;
     if (!layers) return;
     fprintf(md, "### Attention distance to NoPE\n\nThe NoPE paper's measure (Kazemnejad et al. 2023, section 5.2; "
-                "README, \"The NoPE paper's attention distance\"): for each of NoPE's heads, the Jensen-Shannon "
+                "docs/lab.md, \"The NoPE paper's attention distance\"): for each of NoPE's heads, the Jensen-Shannon "
                 "divergence (nats; 0 = the same attention, ln 2 = 0.693 = disjoint) to the nearest head of the other "
                 "model in the same layer, averaged over the query rows of 5 test instances per test length and over "
                 "NoPE's heads. Each scheme's run is compared with NoPE's run of the same seed; the nope row is the "

@@ -96,7 +96,7 @@ static void attention_section(Report *rp, int t, int context) {
     sort_ints(windows, nw);
     fprintf(md, "### Attention: heads collapsed onto the first key\n\nThe fraction of each layer's heads whose mean "
                 "attention mass on the first key of the window (the sink; the boundary token with --bos) is >= 0.5, "
-                "averaged over %d windows of the validation text per length (./train --attention-stats; README, "
+                "averaged over %d windows of the validation text per length (./train --attention-stats; docs/lab.md, "
                 "\"Attention sinks and head collapse\"): mean over seeds [95%% t-interval]%s.\n\n",
             per_length, c->n_seeds > 1 ? "" : " (one seed: no interval)");
     for (int w = 0; w < nw; w++) {

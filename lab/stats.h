@@ -1,5 +1,5 @@
-// lab/stats.h: the statistics behind ./compare's intervals and tests (shared/REFERENCE.md, Statistics
-// for small-seed comparisons): means with t-intervals, the exact sign-flip permutation test of paired
+// lab/stats.h: the statistics behind ./compare's intervals and tests (docs/lab.md, The comparison;
+// paired by seed, as small-seed comparisons need): means with t-intervals, the exact sign-flip permutation test of paired
 // differences, an exact binomial sampler, and percentile bootstraps of an accuracy over seeds and
 // instances and of the mean reciprocal rank over seeds. Pure functions: no I/O, and every random
 // draw comes from an Rng (util/common.h) seeded by the caller, so a report is the same every time.

@@ -1,6 +1,6 @@
 // tests/test_import.c: the model files --load reads besides checkpoints (model_load, formats/modelfile.h)
 // and --export-llmc's writer (formats/llmc_model.h).
-//  - llm.c GPT-2 model files, written here from llm.c's documented layout (shared/REFERENCE.md;
+//  - llm.c GPT-2 model files, written here from llm.c's documented layout (llm.c's train_gpt2.c;
 //    train_gpt2.py's write_model), not from the reader: versions 3 (float32) and 5 (bfloat16), a
 //    vocabulary whose padding differs from ours, none at all. Every value the writer put in a
 //    tensor is in the model's tensor of that name; the padding rows are zero; --export-llmc's

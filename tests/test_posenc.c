@@ -1,4 +1,4 @@
-// tests/test_posenc.c: the facts of shared/REFERENCE.md, checked against posenc.c's tables and
+// tests/test_posenc.c: published facts of each scheme (papers and public code, cited at each test), checked against posenc.c's tables and
 // hooks. The expected numbers come from the papers and public code, not from this project.
 #include <string.h>
 #include <sys/wait.h>
@@ -21,7 +21,7 @@ static PosTables tables_for(const char *input, const char *layer, int C, int NH,
     return t;
 }
 
-// Sinusoid, d = 6, positions 0..3 (Vaswani et al.; the table in REFERENCE.md, 4 decimals)
+// Sinusoid, d = 6, positions 0..3 (Vaswani et al.; sin/cos of pos/10000^(2i/d), 4 decimals)
 static void test_sinusoid_table(void) {
     static const double want[4][6] = {
         { 0.0000, 1.0000, 0.0000, 1.0000, 0.0000, 1.0000 },
@@ -150,7 +150,7 @@ static void test_rope_not_monotone(void) {
     posenc_tables_free(&t);
 }
 
-// ALiBi slopes, log2 of each, for 4, 6, 8 and 12 heads (REFERENCE.md)
+// ALiBi slopes, log2 of each, for 4, 6, 8 and 12 heads (Press et al. 2021 and its public code: the non-power-of-two rule)
 static void test_alibi_slopes(void) {
     static const double want4[] = { -2, -4, -6, -8 }, want6[] = { -2, -4, -6, -8, -1, -3 },
         want8[] = { -1, -2, -3, -4, -5, -6, -7, -8 },
@@ -226,7 +226,7 @@ static void test_learned_range(void) {
     EXPECT(strstr(buf, "position 8") && strstr(buf, "learned"), "the message must name the position and the table: %s", buf);
 }
 
-// RoPE context extension against the worked examples of shared/REFERENCE.md
+// RoPE context extension against the worked examples computed with HF transformers' modeling_rope_utils formulas
 static void test_rope_scaling(void) {
     PosConfig c; posenc_defaults(&c, 1);
     double f[64], factor;
@@ -257,7 +257,7 @@ static void test_rope_scaling(void) {
     EXPECT(factor == 1, "llama3 has no attention factor");
 }
 
-// LongRoPE: the attention factor's worked examples of shared/REFERENCE.md, and inv_freq against a
+// LongRoPE: the attention factor's worked examples (HF's longrope rope_type formula), and inv_freq against a
 // hand computation: d = 8, base 1e4 gives base^(-2i/d) = 1, 0.1, 0.01, 0.001, each divided by the
 // short factors at a context <= L0 and by the long ones past it; s = 4, L0 = 16 gives
 // a = sqrt(1 + ln 4 / ln 16) = sqrt(1.5). The tables carry a on cos and sin.

@@ -1,4 +1,4 @@
-// tests/test_positions.c: positions are data (shared/DESIGN.md), for every scheme in posenc's table
+// tests/test_positions.c: positions are data (docs/positions.md), for every scheme in posenc's table
 // and both input schemes, in the double build (so "equal" means equal to ~1e-12):
 //   - KV cache: token-by-token and chunked decoding give the logits of one full forward pass, at
 //     T = 12 and at T = 100 (several query blocks and key tiles of the attention: 16 and 32 in the

@@ -2,7 +2,7 @@
 # tests/test_rules.sh: design rules that a grep can check.
 # Scheme knowledge lives in posenc (posenc.h, posenc.c, posenc_schemes.c). Every other C source and
 # header (all *.c and *.h outside tests/, found by this script, so new files are covered) reaches a
-# scheme only through posenc's hooks and properties (shared/DESIGN.md), so a new scheme, preset or
+# scheme only through posenc's hooks and properties (README.md, Adding a scheme), so a new scheme, preset or
 # setting never touches them. Outside comments, none of them may hold:
 #   1. a scheme or preset name as a string literal ("rope"), or a list of names in one
 #      ("nope,rope", "learned|sinusoidal", "learned or sinusoidal"): help text that names schemes

@@ -11,7 +11,7 @@
 //     the data hold the right numbers: attn_layer*.dat the attention_probs of each head (rows sum
 //     to 1, 0 above the diagonal); pos_input.dat the learned table or the sinusoidal formula;
 //     pos_bias_layer*.dat the bias hook key by key, and for alibi, t5 and kerple their formulas
-//     (shared/REFERENCE.md); pos_rope_layer*.dat cos(p theta_k) (times xpos's zeta_k^(p/gamma),
+//     (Raffel et al. 2020); pos_rope_layer*.dat cos(p theta_k) (times xpos's zeta_k^(p/gamma),
 //     theta_k = 0 for the frequencies p-rope drops) and the all-ones score;
 //   - the NoPE paper's attention distance (eval/attndist.h): the JSD against hand-computed values, a
 //     model against itself 0 for four schemes, against a model with layer 0's heads swapped 0 (each
@@ -300,7 +300,7 @@ static void check_input_dat(GPT *m, const char *dir, const char *input_pe) {
     EXPECT(d < DAT_TOL, "%s input: pos_input.dat differs from the table by %.3g", input_pe, d);
 }
 
-// the T5 decoder bucket of distance n (shared/REFERENCE.md)
+// the T5 decoder bucket of distance n (Raffel et al. 2020)
 static int t5_bucket_ref(int n, int nb, int md) {
     int exact = nb / 2;
     if (n < exact) return n;

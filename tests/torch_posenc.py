@@ -1,5 +1,5 @@
 """tests/torch_posenc.py: the positional schemes of tests/torch_ref.py in float64 PyTorch, written
-from their specification (tests/torch_ref.py's docstring, shared/REFERENCE.md): input tables, the
+from their specification (tests/torch_ref.py's docstring, and the papers each scheme cites): input tables, the
 RoPE family's frequencies and rotations, and the additive score biases."""
 import math
 

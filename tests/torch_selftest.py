@@ -201,20 +201,20 @@ def self_test(prefix):
         results.append(bool(ok))
         print("  %-72s %s" % (what, "ok" if ok else "FAIL"))
 
-    # ALiBi slopes against REFERENCE.md's table (log2 of the slopes).
+    # ALiBi slopes against the published table (Press et al. 2021's code) (log2 of the slopes).
     table = {4: [-2, -4, -6, -8], 6: [-2, -4, -6, -8, -1, -3], 8: [-1, -2, -3, -4, -5, -6, -7, -8],
              12: [-1, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5]}
     for n, want in table.items():
         got = [math.log2(s) for s in alibi_slopes(n)]
-        check(len(got) == n and all(abs(a - b) < 1e-12 for a, b in zip(got, want)), "ALiBi slopes n=%d match REFERENCE.md" % n)
+        check(len(got) == n and all(abs(a - b) < 1e-12 for a, b in zip(got, want)), "ALiBi slopes n=%d match the published table" % n)
 
-    # Sinusoidal table against REFERENCE.md (d=6, positions 0..3, 4 decimals).
+    # Sinusoidal table against Vaswani et al.'s formula worked by hand (d=6, positions 0..3, 4 decimals).
     want = [[0.0000, 1.0000, 0.0000, 1.0000, 0.0000, 1.0000],
             [0.8415, 0.5403, 0.0464, 0.9989, 0.0022, 1.0000],
             [0.9093, -0.4161, 0.0927, 0.9957, 0.0043, 1.0000],
             [0.1411, -0.9900, 0.1388, 0.9903, 0.0065, 1.0000]]
     pe = sinusoidal_table(4, 6).numpy()
-    check(np.max(np.abs(pe - np.array(want))) <= 0.5e-4 + 1e-12, "sinusoidal table d=6 matches REFERENCE.md")
+    check(np.max(np.abs(pe - np.array(want))) <= 0.5e-4 + 1e-12, "sinusoidal table d=6 matches the worked values")
 
     # Split and interleaved RoPE are the same rotation up to a permutation of channels:
     # interleaved(x[perm]) == split(x)[perm] with perm = [0, h, 1, h+1, ...] on the rotated part.

@@ -10,7 +10,7 @@
 # tokens/s over the steps after the first three (warm-up) but the last (which also validates), their
 # ratio to 1 rank x 2 threads, and
 # the share of rank 0's step time spent waiting for communication (./train's last line).
-# Then the scaling model (README "Many processes: MPI"): per step a ring all-reduce of the
+# Then the scaling model (docs/mpi.md, "Scaling on paper"): per step a ring all-reduce of the
 # gradient (S bytes: the parameter count x 4) costs 2 (N-1)/N S / bandwidth + 2 (N-1) latency on
 # N nodes; the compute of a node is this machine's 1 rank x 2 threads step at the per-node batch
 # (weak scaling: the global batch grows with N). Exposed communication: all of it (no overlap), or

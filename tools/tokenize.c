@@ -87,7 +87,7 @@ static void usage(FILE *f) {
                 fprintf(f, "  %-22s %s%s\n", head, FLAGS[i].help, FLAGS[i].required & (1 << c) ? " (required)" : "");
             }
     }
-    fprintf(f, "\n--help, -h: this text. See README.md, \"Tokenizing text (./tokenize)\".\n");
+    fprintf(f, "\n--help, -h: this text. See docs/data.md, \"Tokenizing text (./tokenize)\".\n");
 }
 
 static void parse(int argc, char **argv, Command *cmd, Args *a) {
