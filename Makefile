@@ -6,7 +6,7 @@
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x: 9 seeds (~1.5 h; needs make kjv), runs/alibi/
 #   make reproduce-collapse  heads collapsed onto BOS by layer in deep narrow models: 4 schemes x 3 seeds
 #                   (~26 min; needs make kjv), runs/collapse/
-#   make test       every test program, ending with a count of passed and SKIPPED tests (REQUIRE_ALL=1: a skip fails)
+#   make test       every test, to the end; a closing line counts passed, failed and SKIPPED (REQUIRE_ALL=1: a skip fails)
 #   make bench      speed: peak, training steps, schemes' cost, attention scaling, streaming, MPI, tokenizer
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       every reader's libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each (60); needs clang
@@ -189,40 +189,22 @@ $(foreach n,$(FUZZ),$(eval $(call FUZZ_RULES,$(n))))
 $(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c dataset/tasks.c dataset/batch.c $(BPE))
 	$(LINK)
 
-# Two threads make the tests exercise the OpenMP paths on any machine.
+# tests/run.sh runs every test below to its end and closes with one line: how many passed, which
+# failed, and which were skipped in whole or part for want of an optional tool (node, Open MPI,
+# PyTorch, gnuplot, the KJV), each with the apt-get line that installs it. A skipped test exits 77;
+# with REQUIRE_ALL=1 (.ci/run) a skip is a failure. Two threads make the C tests exercise the OpenMP
+# paths on any machine.
+OMP2 = OMP_NUM_THREADS=2
 test: all $(FUZZ_SA)
-	OMP_NUM_THREADS=2 ./tests/test_grad
-	OMP_NUM_THREADS=2 ./tests/test_posenc
-	OMP_NUM_THREADS=2 ./tests/test_positions
-	OMP_NUM_THREADS=2 ./tests/test_viz
-	OMP_NUM_THREADS=2 ./tests/test_kernels
-	OMP_NUM_THREADS=2 ./tests/test_bf16
-	./tests/test_data
-	./tests/test_stream
-	./tests/test_tasks
-	./tests/test_tasks_sets
-	./tests/test_safetensors
-	OMP_NUM_THREADS=2 ./tests/test_import
-	OMP_NUM_THREADS=2 ./tests/test_train
-	OMP_NUM_THREADS=2 ./tests/test_ppl
-	OMP_NUM_THREADS=2 ./tests/test_eval
-	./tests/test_stats
-	./tests/test_bpe
-	for n in $(FUZZ); do $(SA)/fuzz_$$n tests/fuzz/regress/$$n || exit 1; done
-	./tests/test_cli.sh
-	./tests/test_longrope.sh
-	./tests/test_resume.sh
-	./tests/test_stream.sh
-	./tests/test_fit.sh
-	./tests/test_signals.sh
-	./tests/test_faults.sh
-	./tests/test_compare.sh
-	./tests/test_mpi.sh
-	./tests/test_tokenize.sh
-	./tests/test_tokenize_ref.sh
-	./tests/test_torch.sh
-	./tests/test_rules.sh
-	@echo "make test: all test programs passed"
+	@tests/run.sh '$(OMP2) ./tests/test_grad' '$(OMP2) ./tests/test_posenc' '$(OMP2) ./tests/test_positions' \
+	  '$(OMP2) ./tests/test_viz' '$(OMP2) ./tests/test_kernels' '$(OMP2) ./tests/test_bf16' ./tests/test_data \
+	  ./tests/test_stream ./tests/test_tasks ./tests/test_tasks_sets ./tests/test_safetensors '$(OMP2) ./tests/test_import' \
+	  '$(OMP2) ./tests/test_train' '$(OMP2) ./tests/test_ppl' '$(OMP2) ./tests/test_eval' ./tests/test_stats \
+	  ./tests/test_bpe $(foreach n,$(FUZZ),'$(SA)/fuzz_$(n) tests/fuzz/regress/$(n)') \
+	  ./tests/test_cli.sh ./tests/test_longrope.sh ./tests/test_resume.sh ./tests/test_stream.sh \
+	  ./tests/test_fit.sh ./tests/test_signals.sh ./tests/test_faults.sh ./tests/test_compare.sh \
+	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
+	  ./tests/test_rules.sh
 
 # make run: the comparison on the default task, fit-first. Five schemes x 8 seeds of a small model
 # (2 layers, 4 heads, dim 64, batch 8: about 16 minutes on 2 cores) on copy-repeat (train on

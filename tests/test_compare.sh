@@ -5,12 +5,7 @@
 # finished runs kept, a redone run bit-identical, text mode with RoPE extensions, text mode with
 # --attention-stats (the collapsed fraction by layer, mean and t-interval over seeds), the message when
 # gnuplot is missing, and bad input.
-set -uo pipefail
-cd "$(dirname "$0")/.."
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib.sh"
 model="--layers 1 --heads 2 --dim 16 --batch 4 --log-every 1000"
 
 # ---- the report alone (--report-only) on a hand-made grid: 2 tasks x 3 schemes x 4 seeds.
@@ -58,9 +53,9 @@ for seed in 1 2 3 4; do
   fake_run reverse rope $seed 0 "" "10 10 10 10" 0.3000
 done
 fake_cmd=(./compare --out "$fake" --task copy,reverse --schemes nope,alibi,rope --seeds 1,2,3,4 --train "$tmp/no-train" --report-only)
-"${fake_cmd[@]}" --claims 'nope>rope,alibi>nope' > "$tmp/logf" 2>&1 || { bad "--report-only on the hand-made grid failed:"; cat "$tmp/logf"; }
+"${fake_cmd[@]}" --claims 'nope>rope,alibi>nope' > "$tmp/logf" 2>&1; check $? "--report-only on the hand-made grid failed:" || cat "$tmp/logf"
 s="$fake/summary.md"
-has() { grep -qF -- "$2" "$1" && ok || bad "$(basename "$1") lacks: $2"; }
+has() { grep -qF -- "$2" "$1"; check $? "$(basename "$1") lacks: $2"; }
 # fitted counts; in-distribution over the fitted runs (rope's unfitted 40% left out); per seed
 has "$s" "| nope | 4 of 4 | 100.0 [100.0, 100.0] |"
 has "$s" "| rope | 3 of 4 | 100.0 [100.0, 100.0] |"
@@ -72,7 +67,7 @@ has "$s" "| 3 | 0 | 0 | no test instance |"
 has "$s" "| 5-6 | 500 | 10 | sampled without replacement |"
 has "$s" "| 7-8 | too many to enumerate | 10 | sampled without replacement |"
 has "$s" "- rope seed 3: the same answer on >= 95% of instances at lengths 1, 5-8"
-grep -q "rope seed 1: the same" "$s" && bad "a run with top_share 0.3 is flagged degenerate" || ok
+! grep -q "rope seed 1: the same" "$s"; check $? "a run with top_share 0.3 is flagged degenerate"
 # nope - alibi on copy: d = 25, 10, 50, -10; mean 18.75; sd^2 = 1918.75/3; t(3) = 3.1824:
 # [-21.5, 59.0]; p: |95 - 2S| >= 75 for 6 of 16 subsets S of {25,10,50,10}: 0.375
 # Holm over copy's 3 pairs: p = 0.375, 0.25 (nope - rope), 0.25 (alibi - rope: d = 40, 40, 50) ->
@@ -90,7 +85,7 @@ has "$s" "over the 8 task x seed configurations"
 has "$s" "Left out: 1 run not fitted"
 has "$s" "| nope | 0.938 |"
 has "$s" "| alibi | 0.562 |"
-grep -q "^| rope | 0.333 | \[0.333, 0.333\] | 7 |" "$s" && ok || bad "summary.md: rope's MRR row"
+grep -q "^| rope | 0.333 | \[0.333, 0.333\] | 7 |" "$s"; check $? "summary.md: rope's MRR row"
 # claims, by seed: nope>rope pooled as above, Holm over the 2 claims' pooled rows 2 x 0.125;
 # alibi>nope: seed means (-25 - 50)/2, (-10 - 50)/2, (-50 - 50)/2, (10 - 50)/2 = -37.5, -30, -50,
 # -20: mean -34.375, t(3) interval [-54.5, -14.3], p = 0.125 (counting its 8 (task, seed) pairs as
@@ -109,32 +104,32 @@ has "$r" "copy,nope,1,1,300,0.9531,1.000000,0.750000,"
 has "$r" "copy,rope,2,0,,0.4120,0.400000,0.200000,"
 has "$r" "copy,rope,3,1,300,0.9531,1.000000,0.000000,1 5-8"
 has "$r" "reverse,alibi,4,,,,1.000000,0.500000,"
-[ "$(wc -l < "$r")" = 25 ] && ok || bad "runs.csv: expected 24 runs"
+[ "$(wc -l < "$r")" = 25 ]; check $? "runs.csv: expected 24 runs"
 has "$fake/results.csv" "task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share"
 has "$fake/results.csv" "copy,nope,1,3,,id,0,0,,0,0,"
 has "$fake/results.csv" "copy,rope,3,5,,ood,10,0,0.000000,500,10,1.0000"
 has "$fake/results.csv" "copy,alibi,2,7,,ood,10,6,0.600000,,10,0.3000"
 # the plot's numbers: mean, lo, hi per scheme; nope at length 8 over seeds 7/10, 7/10, 9/10, 5/10
-grep -q "^# length nope nope_lo nope_hi alibi" "$fake/accuracy_copy.dat" && ok || bad "accuracy_copy.dat header"
-awk '$1 == 8 { f = 1; g = $2 == 0.7 && $3 < 0.7 && $4 > 0.7 } END { exit !(f && g) }' "$fake/accuracy_copy.dat" && ok ||
-  bad "accuracy_copy.dat: nope at length 8"
-grep -q "filledcurves" "$fake/accuracy_copy.gp" && ok || bad "the accuracy plot has no band"
+grep -q "^# length nope nope_lo nope_hi alibi" "$fake/accuracy_copy.dat"; check $? "accuracy_copy.dat header"
+awk '$1 == 8 { f = 1; g = $2 == 0.7 && $3 < 0.7 && $4 > 0.7 } END { exit !(f && g) }' "$fake/accuracy_copy.dat"
+check $? "accuracy_copy.dat: nope at length 8"
+grep -q "filledcurves" "$fake/accuracy_copy.gp"; check $? "the accuracy plot has no band"
 # a missing run: reported without it, nothing trained; no finished run: refused
 rm "$fake/runs/copy/alibi/seed4/done"
-"${fake_cmd[@]}" > "$tmp/logf2" 2>&1 && ok || { bad "--report-only with a missing run failed:"; cat "$tmp/logf2"; }
-grep -q "23 of 24 runs finished" "$tmp/logf2" && ok || bad "--report-only does not say how many runs are finished"
-grep -q "| alibi | 3 of 3 |" "$fake/summary.md" && ok || bad "the unfinished run was reported"
+"${fake_cmd[@]}" > "$tmp/logf2" 2>&1; check $? "--report-only with a missing run failed:" || cat "$tmp/logf2"
+grep -q "23 of 24 runs finished" "$tmp/logf2"; check $? "--report-only does not say how many runs are finished"
+grep -q "| alibi | 3 of 3 |" "$fake/summary.md"; check $? "the unfinished run was reported"
 # the last run of a task unfinished (rope seed 4 comes last): the fit target still comes from the
 # finished runs; a task without a finished run gets one line, not tables of empty cells
 rm "$fake/runs/copy/rope/seed4/done"
 ./compare --out "$fake" --task copy,reverse,sort --schemes nope,alibi,rope --seeds 1,2,3,4 --train "$tmp/no-train" \
-  --report-only > "$tmp/logf3" 2>&1 && ok || { bad "--report-only with an unfinished task failed:"; cat "$tmp/logf3"; }
-grep -q "validation accuracy reached 0.9 within" "$fake/summary.md" && ok || bad "the fit target is not read from the finished runs"
-grep -q "^No run of this task has finished (12 to train)" "$fake/summary.md" && ok || bad "a task without finished runs is not said to be"
-[ "$(grep -c '^| scheme | fitted |' "$fake/summary.md")" = 2 ] && ok || bad "a task without finished runs has a table"
+  --report-only > "$tmp/logf3" 2>&1; check $? "--report-only with an unfinished task failed:" || cat "$tmp/logf3"
+grep -q "validation accuracy reached 0.9 within" "$fake/summary.md"; check $? "the fit target is not read from the finished runs"
+grep -q "^No run of this task has finished (12 to train)" "$fake/summary.md"; check $? "a task without finished runs is not said to be"
+[ "$(grep -c '^| scheme | fitted |' "$fake/summary.md")" = 2 ]; check $? "a task without finished runs has a table"
 ./compare --out "$fake" --task copy,reverse,sort --schemes nope,alibi,rope --seeds 1,2,3,4 --train "$tmp/no-train" \
-  --report-only --claims 'nope>rope' > "$tmp/logf3" 2>&1 && ok || { bad "--claims with an unfinished task failed:"; cat "$tmp/logf3"; }
-grep -q "^|  | sort | | | | | | no run finished |" "$fake/summary.md" && ok || bad "a claim row of a task without finished runs"
+  --report-only --claims 'nope>rope' > "$tmp/logf3" 2>&1; check $? "--claims with an unfinished task failed:" || cat "$tmp/logf3"
+grep -q "^|  | sort | | | | | | no run finished |" "$fake/summary.md"; check $? "a claim row of a task without finished runs"
 # 7 seeds, one task: nope beats rope on every seed (p = 2/128 = 0.015625), and two claims; Holm:
 # 2 x 0.015625 = 0.03125 for both, so both verdicts hold for the family
 fake_grid=$fake; fake="$tmp/fake7"
@@ -143,10 +138,10 @@ for seed in 1 2 3 4 5 6 7; do
   fake_run reverse rope $seed 0 "" "10 10 10 10" 0.3000
 done
 ./compare --out "$fake" --task reverse --schemes nope,rope --seeds 1,2,3,4,5,6,7 --train "$tmp/no-train" --report-only \
-  --claims 'nope>rope,rope>nope' > "$tmp/logf7" 2>&1 && ok || { bad "--report-only on 7 seeds failed:"; cat "$tmp/logf7"; }
+  --claims 'nope>rope,rope>nope' > "$tmp/logf7" 2>&1; check $? "--report-only on 7 seeds failed:" || cat "$tmp/logf7"
 has "$fake/summary.md" "| nope>rope | reverse | 7 | +85.0 |"
-grep -q "^| nope>rope | reverse | 7 | +85.0 | \[.*\] | 0.01562 | 0.03125 | supported |" "$fake/summary.md" && ok ||
-  bad "7 seeds: nope>rope not supported with Holm p 0.03125"
+grep -q "^| nope>rope | reverse | 7 | +85.0 | \[.*\] | 0.01562 | 0.03125 | supported |" "$fake/summary.md"
+check $? "7 seeds: nope>rope not supported with Holm p 0.03125"
 has "$fake/summary.md" "(Holm p < 0.05 and the interval on one side of 0): nope>rope supported, rope>nope contradicted."
 fake=$fake_grid
 
@@ -156,68 +151,68 @@ fake=$fake_grid
 # ---- a task grid: 2 schemes x 2 seeds
 out="$tmp/grid"
 ./compare --out "$out" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 3 --quiet \
-  -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/log1" 2>&1 || { bad "task grid failed:"; cat "$tmp/log1"; }
+  -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/log1" 2>&1; check $? "task grid failed:" || cat "$tmp/log1"
 for s in nope alibi; do for seed in 1 2; do
   d="$out/runs/copy-repeat/$s/seed$seed"
-  for f in done eval.csv log.csv model.ckpt train.log; do [ -f "$d/$f" ] || bad "missing $d/$f"; done
+  for f in done eval.csv log.csv model.ckpt train.log; do [ -f "$d/$f" ]; check $? "missing $d/$f"; done
 done; done
-head -1 "$out/results.csv" | grep -q '^task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share$' && ok || bad "results.csv header"
+head -1 "$out/results.csv" | grep -q '^task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share$'; check $? "results.csv header"
 for s in nope alibi; do for seed in 1 2; do
-  grep -q "^copy-repeat,$s,$seed,8,,ood," "$out/results.csv" && ok || bad "results.csv lacks $s seed $seed length 8"
+  grep -q "^copy-repeat,$s,$seed,8,,ood," "$out/results.csv"; check $? "results.csv lacks $s seed $seed length 8"
 done; done
-grep -q "^| nope | " "$out/summary.md" && grep -q "^| alibi | " "$out/summary.md" && ok || bad "summary.md lacks a scheme row"
-grep -q "Mean reciprocal rank" "$out/summary.md" && grep -q "over the 2 task x seed" "$out/summary.md" && ok || bad "summary.md lacks the MRR"
-grep -q "in-distribution" "$out/summary.md" && ok || bad "summary.md lacks the in-distribution column"
-[ -f "$out/accuracy_copy-repeat.gp" ] && [ -f "$out/accuracy_copy-repeat.dat" ] && [ -f "$out/loss_copy-repeat.gp" ] && ok || bad "plot scripts missing"
-if command -v gnuplot > /dev/null; then
-  [ -s "$out/accuracy_copy-repeat.png" ] && [ -s "$out/accuracy_copy-repeat.svg" ] && [ -s "$out/loss_copy-repeat.png" ] && ok || bad "plots missing"
+grep -q "^| nope | " "$out/summary.md" && grep -q "^| alibi | " "$out/summary.md"; check $? "summary.md lacks a scheme row"
+grep -q "Mean reciprocal rank" "$out/summary.md" && grep -q "over the 2 task x seed" "$out/summary.md"; check $? "summary.md lacks the MRR"
+grep -q "in-distribution" "$out/summary.md"; check $? "summary.md lacks the in-distribution column"
+[ -f "$out/accuracy_copy-repeat.gp" ] && [ -f "$out/accuracy_copy-repeat.dat" ] && [ -f "$out/loss_copy-repeat.gp" ]; check $? "plot scripts missing"
+if have gnuplot "the PNG and SVG plots of ./compare (gnuplot draws them)" "apt-get install gnuplot-nox"; then
+  [ -s "$out/accuracy_copy-repeat.png" ] && [ -s "$out/accuracy_copy-repeat.svg" ] && [ -s "$out/loss_copy-repeat.png" ]; check $? "plots missing"
 fi
 
 # ---- run again: nothing retrained, same results
 cp "$out/results.csv" "$tmp/results1.csv"
 ./compare --out "$out" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 3 --quiet \
-  -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/log2" 2>&1 || bad "second run failed"
-grep -q "4 already done, 0 to train" "$tmp/log2" && ok || { bad "finished runs were not kept:"; head -3 "$tmp/log2"; }
-cmp -s "$out/results.csv" "$tmp/results1.csv" && ok || bad "results changed without training"
+  -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/log2" 2>&1; check $? "second run failed"
+grep -q "4 already done, 0 to train" "$tmp/log2"; check $? "finished runs were not kept:" || head -3 "$tmp/log2"
+cmp -s "$out/results.csv" "$tmp/results1.csv"; check $? "results changed without training"
 
 # ---- a run redone from scratch gives the same numbers, bit for bit (same seed, same threads)
 d="$out/runs/copy-repeat/alibi/seed2"
 cp "$d/eval.csv" "$tmp/eval_before.csv"; cp "$d/log.csv" "$tmp/log_before.csv"
 rm "$d/done"
 ./compare --out "$out" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 3 --quiet \
-  -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/log3" 2>&1 || bad "third run failed"
-grep -q "3 already done, 1 to train" "$tmp/log3" && ok || bad "the run without its done marker was not redone"
-cmp -s "$d/eval.csv" "$tmp/eval_before.csv" && ok || bad "a redone run gives other accuracies"
+  -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/log3" 2>&1; check $? "third run failed"
+grep -q "3 already done, 1 to train" "$tmp/log3"; check $? "the run without its done marker was not redone"
+cmp -s "$d/eval.csv" "$tmp/eval_before.csv"; check $? "a redone run gives other accuracies"
 cut -d, -f1-3 "$d/log.csv" > "$tmp/a"; cut -d, -f1-3 "$tmp/log_before.csv" > "$tmp/b"
-cmp -s "$tmp/a" "$tmp/b" && ok || bad "a redone run gives other losses"
+cmp -s "$tmp/a" "$tmp/b"; check $? "a redone run gives other losses"
 
 # ---- text: perplexity by window, RoPE with an extension, a learned table past its rows
 head -c 60000 README.md > "$tmp/text.txt"
 ./compare --out "$tmp/text" --data "$tmp/text.txt" --schemes rope,learned --rope-extensions yarn,longrope --quiet \
-  --eval-flags '--ppl-skip 64 --ppl-tokens 2048 --ppl-stride 0.25' -- $model --steps 2 --seq 16 > "$tmp/log4" 2>&1 || { bad "text grid failed:"; cat "$tmp/log4"; }
-head -1 "$tmp/text/results.csv" | grep -q '^data,scheme,seed,window,mode,tokens,loss,ppl,note$' && ok || bad "text results.csv header"
-grep -q ",rope+yarn,1,128,sliding,2048," "$tmp/text/results.csv" && ok || bad "no rope+yarn row at 8x"
-grep -q ",learned,1,128,nonoverlap,.*learned table" "$tmp/text/results.csv" && ok || bad "learned past its table has no note"
-grep -q "^| rope+yarn |" "$tmp/text/summary.md" && ok || bad "summary lacks rope+yarn"
+  --eval-flags '--ppl-skip 64 --ppl-tokens 2048 --ppl-stride 0.25' -- $model --steps 2 --seq 16 > "$tmp/log4" 2>&1; check $? "text grid failed:" || cat "$tmp/log4"
+head -1 "$tmp/text/results.csv" | grep -q '^data,scheme,seed,window,mode,tokens,loss,ppl,note$'; check $? "text results.csv header"
+grep -q ",rope+yarn,1,128,sliding,2048," "$tmp/text/results.csv"; check $? "no rope+yarn row at 8x"
+grep -q ",learned,1,128,nonoverlap,.*learned table" "$tmp/text/results.csv"; check $? "learned past its table has no note"
+grep -q "^| rope+yarn |" "$tmp/text/summary.md"; check $? "summary lacks rope+yarn"
 grep -q "a sliding window (stride 0.25 of the window: each token scored once, past the first window with at least 0.75 of a window" \
-  "$tmp/text/summary.md" && ok || bad "summary.md does not state the sliding window's stride and context"
+  "$tmp/text/summary.md"; check $? "summary.md does not state the sliding window's stride and context"
 # longrope: the lists searched per run on the validation tokens after the 64 skipped + 2048 + 1 the
 # evaluations read, then used by its evaluation; not for learned
 tr="$tmp/text/runs/text"
 grep -q -- "--rope-factor 8 --ppl-skip 2113 --longrope-search $tr/rope/seed1/longrope$" "$tr/rope/seed1/done" &&
   grep -q -- "--rope-scaling longrope --rope-factor 8 --longrope-short $tr/rope/seed1/longrope.short --longrope-long $tr/rope/seed1/longrope.long" "$tr/rope/seed1/done" &&
   [ "$(wc -l < "$tr/rope/seed1/longrope.long")" = 4 ] && grep -q ",rope+longrope,1,128,sliding,2048," "$tmp/text/results.csv" &&
-  grep -q "^| rope+longrope |" "$tmp/text/summary.md" && [ ! -e "$tr/learned/seed1/longrope.long" ] && ok \
-  || { bad "the longrope extension (search, then evaluation):"; cat "$tr/rope/seed1/done"; }
+  grep -q "^| rope+longrope |" "$tmp/text/summary.md" && [ ! -e "$tr/learned/seed1/longrope.long" ]
+check $? "the longrope extension (search, then evaluation):" || cat "$tr/rope/seed1/done"
 
 # ---- text with --attention-stats: ./train --attention-stats per run (with --bos, as trained) and
 # per window a table of the collapsed fraction by layer in summary.md
 ./compare --out "$tmp/attn" --data "$tmp/text.txt" --schemes alibi --seeds 1,2 --attention-stats --quiet \
-  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --bos > "$tmp/log7" 2>&1 || { bad "text grid with --attention-stats failed:"; cat "$tmp/log7"; }
-grep -q -- "--bos --attention-stats $tmp/attn/runs/text/alibi/seed2/attention.csv$" "$tmp/attn/runs/text/alibi/seed2/train.log" \
-  && ok || bad "the attention command lacks --bos or its CSV"
+  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --bos > "$tmp/log7" 2>&1; check $? "text grid with --attention-stats failed:" || cat "$tmp/log7"
+grep -q -- "--bos --attention-stats $tmp/attn/runs/text/alibi/seed2/attention.csv$" "$tmp/attn/runs/text/alibi/seed2/train.log"
+check $? "the attention command lacks --bos or its CSV"
 grep -q "^### Attention: heads collapsed onto the first key" "$tmp/attn/summary.md" && grep -q "^Windows of 128 tokens (8T):" "$tmp/attn/summary.md" \
-  && grep -q "^| alibi | [0-9.]* \[[-0-9.]*, [-0-9.]*\] |" "$tmp/attn/summary.md" && ok || bad "summary.md lacks the attention tables"
+  && grep -q "^| alibi | [0-9.]* \[[-0-9.]*, [-0-9.]*\] |" "$tmp/attn/summary.md"; check $? "summary.md lacks the attention tables"
 # the numbers, on hand-made runs: layer 0's fractions 0, 0.5, 1 over three seeds at W = 32 give
 # 0.50 [0.50 -+ t(0.975, 2) 0.5 / sqrt(3) = 1.242]; layer 1's 0.25 each give 0.25 [0.25, 0.25];
 # W = 64 has no number (a learned table), its note below the table
@@ -232,38 +227,37 @@ for s in 1 2 3; do
     for h in 0 1 2 3; do echo "32,0,$h,16,496,0.3,1.0,2.0,0,$f,"; echo "32,1,$h,16,496,0.3,1.0,2.0,0,0.25,"; done
     for l in 0 1; do for h in 0 1 2 3; do echo "64,$l,$h,0,0,,,,,,learned table has 16 rows"; done; done; } > "$d/attention.csv"
 done
-./compare --out "$fa" --data "$tmp/text.txt" --schemes alibi --seeds 1,2,3 --attention-stats --report-only > "$tmp/log8" 2>&1 \
-  || { bad "--report-only with --attention-stats failed:"; cat "$tmp/log8"; }
+./compare --out "$fa" --data "$tmp/text.txt" --schemes alibi --seeds 1,2,3 --attention-stats --report-only > "$tmp/log8" 2>&1
+check $? "--report-only with --attention-stats failed:" || cat "$tmp/log8"
 grep -qF "| alibi | 0.50 [-0.74, 1.74] | 0.25 [0.25, 0.25] |" "$fa/summary.md" && grep -qF "| alibi | n/a | n/a |" "$fa/summary.md" &&
-  grep -qF "n/a for alibi: learned table has 16 rows." "$fa/summary.md" && grep -q "^Windows of 32 tokens (2T):" "$fa/summary.md" \
-  && ok || { bad "the hand-made attention table:"; sed -n '/### Attention/,$p' "$fa/summary.md"; }
+  grep -qF "n/a for alibi: learned table has 16 rows." "$fa/summary.md" && grep -q "^Windows of 32 tokens (2T):" "$fa/summary.md"
+check $? "the hand-made attention table:" || sed -n '/### Attention/,$p' "$fa/summary.md"
 # the plot by depth: no 1x window here, so the longest with numbers (32): layer 0's 0.5 [-0.742, 1.742]
 grep -q "^0 0.5 -0.742[0-9]* 1.742[0-9]*$" "$fa/attention_collapse.dat" && grep -q "^1 0.25 0.25 0.25$" "$fa/attention_collapse.dat" &&
-  grep -q "windows of 32 tokens" "$fa/attention_collapse.dat" && [ -f "$fa/attention_collapse.gp" ] && ok ||
-  { bad "the collapse plot's data:"; cat "$fa/attention_collapse.dat"; }
+  grep -q "windows of 32 tokens" "$fa/attention_collapse.dat" && [ -f "$fa/attention_collapse.gp" ]
+check $? "the collapse plot's data:" || cat "$fa/attention_collapse.dat"
 printf 'window,layer\n' > "$fa/runs/text/alibi/seed3/attention.csv"
-expect_fail_early() { if "$@" > "$tmp/o" 2>&1; then bad "an attention.csv with other columns was accepted"; else grep -q "has the columns 'window,layer'" "$tmp/o" && ok || bad "no columns message"; fi; }
-expect_fail_early ./compare --out "$fa" --data "$tmp/text.txt" --schemes alibi --seeds 1,2,3 --attention-stats --report-only
+expect_fail "an attention.csv with other columns" "has the columns 'window,layer'" ./compare --out "$fa" --data "$tmp/text.txt" --schemes alibi --seeds 1,2,3 --attention-stats --report-only
 
 # ---- text with --double-length: the listed schemes also trained at 2T with half the rows, their
 # windows the same lengths, no RoPE extension on them, and the paired table at 2T
 ./compare --out "$tmp/dbl" --data "$tmp/text.txt" --schemes alibi,rope --double-length alibi,rope --rope-extensions yarn --quiet \
-  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --batch 4 > "$tmp/log9" 2>&1 || { bad "text grid with --double-length failed:"; cat "$tmp/log9"; }
+  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --batch 4 > "$tmp/log9" 2>&1; check $? "text grid with --double-length failed:" || cat "$tmp/log9"
 dl="$tmp/dbl/runs/text"
-head -1 "$dl/alibi@32/seed1/done" | grep -q -- "--seq 16 --batch 4 --seq 32 --batch 2$" && grep -q "context 32" "$dl/alibi@32/seed1/train.log" \
-  && ok || bad "alibi@32 did not train at 32 tokens with 2 rows"
-[ "$(cut -d, -f1 "$dl/alibi@32/seed1/ppl.csv" | sort -u | tr '\n' ' ')" = "$(cut -d, -f1 "$dl/alibi/seed1/ppl.csv" | sort -u | tr '\n' ' ')" ] \
-  && ok || bad "the doubled run is not scored on the same windows"
+head -1 "$dl/alibi@32/seed1/done" | grep -q -- "--seq 16 --batch 4 --seq 32 --batch 2$" && grep -q "context 32" "$dl/alibi@32/seed1/train.log"
+check $? "alibi@32 did not train at 32 tokens with 2 rows"
+[ "$(cut -d, -f1 "$dl/alibi@32/seed1/ppl.csv" | sort -u | tr '\n' ' ')" = "$(cut -d, -f1 "$dl/alibi/seed1/ppl.csv" | sort -u | tr '\n' ' ')" ]
+check $? "the doubled run is not scored on the same windows"
 # with --attention-stats the doubled run's statistics are at the same window lengths too (halved multiples)
 ./compare --out "$tmp/dbla" --data "$tmp/text.txt" --schemes alibi --double-length alibi --attention-stats --quiet \
-  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --batch 4 > "$tmp/log9a" 2>&1 || { bad "--double-length with --attention-stats failed:"; cat "$tmp/log9a"; }
+  --eval-flags '--ppl-tokens 2048' -- $model --steps 2 --seq 16 --batch 4 > "$tmp/log9a" 2>&1; check $? "--double-length with --attention-stats failed:" || cat "$tmp/log9a"
 da="$tmp/dbla/runs/text"
-[ -s "$da/alibi@32/seed1/attention.csv" ] && [ "$(tail -n +2 "$da/alibi@32/seed1/attention.csv" | cut -d, -f1 | sort -un | tr '\n' ' ')" = "$(tail -n +2 "$da/alibi/seed1/attention.csv" | cut -d, -f1 | sort -un | tr '\n' ' ')" ] \
-  && ok || bad "the doubled run's attention statistics are not at the same windows: $(cut -d, -f1 "$da/alibi@32/seed1/attention.csv" | sort -u | tr '\n' ' ')"
-[ -f "$dl/rope/seed1/ppl_yarn.csv" ] && [ ! -f "$dl/rope@32/seed1/ppl_yarn.csv" ] && ok || bad "RoPE extensions: on rope, not on rope@32"
+[ -s "$da/alibi@32/seed1/attention.csv" ] && [ "$(tail -n +2 "$da/alibi@32/seed1/attention.csv" | cut -d, -f1 | sort -un | tr '\n' ' ')" = "$(tail -n +2 "$da/alibi/seed1/attention.csv" | cut -d, -f1 | sort -un | tr '\n' ' ')" ]
+check $? "the doubled run's attention statistics are not at the same windows: $(cut -d, -f1 "$da/alibi@32/seed1/attention.csv" | sort -u | tr '\n' ' ')"
+[ -f "$dl/rope/seed1/ppl_yarn.csv" ] && [ ! -f "$dl/rope@32/seed1/ppl_yarn.csv" ]; check $? "RoPE extensions: on rope, not on rope@32"
 grep -q "^### Trained at 16 tokens and tested at 32, against trained at 32" "$tmp/dbl/summary.md" \
-  && [ "$(grep -c '^| \(alibi\|rope\) | \(alibi\|rope\)@32 |' "$tmp/dbl/summary.md")" = 8 ] && ok \
-  || { bad "summary.md lacks the 2T tables (4 rows each)"; cat "$tmp/dbl/summary.md"; }
+  && [ "$(grep -c '^| \(alibi\|rope\) | \(alibi\|rope\)@32 |' "$tmp/dbl/summary.md")" = 8 ]
+check $? "summary.md lacks the 2T tables (4 rows each)" || cat "$tmp/dbl/summary.md"
 # the numbers, on hand-made runs: at 32 tokens X = alibi 6.0, 6.2, 6.4 and Y = alibi@32 5.9, 6.0, 6.1;
 # geometric means with t-intervals on the log (t(0.975, 2) = 4.3027): X 6.198 [5.720, 6.715], Y 5.999
 # [5.756, 6.253]; X / Y 1.017, 1.033, 1.049: 1.033 [0.994, 1.074]; sign-flip p of the log ratios
@@ -279,16 +273,16 @@ for s in 1 2 3; do
     printf 'window,mode,tokens,loss,ppl,note\n32,nonoverlap,64,1.0,%s,\n' "$v" > "$d/ppl.csv"
   done
 done
-./compare --out "$fd" --data "$tmp/text.txt" --schemes alibi --double-length alibi --seeds 1,2,3 --report-only -- --seq 16 --batch 4 > "$tmp/log10" 2>&1 \
-  || { bad "--report-only with --double-length failed:"; cat "$tmp/log10"; }
-grep -qF "| alibi | alibi@32 | 6.198 [5.720, 6.715] | 5.999 [5.756, 6.253] | 1: 1.017, 2: 1.033, 3: 1.049 | 3 | 1.033 | [0.994, 1.074] | 0.25 | 0.25 | not distinguishable with 3 seeds |" "$fd/summary.md" \
-  && ok || { bad "the hand-made 2T table:"; sed -n '/### Trained at/,$p' "$fd/summary.md"; }
+./compare --out "$fd" --data "$tmp/text.txt" --schemes alibi --double-length alibi --seeds 1,2,3 --report-only -- --seq 16 --batch 4 > "$tmp/log10" 2>&1
+check $? "--report-only with --double-length failed:" || cat "$tmp/log10"
+grep -qF "| alibi | alibi@32 | 6.198 [5.720, 6.715] | 5.999 [5.756, 6.253] | 1: 1.017, 2: 1.033, 3: 1.049 | 3 | 1.033 | [0.994, 1.074] | 0.25 | 0.25 | not distinguishable with 3 seeds |" "$fd/summary.md"
+check $? "the hand-made 2T table:" || sed -n '/### Trained at/,$p' "$fd/summary.md"
 # one comparison, 3 seeds: Holm needs p < 0.05, which 2 / 2^n first gives at n = 6; the sliding
 # table (no sliding perplexities in these runs) has no pair, and says only none
 f2t="With the chance of any false verdict among these 1 comparisons at most 5% (Holm p < 0.05 and the interval on one side of 1): none"
 grep -qxF "$f2t. The smallest p the sign-flip test can give with 3 seeds is 0.25, and Holm asks below 0.05 of the smallest of 1 p; 6 seeds or more could pass it." "$fd/summary.md" \
-  && grep -qxF "$f2t." "$fd/summary.md" && grep -qF "| alibi | alibi@32 | n/a | n/a |  | 0 | | | | | no seed with both perplexities |" "$fd/summary.md" \
-  && ok || { bad "the 2T tables' family lines with 3 seeds and with none:"; sed -n '/### Trained at/,$p' "$fd/summary.md"; }
+  && grep -qxF "$f2t." "$fd/summary.md" && grep -qF "| alibi | alibi@32 | n/a | n/a |  | 0 | | | | | no seed with both perplexities |" "$fd/summary.md"
+check $? "the 2T tables' family lines with 3 seeds and with none:" || sed -n '/### Trained at/,$p' "$fd/summary.md"
 # a cell over fewer seeds than the grid's says how many: alibi's seed 3 without a perplexity at 32
 # tokens gives the geometric mean of 6.0 and 6.2 with t(0.975, 1) = 12.706: 6.10 [4.95, 7.51], in the
 # perplexity table and in the 2T table's X column
@@ -296,8 +290,8 @@ fm="$tmp/fdbl-missing"; cp -r "$fd" "$fm"; rm -f "$fm/summary.md"
 printf 'window,mode,tokens,loss,ppl,note\n' > "$fm/runs/text/alibi/seed3/ppl.csv"
 ./compare --out "$fm" --data "$tmp/text.txt" --schemes alibi --double-length alibi --seeds 1,2,3 --report-only -- --seq 16 --batch 4 > "$tmp/log10m" 2>&1 \
   && grep -qF "| alibi | 6.10 [4.95, 7.51] (2 of 3 seeds) |" "$fm/summary.md" && grep -qF "| alibi@32 | 6.00 [5.76, 6.25] |" "$fm/summary.md" \
-  && grep -qF "| alibi | alibi@32 | 6.099 [4.952, 7.512] (2 of 3 seeds) | 5.999 [5.756, 6.253] |" "$fm/summary.md" \
-  && ok || { bad "a perplexity cell over 2 of 3 seeds:"; cat "$tmp/log10m"; sed -n '/^Non-overlapping/,/^$/p' "$fm/summary.md"; }
+  && grep -qF "| alibi | alibi@32 | 6.099 [4.952, 7.512] (2 of 3 seeds) | 5.999 [5.756, 6.253] |" "$fm/summary.md"
+check $? "a perplexity cell over 2 of 3 seeds:" || { cat "$tmp/log10m"; sed -n '/^Non-overlapping/,/^$/p' "$fm/summary.md"; }
 # Holm over a 2T table: alibi and rope, each at 16 and at 32, 8 seeds; at 32 tokens alibi = 6 + 0.05 s,
 # rope = 7 + 0.05 s, alibi@32 = 5.5 + 0.05 s, rope@32 = 7 + 0.05 s + 0.1 (odd s) or - 0.1 (even s).
 # Three of the four comparisons have every seed on one side (p = 2 / 256 = 0.007812, Holm 4 x that =
@@ -314,7 +308,7 @@ for s in 1 2 3 4 5 6 7 8; do
   done
 done
 ./compare --out "$fh" --data "$tmp/text.txt" --schemes alibi,rope --double-length alibi,rope --seeds 1,2,3,4,5,6,7,8 --report-only \
-  -- --seq 16 --batch 4 > "$tmp/log10h" 2>&1 || { bad "--report-only with --double-length, 8 seeds, failed:"; cat "$tmp/log10h"; }
+  -- --seq 16 --batch 4 > "$tmp/log10h" 2>&1; check $? "--report-only with --double-length, 8 seeds, failed:" || cat "$tmp/log10h"
 sed -n '/^### Trained at/,$p' "$fh/summary.md" | sed -n '/^Non-overlapping windows:/,/^With the chance/p' | grep '^| alibi \|^| rope \|^With' > "$tmp/holm2t"
 cat > "$tmp/holm2t.want" <<'WANT'
 | alibi | alibi@32 | 1: 1.090, 2: 1.089, 3: 1.088, 4: 1.088, 5: 1.087, 6: 1.086, 7: 1.085, 8: 1.085 | 8 | 1.087 | 0.007812 | 0.03125 | alibi@32 better |
@@ -324,19 +318,20 @@ cat > "$tmp/holm2t.want" <<'WANT'
 With the chance of any false verdict among these 4 comparisons at most 5% (Holm p < 0.05 and the interval on one side of 1): alibi@32 better than alibi at 16, alibi@32 better than rope at 16, alibi at 16 better than rope@32.
 WANT
 # the table's rows without the perplexity and interval columns, which the 3-seed case above checks
-awk -F' [|] ' '/^[|]/ { print $1 " | " $2 " | " $5 " | " $6 " | " $7 " | " $9 " | " $10 " | " $11; next } { print }' "$tmp/holm2t" | diff "$tmp/holm2t.want" - > /dev/null \
-  && ok || { bad "Holm over the hand-made 8-seed 2T table:"; diff "$tmp/holm2t.want" <(awk -F' [|] ' '/^[|]/ { print $1 " | " $2 " | " $5 " | " $6 " | " $7 " | " $9 " | " $10 " | " $11; next } { print }' "$tmp/holm2t"); }
+awk -F' [|] ' '/^[|]/ { print $1 " | " $2 " | " $5 " | " $6 " | " $7 " | " $9 " | " $10 " | " $11; next } { print }' "$tmp/holm2t" | diff "$tmp/holm2t.want" - > /dev/null
+check $? "Holm over the hand-made 8-seed 2T table:" ||
+  diff "$tmp/holm2t.want" <(awk -F' [|] ' '/^[|]/ { print $1 " | " $2 " | " $5 " | " $6 " | " $7 " | " $9 " | " $10 " | " $11; next } { print }' "$tmp/holm2t")
 # the perplexity table and the plot's numbers are the same geometric means
 grep -qF "| alibi | 6.20 [5.72, 6.72] |" "$fd/summary.md" && grep -qF "| alibi@32 | 6.00 [5.76, 6.25] |" "$fd/summary.md" &&
-  grep -q "^32 6.19785 5.99944$" "$fd/ppl_by_length.dat" && ok ||
-  { bad "the hand-made perplexity table or plot:"; cat "$fd/summary.md" "$fd/ppl_by_length.dat"; }
+  grep -q "^32 6.19785 5.99944$" "$fd/ppl_by_length.dat"
+check $? "the hand-made perplexity table or plot:" || cat "$fd/summary.md" "$fd/ppl_by_length.dat"
 
 # ---- retrieval: accuracy by haystack length and key depth
 ./compare --out "$tmp/find" --task retrieval --schemes nope --eval-per-length 2 --quiet \
-  -- $model --steps 2 --depths 3 --train-max 64 --test-max 128 > "$tmp/log6" 2>&1 || { bad "retrieval grid failed:"; cat "$tmp/log6"; }
-grep -q "^| nope | depth 0.00 | depth 0.50 | depth 1.00 |" "$tmp/find/summary.md" && grep -q "^| 128 |" "$tmp/find/summary.md" \
-  && ok || bad "summary.md lacks the length x depth table"
-grep -q "^retrieval,nope,1,128,0.5,ood," "$tmp/find/results.csv" && ok || bad "results.csv lacks a depth row"
+  -- $model --steps 2 --depths 3 --train-max 64 --test-max 128 > "$tmp/log6" 2>&1; check $? "retrieval grid failed:" || cat "$tmp/log6"
+grep -q "^| nope | depth 0.00 | depth 0.50 | depth 1.00 |" "$tmp/find/summary.md" && grep -q "^| 128 |" "$tmp/find/summary.md"
+check $? "summary.md lacks the length x depth table"
+grep -q "^retrieval,nope,1,128,0.5,ood," "$tmp/find/results.csv"; check $? "results.csv lacks a depth row"
 # a run not fitted stays out of the depth table: seed 1 fitted (10 of 10 at depth 0.5), seed 2 not
 # (0 of 10): 100.0, not the 50.0 of both pooled
 for seed in 1 2; do
@@ -350,23 +345,18 @@ for seed in 1 2; do
     echo "retrieval,nope,$seed,128,0.5,ood,10,$c,$(awk "BEGIN{printf \"%.6f\", $c/10}"),0,,10,0.3000"; } > "$d/eval.csv"
 done
 ./compare --out "$tmp/depthfit" --task retrieval --schemes nope --seeds 1,2 --train "$tmp/no-train" --report-only \
-  > "$tmp/logd" 2>&1 && ok || { bad "--report-only on the retrieval runs failed:"; cat "$tmp/logd"; }
-grep -q "^| 128 | 100.0 |" "$tmp/depthfit/summary.md" && ok || bad "the depth table pools a run that was not fitted"
+  > "$tmp/logd" 2>&1; check $? "--report-only on the retrieval runs failed:" || cat "$tmp/logd"
+grep -q "^| 128 | 100.0 |" "$tmp/depthfit/summary.md"; check $? "the depth table pools a run that was not fitted"
 
 # ---- without gnuplot: a message, the CSV and summary still written, exit 0
 mkdir -p "$tmp/nobin"
 PATH="$tmp/nobin" ./compare --out "$out" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 3 --quiet \
-  -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/log5" 2>&1 && ok || bad "compare without gnuplot failed"
-grep -q "apt-get install gnuplot-nox" "$tmp/log5" && ok || bad "no install hint without gnuplot"
+  -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/log5" 2>&1; check $? "compare without gnuplot failed"
+grep -q "apt-get install gnuplot-nox" "$tmp/log5"; check $? "no install hint without gnuplot"
 
 # ---- bad input: a message naming the problem, non-zero exit
 mkdir -p "$tmp/old/runs/copy/nope/seed1"; : > "$tmp/old/runs/copy/nope/seed1/done"
 printf 'task,scheme,seed,length,depth,split,n,correct,accuracy,skipped\ncopy,nope,1,1,,id,5,5,1.000000,0\n' > "$tmp/old/runs/copy/nope/seed1/eval.csv"
-expect_fail() {
-  local what=$1 needle=$2; shift 2
-  if "$@" > "$tmp/o" 2> "$tmp/e"; then bad "$what: exit status 0"; return; fi
-  grep -qiF -- "$needle" "$tmp/e" "$tmp/o" && ok || { bad "$what: no '$needle' in:"; cat "$tmp/e"; }
-}
 expect_fail "no --out" "--out DIR" ./compare --task copy
 expect_fail "longrope without --ppl-tokens" "give --eval-flags '--ppl-tokens N'" ./compare --out "$tmp/x" --data README.md \
   --schemes rope --rope-extensions longrope
@@ -406,49 +396,49 @@ expect_fail "an eval.csv of another format" "expected 'task,scheme" ./compare --
 # check its settings, and refuses it rather than mix it with runs of other settings
 expect_fail "an empty done file outside --report-only" "records no settings" ./compare --out "$tmp/old" --task copy --schemes nope --seeds 1
 expect_fail "a failing run" "failed" ./compare --out "$tmp/y" --task nosuchtask --schemes nope --quiet -- $model --steps 1
-grep -q "is not a task" "$tmp/y/runs/nosuchtask/nope/seed1/train.log" && ok || bad "the failing run's train.log lacks the reason"
+grep -q "is not a task" "$tmp/y/runs/nosuchtask/nope/seed1/train.log"; check $? "the failing run's train.log lacks the reason"
 
 # ---- --attention-distance: nope's model against each scheme's of the seed and nope's of the next seed
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
-  --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1 \
-  && ok || { bad "compare --attention-distance failed"; tail -5 "$tmp/dist.out"; }
+  --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
+check $? "compare --attention-distance failed" || tail -5 "$tmp/dist.out"
 for r in nope/seed1 nope/seed2 alibi/seed1 alibi/seed2; do
-  [ "$(head -1 "$tmp/dist/runs/copy-repeat/$r/distance.csv" 2> /dev/null)" = "layer,split,instances,jsd" ] && ok ||
-    bad "--attention-distance: no distance.csv in $r"
+  [ "$(head -1 "$tmp/dist/runs/copy-repeat/$r/distance.csv" 2> /dev/null)" = "layer,split,instances,jsd" ]
+  check $? "--attention-distance: no distance.csv in $r"
 done
 grep -q "the nope row is the baseline" "$tmp/dist/summary.md" && grep -q "^| nope (vs nope, another seed) | 1 |" "$tmp/dist/summary.md" &&
-  grep -q "^| alibi | 2 |" "$tmp/dist/summary.md" && ok || bad "summary.md lacks the attention distance table"
+  grep -q "^| alibi | 2 |" "$tmp/dist/summary.md"; check $? "summary.md lacks the attention distance table"
 # the baseline in disjoint pairs: with 2 seeds the one pair 1-2 (nope seed 1's file), not also 2-1
 want=$(awk -F, '$1 == 0 && $2 == "in" { printf "%.4f", $4 }' "$tmp/dist/runs/copy-repeat/nope/seed1/distance.csv")
-grep "^| nope (vs nope, another seed) | 1 |" "$tmp/dist/summary.md" | grep -qF "| 1 | $want |" && ok ||
-  bad "the baseline's layer 0 should be seed 1's $want: $(grep '^| nope (vs' "$tmp/dist/summary.md")"
+grep "^| nope (vs nope, another seed) | 1 |" "$tmp/dist/summary.md" | grep -qF "| 1 | $want |"
+check $? "the baseline's layer 0 should be seed 1's $want: $(grep '^| nope (vs' "$tmp/dist/summary.md")"
 # the table's layer 0 (in) for alibi: the mean of the two seeds' distance.csv rows
 want=$(cat "$tmp/dist/runs/copy-repeat/alibi/seed"[12]/distance.csv | awk -F, '$1 == 0 && $2 == "in" { s += $4; n++ } END { printf "%.4f", s / n }')
-grep "^| alibi | 2 |" "$tmp/dist/summary.md" | grep -qF "| $want [" && ok ||
-  bad "alibi's layer 0 distance should be $want: $(grep '^| alibi | 2 |' "$tmp/dist/summary.md")"
-grep -q "^0 " "$tmp/dist/distance_copy-repeat.dat" && [ -f "$tmp/dist/distance_copy-repeat.gp" ] && ok || bad "no distance plot data"
+grep "^| alibi | 2 |" "$tmp/dist/summary.md" | grep -qF "| $want ["
+check $? "alibi's layer 0 distance should be $want: $(grep '^| alibi | 2 |' "$tmp/dist/summary.md")"
+grep -q "^0 " "$tmp/dist/distance_copy-repeat.dat" && [ -f "$tmp/dist/distance_copy-repeat.gp" ]; check $? "no distance plot data"
 rm -rf "$tmp/dist/runs/copy-repeat/alibi/seed1/distance.csv"     # a second command makes only what is missing
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
   --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
-grep -q "compare: 1 attention distances" "$tmp/dist.out" && ok || bad "a second command should make the one missing distance: $(tail -3 "$tmp/dist.out")"
+grep -q "compare: 1 attention distances" "$tmp/dist.out"; check $? "a second command should make the one missing distance: $(tail -3 "$tmp/dist.out")"
 # distance.pair names the two models; a distance of another pair (say, another seed list gave nope
 # another partner) is computed again
 d1="$tmp/dist/runs/copy-repeat"
-[ "$(cat "$d1/nope/seed1/distance.pair")" = "$d1/nope/seed1/model.ckpt $d1/nope/seed2/model.ckpt" ] && ok ||
-  bad "nope seed 1's distance.pair: $(cat "$d1/nope/seed1/distance.pair")"
+[ "$(cat "$d1/nope/seed1/distance.pair")" = "$d1/nope/seed1/model.ckpt $d1/nope/seed2/model.ckpt" ]
+check $? "nope seed 1's distance.pair: $(cat "$d1/nope/seed1/distance.pair")"
 echo "$d1/nope/seed1/model.ckpt $d1/nope/seed9/model.ckpt" > "$d1/alibi/seed1/distance.pair"
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
   --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
 grep -q "compare: 1 attention distances" "$tmp/dist.out" &&
-  [ "$(cat "$d1/alibi/seed1/distance.pair")" = "$d1/nope/seed1/model.ckpt $d1/alibi/seed1/model.ckpt" ] && ok ||
-  bad "a distance of another pair should be computed again: $(tail -3 "$tmp/dist.out"); $(cat "$d1/alibi/seed1/distance.pair")"
+  [ "$(cat "$d1/alibi/seed1/distance.pair")" = "$d1/nope/seed1/model.ckpt $d1/alibi/seed1/model.ckpt" ]
+check $? "a distance of another pair should be computed again: $(tail -3 "$tmp/dist.out"); $(cat "$d1/alibi/seed1/distance.pair")"
 # a run restored without its checkpoint: its pairs are left out with a message, not failed
 rm "$tmp/dist/runs/copy-repeat/alibi/seed2/distance.csv" "$tmp/dist/runs/copy-repeat/alibi/seed2/model.ckpt"
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
   --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1 \
   && grep -q "no model.ckpt (its checkpoint was not kept), left out" "$tmp/dist.out" &&
-  grep -q "^| alibi | 1 |" "$tmp/dist/summary.md" && grep -q "1 without a distance" "$tmp/dist/summary.md" && ok ||
-  bad "a pair without a checkpoint should be left out and counted: $(tail -3 "$tmp/dist.out")"
+  grep -q "^| alibi | 1 |" "$tmp/dist/summary.md" && grep -q "1 without a distance" "$tmp/dist/summary.md"
+check $? "a pair without a checkpoint should be left out and counted: $(tail -3 "$tmp/dist.out")"
 expect_fail "--attention-distance without nope" "labelled nope" ./compare --out "$tmp/z" --task copy --schemes rope,alibi --attention-distance -- $model --steps 1
 expect_fail "--double-length without --seq" "give --seq T --batch B" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --batch 4
 expect_fail "--double-length with --context" "--context after -- would give the models" ./compare --out "$tmp/z" --data README.md --double-length alibi -- --seq 16 --batch 4 --context 64
@@ -460,5 +450,4 @@ expect_fail "--double-length of an unknown scheme" "'kerple' is not one of the s
 expect_fail "--double-length on a task" "applies to text" ./compare --out "$tmp/z" --task copy --double-length nope -- --seq 16 --batch 4
 expect_fail "--attention-distance on text" "applies to tasks" ./compare --out "$tmp/z" --data README.md --attention-distance -- $model --steps 1
 
-echo "test_compare: $pass passed, $fail failed"
-[ $fail = 0 ]
+finish

@@ -8,11 +8,7 @@
 #    flag (as root, whom permissions do not stop, the run drops to the user nobody);
 #  - a model or batch too large for the memory (or for ulimit -v) is refused with the sizes it
 #    needs before allocating, not killed by the kernel or segfaulting.
-set -uo pipefail
-cd "$(dirname "$0")/.."
-tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() { if [ "$1" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
+. "$(dirname "$0")/lib.sh"
 small="--layers 2 --heads 2 --dim 64 --seq 32 --batch 4 --threads 1"
 ./train $small --steps 3 --save "$tmp/ck" > /dev/null; check $? "a small run"
 cp "$tmp/ck" "$tmp/ck.orig"
@@ -54,7 +50,9 @@ if [ "$(id -u)" = 0 ]; then
     if command -v setpriv > /dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2> /dev/null; then
         as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
     else
-        echo "test_faults: root without setpriv: the read-only cases are skipped"; as_user=(skip)
+        skip "the read-only folder cases (as root, whom permissions do not stop)" \
+             "setpriv (util-linux) able to switch to the user nobody, or the tests run by another user"
+        as_user=(skip)
     fi
 fi
 if [ "${as_user[0]:-}" != skip ]; then
@@ -93,5 +91,4 @@ if ! nm ./train 2> /dev/null | grep __asan_init > /dev/null; then   # (not -q: w
     check $? "a batch beyond ulimit -v is refused with the sizes (rc $rc: $(tail -1 "$tmp/err"))"
 fi
 
-echo "test_faults: $pass passed, $fail failed"
-[ $fail = 0 ]
+finish

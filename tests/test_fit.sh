@@ -6,11 +6,7 @@
 #  - an unreachable target: every step of the budget runs, a check at the last step, and the line
 #    says "fit: not fitted in N steps";
 #  - lengths with fewer validation instances than --fit-per-length are named ("fit set: ...").
-set -uo pipefail
-cd "$(dirname "$0")/.."
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() { if [ "$1" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
+. "$(dirname "$0")/lib.sh"
 # copy-repeat with 26 symbols at lengths 1-4 fits 0.4 within tens of steps at this learning rate
 t="--task copy-repeat --alphabet 26 --train-max 4 --test-max 4 --layers 1 --heads 2 --dim 32 --batch 8 --lr 1e-2 --threads 2 --eval-per-length 5 --log-every 1000"
 
@@ -48,5 +44,4 @@ grep -q "^fit: not fitted in 25 steps: validation accuracy [0-9.]* < 1.0000$" "$
 check $? "the line 'fit: not fitted in 25 steps: ...': $(grep '^fit:' "$tmp/nofit.out")"
 grep -q "^step    25/25 " "$tmp/nofit.out"; check $? "the lr schedule spans --max-steps (step 25/25)"
 
-echo "test_fit: $pass passed, $fail failed"
-[ $fail = 0 ]
+finish

@@ -6,39 +6,34 @@
 #     scored independently by --ppl-out, are at least as good as the seeds' lists (no change and
 #     position interpolation) at the windows they serve.
 #  3. Refusals name the flag and write nothing.
-set -uo pipefail
-cd "$(dirname "$0")/.."
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=2
 small="--pe rope --layers 2 --heads 2 --dim 16 --seq 16 --batch 4 --val-every 0 --log-every 1000 --seed 5"
-./train $small --steps 30 --save "$tmp/rope.ckpt" > /dev/null || { echo "FAIL: training the test model"; exit 1; }
+./train $small --steps 30 --save "$tmp/rope.ckpt" > /dev/null || abort "training the test model"
 
 # ---- 1. the lists in a checkpoint, an export, and the export loaded again
 lists="--rope-scaling longrope --rope-factor 4 --rope-original-context 8 --longrope-short 1,1.25,1.5,2 --longrope-long 2,3,4,5"
 mkdir -p "$tmp/a" "$tmp/b"
 printf '2\n3 4\t5\n' > "$tmp/long.txt"
 # shellcheck disable=SC2086
-if ./train $small --steps 2 --rope-scaling longrope --rope-factor 4 --rope-original-context 8 \
+./train $small --steps 2 --rope-scaling longrope --rope-factor 4 --rope-original-context 8 \
      --longrope-short 1,1.25,1.5,2 --longrope-long "$tmp/long.txt" --save "$tmp/lr.ckpt" > /dev/null 2>&1 &&
    grep -aq '^longrope_short=1,1.25,1.5,2$' "$tmp/lr.ckpt" && grep -aq '^longrope_long=2,3,4,5$' "$tmp/lr.ckpt" &&
    ./train --load "$tmp/lr.ckpt" --export "$tmp/a/m.safetensors" 2> /dev/null &&
    grep -aq '"longrope_short\\":\[1,1.25,1.5,2\]' "$tmp/a/m.safetensors" &&
    grep -aq '"longrope_long":"2,3,4,5"' "$tmp/a/m.safetensors" &&
    ./train --load "$tmp/a/m.safetensors" --export "$tmp/b/m.safetensors" 2> /dev/null &&
-   cmp -s "$tmp/a/m.safetensors" "$tmp/b/m.safetensors"; then ok
-else bad "longrope lists through a checkpoint, an export and its import"; fi
+   cmp -s "$tmp/a/m.safetensors" "$tmp/b/m.safetensors"
+check $? "longrope lists through a checkpoint, an export and its import"
 
 # ---- 2. the search: reproducible, and no worse than its seeds
 search() {   # search PREFIX
   ./train --load "$tmp/rope.ckpt" --rope-factor 4 --ppl-tokens 256 --longrope-search "$1" --longrope-population 4 \
     --longrope-generations 2 --seed 9 > "$1.log" 2>&1
 }
-if search "$tmp/s1" && search "$tmp/s2" && cmp -s "$tmp/s1.short" "$tmp/s2.short" && cmp -s "$tmp/s1.long" "$tmp/s2.long" &&
-   [ "$(wc -l < "$tmp/s1.long")" = 4 ] && grep -q "generation 2/2" "$tmp/s1.log"; then ok
-else bad "two searches with the same seed write the same lists"; cat "$tmp/s1.log"; fi
+search "$tmp/s1" && search "$tmp/s2" && cmp -s "$tmp/s1.short" "$tmp/s2.short" && cmp -s "$tmp/s1.long" "$tmp/s2.long" &&
+   [ "$(wc -l < "$tmp/s1.long")" = 4 ] && grep -q "generation 2/2" "$tmp/s1.log"
+check $? "two searches with the same seed write the same lists" || cat "$tmp/s1.log"
 # the nonoverlap ppl at windows of 64 (s L0: the long list) and 16 (L0: the short list), scored by --ppl-out
 ppl_at() {   # ppl_at SHORT LONG WINDOW
   ./train --load "$tmp/rope.ckpt" --rope-scaling longrope --rope-factor 4 --longrope-short "$1" --longrope-long "$2" \
@@ -48,20 +43,14 @@ ppl_at() {   # ppl_at SHORT LONG WINDOW
 found_long=$(ppl_at "$tmp/s1.short" "$tmp/s1.long" 64) found_short=$(ppl_at "$tmp/s1.short" "$tmp/s1.long" 16)
 ones_long=$(ppl_at 1,1,1,1 1,1,1,1 64) pi_long=$(ppl_at 1,1,1,1 4,4,4,4 64) ones_short=$(ppl_at 1,1,1,1 1,1,1,1 16)
 pi_short=$(ppl_at 4,4,4,4 1,1,1,1 16)
-if [ -n "$found_long" ] && [ -n "$ones_long" ] && [ -n "$pi_long" ] && [ -n "$found_short" ] && [ -n "$ones_short" ] &&
+[ -n "$found_long" ] && [ -n "$ones_long" ] && [ -n "$pi_long" ] && [ -n "$found_short" ] && [ -n "$ones_short" ] &&
    awk -v f="$found_long" -v a="$ones_long" -v b="$pi_long" -v g="$found_short" -v c="$ones_short" -v d="$pi_short" \
      'BEGIN { exit !(f <= a && f <= b && g <= c && g <= d) }' &&
-   grep -q "long list: ppl $(printf '%.4f' "$found_long") " "$tmp/s1.log"; then ok
-else bad "the searched lists score no worse than the seeds (long $found_long vs none $ones_long, PI $pi_long; short $found_short vs none $ones_short, PI $pi_short)"; cat "$tmp/s1.log"; fi
+   grep -q "long list: ppl $(printf '%.4f' "$found_long") " "$tmp/s1.log"
+check $? "the searched lists score no worse than the seeds (long $found_long vs none $ones_long, PI $pi_long; short $found_short vs none $ones_short, PI $pi_short)" || cat "$tmp/s1.log"
 
 # ---- 3. refusals: a message naming the flag, and no file written
-expect_fail() {   # expect_fail WHAT NEEDLE ./train ARGS...
-  local what=$1 needle=$2; shift 2
-  if "$@" > "$tmp/out" 2> "$tmp/err"; then bad "$what: exit status 0"; return; fi
-  if ! grep -qF -- "$needle" "$tmp/err"; then bad "$what: stderr lacks '$needle'"; cat "$tmp/err"; return; fi
-  if ls "$tmp"/never* > /dev/null 2>&1; then bad "$what: wrote a file"; return; fi
-  ok
-}
+refusal_written() { if ls "$tmp"/never* > /dev/null 2>&1; then echo "wrote a file"; fi; }   # (expect_fail)
 printf '1 2 x\n' > "$tmp/bad.txt"
 # shellcheck disable=SC2086
 expect_fail "a list of the wrong length" "--longrope-short with d_rot/2 = 4 factors" \
@@ -89,5 +78,4 @@ expect_fail "a population without a search" "--longrope-population applies to th
 expect_fail "too little text for one long window" "fewer than one long window of 64 tokens" \
   ./train --load "$tmp/rope.ckpt" --rope-factor 4 --ppl-tokens 32 --longrope-search "$tmp/never"
 
-echo "test_longrope: $pass passed, $fail failed"
-[ $fail = 0 ]
+finish

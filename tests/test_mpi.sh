@@ -18,17 +18,12 @@
 #    once but not twice is refused under 2 ranks (each rank counts on its share of the memory);
 #  - ./compare under mpirun shares a grid's runs over the ranks and reports what one ./compare
 #    does; ./compare --launch 'mpirun -np 2 ...' trains each run on 2 ranks.
-# Skipped, with a message, where mpicc or mpirun is missing (apt-get install openmpi-bin libopenmpi-dev).
-set -uo pipefail
-cd "$(dirname "$0")/.."
+# Skipped (exit 77, saying so) where mpicc or mpirun is missing (apt-get install openmpi-bin libopenmpi-dev).
+. "$(dirname "$0")/lib.sh"
 if ! command -v mpicc > /dev/null || ! command -v mpirun > /dev/null; then
-    echo "test_mpi: SKIPPED (no mpicc or mpirun: apt-get install openmpi-bin libopenmpi-dev)"
-    exit 0
+    skip "every case: training under mpirun (no mpicc or mpirun)" "apt-get install openmpi-bin libopenmpi-dev"; finish
 fi
-${MAKE:-make} -s tests/train_mpi tests/compare_mpi || { echo "FAIL: building tests/train_mpi and tests/compare_mpi"; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() { if [ "$1" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
+${MAKE:-make} -s tests/train_mpi tests/compare_mpi || abort "building tests/train_mpi and tests/compare_mpi"
 # Root in a container: Open MPI refuses root unless told; 2 ranks on fewer cores need --oversubscribe.
 # Open MPI's own allocations at exit are not this project's leaks (make asan): suppressed by library
 # (tests/lsan_mpi.supp), which needs whole stacks: the fast unwinder stops at the first frame of a
@@ -177,5 +172,4 @@ check $? "./compare --launch 'mpirun -np 2 ...' ($(tail -3 "$tmp/launch.out"))"
 grep -q "^ranks: 2 x 1 threads" "$tmp/grid-launch/runs/copy-repeat/nope/seed1/train.log"
 check $? "--launch runs each training on 2 ranks"
 
-echo "test_mpi: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -9,11 +9,7 @@
 #  - the same with --dropout 0.1 and --schedule poly --warmup-frac 0.06 (masks and lr resume exactly),
 #    and with --bos (stored: the resumed rows open with the boundary token too), and with --precision
 #    bf16 on the portable and both emulated paths (stored: the resumed run computes in bf16).
-set -uo pipefail
-cd "$(dirname "$0")/.."
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() { if [ "$1" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
+. "$(dirname "$0")/lib.sh"
 # step,loss,val_loss without the timing columns
 losses() { cut -d, -f1-3 "$1"; }
 common="--layers 2 --heads 2 --dim 32 --seq 32 --batch 4 --accum 2 --steps 30 --val-every 10 --threads 2 --input-pe learned --pe-layers rope,alibi"
@@ -83,5 +79,4 @@ check $? "resumed fit-first losses (steps 16..30) must equal the uninterrupted r
 diff <(grep -E '^fit check: step (20|30) |^fit: ' "$tmp/fit.out") <(grep -E '^fit( check)?: ' "$tmp/fitres.out") > "$tmp/diff"
 check $? "the resumed run's checks (steps 20, 30) and its fit line equal the uninterrupted run's: $(head -4 "$tmp/diff")"
 
-echo "test_resume: $pass passed, $fail failed"
-[ $fail = 0 ]
+finish

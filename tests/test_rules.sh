@@ -11,20 +11,27 @@
 #   3. a scheme-specific enum (RopeScaling, ROPE_SCALING_*);
 #   4. a scheme setting of PosConfig (pe.rope_original_context ...): posenc answers what it means
 #      (posenc_resolve, posenc_window_context, ...).
-set -uo pipefail
-cd "$(dirname "$0")/.."
-pass=0; fail=0
-rule() {   # rule NAME HITS: HITS empty passes
-    if [ -z "$2" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); printf '%s\nFAIL: %s (above)\n' "$2" "$1"; fi
+# Scheme names are read from posenc's tables: the schemes' and presets' .name fields, and the RoPE
+# scaling methods of SCALING_NAMES (none, linear, ...), which count as scheme names in 1 and 2.
+#   5. No line of a flag table is over 120 columns, in any C file: a table is a top-level or local
+#      array initializer (from "NAME[] = {" to "};") with a row that starts with a flag, as
+#      { "--flag", ...} (tools/tokenize.c), { "flag", F_TYPE, ...} (train_options.c) or
+#      { .key = "setting", ...} (posenc.c); every line of it counts, continuation lines too.
+. "$(dirname "$0")/lib.sh"
+rule() {   # rule NAME HITS: HITS empty passes; else they are listed under the FAIL line
+    [ -z "$2" ]; check $? "$1:" || sed 's/^/    /' <<< "$2"
 }
 
 names=$(cat posenc*.c | grep -o '\.name = "[a-z0-9-]*"' | sed 's/.*"\(.*\)"/\1/' | paste -sd'|')
-[ -n "$names" ] || { echo "FAIL: no scheme names found in posenc*.c"; exit 1; }
+[ -n "$names" ] || abort "no scheme names found in posenc*.c"
+scalings=$(cat posenc*.c | grep -o 'SCALING_NAMES\[\] = {[^}]*}' | grep -o '"[a-z0-9-]*"' | tr -d '"' | paste -sd'|')
+[ -n "$scalings" ] || abort "no RoPE scaling names (SCALING_NAMES) found in posenc*.c"
+names="$names|$scalings"
 fields=$(sed -n '/int n_layer; /,/} PosConfig;/p' posenc.h | tail -n +2 | sed 's://.*::' | grep -E '^ +(int|double|RopeScaling) ' |
          sed -E 's/^ +[A-Za-z]+ +//; s/[;,]/ /g' | tr -s ' ' '\n' | grep . | paste -sd'|')
-[ -n "$fields" ] || { echo "FAIL: no scheme settings found in PosConfig (posenc.h)"; exit 1; }
+[ -n "$fields" ] || abort "no scheme settings found in PosConfig (posenc.h)"
 files=$(find . -name '*.[ch]' -not -path './tests/*' -not -name 'posenc*' | sed 's|^\./||' | sort)
-[ -n "$files" ] || { echo "FAIL: no source files found"; exit 1; }
+[ -n "$files" ] || abort "no source files found"
 
 # FILE:LINE:TEXT for every line, comments removed; with strings=1 TEXT is only the line's string
 # literals, each in its quotes.
@@ -56,11 +63,26 @@ word='(^|[^A-Za-z0-9_-])'; end='([^A-Za-z0-9_-]|$)'
 lits=$(strip 1 | grep -vE "$allowed")
 code=$(strip 0)
 
-rule "a scheme or preset name as a string literal outside posenc" "$(grep -E "\"($names)\"" <<< "$lits")"
+rule "a scheme, preset or RoPE scaling name as a string literal outside posenc" "$(grep -E "\"($names)\"" <<< "$lits")"
 rule "a list of scheme names in a string outside posenc" \
      "$(grep -E "$word($names)(,|\\||, | or )($names)$end" <<< "$lits")"
 rule "posenc_find with a literal outside posenc" "$(grep -E 'posenc_find\( *"' <<< "$code")"
 rule "a scheme-specific enum outside posenc" "$(grep -E '\b(RopeScaling|ROPE_SCALING_[A-Z0-9_]*)\b' <<< "$code")"
 rule "a scheme setting of PosConfig used outside posenc" "$(grep -E "(\\.|->)($fields)\\b" <<< "$code")"
-echo "test_rules: $pass passed, $fail failed ($(wc -w <<< "$files") files outside posenc)"
-[ $fail = 0 ]
+echo "test_rules: $(wc -w <<< "$files") files outside posenc"
+
+# 5. FILE:LINE: N columns for every line over 120 of a flag table
+all=$(find . -name '*.[ch]' -not -path './build/*' | sed 's|^\./||' | sort)
+tables=$(awk '
+    FNR == 1 { inb = 0 }
+    !inb && /\[[A-Za-z0-9_]*\] *= *\{ *$/ { inb = 1; n = 0; isflag = 0; next }
+    inb && /^[ \t]*\};/ {
+        if (isflag) for (i = 1; i <= n; i++) if (length(text[i]) > 120) print FILENAME ":" at[i] ": " length(text[i]) " columns"
+        inb = 0; next
+    }
+    inb {
+        text[++n] = $0; at[n] = FNR
+        if ($0 ~ /^[ \t]*\{ *("--|"[a-z][a-z0-9-]*", *F_[A-Z]|\.key *= *")/) isflag = 1
+    }' $all)
+rule "a line of a flag table over 120 columns" "$tables"
+finish

