@@ -20,36 +20,43 @@ _Static_assert(sizeof(RopeScaling) == sizeof(int), "rope_scaling is set through 
 
 #define PC(f) offsetof(PosConfig, f)
 static const PosSetting SETTINGS[] = {
-    { .key = "rope_base", .type = PE_SET_DOUBLE, .offset = PC(rope_base), .def = 10000, .lo = 1, .hi = 1e12, .lo_open = 1,
-      .arg = "X", .help = "RoPE base, theta_i = X^(-2i/d_rot) (10000)" },
-    { .key = "rope_fraction", .type = PE_SET_DOUBLE, .offset = PC(rope_fraction), .def = 1, .lo = 0, .hi = 1, .lo_open = 1,
-      .arg = "F", .help = "rotate the first int(head_size*F) channels, (0,1] (1.0)" },
+    { .key = "rope_base", .type = PE_SET_DOUBLE, .offset = PC(rope_base), .def = 10000, .lo = 1, .hi = 1e12,
+      .lo_open = 1, .arg = "X", .help = "RoPE base, theta_i = X^(-2i/d_rot) (10000)" },
+    { .key = "rope_fraction", .type = PE_SET_DOUBLE, .offset = PC(rope_fraction), .def = 1, .lo = 0, .hi = 1,
+      .lo_open = 1, .arg = "F", .help = "rotate the first int(head_size*F) channels, (0,1] (1.0)" },
     { .key = "rope_pairing", .type = PE_SET_ENUM, .offset = PC(rope_interleaved), .names = PAIRING_NAMES,
       .arg = "P", .help = "split (i, i+d/2) [ccss] or interleaved (2i,2i+1) [cscs] (split)" },
     { .key = "rope_scaling", .type = PE_SET_ENUM, .offset = PC(rope_scaling), .names = SCALING_NAMES,
-      .arg = "M", .help = "context extension: none, linear, dynamic, yarn, llama3, longrope (none)", .eval = 1, .metadata = 1 },
+      .arg = "M", .help = "context extension: none, linear, dynamic, yarn, llama3, longrope (none)", .eval = 1,
+      .metadata = 1 },
     { .key = "rope_factor", .type = PE_SET_DOUBLE, .offset = PC(rope_factor), .def = 1, .lo = 1, .hi = 1e6,
       .arg = "S", .help = "the extension factor s (1)", .eval = 1, .metadata = 1 },
     // 0: the model's context (posenc_resolve)
-    { .key = "rope_original_context", .type = PE_SET_INT, .offset = PC(rope_original_context), .def = 0, .lo = 1, .hi = INT_MAX,
+    { .key = "rope_original_context", .type = PE_SET_INT, .offset = PC(rope_original_context), .def = 0, .lo = 1,
+      .hi = INT_MAX,
       .arg = "N", .help = "L0, the context the model was trained at (the model's context)", .eval = 1, .metadata = 1 },
-    { .key = "yarn_beta_fast", .type = PE_SET_DOUBLE, .offset = PC(yarn_beta_fast), .def = 32, .lo = 0, .hi = 1e6, .lo_open = 1,
-      .arg = "X", .help = "YaRN beta_fast (32)", .eval = 1, .metadata = 1 },
-    { .key = "yarn_beta_slow", .type = PE_SET_DOUBLE, .offset = PC(yarn_beta_slow), .def = 1, .lo = 0, .hi = 1e6, .lo_open = 1,
-      .arg = "X", .help = "YaRN beta_slow (1)", .eval = 1, .metadata = 1 },
-    { .key = "llama3_low_freq_factor", .type = PE_SET_DOUBLE, .offset = PC(llama3_low_freq_factor), .def = 1, .lo = 0, .hi = 1e6,
-      .lo_open = 1, .arg = "X", .help = "llama3 low_freq_factor (1)", .eval = 1, .metadata = 1 },
-    { .key = "llama3_high_freq_factor", .type = PE_SET_DOUBLE, .offset = PC(llama3_high_freq_factor), .def = 4, .lo = 0, .hi = 1e6,
-      .lo_open = 1, .arg = "X", .help = "llama3 high_freq_factor (4)", .eval = 1, .metadata = 1 },
+    { .key = "yarn_beta_fast", .type = PE_SET_DOUBLE, .offset = PC(yarn_beta_fast), .def = 32, .lo = 0, .hi = 1e6,
+      .lo_open = 1, .arg = "X", .help = "YaRN beta_fast (32)", .eval = 1, .metadata = 1 },
+    { .key = "yarn_beta_slow", .type = PE_SET_DOUBLE, .offset = PC(yarn_beta_slow), .def = 1, .lo = 0, .hi = 1e6,
+      .lo_open = 1, .arg = "X", .help = "YaRN beta_slow (1)", .eval = 1, .metadata = 1 },
+    { .key = "llama3_low_freq_factor", .type = PE_SET_DOUBLE, .offset = PC(llama3_low_freq_factor), .def = 1, .lo = 0,
+      .hi = 1e6, .lo_open = 1, .arg = "X", .help = "llama3 low_freq_factor (1)", .eval = 1, .metadata = 1 },
+    { .key = "llama3_high_freq_factor", .type = PE_SET_DOUBLE, .offset = PC(llama3_high_freq_factor), .def = 4,
+      .lo = 0, .hi = 1e6, .lo_open = 1, .arg = "X", .help = "llama3 high_freq_factor (4)", .eval = 1, .metadata = 1 },
     { .key = "longrope_short", .type = PE_SET_LIST, .offset = PC(longrope_short), .lo = 0, .hi = 1e6, .lo_open = 1,
-      .arg = "LIST", .help = "longrope: d_rot/2 factors for sequences <= L0, a comma list or a file of numbers", .eval = 1, .metadata = 1 },
+      .arg = "LIST", .help = "longrope: d_rot/2 factors for sequences <= L0, a comma list or a file of numbers",
+      .eval = 1, .metadata = 1 },
     { .key = "longrope_long", .type = PE_SET_LIST, .offset = PC(longrope_long), .lo = 0, .hi = 1e6, .lo_open = 1,
-      .arg = "LIST", .help = "longrope: d_rot/2 factors for sequences > L0, as --longrope-short", .eval = 1, .metadata = 1 },
-    { .key = "longrope_attention", .type = PE_SET_DOUBLE, .offset = PC(longrope_attention), .def = 0, .lo = 0, .hi = 1e6,
-      .arg = "A", .help = "longrope: factor on cos and sin (0: sqrt(1 + ln s/ln L0) if s > 1, else 1) (0)", .eval = 1, .metadata = 1 },
-    { .key = "xpos_scale_base", .type = PE_SET_DOUBLE, .offset = PC(xpos_scale_base), .def = 512, .lo = 0, .hi = 1e12, .lo_open = 1,
-      .arg = "X", .help = "xpos gamma: zeta^(distance/gamma) (512)", .metadata = 1 },
-    { .key = "p_rope_fraction", .type = PE_SET_DOUBLE, .offset = PC(p_rope_fraction), .def = 0.25, .lo = 0, .hi = 1, .lo_open = 1,
+      .arg = "LIST", .help = "longrope: d_rot/2 factors for sequences > L0, as --longrope-short", .eval = 1,
+      .metadata = 1 },
+    { .key = "longrope_attention", .type = PE_SET_DOUBLE, .offset = PC(longrope_attention), .def = 0, .lo = 0,
+      .hi = 1e6,
+      .arg = "A", .help = "longrope: factor on cos and sin (0: sqrt(1 + ln s/ln L0) if s > 1, else 1) (0)", .eval = 1,
+      .metadata = 1 },
+    { .key = "xpos_scale_base", .type = PE_SET_DOUBLE, .offset = PC(xpos_scale_base), .def = 512, .lo = 0, .hi = 1e12,
+      .lo_open = 1, .arg = "X", .help = "xpos gamma: zeta^(distance/gamma) (512)", .metadata = 1 },
+    { .key = "p_rope_fraction", .type = PE_SET_DOUBLE, .offset = PC(p_rope_fraction), .def = 0.25, .lo = 0, .hi = 1,
+      .lo_open = 1,
       .arg = "F", .help = "p-rope keeps floor(F*d_rot/2) highest frequencies, (0,1] (0.25)", .metadata = 1 },
     { .key = "t5_num_buckets", .type = PE_SET_INT, .offset = PC(t5_num_buckets), .def = 32, .lo = 2, .hi = 4096,
       .arg = "N", .help = "T5 distance buckets (32)", .metadata = 1 },
@@ -267,6 +274,10 @@ const PosScheme *posenc_fixed_table(const PosConfig *c) {
 int posenc_window_context(const PosConfig *c, int W) {
     if (c->rope_scaling != ROPE_SCALING_DYNAMIC && c->rope_scaling != ROPE_SCALING_LONGROPE) return 0;
     return W > c->rope_original_context ? W : c->rope_original_context;
+}
+
+int posenc_scaling_searched(const char *method) {
+    return strcmp(method, SCALING_NAMES[ROPE_SCALING_LONGROPE]) == 0;
 }
 
 int posenc_takes_extension(const char *name) {

@@ -236,6 +236,10 @@ int posenc_window_context(const PosConfig *c, int W);
 // 1 if NAME is a scheme, or a --pe-layers preset with a layer of a scheme, on which the
 // context-extension settings act (takes_extension: the RoPE family).
 int posenc_takes_extension(const char *name);
+// 1 when the context-extension method `method` (a --rope-scaling value) takes factor lists that are
+// data, searched per model before it can be evaluated (longrope: ./train --longrope-search); 0 for
+// the others and for a name that is not a method. ./compare asks it, so it names no method.
+int posenc_scaling_searched(const char *method);
 // A short name of the positions, without commas (for tables and CSV): "rope" when every layer
 // uses it, "learned" for an input table over nope layers, else "sinusoidal+rope/nope/...".
 void posenc_label(const PosConfig *c, char *buf, size_t cap);

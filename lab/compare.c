@@ -162,7 +162,7 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     int n_eval = 1 + (takes_extensions(sch) ? c->n_ext : 0), nc = 1;
     for (int e = 0; e < n_eval; e++) {
         const char *suffix = e ? c->extensions[e - 1] : "";
-        int longrope = !strcmp(suffix, "longrope");
+        int longrope = posenc_scaling_searched(suffix);
         if (longrope) {
             // LongRoPE's lists are searched for this model first (./train --longrope-search), scored on
             // validation tokens that the evaluations do not score: from the one after the last they read

@@ -205,8 +205,8 @@ static const CompareFlag FLAGS[] = {
       "a scheme given by its ./train flags, e.g. 'rope25=--pe rope --rope-fraction 0.25'" },
     { "seeds", "LIST", ARG_CALL, 0, set_seeds, "seeds (default 1)" },
     { "rope-extensions", "LIST", ARG_CALL, 0, set_extensions,
-      "text: also evaluate RoPE runs with these --rope-scaling methods (linear,dynamic,yarn,llama3,\n"
-      "longrope: its lists first searched per run on validation tokens the evaluations do not score)" },
+      "text: also evaluate RoPE runs with these --rope-scaling methods (./train --help names them);\n"
+      "LongRoPE's lists are first searched per run on validation tokens the evaluations do not score)" },
     { "rope-factor", "X", ARG_CALL, 0, set_rope_factor,
       "the factor of those methods (default 8: the longest window over the context)" },
     { "eval-per-length", "N", ARG_COUNT, O(per_length), NULL, "task: test instances per length (default 100)" },
@@ -283,7 +283,7 @@ static void check_modes(const Cfg *c, const char *claims) {
     CHECK(!c->eval_flags || c->data, "--eval-flags applies to the perplexity evaluations of text (--data)");
     CHECK(!c->attention_stats || c->data, "--attention-stats applies to text (--data): ./train measures attention on windows of text");
     int longrope = 0;
-    for (int k = 0; k < c->n_ext; k++) longrope |= !strcmp(c->extensions[k], "longrope");
+    for (int k = 0; k < c->n_ext; k++) longrope |= posenc_scaling_searched(c->extensions[k]);
     if (longrope) {
         // each run's LongRoPE search scores the validation tokens after those the evaluations score
         // (build_cmds, lab/compare.c): it must know where they end, and read the same validation text

@@ -24,7 +24,7 @@ rule() {   # rule NAME HITS: HITS empty passes; else they are listed under the F
 
 names=$(cat posenc*.c | grep -o '\.name = "[a-z0-9-]*"' | sed 's/.*"\(.*\)"/\1/' | paste -sd'|')
 [ -n "$names" ] || abort "no scheme names found in posenc*.c"
-scalings=$(cat posenc*.c | grep -o 'SCALING_NAMES\[\] = {[^}]*}' | grep -o '"[a-z0-9-]*"' | tr -d '"' | paste -sd'|')
+scalings=$(cat posenc*.c | grep -o 'SCALING_NAMES\[\] = {[^}]*}' | grep -o '"[a-z0-9-]*"' | tr -d '"' | grep -vx none | paste -sd'|')
 [ -n "$scalings" ] || abort "no RoPE scaling names (SCALING_NAMES) found in posenc*.c"
 names="$names|$scalings"
 fields=$(sed -n '/int n_layer; /,/} PosConfig;/p' posenc.h | tail -n +2 | sed 's://.*::' | grep -E '^ +(int|double|RopeScaling) ' |

@@ -52,15 +52,25 @@ typedef struct {
 #define S(field) 0, offsetof(Args, field), 0, 0
 #define L(field, lo, hi) 1, offsetof(Args, field), lo, hi
 static const Flag FLAGS[] = {
-    { "--encoder", "FILE", CMD_ENCODE, CMD_ENCODE, S(encoder), "encoder.json: token -> id (GPT-2's, or one ./tokenize train wrote)" },
-    { "--merges", "FILE", CMD_ENCODE, CMD_ENCODE, S(merges), "vocab.bpe: the merges in rank order, one \"LEFT RIGHT\" per line" },
-    { "--out", "SHARD.bin", CMD_ENCODE, CMD_ENCODE, S(out), "the llm.c token shard to write (uint16 tokens, magic 20240520)" },
-    { "--tokenizer-out", "FILE", CMD_ENCODE, 0, S(tokenizer_out), "also write the llm.c tokenizer file (./train --tokenizer decodes samples with it)" },
-    { "--shard-tokens", "N", CMD_ENCODE, 0, L(shard_tokens, 1, INT32_MAX), "numbered shards of N tokens each, the last one shorter: SHARD_000000.bin, SHARD_000001.bin, ... (SHARD: --out without .bin)" },
-    { "--doc-sep", "TEXT", CMD_ENCODE, 0, S(doc_sep), "TEXT also ends a document inside a file, and is dropped (e.g. '<|endoftext|>', or $'\\n\\n' in bash)" },
-    { "--vocab-size", "N", CMD_TRAIN, CMD_TRAIN, L(vocab_size, 257, 65536), "tokens in the vocabulary: 256 bytes + N - 257 merges + the end of text" },
-    { "--out-dir", "DIR", CMD_TRAIN, CMD_TRAIN, S(out_dir), "where encoder.json, vocab.bpe and tokenizer.bin go (created if missing)" },
-    { "--tokenizer", "FILE", CMD_DECODE, CMD_DECODE, S(tokenizer), "the llm.c tokenizer file of the shards' vocabulary" },
+    { "--encoder", "FILE", CMD_ENCODE, CMD_ENCODE, S(encoder),
+      "encoder.json: token -> id (GPT-2's, or one ./tokenize train wrote)" },
+    { "--merges", "FILE", CMD_ENCODE, CMD_ENCODE, S(merges),
+      "vocab.bpe: the merges in rank order, one \"LEFT RIGHT\" per line" },
+    { "--out", "SHARD.bin", CMD_ENCODE, CMD_ENCODE, S(out),
+      "the llm.c token shard to write (uint16 tokens, magic 20240520)" },
+    { "--tokenizer-out", "FILE", CMD_ENCODE, 0, S(tokenizer_out),
+      "also write the llm.c tokenizer file (./train --tokenizer decodes samples with it)" },
+    { "--shard-tokens", "N", CMD_ENCODE, 0, L(shard_tokens, 1, INT32_MAX),
+      "numbered shards of N tokens each, the last one shorter: SHARD_000000.bin, SHARD_000001.bin, ... (SHARD: --out "
+      "without .bin)" },
+    { "--doc-sep", "TEXT", CMD_ENCODE, 0, S(doc_sep),
+      "TEXT also ends a document inside a file, and is dropped (e.g. '<|endoftext|>', or $'\\n\\n' in bash)" },
+    { "--vocab-size", "N", CMD_TRAIN, CMD_TRAIN, L(vocab_size, 257, 65536),
+      "tokens in the vocabulary: 256 bytes + N - 257 merges + the end of text" },
+    { "--out-dir", "DIR", CMD_TRAIN, CMD_TRAIN, S(out_dir),
+      "where encoder.json, vocab.bpe and tokenizer.bin go (created if missing)" },
+    { "--tokenizer", "FILE", CMD_DECODE, CMD_DECODE, S(tokenizer),
+      "the llm.c tokenizer file of the shards' vocabulary" },
 };
 #undef S
 #undef L
