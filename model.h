@@ -170,7 +170,7 @@ typedef struct {
 // A model, as llama2.c lays one out: its configuration, the position tables built from it, its
 // parameters (GPTWeights) and what its forwards and backwards write (GPTRunState).
 typedef struct {
-    GPTConfig cfg;                 // the configuration (model.h legend: B, T, C, NH, hs, L, V)
+    GPTConfig cfg;                 // shapes (L, NH, C, V, context) and positional schemes
     PosTables pt;                  // built from cfg: tables for positions 0 .. max_pos-1
     GPTWeights weights;            // parameters, gradients, AdamW moments, tensor list
     GPTRunState state;             // activations, modes, last loss, anomaly, profiler, grad_ready hook
