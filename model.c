@@ -9,11 +9,11 @@
 #include <string.h>
 #include <tgmath.h>   // exp, sqrt, tanh follow the type of `real` (expf in the float build)
 
-// Adds the time of `stmt` to m->prof[k] (where a benchmark reads the share of each kind of work).
-#define TIMED(m, k, stmt) do { double t0_ = now_seconds(); stmt; (m)->prof[k] += now_seconds() - t0_; } while (0)
+// Adds the time of `stmt` to m->state.prof[k] (where a benchmark reads the share of each kind of work).
+#define TIMED(m, k, stmt) do { double t0_ = now_seconds(); stmt; (m)->state.prof[k] += now_seconds() - t0_; } while (0)
 // the linear layers' products in the model's precision (gpt_set_bf16)
-#define MATMUL_FORWARD(m) ((m)->bf16 ? matmul_forward_bf16 : matmul_forward)
-#define MATMUL_BACKWARD(m) ((m)->bf16 ? matmul_backward_bf16 : matmul_backward)
+#define MATMUL_FORWARD(m) ((m)->state.bf16 ? matmul_forward_bf16 : matmul_forward)
+#define MATMUL_BACKWARD(m) ((m)->state.bf16 ? matmul_backward_bf16 : matmul_backward)
 
 // ----------------------------------------------------------------------------------------------
 // softmax + cross-entropy over the V real classes of each (Vp,) logits row
@@ -43,8 +43,8 @@ static void crossentropy_forward(real *probs, real *losses, const real *logits, 
 // ----------------------------------------------------------------------------------------------
 // the forward's modes
 
-void gpt_set_forward_only(GPT *m, int on) { m->forward_only = on != 0; }
-void gpt_set_attention_stats(GPT *m, double *acc) { m->attn_stats = acc; }
+void gpt_set_forward_only(GPT *m, int on) { m->state.forward_only = on != 0; }
+void gpt_set_attention_stats(GPT *m, double *acc) { m->state.attn_stats = acc; }
 
 // ----------------------------------------------------------------------------------------------
 // dropout's keys: the step's key (gpt_set_dropout), then one per layer and site, then one per
@@ -52,15 +52,15 @@ void gpt_set_attention_stats(GPT *m, double *acc) { m->attn_stats = acc; }
 
 enum { DROP_EMBEDDING, DROP_ATTENTION, DROP_ATTN_OUT, DROP_MLP_OUT };   // the sites; layer -1: the embedding
 
-void gpt_set_bf16(GPT *m, int on) { m->bf16 = on != 0; }
+void gpt_set_bf16(GPT *m, int on) { m->state.bf16 = on != 0; }
 
 void gpt_set_dropout(GPT *m, double p, uint64_t key) {
     CHECK(p >= 0 && p < 1, "internal: dropout rate %g outside [0, 1)", p);
-    m->dropout = p;
-    m->drop_key = key;
+    m->state.dropout = p;
+    m->state.drop_key = key;
 }
 
-void gpt_set_dropout_rows(GPT *m, uint64_t b0) { m->drop_b0 = b0; }
+void gpt_set_dropout_rows(GPT *m, uint64_t b0) { m->state.drop_b0 = b0; }
 
 uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro) {
     return mix64(mix64(mix64(seed ^ 0xD50F0D50F0D50Full) + (uint64_t)step) + (uint64_t)micro);
@@ -86,9 +86,9 @@ typedef struct {
 } LayerActs;
 
 static LayerActs layer_acts(const GPT *m, int l, int B, int T) {
-    const Activations *a = &m->a;
+    const Activations *a = &m->state.a;
     size_t N = (size_t)B * T, C = m->cfg.n_embd, NH = m->cfg.n_head;
-    if (m->act_forward_only) l = 0;
+    if (m->state.act_forward_only) l = 0;
     LayerActs la = {
         a->ln1 + l * N * C, a->ln1_mean + l * N, a->ln1_rstd + l * N,
         a->qkv + l * N * 3 * C, a->atty + l * N * C, a->att_lse + (size_t)l * B * NH * T,
@@ -101,10 +101,12 @@ static LayerActs layer_acts(const GPT *m, int l, int B, int T) {
 // layer l's attention inputs for the batch b, with the last forward's dropout (gpt_forward sets it
 // before its layers run); grads: 1 for the backward (the scheme's parameter gradients)
 static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
+    const GPTWeights *w = &m->weights;
+    const GPTRunState *s = &m->state;
     AttnPos ap = { .pos = b->pos, .doc = b->doc, .scheme = posenc_scheme(m->cfg.pe.layer[l]), .tables = &m->pt,
-                   .pe_params = m->p.pe_layer[l], .pe_dparams = grads ? m->g.pe_layer[l] : NULL,
-                   .pe_nparams = m->pe_layer_n[l], .dropout = m->act_dropout,
-                   .drop_key = drop_site(m->act_drop_key, l, DROP_ATTENTION), .drop_b0 = m->act_drop_b0 };
+                   .pe_params = w->p.pe_layer[l], .pe_dparams = grads ? w->g.pe_layer[l] : NULL,
+                   .pe_nparams = w->pe_layer_n[l], .dropout = s->act_dropout,
+                   .drop_key = drop_site(s->act_drop_key, l, DROP_ATTENTION), .drop_b0 = s->act_drop_b0 };
     return ap;
 }
 
@@ -135,17 +137,18 @@ static Dims dims(const char *names, size_t d0, size_t d1, size_t d2, size_t d3) 
 }
 static Dims btc(size_t B, size_t T, size_t X) { return dims("b t c", B, T, X, 0); }
 
-// A call that may check starts (pass: "forward", ...): with on, m->anomaly is cleared and watch() scans
+// A call that may check starts (pass: "forward", ...): with on, m->state.anomaly is cleared and watch() scans
 static void begin_checks(GPT *m, const char *pass, int on) {
-    m->checking = on;
+    GPTRunState *s = &m->state;
+    s->checking = on;
     if (!on) return;
-    memset(&m->anomaly, 0, sizeof m->anomaly);
-    m->anomaly.pass = pass;
+    memset(&s->anomaly, 0, sizeof s->anomaly);
+    s->anomaly.pass = pass;
 }
 
 // The first bad value of the call: tensor `name` of layer `layer`, shape d, as scan s found it
 static void record_anomaly(GPT *m, int layer, const char *name, Dims d, FiniteScan s) {
-    Anomaly *a = &m->anomaly;
+    Anomaly *a = &m->state.anomaly;
     a->found = 1; a->layer = layer; a->index = s.first; a->bad = s.bad; a->n = s.n;
     snprintf(a->tensor, sizeof a->tensor, "%s", name);
     char at[160] = "", word[16], where[32] = "";
@@ -174,27 +177,27 @@ static void record_anomaly(GPT *m, int layer, const char *name, Dims d, FiniteSc
 // the last finite tensor
 static void note_scan(GPT *m, int layer, const char *name, Dims d, FiniteScan s) {
     if (s.bad) { record_anomaly(m, layer, name, d, s); return; }
-    snprintf(m->anomaly.before, sizeof m->anomaly.before, "%s", name);
-    m->anomaly.before_max = s.maxabs;
+    snprintf(m->state.anomaly.before, sizeof m->state.anomaly.before, "%s", name);
+    m->state.anomaly.before_max = s.maxabs;
 }
 
 // After a checked call writes x (shape d): returns 1 when the call has met its first bad value (the
 // call then stops: past a NaN, attention's own divergence check would end the process). One branch
 // when detection is off.
 static int watch(GPT *m, int layer, const char *name, const real *x, Dims d) {
-    if (!m->checking) return 0;
+    if (!m->state.checking) return 0;
     size_t n = 1;
     for (int k = 0; k < d.rank; k++) n *= d.size[k];
     note_scan(m, layer, name, d, finite_scan(x, n));
-    return m->anomaly.found;
+    return m->state.anomaly.found;
 }
 
 // Every tensor of layer `layer` (-1: outside the blocks) in the buffer base (params or grads);
 // prefix "grad." names a gradient; returns 1 as watch does
 static int watch_tensors(GPT *m, int layer, const real *base, const char *prefix) {
-    if (!m->checking) return 0;
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
+    if (!m->state.checking) return 0;
+    for (int k = 0; k < m->weights.n_tensors; k++) {
+        const TensorInfo *ti = &m->weights.tensors[k];
         if (ti->layer != layer) continue;
         char name[112];
         snprintf(name, sizeof name, "%s%s", prefix, ti->name);
@@ -208,17 +211,17 @@ static int watch_tensors(GPT *m, int layer, const real *base, const char *prefix
 // the blocks first, then block by block (gpt_check_parameters; gpt_adamw, model_optim.c)
 void gpt_watch_parameters(GPT *m, const char *pass, int on) {
     begin_checks(m, pass, on);
-    for (int l = -1; l < m->cfg.n_layer && !watch_tensors(m, l, m->params, ""); l++) {}
+    for (int l = -1; l < m->cfg.n_layer && !watch_tensors(m, l, m->weights.params, ""); l++) {}
 }
 
 void gpt_set_detect_anomaly(GPT *m, int on) {
-    m->detect_anomaly = on != 0;
-    memset(&m->anomaly, 0, sizeof m->anomaly);
+    m->state.detect_anomaly = on != 0;
+    memset(&m->state.anomaly, 0, sizeof m->state.anomaly);
 }
 
 int gpt_check_parameters(GPT *m) {
     gpt_watch_parameters(m, "parameters", 1);
-    return m->anomaly.found;
+    return m->state.anomaly.found;
 }
 
 // Layer l's attention from its qkv (N,3C, hooked) into atty (N,C): the tiled kernel over the batch
@@ -227,9 +230,10 @@ int gpt_check_parameters(GPT *m) {
 static void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *ap, int B, int T, KVCache *kc) {
     int C = m->cfg.n_embd, NH = m->cfg.n_head;
     if (!kc) {
-        attention_forward(la->atty, la->att_lse, la->qkv, ap, m->a.att_scratch, B, T, C, NH);
-        if (m->attn_stats)        // gpt_set_attention_stats: this layer's statistics, while its qkv and lse exist
-            attention_stats(m->attn_stats + (size_t)l * NH * ATT_NSTAT, la->qkv, la->att_lse, ap, m->a.att_scratch, B, T, C, NH);
+        attention_forward(la->atty, la->att_lse, la->qkv, ap, m->state.a.att_scratch, B, T, C, NH);
+        if (m->state.attn_stats)        // gpt_set_attention_stats: this layer's statistics, while its qkv and lse exist
+            attention_stats(m->state.attn_stats + (size_t)l * NH * ATT_NSTAT, la->qkv, la->att_lse, ap,
+                            m->state.a.att_scratch, B, T, C, NH);
         return;
     }
     int P = kc->len;
@@ -250,11 +254,12 @@ static void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *a
 // With dropout (the batch forward only): attention drops inside, and each projection is dropped
 // before its residual add.
 static const real *block_forward(GPT *m, int l, const real *residual, const AttnPos *ap, int B, int T, KVCache *kc) {
+    GPTRunState *s = &m->state;
     int C = m->cfg.n_embd, NH = m->cfg.n_head;
     size_t N = (size_t)B * T;
-    const ParamTensors *p = &m->p;
-    real *proj = m->a.scratch;                                  // (N,C) each projection before its residual add
-    double drop = kc ? 0 : m->act_dropout;
+    const ParamTensors *p = &m->weights.p;
+    real *proj = s->a.scratch;                                  // (N,C) each projection before its residual add
+    double drop = kc ? 0 : s->act_dropout;
     LayerActs la = layer_acts(m, l, B, T);
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
     if (watch(m, l, "ln1", la.ln1, btc(B, T, C))) return NULL;
@@ -262,14 +267,14 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     if (watch(m, l, "qkv", la.qkv, btc(B, T, 3 * C))) return NULL;
     TIMED(m, PROF_ATTENTION, qk_hook(la.qkv, ap, N, C, NH, QK_FORWARD));                                      // hook 2
     if ((ap->scheme->hooks & PE_HOOK_QK) && watch(m, l, "qkv after hook 2", la.qkv, btc(B, T, 3 * C))) return NULL;
-    if (m->checking && ap->scheme->bias_forward) {                                                            // hook 3
+    if (s->checking && ap->scheme->bias_forward) {                                                            // hook 3
         note_scan(m, l, "hook 3 bias", dims("b h i j", B, NH, T, T), attention_bias_scan(ap, B, T, NH));
-        if (m->anomaly.found) return NULL;
+        if (s->anomaly.found) return NULL;
     }
     TIMED(m, PROF_ATTENTION, block_attention(m, l, &la, ap, B, T, kc));
     if (watch(m, l, "atty", la.atty, btc(B, T, C))) return NULL;
     TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
-    if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_ATTN_OUT), drop, N, C, m->act_drop_b0 * T);
+    if (drop > 0) dropout_forward(proj, proj, drop_site(s->act_drop_key, l, DROP_ATTN_OUT), drop, N, C, s->act_drop_b0 * T);
     if (watch(m, l, "attproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual2, residual, proj, N * C);
     if (watch(m, l, "residual2", la.residual2, btc(B, T, C))) return NULL;
@@ -280,7 +285,7 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     gelu_forward(la.fch_gelu, la.fch, N * 4 * C);
     if (watch(m, l, "fch_gelu", la.fch_gelu, btc(B, T, 4 * C))) return NULL;
     TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
-    if (drop > 0) dropout_forward(proj, proj, drop_site(m->act_drop_key, l, DROP_MLP_OUT), drop, N, C, m->act_drop_b0 * T);
+    if (drop > 0) dropout_forward(proj, proj, drop_site(s->act_drop_key, l, DROP_MLP_OUT), drop, N, C, s->act_drop_b0 * T);
     if (watch(m, l, "fcproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual3, la.residual2, proj, N * C);
     if (watch(m, l, "residual3", la.residual3, btc(B, T, C))) return NULL;
@@ -306,14 +311,16 @@ static const real *dropped_grad(real *buf, const real *dout, uint64_t key, doubl
 // layernorm_backward adds (+=) into dresidual. Each other gradient buffer is zeroed before the
 // backward that accumulates into it. Returns 1 when a check (--detect-anomaly) stopped the backward.
 static int block_backward(GPT *m, int l, const Batch *b) {
+    GPTWeights *w = &m->weights;
+    GPTRunState *s = &m->state;
     int B = b->B, T = b->T, C = m->cfg.n_embd, NH = m->cfg.n_head;
     size_t N = (size_t)B * T;
-    const Activations *a = &m->a;
-    GradActivations *g = &m->ga;
-    const ParamTensors *p = &m->p;
-    ParamTensors *dp = &m->g;
-    double drop = m->act_dropout;          // the forward's dropout: its masks again, from its key
-    uint64_t key = m->act_drop_key, row0 = m->act_drop_b0 * (uint64_t)T;
+    const Activations *a = &s->a;
+    GradActivations *g = &s->ga;
+    const ParamTensors *p = &w->p;
+    ParamTensors *dp = &w->g;
+    double drop = s->act_dropout;          // the forward's dropout: its masks again, from its key
+    uint64_t key = s->act_drop_key, row0 = s->act_drop_b0 * (uint64_t)T;
     const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;   // the block's input
     LayerActs la = layer_acts(m, l, B, T);
     AttnPos ap = attn_pos(m, b, l, 1);
@@ -363,17 +370,19 @@ static int block_backward(GPT *m, int l, const Batch *b) {
     layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
                        la.ln1_mean, la.ln1_rstd, N, C);
     if (watch(m, l, "dresidual", g->dresidual, btc(B, T, C))) return 1;        // at the block's input
-    if (watch_tensors(m, l, m->grads, "grad.")) return 1;          // the block's parameter gradients
+    if (watch_tensors(m, l, w->grads, "grad.")) return 1;          // the block's parameter gradients
     return 0;
 }
 
 // A forward that met an anomaly stops there: no loss, and no backward of it
 static double forward_stopped(GPT *m) {
-    m->loss = NAN; m->weight_sum = 0; m->batch = NULL;
+    GPTRunState *s = &m->state;
+    s->loss = NAN; s->weight_sum = 0; s->batch = NULL;
     return NAN;
 }
 
 double gpt_forward(GPT *m, const Batch *b) {
+    GPTRunState *s = &m->state;
     const GPTConfig *c = &m->cfg;
     int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;
@@ -385,11 +394,11 @@ double gpt_forward(GPT *m, const Batch *b) {
               "%zu is outside the vocabulary (0..%d)", b->targets ? b->targets[n] : 0, n, V - 1);
     }
     gpt_alloc_acts(m, B, T);
-    m->batch = b;
-    m->act_dropout = m->dropout; m->act_drop_key = m->drop_key; m->act_drop_b0 = m->drop_b0;
-    Activations *a = &m->a;
-    const ParamTensors *p = &m->p;
-    begin_checks(m, "forward", m->detect_anomaly);
+    s->batch = b;
+    s->act_dropout = s->dropout; s->act_drop_key = s->drop_key; s->act_drop_b0 = s->drop_b0;
+    Activations *a = &s->a;
+    const ParamTensors *p = &m->weights.p;
+    begin_checks(m, "forward", s->detect_anomaly);
 
     encoder_forward(a->encoded, b->tokens, p->wte, N, C);
     if (watch(m, -1, "encoded", a->encoded, btc(B, T, C))) return forward_stopped(m);
@@ -398,9 +407,9 @@ double gpt_forward(GPT *m, const Batch *b) {
         in->input_forward(&m->pt, p->pe_input, a->encoded, b->pos, N);   // hook 1
         if (watch(m, -1, "encoded after hook 1", a->encoded, btc(B, T, C))) return forward_stopped(m);
     }
-    if (m->act_dropout > 0) {
-        dropout_forward(a->encoded, a->encoded, drop_site(m->act_drop_key, -1, DROP_EMBEDDING), m->act_dropout, N, C,
-                        m->act_drop_b0 * T);
+    if (s->act_dropout > 0) {
+        dropout_forward(a->encoded, a->encoded, drop_site(s->act_drop_key, -1, DROP_EMBEDDING), s->act_dropout, N, C,
+                        s->act_drop_b0 * T);
         if (watch(m, -1, "encoded after dropout", a->encoded, btc(B, T, C))) return forward_stopped(m);
     }
 
@@ -421,17 +430,17 @@ double gpt_forward(GPT *m, const Batch *b) {
     double sum = 0, wsum = 0;
     if (b->targets)
         for (size_t n = 0; n < N; n++) { sum += (double)b->weights[n] * a->losses[n]; wsum += b->weights[n]; }
-    m->weight_sum = wsum;
-    m->loss = wsum > 0 ? sum / wsum : 0;
-    return m->loss;
+    s->weight_sum = wsum;
+    s->loss = wsum > 0 ? sum / wsum : 0;
+    return s->loss;
 }
 
 // The attention probabilities of one layer, head and batch row of the last gpt_forward: out (T, T),
 // recomputed from the row's q, k and log-sum-exps by attention_head_probs (nn/attention.c).
 void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
-    CHECK(!m->act_forward_only, "internal: attention_probs needs every layer's activations; the last forward "
+    CHECK(!m->state.act_forward_only, "internal: attention_probs needs every layer's activations; the last forward "
           "was forward-only (gpt_set_forward_only)");
-    const Batch *bt = m->batch;
+    const Batch *bt = m->state.batch;
     const GPTConfig *c = &m->cfg;
     CHECK(bt, "internal: attention_probs needs a gpt_forward first (a cached forward keeps no batch)");
     CHECK(layer >= 0 && layer < c->n_layer && b >= 0 && b < bt->B && head >= 0 && head < c->n_head,
@@ -474,15 +483,15 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
         CHECK(tokens[t] >= 0 && tokens[t] < V, "token id %d is outside the vocabulary (0..%d)", tokens[t], V - 1);
     check_positions(m, pos, (size_t)T);
     gpt_alloc_acts(m, 1, T);
-    m->batch = NULL;                       // no backward through a cached forward
+    m->state.batch = NULL;                       // no backward through a cached forward
     begin_checks(m, "forward", 0);         // and no anomaly detection
     if (max_threads() > kc->threads) {     // the thread count grew since kv_cache_init
         free(kc->att_row);
         kc->threads = max_threads();
         kc->att_row = xmalloc(sizeof(real) * (size_t)kc->threads * kc->cap);
     }
-    Activations *a = &m->a;
-    const ParamTensors *p = &m->p;
+    Activations *a = &m->state.a;
+    const ParamTensors *p = &m->weights.p;
     for (int t = 0; t < T; t++) { kc->pos[P + t] = pos[t]; kc->doc[P + t] = 0; }
 
     encoder_forward(a->encoded, tokens, p->wte, T, C);
@@ -491,7 +500,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
         AttnPos ap = { .pos = pos, .doc = kc->doc + P, .scheme = posenc_scheme(c->pe.layer[l]), .tables = &m->pt,
-                       .pe_params = m->p.pe_layer[l] };
+                       .pe_params = m->weights.p.pe_layer[l] };
         residual = block_forward(m, l, residual, &ap, 1, T, kc);
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, T, C);
@@ -499,7 +508,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     kc->len = P + T;
 }
 
-void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); }
+void gpt_zero_grad(GPT *m) { memset(m->weights.grads, 0, sizeof(real) * m->weights.num_params); }
 
 // The backward of gpt_forward (model.h), its steps in reverse: the cross-entropy (the backward of
 // crossentropy_forward, written inline: dlogits over probs) -> the LM head, tied to wte (dwte's first
@@ -507,24 +516,25 @@ void gpt_zero_grad(GPT *m) { memset(m->grads, 0, sizeof(real) * m->num_params); 
 // in g->dresidual) -> the embedding's dropout -> hook 1's input_backward (dpe_input) -> the token
 // rows of wte (encoder_backward: dwte's second contribution).
 void gpt_backward(GPT *m, double grad_scale) {
-    CHECK(!m->act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
+    GPTWeights *w = &m->weights;
+    CHECK(!m->state.act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
           "the activations of the earlier layers are gone");
-    const Batch *b = m->batch;
+    const Batch *b = m->state.batch;
     CHECK(b && b->targets, "internal: gpt_backward needs a forward pass with targets first");
     const GPTConfig *c = &m->cfg;
     int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;
-    Activations *a = &m->a;
-    GradActivations *g = &m->ga;
-    const ParamTensors *p = &m->p;
-    ParamTensors *dp = &m->g;
-    double drop = m->act_dropout;          // the forward's dropout: its masks again, from its key
-    uint64_t key = m->act_drop_key, row0 = m->act_drop_b0 * (uint64_t)T;
+    Activations *a = &m->state.a;
+    GradActivations *g = &m->state.ga;
+    const ParamTensors *p = &w->p;
+    ParamTensors *dp = &w->g;
+    double drop = m->state.act_dropout;          // the forward's dropout: its masks again, from its key
+    uint64_t key = m->state.act_drop_key, row0 = m->state.act_drop_b0 * (uint64_t)T;
 
     // dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)), written over probs: after a
     // backward the probabilities are gone (dump_step copies the logits before it calls backward)
     real *dlogits = a->probs;
-    begin_checks(m, "backward", m->detect_anomaly);
+    begin_checks(m, "backward", m->state.detect_anomaly);
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         real *d = dlogits + n * Vp;
@@ -544,7 +554,8 @@ void gpt_backward(GPT *m, double grad_scale) {
 
     for (int l = L - 1; l >= 0; l--) {                      // dresidual: dL/dresidual3 of block l
         if (block_backward(m, l, b)) return;                   // now dL/dresidual at its input
-        if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, l);   // block l's gradients are final: MPI may reduce them
+        // block l's gradients are final: MPI may reduce them
+        if (m->state.grad_ready) m->state.grad_ready(m->state.grad_ready_ctx, l);
     }
     const real *demb = g->dresidual;        // the gradient at the embedding sum, before its dropout
     if (drop > 0) {
@@ -554,6 +565,6 @@ void gpt_backward(GPT *m, double grad_scale) {
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
     encoder_backward(dp->wte, demb, b->tokens, N, C);      // dwte's rows of the batch's tokens += demb
-    if (watch_tensors(m, -1, m->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
-    if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, -1);
+    if (watch_tensors(m, -1, w->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
+    if (m->state.grad_ready) m->state.grad_ready(m->state.grad_ready_ctx, -1);
 }

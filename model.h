@@ -120,17 +120,23 @@ typedef struct {
 // Time spent (seconds, accumulated since the model was built) by kind of work; bench reads it.
 enum { PROF_MATMUL, PROF_ATTENTION, PROF_OPTIMIZER, PROF_N };
 
+// The parameters and everything laid out with them (model_build.c): one contiguous buffer each for
+// the parameters, their gradients and AdamW's moments, their named views, and the tensor list.
 typedef struct {
-    GPTConfig cfg;
-    int table_rows;                // rows of a learned position table (its context when built), else 0:
-                                   // an evaluation may run the model at a shorter context and back
-    PosTables pt;                  // tables for positions 0 .. max_pos-1
     size_t num_params;
     real *params, *grads;          // (num_params,)
-    real *m, *v;                   // AdamW moments (num_params,), allocated on the first update
+    real *adam_m, *adam_v;         // AdamW moments (num_params,), allocated on the first update
     ParamTensors p, g;             // named views into params and grads
     size_t pe_layer_n[PE_MAX_LAYERS];   // number of parameters behind p.pe_layer[l]
     TensorInfo *tensors; int n_tensors;
+    int table_rows;                // rows of a learned position table (its context when built), else 0:
+                                   // an evaluation may run the model at a shorter context and back
+} GPTWeights;
+
+// What the forwards and backwards write, and the switches they read (model.c): activations for the
+// largest batch seen, the modes set by gpt_set_*, dropout's keys, the last forward's batch and
+// loss, the anomaly record, the profiler and the backward's grad_ready hook.
+typedef struct {
     // activations, allocated for the largest B*T seen so far
     int act_B, act_T, act_threads;   // act_threads: rows of the per-thread scratch
     int forward_only;                // gpt_set_forward_only: the next forwards keep one layer's activations
@@ -159,6 +165,15 @@ typedef struct {
     // reduction of a block's gradients there while the backward goes on below.
     void (*grad_ready)(void *ctx, int layer);
     void *grad_ready_ctx;
+} GPTRunState;
+
+// A model, as llama2.c lays one out: its configuration, the position tables built from it, its
+// parameters (GPTWeights) and what its forwards and backwards write (GPTRunState).
+typedef struct {
+    GPTConfig cfg;                 // shapes (L, NH, C, V, context) and positional schemes
+    PosTables pt;                  // built from cfg: tables for positions 0 .. max_pos-1
+    GPTWeights weights;            // parameters, gradients, AdamW moments, tensor list
+    GPTRunState state;             // activations, modes, last loss, anomaly, profiler, grad_ready hook
 } GPT;
 
 // ==============================================================================================
@@ -239,20 +254,20 @@ void gpt_zero_grad(GPT *m);
 // the embedding, each block's ln1, qkv, q/k after hook 2, hook 3's bias, atty, attproj, residual2,
 // ln2, fch, fch_gelu, fcproj, residual3, then lnf, logits, probs, losses; backward: their gradients
 // in reverse and every parameter gradient; AdamW: every parameter it updated). Each such call clears
-// m->anomaly first and describes its first bad value there (found = 1); a forward stops at it and
+// m->state.anomaly first and describes its first bad value there (found = 1); a forward stops at it and
 // returns NaN (no backward of it may follow), a backward stops at it; nothing exits, the caller
 // decides (./train --detect-anomaly stops). Values are never changed: with finite values every loss
 // and gradient is bit-identical to detection off, which costs one branch per tensor.
 // gpt_forward_cached is not checked.
 void gpt_set_detect_anomaly(GPT *m, int on);
-// Scans every parameter (the weights a run starts from, say) as above: m->anomaly, pass
+// Scans every parameter (the weights a run starts from, say) as above: m->state.anomaly, pass
 // "parameters"; returns found. Runs whether or not detection is on.
 int gpt_check_parameters(GPT *m);
 // The attention probabilities p(i,j) (T,T) of layer `layer`, head `head`, batch row b of the last
-// gpt_forward (m->batch must still be alive), recomputed as the forward computed them: row i sums
+// gpt_forward (m->state.batch must still be alive), recomputed as the forward computed them: row i sums
 // to 1 over the keys it may attend; masked keys (future, other document, padding) are exactly 0.
 void attention_probs(const GPT *m, int layer, int b, int head, real *out);
-// Backward of the last forward, accumulating into m->grads. Each token's loss is scaled by
+// Backward of the last forward, accumulating into m->weights.grads. Each token's loss is scaled by
 // weight * grad_scale; grad_scale = 1 / (sum of weights over every micro-batch of the step)
 // gives the gradient of the mean over the whole accumulated batch.
 void gpt_backward(GPT *m, double grad_scale);
@@ -276,7 +291,7 @@ typedef struct {
 void kv_cache_init(KVCache *c, const GPT *m, int cap);
 void kv_cache_free(KVCache *c);
 // Runs T new tokens (token ids tokens (T,), position ids pos (T,), one document) after the cached
-// ones, appends their keys and values, and leaves the chunk's logits in m->a.logits (T, Vp).
+// ones, appends their keys and values, and leaves the chunk's logits in m->state.a.logits (T, Vp).
 void gpt_forward_cached(GPT *m, KVCache *c, const int *tokens, const int *pos, int T);
 
 // ==============================================================================================
@@ -318,7 +333,7 @@ PosDims gpt_pos_dims(const GPTConfig *cfg);
 // (gpt_set_forward_only); the forwards call it (model_build.c)
 void gpt_alloc_acts(GPT *m, int B, int T);
 // Starts a check of every parameter for NaN and Inf (pass: "parameters", "optimiser step"; on = 0:
-// none) and runs it into m->anomaly (gpt_check_parameters, gpt_adamw; model.c)
+// none) and runs it into m->state.anomaly (gpt_check_parameters, gpt_adamw; model.c)
 void gpt_watch_parameters(GPT *m, const char *pass, int on);
 
 #endif

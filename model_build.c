@@ -45,12 +45,12 @@ int gpt_config_check(GPTConfig *c, char *msg, size_t cap) {
 // Registers a tensor; returns its offset. Tensors are laid out in registration order.
 static size_t add_tensor(GPT *m, int cap, const char *name, int rows, int cols, int transpose,
                          int decay, int init, double std) {
-    CHECK(m->n_tensors < cap, "internal: too many tensors");
-    TensorInfo *t = &m->tensors[m->n_tensors++];
+    CHECK(m->weights.n_tensors < cap, "internal: too many tensors");
+    TensorInfo *t = &m->weights.tensors[m->weights.n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->offset = m->num_params; t->rows = rows; t->cols = cols; t->export_rows = rows;
+    t->offset = m->weights.num_params; t->rows = rows; t->cols = cols; t->export_rows = rows;
     t->transpose = transpose; t->decay = decay; t->init = init; t->std = std; t->scheme = -1; t->layer = -1;
-    m->num_params += (size_t)rows * cols;
+    m->weights.num_params += (size_t)rows * cols;
     return t->offset;
 }
 
@@ -91,11 +91,12 @@ enum { N_KINDS = (int)(sizeof(KINDS) / sizeof(KINDS[0])) };
 
 // Registers every model tensor; off[k] receives the offset of kind k's first instance.
 static void layout(GPT *m, size_t off[N_KINDS]) {
+    GPTWeights *w = &m->weights;
     const GPTConfig *c = &m->cfg;
     int L = c->n_layer, C = c->n_embd;
     int cap = N_KINDS * L + 2 * PE_MAX_LAYERS + 8;
-    m->tensors = xcalloc(cap, sizeof(TensorInfo));
-    m->n_tensors = 0; m->num_params = 0;
+    w->tensors = xcalloc(cap, sizeof(TensorInfo));
+    w->n_tensors = 0; w->num_params = 0;
     char name[96];
     double std = 0.02, proj_std = 0.02 / sqrt(2.0 * L);
     for (int k = 0; k < N_KINDS; k++) {
@@ -109,17 +110,18 @@ static void layout(GPT *m, size_t off[N_KINDS]) {
             snprintf(name, sizeof name, kd->name, l);
             size_t o = add_tensor(m, cap, name, rows, cols, transpose, kd->decay, kd->init,
                                   kd->residual_proj ? proj_std : std);
-            if (kd->per_layer) m->tensors[m->n_tensors - 1].layer = l;
-            m->tensors[m->n_tensors - 1].vector = !is_matrix && k != 0;
+            if (kd->per_layer) w->tensors[w->n_tensors - 1].layer = l;
+            w->tensors[w->n_tensors - 1].vector = !is_matrix && k != 0;
             if (l == 0) off[k] = o;
         }
     }
-    m->tensors[0].export_rows = c->vocab_size;   // wte: the padding rows are not exported
+    w->tensors[0].export_rows = c->vocab_size;   // wte: the padding rows are not exported
 }
 
 // Positional parameters: the input scheme's block, then per layer (shared schemes: one block).
 // Offsets are SIZE_MAX where a hook has no parameters.
 static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]) {
+    GPTWeights *w = &m->weights;
     const GPTConfig *c = &m->cfg;
     PosDims d = gpt_pos_dims(c);
     int cap = N_KINDS * c->n_layer + 2 * PE_MAX_LAYERS + 8, rows, cols;
@@ -130,16 +132,16 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
         in->param_shape(&c->pe, &d, &rows, &cols);
         snprintf(name, sizeof name, "%s", in->export_name ? in->export_name : "pe.input.weight");
         *input_off = add_tensor(m, cap, name, rows, cols, 0, 1, in->init ? INIT_SCHEME : INIT_NORMAL, in->init_std);
-        m->tensors[m->n_tensors - 1].scheme = c->pe.input;
-        m->tensors[m->n_tensors - 1].vector = in->param_vector;
+        w->tensors[w->n_tensors - 1].scheme = c->pe.input;
+        w->tensors[w->n_tensors - 1].vector = in->param_vector;
     }
     for (int l = 0; l < c->n_layer; l++) {
         const PosScheme *s = posenc_scheme(c->pe.layer[l]);
         layer_off[l] = SIZE_MAX;
-        m->pe_layer_n[l] = 0;
+        w->pe_layer_n[l] = 0;
         if (!s->param_shape) continue;
         s->param_shape(&c->pe, &d, &rows, &cols);
-        m->pe_layer_n[l] = (size_t)rows * cols;
+        w->pe_layer_n[l] = (size_t)rows * cols;
         if (s->shared) {
             for (int k = 0; k < l; k++)
                 if (c->pe.layer[k] == c->pe.layer[l]) { layer_off[l] = layer_off[k]; break; }
@@ -149,9 +151,9 @@ static void layout_pe(GPT *m, size_t *input_off, size_t layer_off[PE_MAX_LAYERS]
             snprintf(name, sizeof name, "pe.h.%d.%s.weight", l, s->name);
         }
         layer_off[l] = add_tensor(m, cap, name, rows, cols, 0, 0, s->init ? INIT_SCHEME : INIT_NORMAL, s->init_std);
-        m->tensors[m->n_tensors - 1].scheme = c->pe.layer[l];
-        m->tensors[m->n_tensors - 1].vector = s->param_vector;
-        if (!s->shared) m->tensors[m->n_tensors - 1].layer = l;
+        w->tensors[w->n_tensors - 1].scheme = c->pe.layer[l];
+        w->tensors[w->n_tensors - 1].vector = s->param_vector;
+        if (!s->shared) w->tensors[w->n_tensors - 1].layer = l;
     }
 }
 
@@ -164,23 +166,24 @@ static void point_tensors(ParamTensors *p, real *base, const size_t off[N_KINDS]
 
 void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos) {
     memset(m, 0, sizeof *m);
+    GPTWeights *w = &m->weights;
     m->cfg = *cfg;
     char msg[512];
     CHECK(gpt_config_check(&m->cfg, msg, sizeof msg), "%s", msg);
-    m->table_rows = posenc_fixed_table(&m->cfg.pe) ? m->cfg.max_seq_len : 0;
+    w->table_rows = posenc_fixed_table(&m->cfg.pe) ? m->cfg.max_seq_len : 0;
     size_t off[N_KINDS];
     size_t pe_input_off, pe_layer_off[PE_MAX_LAYERS];
     layout(m, off);
     layout_pe(m, &pe_input_off, pe_layer_off);
-    m->params = xcalloc_big(m->num_params, sizeof(real));
-    m->grads = xcalloc_big(m->num_params, sizeof(real));
-    point_tensors(&m->p, m->params, off, pe_input_off, pe_layer_off, cfg->n_layer);
-    point_tensors(&m->g, m->grads, off, pe_input_off, pe_layer_off, cfg->n_layer);
+    w->params = xcalloc_big(w->num_params, sizeof(real));
+    w->grads = xcalloc_big(w->num_params, sizeof(real));
+    point_tensors(&w->p, w->params, off, pe_input_off, pe_layer_off, cfg->n_layer);
+    point_tensors(&w->g, w->grads, off, pe_input_off, pe_layer_off, cfg->n_layer);
     // Initialise each tensor from its own stream, seeded by (seed, name): adding a positional
     // table does not change the initial value of any other tensor, so schemes start equal.
-    for (int i = 0; i < m->n_tensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
-        real *p = m->params + t->offset;
+    for (int i = 0; i < w->n_tensors; i++) {
+        const TensorInfo *t = &w->tensors[i];
+        real *p = w->params + t->offset;
         size_t n = (size_t)t->export_rows * t->cols;   // padded vocab rows stay zero
         Rng r;
         rng_seed(&r, hash_name(t->name, seed));
@@ -198,13 +201,14 @@ TensorInfo *gpt_tensor_list(const GPTConfig *cfg, int *n, size_t *num_params) {
     size_t off[N_KINDS], pe_input_off, pe_layer_off[PE_MAX_LAYERS];
     layout(&m, off);
     layout_pe(&m, &pe_input_off, pe_layer_off);
-    *n = m.n_tensors;
-    *num_params = m.num_params;
-    return m.tensors;
+    *n = m.weights.n_tensors;
+    *num_params = m.weights.num_params;
+    return m.weights.tensors;
 }
 
 const TensorInfo *gpt_find_tensor(const GPT *m, const char *name) {
-    for (int i = 0; i < m->n_tensors; i++) if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    const GPTWeights *w = &m->weights;
+    for (int i = 0; i < w->n_tensors; i++) if (strcmp(w->tensors[i].name, name) == 0) return &w->tensors[i];
     return NULL;
 }
 
@@ -212,8 +216,9 @@ const TensorInfo *gpt_find_tensor(const GPT *m, const char *name) {
 // position tables
 
 void gpt_set_context(GPT *m, int context) {
-    CHECK(!m->table_rows || context <= m->table_rows, "internal: a learned position table of %d rows cannot serve a "
-          "context of %d", m->table_rows, context);
+    int rows = m->weights.table_rows;
+    CHECK(!rows || context <= rows, "internal: a learned position table of %d rows cannot serve a context of %d",
+          rows, context);
     m->cfg.max_seq_len = context;
     int max_pos = m->pt.max_pos > context ? m->pt.max_pos : context;
     PosDims d = gpt_pos_dims(&m->cfg);
@@ -229,37 +234,40 @@ void gpt_reserve_positions(GPT *m, int max_pos) {
 }
 
 int gpt_position_limit(const GPT *m) {
-    return posenc_position_limit(&m->cfg.pe, &m->pt, m->table_rows ? m->table_rows : m->cfg.max_seq_len);
+    return posenc_position_limit(&m->cfg.pe, &m->pt, m->weights.table_rows ? m->weights.table_rows : m->cfg.max_seq_len);
 }
 
 // ----------------------------------------------------------------------------------------------
 // activations, the memory of a run, and freeing
 
 static void free_acts(GPT *m) {
-    real **a = (real **)&m->a;
+    GPTRunState *s = &m->state;
+    real **a = (real **)&s->a;
     for (size_t i = 0; i < sizeof(Activations) / sizeof(real *); i++) free(a[i]);
-    real **g = (real **)&m->ga;
+    real **g = (real **)&s->ga;
     for (size_t i = 0; i < sizeof(GradActivations) / sizeof(real *); i++) free(g[i]);
-    memset(&m->a, 0, sizeof m->a); memset(&m->ga, 0, sizeof m->ga);
+    memset(&s->a, 0, sizeof s->a); memset(&s->ga, 0, sizeof s->ga);
 }
 
 void gpt_free(GPT *m) {
-    free(m->params); free(m->grads); free(m->m); free(m->v); free(m->tensors);
+    GPTWeights *w = &m->weights;
+    free(w->params); free(w->grads); free(w->adam_m); free(w->adam_v); free(w->tensors);
     free_acts(m);
     posenc_tables_free(&m->pt);
     memset(m, 0, sizeof *m);
 }
 
-// The activation buffers for (B, T) on `threads` threads: each slot of m->a / m->ga with its
+// The activation buffers for (B, T) on `threads` threads: each slot of m->state.a / m->state.ga with its
 // element count. gpt_alloc_acts allocates exactly these and gpt_memory adds them up, so the memory
 // check before a run (train.c) and the allocation cannot disagree.
 enum { ACT_MAX = sizeof(Activations) / sizeof(real *) + sizeof(GradActivations) / sizeof(real *) };
 static int act_buffers(GPT *m, size_t B, size_t T, int threads, real **slot[ACT_MAX], size_t count[ACT_MAX]) {
-    size_t L = m->forward_only ? 1 : m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
+    GPTRunState *s = &m->state;
+    size_t L = s->forward_only ? 1 : m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
     size_t N = B * T;
     int n = 0;
 #define BUF(field, elems) (slot[n] = &(field), count[n++] = (elems))
-    Activations *a = &m->a;
+    Activations *a = &s->a;
     BUF(a->encoded, N * C);
     BUF(a->ln1, L * N * C);
     BUF(a->ln1_mean, L * N);
@@ -282,8 +290,8 @@ static int act_buffers(GPT *m, size_t B, size_t T, int threads, real **slot[ACT_
     BUF(a->losses, N);
     BUF(a->scratch, N * C);
     BUF(a->att_scratch, (size_t)threads * ATT_SCRATCH(C / NH));
-    if (!m->forward_only) {
-        GradActivations *g = &m->ga;
+    if (!s->forward_only) {
+        GradActivations *g = &s->ga;
         BUF(g->dresidual, N * C);
         BUF(g->dln, N * C);
         BUF(g->dqkv, N * 3 * C);
@@ -298,30 +306,31 @@ static int act_buffers(GPT *m, size_t B, size_t T, int threads, real **slot[ACT_
 // Activations are sized for (act_B, act_T) and reused by any batch that fits in both. Forward-only
 // (gpt_set_forward_only): one layer's slices, which every layer reuses, and no gradient buffers.
 void gpt_alloc_acts(GPT *m, int B, int T) {
-    if (B <= m->act_B && T <= m->act_T && max_threads() <= m->act_threads && m->forward_only == m->act_forward_only) return;
-    if (m->forward_only == m->act_forward_only) {   // grow, never shrink, while the mode stays
-        if (B < m->act_B) B = m->act_B;
-        if (T < m->act_T) T = m->act_T;
+    GPTRunState *s = &m->state;
+    if (B <= s->act_B && T <= s->act_T && max_threads() <= s->act_threads && s->forward_only == s->act_forward_only) return;
+    if (s->forward_only == s->act_forward_only) {   // grow, never shrink, while the mode stays
+        if (B < s->act_B) B = s->act_B;
+        if (T < s->act_T) T = s->act_T;
     }
     free_acts(m);
     real **slot[ACT_MAX];
     size_t count[ACT_MAX];
     int n = act_buffers(m, (size_t)B, (size_t)T, max_threads(), slot, count);
     for (int i = 0; i < n; i++) *slot[i] = xmalloc_big(sizeof(real) * count[i]);
-    m->act_B = B; m->act_T = T; m->act_threads = max_threads(); m->act_forward_only = m->forward_only;
+    s->act_B = B; s->act_T = T; s->act_threads = max_threads(); s->act_forward_only = s->forward_only;
 }
 
 GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int threads) {
     GPT m;
     memset(&m, 0, sizeof m);
     m.cfg = *cfg;
-    m.forward_only = forward_only;
+    m.state.forward_only = forward_only;
     size_t off[N_KINDS], pe_input_off, pe_layer_off[PE_MAX_LAYERS];
     layout(&m, off);
     layout_pe(&m, &pe_input_off, pe_layer_off);
-    free(m.tensors);
+    free(m.weights.tensors);
     GPTMemory r = { 0 };
-    r.params = r.grads = (double)sizeof(real) * m.num_params;
+    r.params = r.grads = (double)sizeof(real) * m.weights.num_params;
     r.adam = forward_only ? 0 : 2 * r.params;
     real **slot[ACT_MAX];
     size_t count[ACT_MAX];

@@ -49,8 +49,8 @@ double sum_squares_ordered(const real *x, size_t n) {
 
 double gpt_grad_norm(GPT *m) {
     double t0 = now_seconds();
-    double ss = sum_squares_ordered(m->grads, m->num_params);
-    m->prof[PROF_OPTIMIZER] += now_seconds() - t0;
+    double ss = sum_squares_ordered(m->weights.grads, m->weights.num_params);
+    m->state.prof[PROF_OPTIMIZER] += now_seconds() - t0;
     return sqrt(ss);
 }
 
@@ -73,50 +73,55 @@ static void adamw_span(real *restrict w, real *restrict mm, real *restrict vv, c
 }
 
 void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale) {
+    GPTWeights *w = &m->weights;
     double t0 = now_seconds();
-    if (!m->m) { m->m = xcalloc_big(m->num_params, sizeof(real)); m->v = xcalloc_big(m->num_params, sizeof(real)); }
+    if (!w->adam_m) {
+        w->adam_m = xcalloc_big(w->num_params, sizeof(real));
+        w->adam_v = xcalloc_big(w->num_params, sizeof(real));
+    }
     double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
     real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;
     // runs of consecutive tensors with the same decay setting: run r is [begin[r], begin[r+1])
-    size_t *begin = xmalloc(sizeof(size_t) * (size_t)(m->n_tensors + 1));
-    int *decay = xmalloc(sizeof(int) * (size_t)(m->n_tensors + 1)), runs = 0;
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
-        CHECK(ti->offset == (k ? m->tensors[k - 1].offset + (size_t)m->tensors[k - 1].rows * m->tensors[k - 1].cols : 0),
+    size_t *begin = xmalloc(sizeof(size_t) * (size_t)(w->n_tensors + 1));
+    int *decay = xmalloc(sizeof(int) * (size_t)(w->n_tensors + 1)), runs = 0;
+    for (int k = 0; k < w->n_tensors; k++) {
+        const TensorInfo *ti = &w->tensors[k];
+        CHECK(ti->offset == (k ? w->tensors[k - 1].offset + (size_t)w->tensors[k - 1].rows * w->tensors[k - 1].cols : 0),
               "internal: the tensors do not tile the parameter buffer");
         if (runs == 0 || decay[runs - 1] != ti->decay) { begin[runs] = ti->offset; decay[runs++] = ti->decay; }
     }
-    begin[runs] = m->num_params;
+    begin[runs] = w->num_params;
     #pragma omp parallel
     {
         size_t lo, hi;
-        thread_span(m->num_params, &lo, &hi);
+        thread_span(w->num_params, &lo, &hi);
         for (int r = 0; r < runs; r++) {
             size_t a = begin[r] > lo ? begin[r] : lo, b = begin[r + 1] < hi ? begin[r + 1] : hi;
-            if (a < b) adamw_span(m->params + a, m->m + a, m->v + a, m->grads + a, b - a, o, ibc1, ibc2,
+            if (a < b) adamw_span(w->params + a, w->adam_m + a, w->adam_v + a, w->grads + a, b - a, o, ibc1, ibc2,
                                   decay[r] ? (real)o->weight_decay : 0, gs);
         }
     }
     free(begin); free(decay);
     gpt_project_parameters(m);
-    gpt_watch_parameters(m, "optimiser step", m->detect_anomaly);
-    m->prof[PROF_OPTIMIZER] += now_seconds() - t0;
+    gpt_watch_parameters(m, "optimiser step", m->state.detect_anomaly);
+    m->state.prof[PROF_OPTIMIZER] += now_seconds() - t0;
 }
 
 void gpt_project_parameters(GPT *m) {
+    GPTWeights *w = &m->weights;
     // a scheme may constrain its parameters (KERPLE keeps r1, r2 >= 0.01 as the paper's code does)
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
+    for (int k = 0; k < w->n_tensors; k++) {
+        const TensorInfo *ti = &w->tensors[k];
         const PosScheme *sc = ti->scheme >= 0 ? posenc_scheme(ti->scheme) : NULL;
-        if (sc && sc->project) { PosDims d = gpt_pos_dims(&m->cfg); sc->project(&m->cfg.pe, &d, m->params + ti->offset); }
+        if (sc && sc->project) { PosDims d = gpt_pos_dims(&m->cfg); sc->project(&m->cfg.pe, &d, w->params + ti->offset); }
     }
 }
 
 void gpt_adamw_span(GPT *m, const AdamWConfig *o, int t, double grad_scale, size_t offset, size_t n,
                     const real *grad, real *mm, real *vv, int decay) {
     double t0 = now_seconds();
-    CHECK(offset + n <= m->num_params, "internal: gpt_adamw_span [%zu, %zu) past the %zu parameters", offset, offset + n,
-          m->num_params);
+    CHECK(offset + n <= m->weights.num_params, "internal: gpt_adamw_span [%zu, %zu) past the %zu parameters",
+          offset, offset + n, m->weights.num_params);
     // the factors exactly as gpt_adamw computes them, so a slice gets the bits the whole would
     double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
     real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;
@@ -125,7 +130,8 @@ void gpt_adamw_span(GPT *m, const AdamWConfig *o, int t, double grad_scale, size
     {
         size_t lo, hi;
         thread_span(n, &lo, &hi);
-        if (lo < hi) adamw_span(m->params + offset + lo, mm + lo, vv + lo, grad + lo, hi - lo, o, ibc1, ibc2, wd, gs);
+        if (lo < hi)
+            adamw_span(m->weights.params + offset + lo, mm + lo, vv + lo, grad + lo, hi - lo, o, ibc1, ibc2, wd, gs);
     }
-    m->prof[PROF_OPTIMIZER] += now_seconds() - t0;
+    m->state.prof[PROF_OPTIMIZER] += now_seconds() - t0;
 }

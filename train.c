@@ -69,7 +69,7 @@ double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int ran
     for (int i = 0, nb = val_whole_batches(val, o, ranks); i < nb; i++) {
         loader_next_slice(&l, b, rank, ranks);
         gpt_forward(m, b);
-        sum += m->loss * m->weight_sum; wsum += m->weight_sum;
+        sum += m->state.loss * m->state.weight_sum; wsum += m->state.weight_sum;
     }
     sum = dist_sum(sum); wsum = dist_sum(wsum);
     return wsum > 0 ? sum / wsum : 0;
@@ -149,17 +149,17 @@ static void new_schedule(const Args *a, GPT *m, const char *ckpt) {
     GPT fresh;
     gpt_build(&fresh, &cfg, (uint64_t)o->seed, 0);
     char fresh_names[1024] = "", dropped[1024] = "";
-    for (int i = 0; i < fresh.n_tensors; i++) {
-        const TensorInfo *t = &fresh.tensors[i];
+    for (int i = 0; i < fresh.weights.n_tensors; i++) {
+        const TensorInfo *t = &fresh.weights.tensors[i];
         const TensorInfo *had = gpt_find_tensor(m, t->name);
         if (had && had->rows == t->rows && had->cols == t->cols)
-            memcpy(fresh.params + t->offset, m->params + had->offset, sizeof(real) * (size_t)t->rows * t->cols);
+            memcpy(fresh.weights.params + t->offset, m->weights.params + had->offset, sizeof(real) * (size_t)t->rows * t->cols);
         else snprintf(fresh_names + strlen(fresh_names), sizeof fresh_names - strlen(fresh_names), " %s", t->name);
     }
-    for (int i = 0; i < m->n_tensors; i++) {
-        const TensorInfo *t = gpt_find_tensor(&fresh, m->tensors[i].name);
-        if (!t || t->rows != m->tensors[i].rows || t->cols != m->tensors[i].cols)
-            snprintf(dropped + strlen(dropped), sizeof dropped - strlen(dropped), " %s", m->tensors[i].name);
+    for (int i = 0; i < m->weights.n_tensors; i++) {
+        const TensorInfo *t = gpt_find_tensor(&fresh, m->weights.tensors[i].name);
+        if (!t || t->rows != m->weights.tensors[i].rows || t->cols != m->weights.tensors[i].cols)
+            snprintf(dropped + strlen(dropped), sizeof dropped - strlen(dropped), " %s", m->weights.tensors[i].name);
     }
     char was[PE_MAX_LAYERS * 24], now[PE_MAX_LAYERS * 24];
     posenc_label(&m->cfg.pe, was, sizeof was);
@@ -275,7 +275,7 @@ static void check_with_model(Session *s) {
           "give --steps N (with --load) or drop the flag");
     CHECK(!strcmp(o->precision, "fp32") || !strcmp(o->precision, "bf16"), "--precision %s: give fp32 or bf16", o->precision);
     gpt_set_bf16(&s->model, !strcmp(o->precision, "bf16"));
-    if (s->model.bf16) bf16_path();            // a PEGPT_BF16_PATH the CPU cannot run stops here, before any work
+    if (s->model.state.bf16) bf16_path();            // a PEGPT_BF16_PATH the CPU cannot run stops here, before any work
     char msg[512];
     CHECK(!o->export_llmc || !llmc_unsupported(&s->model, msg, sizeof msg), "--export-llmc %s: %s", o->export_llmc, msg);
     CHECK(!o->sample || o->tokenizer || cfg->vocab_size == 256, "--sample: the model's vocabulary is %d tokens, "
@@ -426,7 +426,7 @@ static void print_setup(const Session *s) {
     char layers[PE_MAX_LAYERS * 24];
     posenc_layer_list(&cfg->pe, layers, sizeof layers);
     printf("model: %d layers, %d heads, dim %d, context %d, vocab %d | %zu parameters\n",
-           cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->max_seq_len, cfg->vocab_size, s->model.num_params);
+           cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->max_seq_len, cfg->vocab_size, s->model.weights.num_params);
     printf("positions: input %s, layers %s\n", cfg->pe.input == PE_NOPE ? "none" : posenc_scheme(cfg->pe.input)->name, layers);
     if (o->task) {
         char alphabet[48] = "";
@@ -453,7 +453,7 @@ static void print_setup(const Session *s) {
         if (!strcmp(o->schedule, "poly")) printf(" (power %g)", o->poly_power);
         printf("\n");
     }
-    if (s->model.bf16)
+    if (s->model.state.bf16)
         printf("precision: bf16 operands, fp32 sums in the linear layers (path %s: %s)\n", bf16_path_name(bf16_path()),
                bf16_path_reason());
 #ifdef _OPENMP
@@ -466,7 +466,7 @@ static void print_setup(const Session *s) {
 
 // --detect-anomaly: the first NaN or Inf of the model's last checked call stops the run, named
 static void stop_on_anomaly(const GPT *m, int step) {
-    CHECK(!m->anomaly.found, "anomaly at step %d: %s (--detect-anomaly)", step + 1, m->anomaly.msg);
+    CHECK(!m->state.anomaly.found, "anomaly at step %d: %s (--detect-anomaly)", step + 1, m->state.anomaly.msg);
 }
 
 // One optimiser step over accum micro-batches (gradients accumulated); returns the step's loss,
@@ -494,7 +494,7 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
         gpt_set_dropout_rows(&s->model, (uint64_t)s->rank * o->batch);   // this rank's rows of the global batch
         gpt_forward(&s->model, &mb[k]);
         stop_on_anomaly(&s->model, step);
-        loss += s->model.loss * s->model.weight_sum / (wtotal > 0 ? wtotal : 1);
+        loss += s->model.state.loss * s->model.state.weight_sum / (wtotal > 0 ? wtotal : 1);
         // under mpirun the last backward reduces each block's gradients across the ranks as it
         // finishes the block (dist/dist.h); the earlier micro-batches only accumulate
         if (k == o->accum - 1 && wtotal > 0) dist_grad_arm(&s->dg);
@@ -604,7 +604,7 @@ static void train(Session *s) {
         double val_loss = NAN;
         if (s->val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))   // on every rank
             val_loss = evaluate(&s->model, &s->val, o, &s->mb[0], s->rank, s->ranks);
-        if (o->verify_ranks) dist_check_same(s->model.params, sizeof(real) * s->model.num_params, "the parameters");
+        if (o->verify_ranks) dist_check_same(s->model.weights.params, sizeof(real) * s->model.weights.num_params, "the parameters");
         double elapsed = now_seconds() - t0, tps = tokens_done / elapsed;
         if ((step + 1) % o->log_every == 0 || last || step == first || !isnan(val_loss)) {
             char eta[32];
@@ -639,7 +639,7 @@ static void train(Session *s) {
     }
     catch_signals(0);
     // the ranks trained one model: checked once at the end (every step with --verify-ranks)
-    dist_check_same(s->model.params, sizeof(real) * s->model.num_params, "the parameters");
+    dist_check_same(s->model.weights.params, sizeof(real) * s->model.weights.num_params, "the parameters");
     if (s->ranks > 1) printf("ranks: %d, parameters bit-identical on every rank; rank 0 waited %.2f s of its %.2f s of "
                              "steps (%.1f%%) for communication\n", s->ranks, s->dg.wait_s, step_s,
                              step_s > 0 ? 100 * s->dg.wait_s / step_s : 0.0);

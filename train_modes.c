@@ -360,11 +360,11 @@ int model_only_modes(Session *s) {
     if (o->export_path || o->export_llmc) {
         if (o->export_path) {
             export_safetensors(o->export_path, &s->model);
-            fprintf(stderr, "exported %zu parameters to %s\n", s->model.num_params, o->export_path);
+            fprintf(stderr, "exported %zu parameters to %s\n", s->model.weights.num_params, o->export_path);
         }
         if (o->export_llmc) {
             llmc_export(o->export_llmc, &s->model);
-            fprintf(stderr, "exported %zu parameters to %s (llm.c GPT-2 model, version 3)\n", s->model.num_params, o->export_llmc);
+            fprintf(stderr, "exported %zu parameters to %s (llm.c GPT-2 model, version 3)\n", s->model.weights.num_params, o->export_llmc);
         }
         return 1;
     }
@@ -409,7 +409,7 @@ void data_modes(Session *s) {
         s->loader.pos = (StreamPos){ 0 };
         if (o->task) task_fill_batch(&s->tc, &s->task_rng, &s->mb[0]); else loader_next(&s->loader, &s->mb[0]);
         dump_step(o->dump, &s->model, &s->mb[0]);
-        fprintf(stderr, "dumped one step (B=%d, T=%d, loss %.6f) to %s\n", o->batch, o->seq, s->model.loss, o->dump);
+        fprintf(stderr, "dumped one step (B=%d, T=%d, loss %.6f) to %s\n", o->batch, o->seq, s->model.state.loss, o->dump);
     }
 }
 

@@ -22,10 +22,10 @@ static void start_reductions(void *ctx, int layer) {
     DistGrad *d = ctx;
     GPT *m = d->m;
     MPI_Request *req = d->req;
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
+    for (int k = 0; k < m->weights.n_tensors; k++) {
+        const TensorInfo *ti = &m->weights.tensors[k];
         if (ti->layer != layer) continue;
-        real *g = m->grads + ti->offset;
+        real *g = m->weights.grads + ti->offset;
         int n = ti->rows * ti->cols;
         if (d->zero) {
             const int *counts = d->counts + (size_t)k * d->size;
@@ -44,18 +44,18 @@ static void start_reductions(void *ctx, int layer) {
 void dist_grad_init(DistGrad *d, GPT *m, int zero) {
     memset(d, 0, sizeof *d);
     d->m = m; d->rank = dist_rank(); d->size = dist_size(); d->zero = zero && dist_size() > 1;
-    int nt = m->n_tensors;
+    int nt = m->weights.n_tensors;
     d->req = xcalloc((size_t)nt, sizeof(MPI_Request));
     for (int k = 0; k < nt; k++)
-        CHECK((size_t)m->tensors[k].rows * m->tensors[k].cols <= (size_t)INT32_MAX, "tensor %s has %zu elements, more "
-              "than one MPI message of floats can count (2^31 - 1)", m->tensors[k].name,
-              (size_t)m->tensors[k].rows * m->tensors[k].cols);
+        CHECK((size_t)m->weights.tensors[k].rows * m->weights.tensors[k].cols <= (size_t)INT32_MAX,
+              "tensor %s has %zu elements, more than one MPI message of floats can count (2^31 - 1)",
+              m->weights.tensors[k].name, (size_t)m->weights.tensors[k].rows * m->weights.tensors[k].cols);
     if (!d->zero) return;
     d->lo = xcalloc((size_t)nt, sizeof(size_t)); d->hi = xcalloc((size_t)nt, sizeof(size_t));
     d->soff = xcalloc((size_t)nt, sizeof(size_t));
     d->counts = xcalloc((size_t)nt * dist_size(), sizeof(int)); d->displs = xcalloc((size_t)nt * dist_size(), sizeof(int));
     for (int k = 0; k < nt; k++) {
-        const TensorInfo *ti = &m->tensors[k];
+        const TensorInfo *ti = &m->weights.tensors[k];
         size_t n = (size_t)ti->rows * ti->cols;
         for (int r = 0; r < dist_size(); r++) {
             size_t lo, hi;
@@ -82,20 +82,20 @@ void dist_grad_arm(DistGrad *d) {
     if (d->size == 1) return;
     d->nreq = 0;
     d->armed = 1;
-    d->m->grad_ready = start_reductions;
-    d->m->grad_ready_ctx = d;
+    d->m->state.grad_ready = start_reductions;
+    d->m->state.grad_ready_ctx = d;
 }
 
 void dist_grad_wait(DistGrad *d) {
     if (d->size == 1) return;
-    CHECK(d->armed && d->nreq == d->m->n_tensors, "internal: the backward started %d of %d gradient reductions "
-          "(was dist_grad_arm called before the step's last backward?)", d->nreq, d->m->n_tensors);
+    CHECK(d->armed && d->nreq == d->m->weights.n_tensors, "internal: the backward started %d of %d gradient reductions "
+          "(was dist_grad_arm called before the step's last backward?)", d->nreq, d->m->weights.n_tensors);
     double t0 = now_seconds();
     MPI_Waitall(d->nreq, d->req, MPI_STATUSES_IGNORE);
     d->wait_s += now_seconds() - t0;
     d->armed = 0;
-    d->m->grad_ready = NULL;
-    d->m->grad_ready_ctx = NULL;
+    d->m->state.grad_ready = NULL;
+    d->m->state.grad_ready_ctx = NULL;
 }
 
 void dist_grad_none(DistGrad *d) {
@@ -116,18 +116,19 @@ void dist_adamw(DistGrad *d, const AdamWConfig *o, int t, double grad_scale) {
     GPT *m = d->m;
     if (!d->zero) { gpt_adamw(m, o, t, grad_scale); return; }
     MPI_Request *req = d->req;
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
+    for (int k = 0; k < m->weights.n_tensors; k++) {
+        const TensorInfo *ti = &m->weights.tensors[k];
         size_t n = d->hi[k] - d->lo[k];
         if (n) gpt_adamw_span(m, o, t, grad_scale, ti->offset + d->lo[k], n, d->gshard + d->soff[k],
                               d->mshard + d->soff[k], d->vshard + d->soff[k], ti->decay);
         // this tensor's new slices to every rank while the next tensor is updated
-        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->params + ti->offset, d->counts + (size_t)k * d->size,
-                        d->displs + (size_t)k * d->size, REAL_MPI, MPI_COMM_WORLD, &req[k]);
+        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->weights.params + ti->offset,
+                        d->counts + (size_t)k * d->size, d->displs + (size_t)k * d->size, REAL_MPI, MPI_COMM_WORLD,
+                        &req[k]);
     }
     d->moments_live = 1;
     double t0 = now_seconds();
-    MPI_Waitall(m->n_tensors, req, MPI_STATUSES_IGNORE);
+    MPI_Waitall(m->weights.n_tensors, req, MPI_STATUSES_IGNORE);
     d->wait_s += now_seconds() - t0;
     gpt_project_parameters(m);
 }
@@ -135,8 +136,8 @@ void dist_adamw(DistGrad *d, const AdamWConfig *o, int t, double grad_scale) {
 // rank 0's full buffer `full` (num_params,) from every rank's slices `shard`, or the reverse
 static void gather_slices(DistGrad *d, real *full, const real *shard) {
     GPT *m = d->m;
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
+    for (int k = 0; k < m->weights.n_tensors; k++) {
+        const TensorInfo *ti = &m->weights.tensors[k];
         MPI_Gatherv(shard + d->soff[k], (int)(d->hi[k] - d->lo[k]), REAL_MPI, d->rank == 0 ? full + ti->offset : NULL,
                     d->counts + (size_t)k * d->size, d->displs + (size_t)k * d->size, REAL_MPI, 0, MPI_COMM_WORLD);
     }
@@ -147,26 +148,26 @@ void dist_moments_gather(DistGrad *d) {
     GPT *m = d->m;
     if (!d->moments_live) return;             // no update yet: the checkpoint has no moments to store
     if (d->rank == 0) {
-        m->m = xmalloc_big(sizeof(real) * m->num_params);
-        m->v = xmalloc_big(sizeof(real) * m->num_params);
+        m->weights.adam_m = xmalloc_big(sizeof(real) * m->weights.num_params);
+        m->weights.adam_v = xmalloc_big(sizeof(real) * m->weights.num_params);
     }
-    gather_slices(d, m->m, d->mshard);
-    gather_slices(d, m->v, d->vshard);
+    gather_slices(d, m->weights.adam_m, d->mshard);
+    gather_slices(d, m->weights.adam_v, d->vshard);
 }
 
 void dist_moments_release(DistGrad *d) {
     if (!d->zero) return;
-    free(d->m->m); free(d->m->v);
-    d->m->m = d->m->v = NULL;
+    free(d->m->weights.adam_m); free(d->m->weights.adam_v);
+    d->m->weights.adam_m = d->m->weights.adam_v = NULL;
 }
 
 void dist_moments_shard(DistGrad *d) {
-    if (!d->zero || !d->m->m) return;
+    if (!d->zero || !d->m->weights.adam_m) return;
     GPT *m = d->m;
-    for (int k = 0; k < m->n_tensors; k++) {
-        size_t n = d->hi[k] - d->lo[k], at = m->tensors[k].offset + d->lo[k];
-        memcpy(d->mshard + d->soff[k], m->m + at, n * sizeof(real));
-        memcpy(d->vshard + d->soff[k], m->v + at, n * sizeof(real));
+    for (int k = 0; k < m->weights.n_tensors; k++) {
+        size_t n = d->hi[k] - d->lo[k], at = m->weights.tensors[k].offset + d->lo[k];
+        memcpy(d->mshard + d->soff[k], m->weights.adam_m + at, n * sizeof(real));
+        memcpy(d->vshard + d->soff[k], m->weights.adam_v + at, n * sizeof(real));
     }
     d->moments_live = 1;
     dist_moments_release(d);

@@ -3,8 +3,8 @@
 // gradient functions call gpt_grad_norm and gpt_adamw directly, so a build without MPI computes
 // exactly what it did before this file existed).
 //
-// The model never sees MPI. gpt_backward calls m->grad_ready(ctx, layer) as each block's parameter
-// gradients become final (model.h); dist_grad_arm points it here, and the reductions of that block's
+// The model never sees MPI. gpt_backward calls m->state.grad_ready(ctx, layer) as each block's
+// parameter gradients become final (model.h); dist_grad_arm points it here, and the reductions of that block's
 // tensors start while the backward goes on with the blocks below (non-blocking collectives, one per
 // tensor, pushed along with MPI_Testall at every later block: Open MPI progresses them only inside
 // MPI calls). dist_grad_wait waits for the rest.
@@ -56,12 +56,12 @@ double dist_grad_norm(DistGrad *d);
 // AdamW on the summed gradient times grad_scale (gpt_adamw), the scheme projections after it; with
 // zero = 1 each rank updates its slices and the parameters are all-gathered.
 void dist_adamw(DistGrad *d, const AdamWConfig *o, int t, double grad_scale);
-// zero = 1: the full moments on rank 0 in m->m and m->v (allocated here) for a checkpoint;
-// dist_moments_release frees them again. Every rank must call both. No-ops for zero = 0.
+// zero = 1: the full moments on rank 0 in m->weights.adam_m and adam_v (allocated here) for a
+// checkpoint; dist_moments_release frees them again. Every rank must call both. No-ops for zero = 0.
 void dist_moments_gather(DistGrad *d);
 void dist_moments_release(DistGrad *d);
-// zero = 1, after a checkpoint's moments were loaded into m->m and m->v: keep this rank's slices,
-// free the rest.
+// zero = 1, after a checkpoint's moments were loaded into m->weights.adam_m and adam_v: keep this
+// rank's slices, free the rest.
 void dist_moments_shard(DistGrad *d);
 
 #endif

@@ -20,7 +20,7 @@ void astats_evaluate(GPT *m, const int *tokens, int W, int nwin, int bos, AStats
     if (ctx && ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
     int Bmax = PPL_BATCH_TOKENS / W > 1 ? PPL_BATCH_TOKENS / W : 1;
     if (Bmax > nwin) Bmax = nwin;
-    int was_forward_only = m->forward_only;
+    int was_forward_only = m->state.forward_only;
     gpt_set_forward_only(m, 1);
     memset(r, 0, sizeof *r);
     r->window = W; r->windows = nwin; r->L = L; r->NH = NH;

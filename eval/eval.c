@@ -20,13 +20,13 @@ int greedy_decode(GPT *m, const int *prompt, int np, int max_new, int stop, int 
     KVCache kc;
     kv_cache_init(&kc, m, cap);
     gpt_forward_cached(m, &kc, prompt, pos, np);                  // the prompt as one chunk
-    int n = 0, next = argmax_token(m->a.logits + (size_t)(np - 1) * Vp, V);
+    int n = 0, next = argmax_token(m->state.a.logits + (size_t)(np - 1) * Vp, V);
     for (;;) {
         out[n++] = next;
         if (next == stop || n == max_new || kc.len == cap) break;
         int p = kc.len;                                           // the next position
         gpt_forward_cached(m, &kc, &next, &p, 1);
-        next = argmax_token(m->a.logits, V);
+        next = argmax_token(m->state.a.logits, V);
     }
     kv_cache_free(&kc);
     free(pos);
@@ -78,7 +78,7 @@ int sample_tokens(GPT *m, int *ctx, int n, int count, double temp, int top_k, Rn
         for (int t = 0; t < chunk; t++) pos[t] = P + t;          // positions P .. P+chunk-1
         gpt_forward_cached(m, &kc, ctx + fed, pos, chunk);
         fed = n;
-        const real *logits = m->a.logits + (size_t)(chunk - 1) * Vp;
+        const real *logits = m->state.a.logits + (size_t)(chunk - 1) * Vp;
         int next = sample_token(logits, V, temp, top_k, rng);
         ctx[n++] = next;
         if (emit) emit(arg, next, logits);
@@ -122,7 +122,7 @@ void task_exact_match(GPT *m, int *const *inst, const int *len, const int *plen,
             if (len[j] > limit) continue;
             ok[j] = 1;
             for (int t = plen[j] - 1; t < len[j] - 1 && ok[j]; t++)   // every target token, end marker included
-                ok[j] = argmax_token(m->a.logits + ((size_t)row * W + t) * Vp, V) == inst[j][t + 1];
+                ok[j] = argmax_token(m->state.a.logits + ((size_t)row * W + t) * Vp, V) == inst[j][t + 1];
             row++;
         }
         b.B = rows;

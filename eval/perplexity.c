@@ -83,8 +83,8 @@ size_t ppl_token_count(size_t text_tokens, size_t requested, int max_window) {
 
 int ppl_window_ok(const GPT *m, int W, char *note, size_t cap) {
     const PosScheme *fixed = posenc_fixed_table(&m->cfg.pe);
-    if (fixed && W > m->table_rows) {
-        snprintf(note, cap, "%s table has %d rows", fixed->name, m->table_rows);
+    if (fixed && W > m->weights.table_rows) {
+        snprintf(note, cap, "%s table has %d rows", fixed->name, m->weights.table_rows);
         return 0;
     }
     if (note && cap) note[0] = 0;
@@ -131,7 +131,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     if (ctx && ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
     if (batch_tokens <= 0) batch_tokens = PPL_BATCH_TOKENS;
     int Bmax = batch_tokens / W > 1 ? batch_tokens / W : 1;
-    int was_forward_only = m->forward_only;
+    int was_forward_only = m->state.forward_only;
     gpt_set_forward_only(m, 1);      // one layer's activations: a long window takes ~L times less memory
 
     size_t nw = make_windows(N, W, mode, S, NULL);
@@ -164,7 +164,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
         for (int rr = 0; rr < rows; rr++) {
             const Window *w = &win[i + rr];
             for (int t = w->from; t < len; t++) {
-                double l = (double)m->a.losses[(size_t)rr * len + t];
+                double l = (double)m->state.a.losses[(size_t)rr * len + t];
                 sum += l; scored++;
                 if (mode == PPL_NONOVERLAP) { pos_sum[t] += l; pos_cnt[t]++; }
                 if (token_loss) token_loss[w->start + t] = l;

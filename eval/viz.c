@@ -209,7 +209,7 @@ void viz_attention(GPT *m, const int *tokens, int T, const char *dir) {
     if (!drawn) no_gnuplot(dir);
     free(titles); free(range); free(tics); free(p);
     batch_free(&b);
-    m->batch = NULL;                        // its batch is gone
+    m->state.batch = NULL;                        // its batch is gone
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -221,7 +221,7 @@ static int draw_input(GPT *m, const PosScheme *s, int T, const char *dir) {
     real *x = xcalloc((size_t)T * C, sizeof(real));
     int *pos = xmalloc(sizeof(int) * T);
     for (int t = 0; t < T; t++) pos[t] = t;
-    s->input_forward(&m->pt, m->p.pe_input, x, pos, T);      // added to zeros: the table itself
+    s->input_forward(&m->pt, m->weights.p.pe_input, x, pos, T);      // added to zeros: the table itself
     const char *name = "pos_input";
     char title[128];
     snprintf(title, sizeof title, "input positions: %s table (positions x channels)", s->name);
@@ -255,7 +255,7 @@ static int draw_bias(GPT *m, int l, const PosScheme *s, int T, const char *dir) 
         for (int i = 0; i < T; i++) {
             real *row = bh + (size_t)i * T;
             for (int j = 0; j < T; j++) row[j] = j <= i ? 0 : NAN;
-            s->bias_forward(&m->pt, m->p.pe_layer[l], NULL, h, i, pos, i + 1, row);
+            s->bias_forward(&m->pt, m->weights.p.pe_layer[l], NULL, h, i, pos, i + 1, row);
         }
         sym[h] = max_abs(bh, TT);
         snprintf(titles[h], sizeof titles[h], "layer %d head %d", l, h);
@@ -348,7 +348,7 @@ void viz_positions(GPT *m, int T, const char *dir) {
         }
         int same = -1;      // an earlier layer with this scheme and these parameters draws the same
         for (int k = 0; k < l && same < 0; k++)
-            if (c->pe.layer[k] == c->pe.layer[l] && m->p.pe_layer[k] == m->p.pe_layer[l]) same = k;
+            if (c->pe.layer[k] == c->pe.layer[l] && m->weights.p.pe_layer[k] == m->weights.p.pe_layer[l]) same = k;
         if (same >= 0) {
             printf("  layer %d: %s, the same as layer %d (%s_layer%d.png)\n", l, s->name, same,
                    s->hooks & PE_HOOK_BIAS ? "pos_bias" : "pos_rope", same);

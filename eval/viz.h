@@ -14,7 +14,7 @@
 // One forward over tokens (T,) at positions 0..T-1, one document; for each layer l,
 // DIR/attn_layer{l}.{dat,gp,png}: a grid of the heads' (T,T) attention probabilities (query i on
 // y, key j on x; 0 where masked), token labels on the axes when T <= 64 (bytes of a byte model,
-// else token ids). Leaves m->batch NULL (the batch it used is freed).
+// else token ids). Leaves m->state.batch NULL (the batch it used is freed).
 void viz_attention(GPT *m, const int *tokens, int T, const char *dir);
 
 // The positional signal for positions 0..T-1, per scheme the model uses:

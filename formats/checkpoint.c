@@ -51,20 +51,20 @@ void ckpt_save(const char *path, const GPT *m, const char *train_kv, const Train
     AtomicFile o;
     af_open(&o, path, "checkpoint", "wb");
     size_t klen;
-    uint32_t version = CKPT_VERSION, flags = st && st->has_opt && m->m ? 1 : 0;
+    uint32_t version = CKPT_VERSION, flags = st && st->has_opt && m->weights.adam_m ? 1 : 0;
     char *text = config_text(m, train_kv, flags & 1 ? st : NULL, &klen);
     uint32_t k = (uint32_t)klen;
-    uint64_t P = m->num_params;
+    uint64_t P = m->weights.num_params;
     af_write(&o, CKPT_MAGIC, 8);
     af_write(&o, &version, 4);
     af_write(&o, &flags, 4);
     af_write(&o, &k, 4);
     af_write(&o, text, klen);
     af_write(&o, &P, 8);
-    out_reals(&o, m->params, P);
+    out_reals(&o, m->weights.params, P);
     if (flags & 1) {
-        out_reals(&o, m->m, P);
-        out_reals(&o, m->v, P);
+        out_reals(&o, m->weights.adam_m, P);
+        out_reals(&o, m->weights.adam_v, P);
         int64_t step = st->step;
         af_write(&o, &step, 8);
         af_write(&o, &st->rng, 8);
@@ -221,16 +221,16 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
         CHECK(gpt_config_check(&cfg, msg, sizeof msg), "with the model of '%s': %s", path, msg);
     }
     gpt_build(m, &cfg, 0, max_pos);
-    CHECK(P == m->num_params, "checkpoint '%s' holds %llu parameters but its config needs %zu (damaged file)",
-          path, (unsigned long long)P, m->num_params);
-    in_reals(&in, m->params, P, "the parameters");
+    CHECK(P == m->weights.num_params, "checkpoint '%s' holds %llu parameters but its config needs %zu (damaged file)",
+          path, (unsigned long long)P, m->weights.num_params);
+    in_reals(&in, m->weights.params, P, "the parameters");
     if (st) memset(st, 0, sizeof *st);
     if (flags & 1) {
         if (st) {
-            m->m = xmalloc(sizeof(real) * P);
-            m->v = xmalloc(sizeof(real) * P);
-            in_reals(&in, m->m, P, "the AdamW moments");
-            in_reals(&in, m->v, P, "the AdamW moments");
+            m->weights.adam_m = xmalloc(sizeof(real) * P);
+            m->weights.adam_v = xmalloc(sizeof(real) * P);
+            in_reals(&in, m->weights.adam_m, P, "the AdamW moments");
+            in_reals(&in, m->weights.adam_v, P, "the AdamW moments");
             int64_t step;
             in_read(&in, &step, 8, "the step");
             in_read(&in, &st->rng, 8, "the RNG state");
@@ -268,8 +268,8 @@ static int export_shape(const TensorInfo *t, int64_t shape[2]) {
 
 // Adds every parameter tensor (values from `base`: params or grads) under prefix+name.
 static void add_model_tensors(StWriter *w, const GPT *m, const real *base, const char *prefix) {
-    for (int i = 0; i < m->n_tensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
+    for (int i = 0; i < m->weights.n_tensors; i++) {
+        const TensorInfo *t = &m->weights.tensors[i];
         int rows = t->export_rows, cols = t->cols;
         size_t n = (size_t)rows * cols;
         float *buf = xmalloc(sizeof(float) * n);
@@ -322,7 +322,7 @@ static void write_hf_config(const char *export_path, const GPT *m) {
 void export_safetensors(const char *path, const GPT *m) {
     StWriter w;
     st_writer_init(&w);
-    add_model_tensors(&w, m, m->params, "");
+    add_model_tensors(&w, m, m->weights.params, "");
     set_metadata(&w, m);
     st_write(&w, path);
     st_writer_free(&w);
@@ -342,10 +342,10 @@ void dump_step(const char *path, GPT *m, const Batch *b) {
     size_t N = (size_t)B * T;
     float *logits = xmalloc(sizeof(float) * N * V);   // copied before backward reuses the buffers
     for (size_t n = 0; n < N; n++)
-        for (int v = 0; v < V; v++) logits[n * V + v] = (float)m->a.logits[n * Vp + v];
-    CHECK(m->weight_sum > 0, "--dump-step: the batch has no token with loss weight 1");
+        for (int v = 0; v < V; v++) logits[n * V + v] = (float)m->state.a.logits[n * Vp + v];
+    CHECK(m->state.weight_sum > 0, "--dump-step: the batch has no token with loss weight 1");
     gpt_zero_grad(m);
-    gpt_backward(m, 1.0 / m->weight_sum);
+    gpt_backward(m, 1.0 / m->state.weight_sum);
     StWriter w;
     st_writer_init(&w);
     int32_t *ids = xmalloc(sizeof(int32_t) * N);
@@ -357,7 +357,7 @@ void dump_step(const char *path, GPT *m, const Batch *b) {
     st_add_f32(&w, "logits", logits, 3, shape3);
     float l = (float)loss;
     st_add_f32(&w, "loss", &l, 0, NULL);
-    add_model_tensors(&w, m, m->grads, "grad.");
+    add_model_tensors(&w, m, m->weights.grads, "grad.");
     set_metadata(&w, m);
     st_write(&w, path);
     st_writer_free(&w);
@@ -432,10 +432,10 @@ void import_safetensors(const char *path, GPT *m, int max_pos, CkptAdjust adjust
         CHECK(gpt_config_check(&cfg, msg, sizeof msg), "with the model of '%s': %s", path, msg);
     }
     gpt_build(m, &cfg, 0, max_pos);
-    for (int i = 0; i < m->n_tensors; i++) {
-        const TensorInfo *t = &m->tensors[i];
+    for (int i = 0; i < m->weights.n_tensors; i++) {
+        const TensorInfo *t = &m->weights.tensors[i];
         const float *x = exported_tensor(path, &f, t)->data;
-        real *p = m->params + t->offset;
+        real *p = m->weights.params + t->offset;
         int rows = t->export_rows, cols = t->cols;
         for (int r = 0; r < rows; r++)          // Conv1D (in, out) back to (out, in)
             for (int c = 0; c < cols; c++) p[(size_t)r * cols + c] = x[t->transpose ? (size_t)c * rows + r : (size_t)r * cols + c];

@@ -112,14 +112,14 @@ void llmc_load(const char *path, GPT *m, int max_pos, CkptAdjust adjust, void *c
     }
     gpt_build(m, &cfg, 0, max_pos);
     const GPTConfig *c = &m->cfg;
-    size_t V = (size_t)c->vocab_size, nC = (size_t)c->n_embd, rest = (size_t)(m->p.lnfb + nC - m->p.ln1w);
-    CHECK(m->p.pe_input && rest == (size_t)block_values(c) &&
-          m->num_params == (size_t)c->padded_vocab * nC + (size_t)c->max_seq_len * nC + rest,
+    size_t V = (size_t)c->vocab_size, nC = (size_t)c->n_embd, rest = (size_t)(m->weights.p.lnfb + nC - m->weights.p.ln1w);
+    CHECK(m->weights.p.pe_input && rest == (size_t)block_values(c) &&
+          m->weights.num_params == (size_t)c->padded_vocab * nC + (size_t)c->max_seq_len * nC + rest,
           "internal: the model's layout is not llm.c's with wpe moved behind lnfb");
-    read_values(&in, m->p.wte, V * nC);                  // wte's real rows (ours are padded with zeros)
+    read_values(&in, m->weights.p.wte, V * nC);                  // wte's real rows (ours are padded with zeros)
     check_padding(&in, c->vocab_size, Vp, c->n_embd);
-    read_values(&in, m->p.pe_input, (size_t)c->max_seq_len * nC);   // wpe
-    read_values(&in, m->p.ln1w, rest);                   // ln1w .. lnfb
+    read_values(&in, m->weights.p.pe_input, (size_t)c->max_seq_len * nC);   // wpe
+    read_values(&in, m->weights.p.ln1w, rest);                   // ln1w .. lnfb
     fclose(in.f);
 }
 
@@ -161,9 +161,9 @@ void llmc_export(const char *path, const GPT *m) {
     AtomicFile o;
     af_open(&o, path, "llm.c model", "wb");
     af_write(&o, head, sizeof head);
-    write_values(&o, m->p.wte, (size_t)c->vocab_size * nC);
+    write_values(&o, m->weights.p.wte, (size_t)c->vocab_size * nC);
     write_values(&o, NULL, (size_t)(Vp - c->vocab_size) * nC);   // the padding rows: zeros
-    write_values(&o, m->p.pe_input, (size_t)c->max_seq_len * nC);
-    write_values(&o, m->p.ln1w, (size_t)(m->p.lnfb + nC - m->p.ln1w));
+    write_values(&o, m->weights.p.pe_input, (size_t)c->max_seq_len * nC);
+    write_values(&o, m->weights.p.ln1w, (size_t)(m->weights.p.lnfb + nC - m->weights.p.ln1w));
     af_commit(&o);
 }

@@ -215,18 +215,19 @@ static void check_model(const char *scheme) {
     for (int i = 0; i < b.B * b.T; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 256); b.targets[i] = (int)(rng_u64(&rng) % 256); }
     double l32 = gpt_forward(&m, &b);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.weight_sum);
-    real *g32 = xmalloc(sizeof(real) * m.num_params);
-    memcpy(g32, m.grads, sizeof(real) * m.num_params);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    real *g32 = xmalloc(sizeof(real) * m.weights.num_params);
+    memcpy(g32, m.weights.grads, sizeof(real) * m.weights.num_params);
     gpt_set_bf16(&m, 1);
     for (int p = 0; p < n_paths; p++) {
         Bf16Path old = bf16_set_path(paths[p]);
         double l16 = gpt_forward(&m, &b);
         gpt_zero_grad(&m);
-        gpt_backward(&m, 1.0 / m.weight_sum);
+        gpt_backward(&m, 1.0 / m.state.weight_sum);
         bf16_set_path(old);
         double dot = 0, n32 = 0, n16 = 0;
-        for (size_t i = 0; i < m.num_params; i++) { dot += (double)g32[i] * m.grads[i]; n32 += (double)g32[i] * g32[i]; n16 += (double)m.grads[i] * m.grads[i]; }
+        const real *g16 = m.weights.grads;
+        for (size_t i = 0; i < m.weights.num_params; i++) { dot += (double)g32[i] * g16[i]; n32 += (double)g32[i] * g32[i]; n16 += (double)g16[i] * g16[i]; }
         double cosine = dot / sqrt(n32 * n16);
         EXPECT(l16 != l32 && fabs(l16 - l32) < 0.01 * l32, "%s: bf16 (%s) loss %.6f against fp32 %.6f: not within 1%% (or "
                "identical: bf16 not used)", scheme, bf16_path_name(paths[p]), l16, l32);
@@ -238,7 +239,7 @@ static void check_model(const char *scheme) {
         last = gpt_forward(&m, &b);
         if (t == 1) first = last;
         gpt_zero_grad(&m);
-        gpt_backward(&m, 1.0 / m.weight_sum);
+        gpt_backward(&m, 1.0 / m.state.weight_sum);
         gpt_adamw(&m, &o, t, 1.0);
     }
     EXPECT(isfinite(last) && last < 0.5 * first, "%s: 30 bf16 steps (%s) on one batch: loss %.4f -> %.4f, not halved", scheme,

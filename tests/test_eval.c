@@ -186,7 +186,7 @@ static void test_top_share(void) {
     GPTConfig c = config("nope", 32, task_vocab(&tc));
     GPT m;
     gpt_build(&m, &c, 1, 0);
-    memset(m.params, 0, sizeof(real) * m.num_params);
+    memset(m.weights.params, 0, sizeof(real) * m.weights.num_params);
     TaskScore s[16];
     int nb = task_evaluate(&m, &tc, 20, 3, s, 16, 0);
     int bad = 0;
@@ -243,14 +243,14 @@ static void test_fair_init(void) {
         GPT m;
         gpt_build(&m, &c, 1234, 0);
         int shared = 0, same = 0;
-        for (int i = 0; i < ref.n_tensors; i++) {
-            const TensorInfo *a = &ref.tensors[i], *b = gpt_find_tensor(&m, a->name);
+        for (int i = 0; i < ref.weights.n_tensors; i++) {
+            const TensorInfo *a = &ref.weights.tensors[i], *b = gpt_find_tensor(&m, a->name);
             if (!b) continue;
             shared++;
             same += a->rows == b->rows && a->cols == b->cols &&
-                    memcmp(ref.params + a->offset, m.params + b->offset, sizeof(real) * (size_t)a->rows * a->cols) == 0;
+                    memcmp(ref.weights.params + a->offset, m.weights.params + b->offset, sizeof(real) * (size_t)a->rows * a->cols) == 0;
         }
-        EXPECT(shared == ref.n_tensors && same == shared, "%s: %d of %d shared tensors start equal to nope's", schemes[s], same, shared);
+        EXPECT(shared == ref.weights.n_tensors && same == shared, "%s: %d of %d shared tensors start equal to nope's", schemes[s], same, shared);
         gpt_free(&m);
     }
     gpt_free(&ref);
@@ -272,7 +272,7 @@ static void check_sampled(void *arg, int token, const real *logits) {
     int *targets = b.targets; b.targets = NULL;
     gpt_forward(c->ref, &b);
     b.targets = targets;
-    const real *want = c->ref->a.logits + (size_t)(w - 1) * c->ref->cfg.padded_vocab;
+    const real *want = c->ref->state.a.logits + (size_t)(w - 1) * c->ref->cfg.padded_vocab;
     for (int v = 0; v < c->V; v++) c->worst = fmax(c->worst, fabs(want[v] - logits[v]));
     c->bad_argmax += token != argmax_token(logits, c->V);
     batch_free(&b);
@@ -289,8 +289,8 @@ static void test_sampling(void) {
         gpt_build(&ref, &cfg, 5, 0);
         // weights far from the small initial ones, so that the logits depend on the context
         Rng w; rng_seed(&w, 17 + k);
-        for (size_t i = 0; i < m.num_params; i++) m.params[i] += (real)(0.5 * (2 * rng_uniform(&w) - 1));
-        memcpy(ref.params, m.params, sizeof(real) * m.num_params);   // the same, for the full passes
+        for (size_t i = 0; i < m.weights.num_params; i++) m.weights.params[i] += (real)(0.5 * (2 * rng_uniform(&w) - 1));
+        memcpy(ref.weights.params, m.weights.params, sizeof(real) * m.weights.num_params);   // the same, for the full passes
         int ctx[PROMPT + COUNT];
         for (int i = 0; i < PROMPT; i++) ctx[i] = (7 * i + 3) % V;
         Rng rng; rng_seed(&rng, 1);

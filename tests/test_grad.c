@@ -337,8 +337,8 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     cfg.pe.p_rope_fraction = 0.5; cfg.pe.xpos_scale_base = 4;
     GPT m; gpt_build(&m, &cfg, 1234, 0);
     // move every parameter off its initial value so LayerNorm gains, biases etc. are generic
-    for (size_t i = 0; i < m.num_params; i++) m.params[i] += (real)(0.1 * uni());
-    for (size_t i = (size_t)cfg.vocab_size * cfg.n_embd; i < (size_t)cfg.padded_vocab * cfg.n_embd; i++) m.p.wte[i] = 0;
+    for (size_t i = 0; i < m.weights.num_params; i++) m.weights.params[i] += (real)(0.1 * uni());
+    for (size_t i = (size_t)cfg.vocab_size * cfg.n_embd; i < (size_t)cfg.padded_vocab * cfg.n_embd; i++) m.weights.p.wte[i] = 0;
     gpt_set_dropout(&m, dropout, 0xD0D0);
     Batch b; batch_alloc(&b, 2, 6);
     for (int i = 0; i < 12; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 19); b.targets[i] = (int)(rng_u64(&rng) % 19); }
@@ -347,13 +347,13 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     ModelCtx c = { &m, &b };
     gpt_forward(&m, &b);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
     // one check per named tensor (excluding wte's padding rows, which are never used)
-    for (int k = 0; k < m.n_tensors; k++) {
-        const TensorInfo *t = &m.tensors[k];
+    for (int k = 0; k < m.weights.n_tensors; k++) {
+        const TensorInfo *t = &m.weights.tensors[k];
         char what[192];
         snprintf(what, sizeof what, "%s: %s", label, t->name);
-        check_grad(what, m.params + t->offset, m.grads + t->offset, (size_t)t->export_rows * t->cols, model_loss, &c);
+        check_grad(what, m.weights.params + t->offset, m.weights.grads + t->offset, (size_t)t->export_rows * t->cols, model_loss, &c);
     }
     // a learned table: rows of unused positions (6, 7, 8) get exactly zero, used rows non-zero
     const TensorInfo *wpe = gpt_find_tensor(&m, "transformer.wpe.weight");
@@ -361,7 +361,7 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
         int C = cfg.n_embd, zero_unused = 1, nonzero_used = 1;
         for (int p = 0; p < cfg.max_seq_len; p++) {
             double s = 0;
-            for (int j = 0; j < C; j++) s += fabs(m.grads[wpe->offset + (size_t)p * C + j]);
+            for (int j = 0; j < C; j++) s += fabs(m.weights.grads[wpe->offset + (size_t)p * C + j]);
             if (p >= 6 && s != 0) zero_unused = 0;
             if (p < 6 && s == 0) nonzero_used = 0;
         }
@@ -431,10 +431,10 @@ static void test_dropout_rates(double p) {
 static double forward_backward(GPT *m, const Batch *b, double p, uint64_t key, real *logits, real *grads) {
     gpt_set_dropout(m, p, key);
     double loss = gpt_forward(m, b);
-    memcpy(logits, m->a.logits, sizeof(real) * (size_t)b->B * b->T * m->cfg.padded_vocab);
+    memcpy(logits, m->state.a.logits, sizeof(real) * (size_t)b->B * b->T * m->cfg.padded_vocab);
     gpt_zero_grad(m);
-    gpt_backward(m, 1.0 / m->weight_sum);
-    memcpy(grads, m->grads, sizeof(real) * m->num_params);
+    gpt_backward(m, 1.0 / m->state.weight_sum);
+    memcpy(grads, m->weights.grads, sizeof(real) * m->weights.num_params);
     gpt_set_dropout(m, 0, 0);
     return loss;
 }
@@ -451,7 +451,7 @@ static void test_dropout_model(void) {
     GPT m; gpt_build(&m, &cfg, 7, 0);
     Batch b; batch_alloc(&b, 3, 40);           // T = 40: blocks of 16 queries in the double build, 3 blocks
     for (int i = 0; i < 120; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 19); b.targets[i] = (int)(rng_u64(&rng) % 19); }
-    size_t nl = (size_t)120 * m.cfg.padded_vocab, np = m.num_params;
+    size_t nl = (size_t)120 * m.cfg.padded_vocab, np = m.weights.num_params;
     real *l0 = xmalloc(sizeof(real) * nl), *g0 = xmalloc(sizeof(real) * np), *l1 = xmalloc(sizeof(real) * nl), *g1 = xmalloc(sizeof(real) * np);
     real *l2 = xmalloc(sizeof(real) * nl), *g2 = xmalloc(sizeof(real) * np);
     uint64_t k00 = gpt_dropout_key(1337, 0, 0), k01 = gpt_dropout_key(1337, 0, 1), k10 = gpt_dropout_key(1337, 1, 0);
@@ -482,10 +482,10 @@ static void test_dropout_model(void) {
     // add up to the whole batch's
     gpt_set_dropout(&m, 0.1, k00);
     gpt_forward(&m, &b);
-    memcpy(l1, m.a.logits, sizeof(real) * nl);
+    memcpy(l1, m.state.a.logits, sizeof(real) * nl);
     gpt_zero_grad(&m);
     gpt_backward(&m, 1.0 / 120);
-    memcpy(g1, m.grads, sizeof(real) * np);
+    memcpy(g1, m.weights.grads, sizeof(real) * np);
     Batch head, tail;
     batch_alloc(&head, 1, 40);
     batch_alloc(&tail, 2, 40);
@@ -496,15 +496,15 @@ static void test_dropout_model(void) {
     gpt_backward(&m, 1.0 / 120);
     gpt_set_dropout_rows(&m, 1);
     gpt_forward(&m, &tail);
-    int rows_same = !memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab);
+    int rows_same = !memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.state.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab);
     gpt_backward(&m, 1.0 / 120);
     double worst = 0;
-    for (size_t i = 0; i < np; i++) worst = fmax(worst, fabs(m.grads[i] - g1[i]) / (fabs(g1[i]) + 1e-12));
+    for (size_t i = 0; i < np; i++) worst = fmax(worst, fabs(m.weights.grads[i] - g1[i]) / (fabs(g1[i]) + 1e-12));
     EXPECT(rows_same && worst < 1e-9, "dropout by global row: rows 1-2 with b0 = 1 drop as in the whole batch (logits %s; "
            "gradients' sum off by %.3g relative)", rows_same ? "equal" : "differ", worst);
     gpt_set_dropout_rows(&m, 0);
     gpt_forward(&m, &tail);
-    EXPECT(memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab) != 0,
+    EXPECT(memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.state.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab) != 0,
            "dropout by global row: rows 1-2 as rows 0-1 (b0 = 0) must drop otherwise");
     gpt_set_dropout(&m, 0, 0);
     batch_free(&head); batch_free(&tail);

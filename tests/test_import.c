@@ -128,14 +128,14 @@ static void check_llmc_values(const GPT *m, const Header *h, int bf16, const cha
             size_t n = k == 0 ? (size_t)h->V * h->C : llmc_size(h, k);
             if (!t || (size_t)t->export_rows * t->cols != n) { bad++; fprintf(stderr, "  %s: %s missing or sized wrongly\n", what, name); continue; }
             for (size_t i = 0; i < n; i++) {
-                float want = llmc_value(k, l, i, bf16), got = (float)m->params[t->offset + i];
+                float want = llmc_value(k, l, i, bf16), got = (float)m->weights.params[t->offset + i];
                 if (memcmp(&want, &got, 4) != 0 && bad++ < 5)
                     fprintf(stderr, "  %s: %s[%zu] = %.9g, the file holds %.9g\n", what, name, i, got, want);
             }
         }
     EXPECT(!bad, "%s: %d values differ from what the llm.c file holds", what, bad);
     int pad = 0;
-    for (size_t i = (size_t)h->V * h->C; i < (size_t)m->cfg.padded_vocab * h->C; i++) pad += m->p.wte[i] != 0;
+    for (size_t i = (size_t)h->V * h->C; i < (size_t)m->cfg.padded_vocab * h->C; i++) pad += m->weights.p.wte[i] != 0;
     EXPECT(!pad, "%s: wte's padding rows must be zero (%d are not)", what, pad);
 }
 
@@ -219,8 +219,8 @@ static void test_safetensors_identity(void) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         GPT a, b;
         gpt_build(&a, &cases[k].c, 7 + k, 0);
-        for (size_t i = 0; i < a.num_params; i++) a.params[i] += (real)(0.001 * (double)(i % 13));   // not the init
-        for (size_t i = (size_t)a.cfg.vocab_size * a.cfg.n_embd; i < (size_t)a.cfg.padded_vocab * a.cfg.n_embd; i++) a.params[i] = 0;
+        for (size_t i = 0; i < a.weights.num_params; i++) a.weights.params[i] += (real)(0.001 * (double)(i % 13));   // not the init
+        for (size_t i = (size_t)a.cfg.vocab_size * a.cfg.n_embd; i < (size_t)a.cfg.padded_vocab * a.cfg.n_embd; i++) a.weights.params[i] = 0;
         export_safetensors(path_of("a.safetensors"), &a);
         remove(path_of("config.json"));           // (written beside a plain GPT-2's export)
         model_load(path_of("a.safetensors"), &b, 0, NULL, NULL, NULL);
@@ -228,7 +228,7 @@ static void test_safetensors_identity(void) {
         model_config_json(&a, ja, sizeof ja);
         model_config_json(&b, jb, sizeof jb);
         EXPECT(strcmp(ja, jb) == 0, "%s: the imported config is the exported one:\n  %s\n  %s", cases[k].what, ja, jb);
-        EXPECT(a.num_params == b.num_params && memcmp(a.params, b.params, sizeof(real) * a.num_params) == 0,
+        EXPECT(a.weights.num_params == b.weights.num_params && memcmp(a.weights.params, b.weights.params, sizeof(real) * a.weights.num_params) == 0,
                "%s: the parameters, bit for bit", cases[k].what);
         export_safetensors(path_of("b.safetensors"), &b);
         remove(path_of("config.json"));
@@ -238,7 +238,7 @@ static void test_safetensors_identity(void) {
         random_batch(&bt, a.cfg.vocab_size, 3);
         double la = gpt_forward(&a, &bt), lb = gpt_forward(&b, &bt);
         size_t nl = (size_t)2 * a.cfg.max_seq_len * a.cfg.padded_vocab;
-        EXPECT(la == lb && memcmp(a.a.logits, b.a.logits, sizeof(real) * nl) == 0,
+        EXPECT(la == lb && memcmp(a.state.a.logits, b.state.a.logits, sizeof(real) * nl) == 0,
                "%s: the imported model's forward, bit for bit (loss %.9g vs %.9g)", cases[k].what, la, lb);
         batch_free(&bt);
         gpt_free(&a); gpt_free(&b);

@@ -24,7 +24,7 @@ static void build(GPT *m, const char *pe_layers, const char *input_pe, int max_s
     CHECK(posenc_schedule(&cfg.pe, 2, NULL, pe_layers, input_pe, msg, sizeof msg), "%s", msg);
     cfg.pe.t5_num_buckets = 8; cfg.pe.t5_max_distance = 12; cfg.pe.p_rope_fraction = 0.5; cfg.pe.xpos_scale_base = 8;
     gpt_build(m, &cfg, 99, 0);
-    for (size_t i = 0; i < m->num_params; i++) m->params[i] += (real)(0.05 * (2 * rng_uniform(&rng) - 1));
+    for (size_t i = 0; i < m->weights.num_params; i++) m->weights.params[i] += (real)(0.05 * (2 * rng_uniform(&rng) - 1));
 }
 
 // the largest difference; infinite if either side holds a NaN or an infinity
@@ -41,7 +41,7 @@ static void full_logits(GPT *m, const int *tokens, int n, real *out) {
     int *targets = b.targets; b.targets = NULL;
     gpt_forward(m, &b);
     b.targets = targets;
-    for (int t = 0; t < n; t++) memcpy(out + t * V, m->a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
+    for (int t = 0; t < n; t++) memcpy(out + t * V, m->state.a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
     batch_free(&b);
 }
 
@@ -60,7 +60,7 @@ static void test_cache(const char *label, GPT *m, const int *tokens, int len, co
             CHECK(n > 0 && done + n <= len, "test_cache: chunking %d does not cover %d tokens", k, len);
             for (int t = 0; t < n; t++) pos[t] = done + t;        // positions P .. P+n-1
             gpt_forward_cached(m, &kc, tokens + done, pos, n);
-            for (int t = 0; t < n; t++) memcpy(got + (done + t) * V, m->a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
+            for (int t = 0; t < n; t++) memcpy(got + (done + t) * V, m->state.a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
             done += n;
             if (chunkings[k][0]) snprintf(name + strlen(name), sizeof name - strlen(name), "%s%d", c ? "+" : "chunks ", n);
         }
@@ -78,7 +78,7 @@ static void alone_losses(GPT *m, const int *tokens, const int *targets, int n, r
     memcpy(b.tokens, tokens, sizeof(int) * n);
     memcpy(b.targets, targets, sizeof(int) * n);
     gpt_forward(m, &b);
-    memcpy(out, m->a.losses, sizeof(real) * n);
+    memcpy(out, m->state.a.losses, sizeof(real) * n);
     batch_free(&b);
 }
 
@@ -92,8 +92,8 @@ static void test_packing(const char *label, GPT *m, const int *tokens, const int
     gpt_forward(m, &packed);
     real plog[T * V], ploss[T];
     for (int t = 0; t < T; t++) {
-        memcpy(plog + t * V, m->a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
-        ploss[t] = m->a.losses[t];
+        memcpy(plog + t * V, m->state.a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
+        ploss[t] = m->state.a.losses[t];
     }
     real alone[T * V];
     full_logits(m, tokens, nA, alone);
@@ -106,21 +106,21 @@ static void test_packing(const char *label, GPT *m, const int *tokens, const int
     d = max_diff(ploss, aloss, T);
     EXPECT(d < TOL, "%s: packed per-token losses differ from each document alone by %.3g", label, d);
     // gradients: the loss of document B only (weights 1 on B), packed vs alone
-    size_t P = m->num_params;
+    size_t P = m->weights.num_params;
     real *g_packed = xmalloc(sizeof(real) * P);
     for (int t = 0; t < T; t++) packed.weights[t] = t >= nA;
     gpt_forward(m, &packed);
-    double lp = m->loss;
-    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->weight_sum);
-    memcpy(g_packed, m->grads, sizeof(real) * P);
+    double lp = m->state.loss;
+    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum);
+    memcpy(g_packed, m->weights.grads, sizeof(real) * P);
     Batch b; batch_alloc(&b, 1, nB);
     memcpy(b.tokens, tokens + nA, sizeof(int) * nB);
     memcpy(b.targets, targets + nA, sizeof(int) * nB);
     double la = gpt_forward(m, &b);
-    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->weight_sum);
+    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum);
     EXPECT(fabs(lp - la) < TOL, "%s: document B's loss packed %.12g vs alone %.12g", label, lp, la);
-    double gd = max_diff(g_packed, m->grads, (int)P), gmax = 0;
-    for (size_t i = 0; i < P; i++) gmax = fmax(gmax, fabs(m->grads[i]));
+    double gd = max_diff(g_packed, m->weights.grads, (int)P), gmax = 0;
+    for (size_t i = 0; i < P; i++) gmax = fmax(gmax, fabs(m->weights.grads[i]));
     EXPECT(gd < TOL * (1 + gmax) && gmax > 0, "%s: document B's gradient packed vs alone differs by %.3g", label, gd);
     free(g_packed); batch_free(&b); batch_free(&packed);
 }
@@ -143,7 +143,7 @@ static void test_left_padding(const char *label, GPT *m, const int *tokens) {
     b.targets = targets;
     double d = 0;
     for (int t = pad; t < T; t++)
-        d = fmax(d, max_diff(m->a.logits + (size_t)t * m->cfg.padded_vocab, alone + (t - pad) * V, V));
+        d = fmax(d, max_diff(m->state.a.logits + (size_t)t * m->cfg.padded_vocab, alone + (t - pad) * V, V));
     EXPECT(d < TOL, "%s: left-padded logits differ from the unpadded sequence by %.3g", label, d);
     batch_free(&b);
 }
@@ -153,14 +153,14 @@ static void test_left_padding(const char *label, GPT *m, const int *tokens) {
 // pad ids and pad targets, the same gradient bit for bit.
 static void test_padding_gradient(const char *label, GPT *m, const int *tokens, const int *targets) {
     int left = 4, right = 2, n = T - left - right;
-    size_t P = m->num_params;
+    size_t P = m->weights.num_params;
     Batch alone; batch_alloc(&alone, 1, n);
     memcpy(alone.tokens, tokens, sizeof(int) * n);
     memcpy(alone.targets, targets, sizeof(int) * n);
     double la = gpt_forward(m, &alone);
-    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->weight_sum);
+    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum);
     real *g_alone = xmalloc(sizeof(real) * P), *g_pad = xmalloc(sizeof(real) * P);
-    memcpy(g_alone, m->grads, sizeof(real) * P);
+    memcpy(g_alone, m->weights.grads, sizeof(real) * P);
     double lp[2];
     for (int k = 0; k < 2; k++) {
         Batch b; batch_alloc(&b, 1, T);
@@ -173,15 +173,15 @@ static void test_padding_gradient(const char *label, GPT *m, const int *tokens, 
             b.weights[t] = valid;
         }
         lp[k] = gpt_forward(m, &b);
-        gpt_zero_grad(m); gpt_backward(m, 1.0 / m->weight_sum);
+        gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum);
         if (k == 0) {
-            memcpy(g_pad, m->grads, sizeof(real) * P);
+            memcpy(g_pad, m->weights.grads, sizeof(real) * P);
             double gd = max_diff(g_pad, g_alone, (int)P), gmax = 0;
             for (size_t i = 0; i < P; i++) gmax = fmax(gmax, fabs(g_alone[i]));
             EXPECT(fabs(lp[0] - la) < TOL && gd < TOL * (1 + gmax) && gmax > 0,
                    "%s: padded row: loss %.12g vs alone %.12g, gradient differs by %.3g", label, lp[0], la, gd);
         } else {
-            EXPECT(lp[1] == lp[0] && memcmp(g_pad, m->grads, sizeof(real) * P) == 0,
+            EXPECT(lp[1] == lp[0] && memcmp(g_pad, m->weights.grads, sizeof(real) * P) == 0,
                    "%s: other padding ids and targets changed the loss or the gradient", label);
         }
         batch_free(&b);

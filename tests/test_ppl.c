@@ -40,7 +40,7 @@ static void direct(GPT *m, const int *tok, size_t start, int len, double *out) {
     Batch b; batch_alloc(&b, 1, len);
     for (int t = 0; t < len; t++) { b.tokens[t] = tok[start + t]; b.targets[t] = tok[start + t + 1]; }
     gpt_forward(m, &b);
-    for (int t = 0; t < len; t++) out[t] = m->a.losses[t];
+    for (int t = 0; t < len; t++) out[t] = m->state.a.losses[t];
     batch_free(&b);
 }
 
@@ -245,31 +245,31 @@ static void test_forward_only(const char *pe) {
     size_t nl = (size_t)2 * CTX * c.padded_vocab;
     double full = gpt_forward(&m, &b);
     real *logits = xmalloc(sizeof(real) * nl), *losses = xmalloc(sizeof(real) * 2 * CTX);
-    memcpy(logits, m.a.logits, sizeof(real) * nl);
-    memcpy(losses, m.a.losses, sizeof(real) * 2 * CTX);
+    memcpy(logits, m.state.a.logits, sizeof(real) * nl);
+    memcpy(losses, m.state.a.losses, sizeof(real) * 2 * CTX);
     gpt_set_forward_only(&m, 1);
     double fo = gpt_forward(&m, &b);
-    EXPECT(fo == full && memcmp(logits, m.a.logits, sizeof(real) * nl) == 0 &&
-           memcmp(losses, m.a.losses, sizeof(real) * 2 * CTX) == 0,
+    EXPECT(fo == full && memcmp(logits, m.state.a.logits, sizeof(real) * nl) == 0 &&
+           memcmp(losses, m.state.a.losses, sizeof(real) * 2 * CTX) == 0,
            "%s: the forward-only pass must give the normal forward's logits and losses bit for bit", pe);
-    EXPECT(m.ga.dqkv == NULL, "%s: a forward-only model keeps no gradient buffers", pe);
+    EXPECT(m.state.ga.dqkv == NULL, "%s: a forward-only model keeps no gradient buffers", pe);
     fo_model = &m;
     EXPECT(dies_with(fo_backward, NULL, "forward-only", NULL), "%s: gpt_backward after a forward-only pass must refuse", pe);
     EXPECT(dies_with(fo_probs, NULL, "forward-only", NULL), "%s: attention_probs after a forward-only pass must refuse", pe);
     gpt_set_forward_only(&m, 0);
     EXPECT(gpt_forward(&m, &b) == full, "%s: back in training mode, the same loss", pe);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
     // the gradients of a twin (same seed) that never left training mode, bit for bit, and not zero
     GPT twin; gpt_build(&twin, &c, 3, 0);
     gpt_forward(&twin, &b);
     gpt_zero_grad(&twin);
-    gpt_backward(&twin, 1.0 / twin.weight_sum);
+    gpt_backward(&twin, 1.0 / twin.state.weight_sum);
     size_t nonzero = 0;
-    for (size_t i = 0; i < m.num_params; i++) nonzero += m.grads[i] != 0;
-    EXPECT(memcmp(m.grads, twin.grads, sizeof(real) * m.num_params) == 0 && nonzero > m.num_params / 2,
+    for (size_t i = 0; i < m.weights.num_params; i++) nonzero += m.weights.grads[i] != 0;
+    EXPECT(memcmp(m.weights.grads, twin.weights.grads, sizeof(real) * m.weights.num_params) == 0 && nonzero > m.weights.num_params / 2,
            "%s: back in training mode, backward gives the gradients of a model never switched (%zu of %zu nonzero)",
-           pe, nonzero, m.num_params);
+           pe, nonzero, m.weights.num_params);
     free(logits); free(losses); free(tok);
     batch_free(&b);
     gpt_free(&m); gpt_free(&twin);

@@ -36,7 +36,7 @@ static double train_steps(GPT *m, Batch *b, int steps, double lr, double *losses
         loss = gpt_forward(m, b);
         if (losses) losses[s] = loss;
         gpt_zero_grad(m);
-        gpt_backward(m, 1.0 / m->weight_sum);
+        gpt_backward(m, 1.0 / m->state.weight_sum);
         gpt_adamw(m, &o, s + 1, gpt_clip_scale(gpt_grad_norm(m), 1.0));
     }
     return gpt_forward(m, b);
@@ -74,9 +74,9 @@ static void test_accumulation(void) {
     both.weights[3] = 0; both.weights[20] = 0;
     gpt_forward(&m, &both);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.weight_sum);
-    real *g_both = xmalloc(sizeof(real) * m.num_params);
-    memcpy(g_both, m.grads, sizeof(real) * m.num_params);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    real *g_both = xmalloc(sizeof(real) * m.weights.num_params);
+    memcpy(g_both, m.weights.grads, sizeof(real) * m.weights.num_params);
     Batch half[2];
     double wtotal = 0;
     for (int k = 0; k < 2; k++) {
@@ -89,7 +89,9 @@ static void test_accumulation(void) {
     gpt_zero_grad(&m);
     for (int k = 0; k < 2; k++) { gpt_forward(&m, &half[k]); gpt_backward(&m, 1.0 / wtotal); }
     double err = 0, mx = 0;
-    for (size_t i = 0; i < m.num_params; i++) { err = fmax(err, fabs(m.grads[i] - g_both[i])); mx = fmax(mx, fabs(g_both[i])); }
+    for (size_t i = 0; i < m.weights.num_params; i++) {
+        err = fmax(err, fabs(m.weights.grads[i] - g_both[i])); mx = fmax(mx, fabs(g_both[i]));
+    }
     EXPECT(mx > 0 && err <= 1e-4 * mx, "accumulated gradient differs from the full batch's: %.3g of %.3g", err, mx);
     free(g_both); batch_free(&both); batch_free(&half[0]); batch_free(&half[1]); gpt_free(&m);
 }
@@ -101,14 +103,15 @@ static void test_loss_weights(void) {
     random_batch(&b, 12);
     for (int t = 0; t < 6; t++) b.weights[t] = 0;      // a "prompt" of six tokens
     double l1 = gpt_forward(&m, &b);
-    gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.weight_sum);
-    real *g1 = xmalloc(sizeof(real) * m.num_params);
-    memcpy(g1, m.grads, sizeof(real) * m.num_params);
+    gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.state.weight_sum);
+    real *g1 = xmalloc(sizeof(real) * m.weights.num_params);
+    memcpy(g1, m.weights.grads, sizeof(real) * m.weights.num_params);
     for (int t = 0; t < 6; t++) b.targets[t] = (b.targets[t] + 7) % 32;   // change excluded targets
     double l2 = gpt_forward(&m, &b);
-    gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.weight_sum);
+    gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.state.weight_sum);
     EXPECT(l1 == l2, "targets with weight 0 must not change the loss (%.9g vs %.9g)", l1, l2);
-    EXPECT(memcmp(g1, m.grads, sizeof(real) * m.num_params) == 0, "targets with weight 0 must not change the gradient");
+    EXPECT(memcmp(g1, m.weights.grads, sizeof(real) * m.weights.num_params) == 0,
+           "targets with weight 0 must not change the gradient");
     free(g1); batch_free(&b); gpt_free(&m);
 }
 
@@ -126,8 +129,11 @@ static void test_checkpoint_roundtrip(void) {
     ckpt_save(path, &m, "train.steps=9\n", &st);
     GPT m2; char *kv = NULL;
     ckpt_load(path, &m2, 0, &kv, &st2, NULL, NULL);
-    EXPECT(m2.num_params == m.num_params && memcmp(m2.params, m.params, sizeof(real) * m.num_params) == 0, "parameters restored exactly");
-    EXPECT(memcmp(m2.m, m.m, sizeof(real) * m.num_params) == 0 && memcmp(m2.v, m.v, sizeof(real) * m.num_params) == 0, "AdamW moments restored exactly");
+    size_t bytes = sizeof(real) * m.weights.num_params;
+    EXPECT(m2.weights.num_params == m.weights.num_params && memcmp(m2.weights.params, m.weights.params, bytes) == 0,
+           "parameters restored exactly");
+    EXPECT(memcmp(m2.weights.adam_m, m.weights.adam_m, bytes) == 0 && memcmp(m2.weights.adam_v, m.weights.adam_v, bytes) == 0,
+           "AdamW moments restored exactly");
     EXPECT(st2.step == 3 && st2.rng == 12345 && st2.data_pos == 678, "step, RNG and data position restored");
     EXPECT(st2.data_epoch == 4 && st2.data_shard == 2 && st2.data_tokens == 99999 && st2.data_files == 3,
            "the data stream's epoch, shard and size restored (data.* lines)");
@@ -177,24 +183,24 @@ static void test_loader(void) {
 // projection. Returns the norm.
 static double reference_update(GPT *m, real *mm, real *vv, const AdamWConfig *o, int t, double max_norm) {
     double ss = 0;
-    for (size_t i = 0; i < m->num_params; i++) ss += (double)m->grads[i] * m->grads[i];
+    for (size_t i = 0; i < m->weights.num_params; i++) ss += (double)m->weights.grads[i] * m->weights.grads[i];
     double norm = sqrt(ss);
     if (max_norm > 0 && norm > max_norm)
-        for (size_t i = 0; i < m->num_params; i++) m->grads[i] *= (real)(max_norm / norm);
+        for (size_t i = 0; i < m->weights.num_params; i++) m->weights.grads[i] *= (real)(max_norm / norm);
     real ibc1 = (real)(1 / (1 - pow(o->beta1, t))), ibc2 = (real)(1 / (1 - pow(o->beta2, t)));
     real lr = (real)o->lr, b1 = (real)o->beta1, b2 = (real)o->beta2, eps = (real)o->eps;
-    for (int k = 0; k < m->n_tensors; k++) {
-        const TensorInfo *ti = &m->tensors[k];
+    for (int k = 0; k < m->weights.n_tensors; k++) {
+        const TensorInfo *ti = &m->weights.tensors[k];
         real wd = ti->decay ? (real)o->weight_decay : 0;
         for (size_t i = ti->offset; i < ti->offset + (size_t)ti->rows * ti->cols; i++) {
-            real g = m->grads[i];
+            real g = m->weights.grads[i];
             mm[i] = b1 * mm[i] + (1 - b1) * g;
             vv[i] = b2 * vv[i] + (1 - b2) * g * g;
-            m->params[i] -= lr * ((mm[i] * ibc1) / (sqrtf(vv[i] * ibc2) + eps) + wd * m->params[i]);
+            m->weights.params[i] -= lr * ((mm[i] * ibc1) / (sqrtf(vv[i] * ibc2) + eps) + wd * m->weights.params[i]);
         }
         if (ti->scheme >= 0 && posenc_scheme(ti->scheme)->project) {
             PosDims d = { m->cfg.n_layer, m->cfg.n_head, m->cfg.n_embd, m->cfg.n_embd / m->cfg.n_head, m->cfg.max_seq_len };
-            posenc_scheme(ti->scheme)->project(&m->cfg.pe, &d, m->params + ti->offset);
+            posenc_scheme(ti->scheme)->project(&m->cfg.pe, &d, m->weights.params + ti->offset);
         }
     }
     return norm;
@@ -208,21 +214,22 @@ static void test_fused_update(void) {
     gpt_build(&a, &c, 5, 0); gpt_build(&r, &c, 5, 0);
     Batch b; batch_alloc(&b, 2, 16);
     random_batch(&b, 17);
-    real *mm = xcalloc(r.num_params, sizeof(real)), *vv = xcalloc(r.num_params, sizeof(real));
+    real *mm = xcalloc(r.weights.num_params, sizeof(real)), *vv = xcalloc(r.weights.num_params, sizeof(real));
     double clips[3] = { 0.05, 0.05, 1e9 };
     for (int t = 1; t <= 3; t++) {
         AdamWConfig o = { 1e-2, 0.9, 0.95, 1e-8, 0.1 };
-        gpt_forward(&a, &b); gpt_zero_grad(&a); gpt_backward(&a, 1.0 / a.weight_sum);
-        gpt_forward(&r, &b); gpt_zero_grad(&r); gpt_backward(&r, 1.0 / r.weight_sum);
+        gpt_forward(&a, &b); gpt_zero_grad(&a); gpt_backward(&a, 1.0 / a.state.weight_sum);
+        gpt_forward(&r, &b); gpt_zero_grad(&r); gpt_backward(&r, 1.0 / r.state.weight_sum);
         double norm = gpt_grad_norm(&a);
         gpt_adamw(&a, &o, t, gpt_clip_scale(norm, clips[t - 1]));
         double want = reference_update(&r, mm, vv, &o, t, clips[t - 1]);
         EXPECT(fabs(norm - want) <= 1e-12 * want, "step %d: gradient norm %.17g, expected %.17g", t, norm, want);
         EXPECT(t == 3 || norm > clips[t - 1], "step %d: the norm %g should be clipped at %g", t, norm, clips[t - 1]);
         double worst = 0, worst_m = 0;
-        for (size_t i = 0; i < a.num_params; i++) {
-            worst = fmax(worst, fabs(a.params[i] - r.params[i]) / (fabs(r.params[i]) + 1e-3));
-            worst_m = fmax(worst_m, fabs(a.m[i] - mm[i]) / (fabs(mm[i]) + 1e-6) + fabs(a.v[i] - vv[i]) / (fabs(vv[i]) + 1e-9));
+        for (size_t i = 0; i < a.weights.num_params; i++) {
+            worst = fmax(worst, fabs(a.weights.params[i] - r.weights.params[i]) / (fabs(r.weights.params[i]) + 1e-3));
+            worst_m = fmax(worst_m, fabs(a.weights.adam_m[i] - mm[i]) / (fabs(mm[i]) + 1e-6) +
+                                    fabs(a.weights.adam_v[i] - vv[i]) / (fabs(vv[i]) + 1e-9));
         }
         EXPECT(worst < 1e-6 && worst_m < 1e-5, "step %d: fused update differs from clip-then-AdamW: params %.3g, moments %.3g",
                t, worst, worst_m);
@@ -235,12 +242,12 @@ static void test_fused_update(void) {
 static real *param_at(GPT *m, const char *name, int row, int col) {
     const TensorInfo *ti = gpt_find_tensor(m, name);
     CHECK(ti, "no tensor %s", name);
-    return m->params + ti->offset + (size_t)row * ti->cols + col;
+    return m->weights.params + ti->offset + (size_t)row * ti->cols + col;
 }
 
 static void expect_anomaly(const GPT *m, const char *what, const char *pass, int layer, const char *tensor,
                            size_t index, size_t bad, const char *msg_part) {
-    const Anomaly *a = &m->anomaly;
+    const Anomaly *a = &m->state.anomaly;
     EXPECT(a->found && !strcmp(a->pass, pass) && a->layer == layer && !strcmp(a->tensor, tensor) && a->index == index &&
            a->bad == bad && strstr(a->msg, msg_part),
            "%s: expected layer %d %s: %s at %zu, %zu bad (\"%s\"); got found %d: %s", what, layer, pass, tensor, index,
@@ -254,7 +261,7 @@ static void test_anomaly_forward(void) {
     random_batch(&b, 21);
     gpt_set_detect_anomaly(&m, 1);
     gpt_forward(&m, &b);
-    EXPECT(!m.anomaly.found, "a finite model: no anomaly, got: %s", m.anomaly.msg);
+    EXPECT(!m.state.anomaly.found, "a finite model: no anomaly, got: %s", m.state.anomaly.msg);
     // a NaN in layer 1's fc weight, output row 5: every token's fch channel 5
     *param_at(&m, "transformer.h.1.mlp.c_fc.weight", 5, 3) = NAN;
     double loss = gpt_forward(&m, &b);
@@ -267,7 +274,7 @@ static void test_anomaly_forward(void) {
                    "layer 1 parameters: transformer.h.1.mlp.c_fc.weight has NaN at (row=5, col=3), first bad of 1 values (of 4096)");
     gpt_set_detect_anomaly(&m, 0);
     gpt_forward(&m, &b);
-    EXPECT(!m.anomaly.found, "detection off: nothing recorded");
+    EXPECT(!m.state.anomaly.found, "detection off: nothing recorded");
     batch_free(&b); gpt_free(&m);
 
     // hook 3: a learned bias table (t5, shared: its tensor is outside the blocks) made NaN; layer 1
@@ -278,7 +285,7 @@ static void test_anomaly_forward(void) {
     random_batch(&b, 22);
     const TensorInfo *ti = gpt_find_tensor(&m, "pe.t5.weight");
     EXPECT(ti && ti->layer == -1, "the shared t5 table belongs to no block");
-    for (int k = 0; ti && k < ti->rows * ti->cols; k++) m.params[ti->offset + k] = NAN;
+    for (int k = 0; ti && k < ti->rows * ti->cols; k++) m.weights.params[ti->offset + k] = NAN;
     gpt_set_detect_anomaly(&m, 1);
     gpt_forward(&m, &b);
     expect_anomaly(&m, "NaN bias", "forward", 1, "hook 3 bias", 0, 2 * 4 * 16 * 17 / 2,
@@ -297,7 +304,7 @@ static void test_anomaly_backward(void) {
     // is w * (probs - onehot): +Inf, and NaN at the target
     b.weights[16 + 2] = INFINITY;
     gpt_forward(&m, &b);
-    EXPECT(!m.anomaly.found, "an infinite loss weight: the forward's tensors are finite, got: %s", m.anomaly.msg);
+    EXPECT(!m.state.anomaly.found, "an infinite loss weight: the forward's tensors are finite, got: %s", m.state.anomaly.msg);
     gpt_zero_grad(&m);
     gpt_backward(&m, 1.0);
     expect_anomaly(&m, "infinite loss weight", "backward", -1, "dlogits", (size_t)18 * 64, 32,
@@ -307,9 +314,9 @@ static void test_anomaly_backward(void) {
     // is 0 * inf = NaN: the backward's dfch at every token's channel 7
     *param_at(&m, "transformer.h.1.mlp.c_fc.bias", 0, 7) = (real)1e20;
     gpt_forward(&m, &b);
-    EXPECT(!m.anomaly.found, "a huge fc bias: the forward is finite, got: %s", m.anomaly.msg);
+    EXPECT(!m.state.anomaly.found, "a huge fc bias: the forward is finite, got: %s", m.state.anomaly.msg);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
     expect_anomaly(&m, "GELU's derivative", "backward", 1, "dfch", 7, 32,
                    "layer 1 backward: dfch has NaN at (b=0, t=0, c=7), first bad of 32 values (of 4096); "
                    "the tensor checked before it, dfch_gelu, was finite");
@@ -317,10 +324,10 @@ static void test_anomaly_backward(void) {
     // a NaN gradient reaching AdamW: the updated parameter is named
     gpt_forward(&m, &b);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.weight_sum);
-    EXPECT(!m.anomaly.found, "finite again, got: %s", m.anomaly.msg);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    EXPECT(!m.state.anomaly.found, "finite again, got: %s", m.state.anomaly.msg);
     const TensorInfo *ti = gpt_find_tensor(&m, "transformer.h.0.attn.c_proj.bias");
-    m.grads[ti->offset + 2] = NAN;
+    m.weights.grads[ti->offset + 2] = NAN;
     AdamWConfig o = { 1e-3, 0.9, 0.95, 1e-8, 0.1 };
     gpt_adamw(&m, &o, 1, 1.0);
     expect_anomaly(&m, "NaN update", "optimiser step", 0, "transformer.h.0.attn.c_proj.bias", 2, 1,
@@ -341,21 +348,22 @@ static void test_anomaly_identical(void) {
         Batch b; batch_alloc(&b, 2, 16);
         random_batch(&b, 24);
         AdamWConfig o = { 3e-3, 0.9, 0.95, 1e-8, 0.1 };
-        grads[on] = xmalloc(sizeof(real) * m[on].num_params);
+        grads[on] = xmalloc(sizeof(real) * m[on].weights.num_params);
         for (int t = 0; t < 3; t++) {
             gpt_set_dropout(&m[on], 0.1, gpt_dropout_key(8, t, 0));
             loss[on][t] = gpt_forward(&m[on], &b);
             gpt_zero_grad(&m[on]);
-            gpt_backward(&m[on], 1.0 / m[on].weight_sum);
-            memcpy(grads[on], m[on].grads, sizeof(real) * m[on].num_params);
+            gpt_backward(&m[on], 1.0 / m[on].state.weight_sum);
+            memcpy(grads[on], m[on].weights.grads, sizeof(real) * m[on].weights.num_params);
             gpt_adamw(&m[on], &o, t + 1, gpt_clip_scale(gpt_grad_norm(&m[on]), 1.0));
-            EXPECT(!m[on].anomaly.found, "finite training: no anomaly, got: %s", m[on].anomaly.msg);
+            EXPECT(!m[on].state.anomaly.found, "finite training: no anomaly, got: %s", m[on].state.anomaly.msg);
         }
         batch_free(&b);
     }
     EXPECT(memcmp(loss[0], loss[1], sizeof loss[0]) == 0, "detection must not change the losses");
-    EXPECT(memcmp(grads[0], grads[1], sizeof(real) * m[0].num_params) == 0, "detection must not change the gradients");
-    EXPECT(memcmp(m[0].params, m[1].params, sizeof(real) * m[0].num_params) == 0, "detection must not change the weights");
+    EXPECT(memcmp(grads[0], grads[1], sizeof(real) * m[0].weights.num_params) == 0, "detection must not change the gradients");
+    EXPECT(memcmp(m[0].weights.params, m[1].weights.params, sizeof(real) * m[0].weights.num_params) == 0,
+           "detection must not change the weights");
     for (int on = 0; on < 2; on++) { free(grads[on]); gpt_free(&m[on]); }
 }
 

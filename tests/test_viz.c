@@ -2,7 +2,7 @@
 //   - attention_probs, for every layer scheme, on a batch with packing (two documents in one row)
 //     and padding (doc -1 before and after a sequence): each row sums to 1 over the keys it may
 //     attend, is exactly 0 at every other key (future, other document, padding), equals a plain
-//     softmax computed here from m->a.qkv and the scheme's bias hook called one key at a time, and
+//     softmax computed here from m->state.a.qkv and the scheme's bias hook called one key at a time, and
 //     reproduces the attention output the forward stored (sum_j p(i,j) v_j);
 //   - attention_stats (gpt_set_attention_stats), for every layer scheme on the same batch, in
 //     training and forward-only mode: its sums equal those computed from attention_probs;
@@ -39,7 +39,7 @@ static void build(GPT *m, const char *pe_layers, const char *input_pe) {
     cfg.pe.t5_num_buckets = 8; cfg.pe.t5_max_distance = 20; cfg.pe.p_rope_fraction = 0.5; cfg.pe.xpos_scale_base = 16;
     gpt_build(m, &cfg, 7, 0);
     // random parameters of some size, so that heads and biases differ and rows are not uniform
-    for (size_t i = 0; i < m->num_params; i++) m->params[i] += (real)(0.3 * (2 * rng_uniform(&rng) - 1));
+    for (size_t i = 0; i < m->weights.num_params; i++) m->weights.params[i] += (real)(0.3 * (2 * rng_uniform(&rng) - 1));
 }
 
 static void test_distance(void) {
@@ -65,20 +65,21 @@ static void test_distance(void) {
     GPT a, b;
     build(&a, "nope,nope", "none");
     build(&b, "nope,nope", "none");
-    memcpy(b.params, a.params, sizeof(real) * a.num_params);
+    memcpy(b.weights.params, a.weights.params, sizeof(real) * a.weights.num_params);
+    ParamTensors *bp = &b.weights.p;
     int hs = C / NH;
     for (int part = 0; part < 3; part++)
         for (int i = 0; i < hs; i++) {
             size_t r0 = (size_t)part * C + i, r1 = r0 + hs;      // rows of head 0 and head 1
             for (int j = 0; j < C; j++) {
-                real t = b.p.qkvw[r0 * C + j]; b.p.qkvw[r0 * C + j] = b.p.qkvw[r1 * C + j]; b.p.qkvw[r1 * C + j] = t;
+                real t = bp->qkvw[r0 * C + j]; bp->qkvw[r0 * C + j] = bp->qkvw[r1 * C + j]; bp->qkvw[r1 * C + j] = t;
             }
-            real t = b.p.qkvb[r0]; b.p.qkvb[r0] = b.p.qkvb[r1]; b.p.qkvb[r1] = t;
+            real t = bp->qkvb[r0]; bp->qkvb[r0] = bp->qkvb[r1]; bp->qkvb[r1] = t;
         }
     for (int o = 0; o < C; o++)
         for (int i = 0; i < hs; i++) {
-            real t = b.p.attprojw[(size_t)o * C + i]; b.p.attprojw[(size_t)o * C + i] = b.p.attprojw[(size_t)o * C + i + hs];
-            b.p.attprojw[(size_t)o * C + i + hs] = t;
+            real t = bp->attprojw[(size_t)o * C + i]; bp->attprojw[(size_t)o * C + i] = bp->attprojw[(size_t)o * C + i + hs];
+            bp->attprojw[(size_t)o * C + i + hs] = t;
         }
     attention_distance(&a, &b, tokens, T, d);
     for (int l = 0; l < NL; l++) EXPECT(fabs(d[l]) < 1e-12, "heads swapped: layer %d distance %g, expected 0", l, d[l]);
@@ -112,7 +113,7 @@ static void test_probs(const char *label, GPT *m) {
     int masked_nonzero = 0, masked_seen = 0, pad_seen = 0;
     for (int l = 0; l < NL; l++) {
         const PosScheme *s = posenc_scheme(m->cfg.pe.layer[l]);
-        const real *qkv = m->a.qkv + (size_t)l * B * T * 3 * C, *atty = m->a.atty + (size_t)l * B * T * C;
+        const real *qkv = m->state.a.qkv + (size_t)l * B * T * 3 * C, *atty = m->state.a.atty + (size_t)l * B * T * C;
         for (int r = 0; r < B; r++)
             for (int h = 0; h < NH; h++) {
                 attention_probs(m, l, r, h, P);
@@ -128,7 +129,7 @@ static void test_probs(const char *label, GPT *m) {
                         double dot = 0;
                         for (int c = 0; c < hs; c++) dot += (double)q[c] * k[c];
                         real bias = 0;
-                        if (s->bias_forward) s->bias_forward(&m->pt, m->p.pe_layer[l], NULL, h, pos[i], pos + j, 1, &bias);
+                        if (s->bias_forward) s->bias_forward(&m->pt, m->weights.p.pe_layer[l], NULL, h, pos[i], pos + j, 1, &bias);
                         ref[j] = dot / sqrt((double)hs) + bias;
                         if (ref[j] > mx) mx = ref[j];
                     }
@@ -284,7 +285,7 @@ static void check_attention_dat(GPT *m, const int *tokens, const char *dir, cons
         }
     }
     batch_free(&b);
-    m->batch = NULL;
+    m->state.batch = NULL;
 }
 
 // pos_input.dat: the learned table's rows 0..VP-1, or PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos
@@ -293,7 +294,7 @@ static void check_input_dat(GPT *m, const char *dir, const char *input_pe) {
     for (int p = 0; p < VP; p++)
         for (int c = 0; c < C; c++) {
             double ang = p / pow(10000.0, (double)(c - c % 2) / C);
-            want[p * C + c] = strcmp(input_pe, "learned") == 0 ? m->p.pe_input[(size_t)p * C + c] : c % 2 ? cos(ang) : sin(ang);
+            want[p * C + c] = strcmp(input_pe, "learned") == 0 ? m->weights.p.pe_input[(size_t)p * C + c] : c % 2 ? cos(ang) : sin(ang);
         }
     int ok = read_block(dir, "pos_input.dat", 0, VP, C, got);
     double d = ok ? dat_diff(got, want, VP * C) : INFINITY;
@@ -313,7 +314,7 @@ static int t5_bucket_ref(int n, int nb, int md) {
 // table[bucket(i - j), h], for kerple -r1_h log(1 + r2_h (i - j))
 static void check_bias_dat(GPT *m, int l, const char *dir) {
     const PosScheme *s = posenc_scheme(m->cfg.pe.layer[l]);
-    const real *w = m->p.pe_layer[l];
+    const real *w = m->weights.p.pe_layer[l];
     const PosConfig *pc = &m->cfg.pe;
     char name[64];
     snprintf(name, sizeof name, "pos_bias_layer%d.dat", l);
@@ -395,7 +396,7 @@ static void test_pictures(const char *pe_layers, const char *input_pe, const cha
     int tokens[VT];
     for (int t = 0; t < VT; t++) tokens[t] = (int)(rng_u64(&rng) % V);
     viz_attention(&m, tokens, VT, dir);
-    EXPECT(m.batch == NULL, "viz_attention must not leave m->batch pointing at its freed batch");
+    EXPECT(m.state.batch == NULL, "viz_attention must not leave m->state.batch pointing at its freed batch");
     viz_positions(&m, VP, dir);
     check_attention_dat(&m, tokens, dir, pe_layers);
     if (input_pe && strcmp(input_pe, "none") != 0) check_input_dat(&m, dir, input_pe);

@@ -309,12 +309,12 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     AdamWConfig o = { 1e-4, 0.9, 0.95, 1e-8, 0.1 };
     double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], pack0 = 0, total = 0;
     for (int s = eval ? 0 : -1; s < steps; s++) {
-        if (s == 0) { memcpy(prof0, m.prof, sizeof prof0); pack0 = bf16_pack_seconds(); }
+        if (s == 0) { memcpy(prof0, m.state.prof, sizeof prof0); pack0 = bf16_pack_seconds(); }
         double t0 = now();
         gpt_forward(&m, &b);
         if (!eval) {
             gpt_zero_grad(&m);
-            gpt_backward(&m, 1.0 / m.weight_sum);
+            gpt_backward(&m, 1.0 / m.state.weight_sum);
             gpt_adamw(&m, &o, s + 2, gpt_clip_scale(gpt_grad_norm(&m), 1.0));
         }
         double dt = now() - t0;
@@ -326,7 +326,7 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     res.tokens_per_s = c->B * c->T / (res.ms / 1e3);
     res.gflops = flops_per_step(c) / (res.ms / 1e3) / 1e9;
     double rest = total;
-    for (int k = 0; k < PROF_N; k++) { res.share[k] = (m.prof[k] - prof0[k]) / total; rest -= m.prof[k] - prof0[k]; }
+    for (int k = 0; k < PROF_N; k++) { res.share[k] = (m.state.prof[k] - prof0[k]) / total; rest -= m.state.prof[k] - prof0[k]; }
     res.share[PROF_N] = rest / total;
     res.pack = (bf16_pack_seconds() - pack0) / total;   // (a part of the matmul share)
     struct rusage ru;

@@ -11,8 +11,8 @@ void fuzz_one(const uint8_t *data, size_t size) {
     TrainState st;
     char *kv = NULL;
     ckpt_load(fuzz_file(data, size), &m, 0, &kv, &st, NULL, NULL);
-    FUZZ_ASSERT(m.num_params > 0 && m.params);
-    FUZZ_ASSERT(!st.has_opt || (m.m && m.v));
+    FUZZ_ASSERT(m.weights.num_params > 0 && m.weights.params);
+    FUZZ_ASSERT(!st.has_opt || (m.weights.adam_m && m.weights.adam_v));
     FUZZ_ASSERT(kv);
     for (char *line = kv; *line;) {
         char *nl = strchr(line, '\n');

@@ -12,9 +12,9 @@ void fuzz_one(const uint8_t *data, size_t size) {
     char *kv = NULL;
     model_load(fuzz_file(data, size), &m, 0, &kv, NULL, NULL);
     const GPTConfig *c = &m.cfg;
-    FUZZ_ASSERT(m.params && m.num_params > 0);
+    FUZZ_ASSERT(m.weights.params && m.weights.num_params > 0);
     // every format stores each parameter but the padding rows in at least 2 bytes (bfloat16)
-    FUZZ_ASSERT(size >= 2 * (m.num_params - (size_t)(c->padded_vocab - c->vocab_size) * c->n_embd));
+    FUZZ_ASSERT(size >= 2 * (m.weights.num_params - (size_t)(c->padded_vocab - c->vocab_size) * c->n_embd));
     free(kv);
     gpt_free(&m);
 }

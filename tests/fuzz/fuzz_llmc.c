@@ -9,9 +9,9 @@ void fuzz_one(const uint8_t *data, size_t size) {
     memset(&m, 0, sizeof m);
     llmc_load(fuzz_file(data, size), &m, 0, NULL, NULL);
     const GPTConfig *c = &m.cfg;
-    FUZZ_ASSERT(m.params && posenc_is_gpt2(&c->pe) && m.p.pe_input);
+    FUZZ_ASSERT(m.weights.params && posenc_is_gpt2(&c->pe) && m.weights.p.pe_input);
     // the file held at least every parameter but our padding rows, at 2 or 4 bytes each
-    FUZZ_ASSERT(size >= 4 * LLMC_HEADER_INTS + 2 * (m.num_params - (size_t)(c->padded_vocab - c->vocab_size) * c->n_embd));
-    for (size_t i = (size_t)c->vocab_size * c->n_embd; i < (size_t)c->padded_vocab * c->n_embd; i++) FUZZ_ASSERT(m.p.wte[i] == 0);
+    FUZZ_ASSERT(size >= 4 * LLMC_HEADER_INTS + 2 * (m.weights.num_params - (size_t)(c->padded_vocab - c->vocab_size) * c->n_embd));
+    for (size_t i = (size_t)c->vocab_size * c->n_embd; i < (size_t)c->padded_vocab * c->n_embd; i++) FUZZ_ASSERT(m.weights.p.wte[i] == 0);
     gpt_free(&m);
 }
