@@ -125,11 +125,12 @@ check $? "without --save: exit 130 and says nothing was saved (rc $rc: $(tail -1
 # the command that resumes repeats a switch (--detect-anomaly) without a value, and not --load's
 # --new-schedule (the checkpoint holds the new schedule): pasted, it runs to the end
 ./train --layers 1 --heads 2 --dim 16 --seq 8 --batch 2 --steps 1 --save "$tmp/sw0.ckpt" > /dev/null
-run_and_signal TERM "$tmp/sw.csv" ./train --load "$tmp/sw0.ckpt" --new-schedule --pe rope --steps 200 --detect-anomaly \
+# (20000 steps: this model takes ~50 us a step, so 200 could all run before the signal arrives)
+run_and_signal TERM "$tmp/sw.csv" ./train --load "$tmp/sw0.ckpt" --new-schedule --pe rope --steps 20000 --detect-anomaly \
   --seq 8 --batch 2 --log "$tmp/sw.csv" --save "$tmp/sw.ckpt" --val-every 0 --threads 1
 line=$(grep -A1 '^interrupted by' "$tmp/out" | tail -1)
 [ $rc = 75 ] && [[ "$line" == *" --detect-anomaly "* && "$line" != *new-schedule* ]] && eval "cmd=($line)" &&
-  "${cmd[@]}" > /dev/null 2> "$tmp/err" && [ "$(tail -1 "$tmp/sw.csv" | cut -d, -f1)" = 200 ]
+  "${cmd[@]}" > /dev/null 2> "$tmp/err" && [ "$(tail -1 "$tmp/sw.csv" | cut -d, -f1)" = 20000 ]
 check $? "the printed command of a --detect-anomaly --new-schedule run resumes it (rc $rc): $line $(tail -1 "$tmp/err")"
 
 finish
