@@ -173,4 +173,12 @@ void bpe_encode_piece(BpeEncoder *e, const unsigned char *piece, size_t n, IdLis
 void bpe_train(Bpe *b, const unsigned char *const *text, const size_t *len, int n_texts, int vocab_size,
                const char *what);
 
+// Shared by bpe.c and bpe_files.c (not an interface for callers):
+//   bpe_grow: grows *p (elements of `size` bytes, *cap of them) to hold at least `need`;
+//   bpe_token_text: a token's bytes b (n,) as encoder.json writes them, cut past 120 bytes, for messages;
+//   bpe_utf8_char: the code point at s[*i] (advancing *i), or -1 for a byte that is not UTF-8.
+void bpe_grow(void *p, int64_t *cap, int64_t need, size_t size);
+const char *bpe_token_text(const unsigned char *b, size_t n, char *buf, size_t cap);
+int64_t bpe_utf8_char(const unsigned char *s, size_t n, size_t *i);
+
 #endif
