@@ -36,6 +36,17 @@ static void seeds_cell(FILE *md, Interval iv, int k, int n_seeds, int digits) {
 // One perplexity table of text (mode 0: non-overlapping windows, 1: sliding): a row per scheme
 // (and RoPE extension), a column per window, the mean over seeds with its 95% t-interval (lab/stats.h;
 // the mean alone with one seed); "n/a" cells explained below.
+// One table cell: the mean over the k seeds that have a number [interval], or "n/a" with the reason
+// (note) added once to the notes printed under the table (notes: cap bytes).
+static void cell_or_na(FILE *md, Interval iv, int k, const Cfg *c, int sc, const char *note, char *notes,
+                       size_t cap) {
+    if (k) { seeds_cell(md, iv, k, c->n_seeds, 2); return; }
+    fprintf(md, " n/a |");
+    char line[256];
+    snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
+    if (!strstr(notes, line) && strlen(notes) + strlen(line) < cap) strcat(notes, line);
+}
+
 static void ppl_table(const Report *rp, int t, const int *windows, int nw, int mode) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
@@ -58,12 +69,7 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
                     if (!isnan(y)) x[k++] = log(y);          // the mean loss per token
                 }
                 Interval iv = exp_interval(mean_t_interval(x, k));   // geometric mean, interval from the log
-                if (!k) {
-                    fprintf(md, " n/a |");
-                    char line[256];
-                    snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
-                    if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
-                } else seeds_cell(md, iv, k, c->n_seeds, 2);
+                cell_or_na(md, iv, k, c, sc, note, notes, sizeof notes);
             }
             fprintf(md, "\n");
         }
@@ -119,12 +125,7 @@ static void attention_section(Report *rp, int t, int context) {
                         if (isnan(r->frac)) note = r->note; else x[n++] = r->frac;
                     }
                 Interval iv = mean_t_interval(x, n);
-                if (!n) {
-                    fprintf(md, " n/a |");
-                    char line[160];
-                    snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
-                    if (!strstr(notes, line) && strlen(notes) + strlen(line) < sizeof notes) strcat(notes, line);
-                } else seeds_cell(md, iv, n, c->n_seeds, 2);
+                cell_or_na(md, iv, n, c, sc, note, notes, sizeof notes);
             }
             fprintf(md, "\n");
         }
