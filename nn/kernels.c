@@ -1,7 +1,13 @@
 // nn/kernels.c: blocked, vectorised matrix products (see nn/kernels.h).
 #include "nn/kernels.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -11,8 +17,9 @@
 
 // One vector: the machine's widest, as -march tells the compiler: 64 bytes with AVX-512 (16 floats),
 // 32 with AVX/AVX2, 16 otherwise (SSE, NEON). aligned(sizeof(real)) allows unaligned access.
-// A register tile is MR x 2 vectors of C, plus two vectors of B: 6 x 2 + 2 = 14 of the 16
-// registers of AVX2 or SSE; AVX-512 has 32, and gemm_tile uses 8 x 2 + 2 there.
+// gemm_tile's register tile is 6 x 2 vectors of C, plus two vectors of B: 6 x 2 + 2 = 14 of the 16
+// registers of AVX2 or SSE; AVX-512 has 32, and it uses 8 x 2 + 2 there. gemm_own's micro-kernels
+// (nn/gemm_micro.inc) have their own tiles, below.
 #if defined(__AVX512F__)
 #define VBYTES 64
 #elif defined(__AVX__)
@@ -23,11 +30,8 @@
 #define VL ((int)(VBYTES / sizeof(real)))
 typedef real vec __attribute__((vector_size(VBYTES), aligned(sizeof(real))));
 
-enum { MR = 6 };                                  // rows of gemm's register tile
-enum { MR_MAX = VBYTES == 64 ? 8 : 6 };           // rows of gemm_tile's (AVX-512: 8), the most tile_rows takes
+enum { MR_MAX = VBYTES == 64 ? 8 : 6 };           // rows of gemm_tile's register tile (AVX-512: 8)
 #define NR (2 * VL)              // columns of the register tile: two vectors
-enum { KC = 384, MC = 72 };      // a K block; rows of A per work item (a multiple of MR)
-enum { NC_TILES = 8 };           // most column tiles (NR wide) per work item
 
 // C tile (mr <= MR_MAX rows, NR columns) (+)= A (mr, kc) @ B (kc, NR), all in registers for the
 // whole k loop. Called with a constant mr for the full tiles (inlined, so the row loops unroll) and
@@ -64,117 +68,402 @@ static void tile_edge(int mr, int nr, int kc, const real *a, size_t a_rs, size_t
 
 #ifdef USE_OPENBLAS
 // make BLAS=openblas: the same contract through OpenBLAS (A plain or transposed through its strides)
-static int blas_gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
-                     real *c, size_t ldc, int accumulate) {
+static int blas_gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs,
+                     size_t b_cs, real *c, size_t ldc, int accumulate) {
     // row-major A needs lda >= K (NoTrans) or, transposed, lda >= M; anything else: our kernel
+    // (and B the same, with its own sizes)
     int plain = a_cs == 1 && a_rs >= (size_t)(K > 1 ? K : 1), trans = a_rs == 1 && a_cs >= (size_t)(M > 1 ? M : 1);
-    if (!plain && !trans) return 0;
-    enum CBLAS_TRANSPOSE ta = plain ? CblasNoTrans : CblasTrans;
-    int lda = (int)(plain ? a_rs : a_cs);
+    int bplain = b_cs == 1 && b_rs >= (size_t)(N > 1 ? N : 1), btrans = b_rs == 1 && b_cs >= (size_t)(K > 1 ? K : 1);
+    if ((!plain && !trans) || (!bplain && !btrans)) return 0;
+    enum CBLAS_TRANSPOSE ta = plain ? CblasNoTrans : CblasTrans, tb = bplain ? CblasNoTrans : CblasTrans;
+    int lda = (int)(plain ? a_rs : a_cs), ldb = (int)(bplain ? b_rs : b_cs);
     if (sizeof(real) == sizeof(float))
-        cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, M, N, K, 1.0f, (const float *)a, lda, (const float *)b, (int)ldb,
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, (const float *)a, lda, (const float *)b, ldb,
                     accumulate ? 1.0f : 0.0f, (float *)c, (int)ldc);
     else
-        cblas_dgemm(CblasRowMajor, ta, CblasNoTrans, M, N, K, 1.0, (const double *)a, lda, (const double *)b, (int)ldb,
+        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, (const double *)a, lda, (const double *)b, ldb,
                     accumulate ? 1.0 : 0.0, (double *)c, (int)ldc);
     return 1;
 }
 #endif
 
+// ---- gemm's micro-kernels, one per instruction set -------------------------------------------
+// The generic one is built for what -march gives the whole build (VL above); in the float build of a
+// target with FMA, an AVX2 and an AVX-512 one are built too, with target attributes, and the
+// widest the CPU runs is chosen at the first call (PEGPT_GEMM_PATH=avx512|avx2|generic forces one).
+// All compute every element of C as the same chain of fused multiply-adds over k in order, so they
+// give the same bits: the choice changes the speed, never the numbers (tests/test_kernels.c).
+
+// 1 in the float build (REAL is the token float), 0 in the double build of the gradient checks
+#define REAL_IS_float 1
+#define REAL_IS_(x) REAL_IS_##x
+#define REAL_IS(x) REAL_IS_(x)
+#if defined(__x86_64__) && defined(__FMA__) && REAL_IS(REAL) == 1
+#define GEMM_DISPATCH 1
+#else
+#define GEMM_DISPATCH 0
+#endif
+
+enum { MR_GENERIC = VBYTES == 64 ? 12 : 6 };   // AVX-512 has 32 registers: 12 x 2 accumulators + 3
+
+#define MK_NAME micro_generic
+#define MK_ATTR
+#define MK_VEC vec
+#define MK_VL VL
+#define MK_MR MR_GENERIC
+#include "nn/gemm_micro.inc"
+
+#if GEMM_DISPATCH
+typedef float v16f_ __attribute__((vector_size(64), aligned(4)));
+typedef float v8f_ __attribute__((vector_size(32), aligned(4)));
+#define MK_NAME micro_avx512
+#define MK_ATTR __attribute__((target("avx512f,fma")))
+#define MK_VEC v16f_
+#define MK_VL 16
+#define MK_MR 12
+#include "nn/gemm_micro.inc"
+#define MK_NAME micro_avx2
+#define MK_ATTR __attribute__((target("avx2,fma")))
+#define MK_VEC v8f_
+#define MK_VL 8
+#define MK_MR 6
+#include "nn/gemm_micro.inc"
+#endif
+
+typedef void (*MicroKernel)(int kc, const real *ap, size_t a_rs, size_t a_cs, const real *bp, real *c, size_t ldc,
+                            int accumulate, int mr, int nr);
+typedef struct { const char *name; MicroKernel kernel; int mr, nr; } GemmPath;
+
+static const GemmPath PATH_GENERIC = { "generic", micro_generic, MR_GENERIC, NR };
+#if GEMM_DISPATCH
+static const GemmPath PATH_AVX512 = { "avx512", (MicroKernel)micro_avx512, 12, 32 };
+static const GemmPath PATH_AVX2 = { "avx2", (MicroKernel)micro_avx2, 6, 16 };
+#endif
+
+// The cache sizes the blocking is sized from: cpuid's deterministic cache parameters (leaf 4 on
+// Intel, 0x8000001D on AMD), else AMD's older leaves 0x80000005/6 (virtual machines often hide the
+// former), else 32 KiB and 512 KiB.
+static void cache_sizes(size_t *l1d, size_t *l2) {
+    *l1d = 32 << 10; *l2 = 512 << 10;
+#if defined(__x86_64__)
+    unsigned a, b, c, d, max_ext = 0;
+    __cpuid(0x80000000, max_ext, b, c, d);
+    int found = 0;
+    for (int leaf = 0; leaf < 2 && !found; leaf++) {
+        unsigned l = leaf ? 0x8000001D : 4;
+        if (leaf && max_ext < 0x8000001D) break;
+        for (unsigned i = 0; i < 8; i++) {
+            if (!__get_cpuid_count(l, i, &a, &b, &c, &d) || (a & 31) == 0) break;
+            size_t size = (size_t)((b >> 22) + 1) * (((b >> 12) & 1023) + 1) * ((b & 4095) + 1) * (c + 1);
+            int type = a & 31, level = (a >> 5) & 7;
+            if (level == 1 && type == 1) { *l1d = size; found = 1; }
+            if (level == 2 && (type == 3 || type == 2)) *l2 = size;
+        }
+    }
+    if (!found && max_ext >= 0x80000006) {
+        __cpuid(0x80000005, a, b, c, d);
+        if (c >> 24) *l1d = (size_t)(c >> 24) << 10;
+        __cpuid(0x80000006, a, b, c, d);
+        if (c >> 16) *l2 = (size_t)(c >> 16) << 10;
+    }
+#endif
+}
+
+static GemmPath g_path;
+static GemmBlocking g_block;
+
+// 1 if this CPU (and build) runs the named path ("generic", "avx2", "avx512"), into *out
+static int path_by_name(const char *name, GemmPath *out) {
+    if (!strcmp(name, "generic")) { *out = PATH_GENERIC; return 1; }
+#if GEMM_DISPATCH
+    __builtin_cpu_init();
+    if (!strcmp(name, "avx512") && __builtin_cpu_supports("avx512f")) { *out = PATH_AVX512; return 1; }
+    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { *out = PATH_AVX2; return 1; }
+#endif
+    return 0;
+}
+
+// the path (forced by PEGPT_GEMM_PATH, else the widest this CPU runs), then the blocking for it
+static void choose_path(const char *force) {
+    if (force && *force) {
+        CHECK(!strcmp(force, "generic") || !strcmp(force, "avx2") || !strcmp(force, "avx512"),
+              "PEGPT_GEMM_PATH=%s: give avx512, avx2 or generic", force);
+        CHECK(path_by_name(force, &g_path), "PEGPT_GEMM_PATH=%s: this CPU (or this build) cannot run that path: %s", force,
+              GEMM_DISPATCH ? "the CPU lacks the instructions" : "the AVX2 and AVX-512 kernels need a float build for an "
+              "x86-64 with FMA (e.g. -march=haswell)");
+    } else if (!path_by_name("avx512", &g_path) && !(VL < 8 && path_by_name("avx2", &g_path)))
+        g_path = PATH_GENERIC;
+    size_t l1, l2;
+    cache_sizes(&l1, &l2);
+    GemmBlocking bl = { .l1d = l1, .l2 = l2 };
+    const char *e;
+    if ((e = getenv("PEGPT_GEMM_L1"))) l1 = (size_t)atol(e) << 10;
+    if ((e = getenv("PEGPT_GEMM_L2"))) l2 = (size_t)atol(e) << 10;
+    // kc: the A panel (mr x kc) and one B row block stay in L1 while the B panel streams from L2:
+    // A's panel may take a quarter of L1; 128..512 in steps of 8
+    bl.kc = (int)(l1 / 4 / (sizeof(real) * g_path.mr)) / 8 * 8;
+    bl.kc = bl.kc < 128 ? 128 : bl.kc > 512 ? 512 : bl.kc;
+    // the B chunk (kc x nc) takes half of L2, the A block (mc x kc) a quarter
+    bl.nc = (int)(l2 / 2 / (sizeof(real) * bl.kc)) / g_path.nr * g_path.nr;
+    bl.nc = bl.nc < 2 * g_path.nr ? 2 * g_path.nr : bl.nc;
+    bl.mc = (int)(l2 / 4 / (sizeof(real) * bl.kc)) / g_path.mr * g_path.mr;
+    bl.mc = bl.mc < 4 * g_path.mr ? 4 * g_path.mr : bl.mc;
+    g_block = bl;
+}
+
+static void ensure_path(void) {
+    #pragma omp critical(gemm_path)
+    if (!g_path.kernel) choose_path(getenv("PEGPT_GEMM_PATH"));
+}
+
+int gemm_set_path(const char *name) {
+    GemmPath p;
+    if (name && !path_by_name(name, &p)) return 0;
+    #pragma omp critical(gemm_path)
+    choose_path(name ? name : getenv("PEGPT_GEMM_PATH"));
+    return 1;
+}
+
 const char *gemm_backend(void) {
 #ifdef USE_OPENBLAS
     return "openblas";
 #else
-    return sizeof(real) == sizeof(float) ? (VL == 16 ? "ours (16-float vectors)" : VL == 8 ? "ours (8-float vectors)" : "ours (4-float vectors)")
-                                         : (VL == 8 ? "ours (8-double vectors)" : VL == 4 ? "ours (4-double vectors)" : "ours (2-double vectors)");
+    ensure_path();
+    static char name[96];
+    snprintf(name, sizeof name, "ours (%s: %d x %d register tile of %s)", g_path.name, g_path.mr, g_path.nr,
+             sizeof(real) == sizeof(float) ? "floats" : "doubles");
+    return name;
 #endif
+}
+
+GemmBlocking gemm_blocking(void) {
+    ensure_path();
+    return g_block;
 }
 
 void gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
           real *c, size_t ldc, int accumulate) {
 #ifdef USE_OPENBLAS
-    if (M > 0 && N > 0 && K > 0 && blas_gemm(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate)) return;
+    if (M > 0 && N > 0 && K > 0 && blas_gemm(M, N, K, a, a_rs, a_cs, b, ldb, 1, c, ldc, accumulate)) return;
 #endif
-    gemm_own(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate);
+    gemm_own(M, N, K, a, a_rs, a_cs, b, ldb, 1, c, ldc, accumulate);
 }
 
-// c (M,N) = (or += with accumulate) a (M,K) @ b (K,N): a read through its strides (row a_rs,
-// column a_cs: a transposed operand costs no copy), b and c row-major with leading dimensions
-// ldb and ldc. The blocked, threaded kernel of every linear layer (nn/kernels.h).
-void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+void gemm_bt(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs, size_t b_cs,
+             real *c, size_t ldc, int accumulate) {
+#ifdef USE_OPENBLAS
+    if (M > 0 && N > 0 && K > 0 && blas_gemm(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate)) return;
+#endif
+    gemm_own(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate);
+}
+
+// A block (rows i0..i0+mc, k0..k0+kc) into panels of mr rows, k-major, zero past row M
+static void pack_a(real *ap, int mr, int i0, int mc, int M, int k0, int kc, const real *a, size_t a_rs, size_t a_cs) {
+    for (int i = 0; i < mc; i += mr) {
+        real *p = ap + (size_t)i * kc;
+        int rows = M - (i0 + i) < mr ? M - (i0 + i) : mr;
+        if (a_rs == 1)                                 // A transposed: each k's rows lie together
+            for (int k = 0; k < kc; k++) {
+                const real *src = a + (size_t)(i0 + i) + (size_t)(k0 + k) * a_cs;
+                for (int r = 0; r < rows; r++) p[(size_t)k * mr + r] = src[r];
+                for (int r = rows; r < mr; r++) p[(size_t)k * mr + r] = 0;
+            }
+        else {
+            for (int r = 0; r < rows; r++) {
+                const real *src = a + (size_t)(i0 + i + r) * a_rs + (size_t)k0 * a_cs;
+                for (int k = 0; k < kc; k++) p[(size_t)k * mr + r] = src[(size_t)k * a_cs];
+            }
+            for (int r = rows; r < mr; r++)
+                for (int k = 0; k < kc; k++) p[(size_t)k * mr + r] = 0;
+        }
+    }
+}
+
+#if GEMM_DISPATCH
+// p[k * ldp + x] = src[x * stride + k] for 8 columns x and k < kc: 8 x 8 blocks transposed in AVX
+// registers (the forward's weight, whose rows are B's columns); the last kc % 8 one at a time
+static __attribute__((target("avx2"))) void transpose_8cols(float *p, size_t ldp, const float *src, size_t stride, int kc) {
+    int k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        __m256 r[8], t[8];
+        for (int x = 0; x < 8; x++) r[x] = _mm256_loadu_ps(src + (size_t)x * stride + k);
+        for (int x = 0; x < 8; x += 2) { t[x] = _mm256_unpacklo_ps(r[x], r[x + 1]); t[x + 1] = _mm256_unpackhi_ps(r[x], r[x + 1]); }
+        for (int x = 0; x < 8; x += 4) {
+            r[x] = _mm256_shuffle_ps(t[x], t[x + 2], 0x44); r[x + 1] = _mm256_shuffle_ps(t[x], t[x + 2], 0xEE);
+            r[x + 2] = _mm256_shuffle_ps(t[x + 1], t[x + 3], 0x44); r[x + 3] = _mm256_shuffle_ps(t[x + 1], t[x + 3], 0xEE);
+        }
+        // r[0..3]: columns 0-3 of k, k+1, k+2, k+3 in the low halves, of k+4..k+7 in the high ones
+        for (int q = 0; q < 4; q++) {
+            _mm256_storeu_ps(p + (size_t)(k + q) * ldp, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+            _mm256_storeu_ps(p + (size_t)(k + q + 4) * ldp, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
+        }
+    }
+    for (; k < kc; k++)
+        for (int x = 0; x < 8; x++) p[(size_t)k * ldp + x] = src[(size_t)x * stride + k];
+}
+#endif
+
+// B chunk (k0..k0+kc, columns j0..j0+nc) into panels of nr columns, each kc x nr row-major, zero past
+// column N. B(k, j) = b[k b_rs + j b_cs]: row-major B (b_cs = 1) copies rows; a transposed one
+// (b_rs = 1, the forward's weight) is read along k, 16 at a time, and written across.
+static void pack_b(real *bp, int nr, int j0, int nc, int N, int k0, int kc, const real *b, size_t b_rs, size_t b_cs) {
+    for (int j = 0; j < nc; j += nr) {
+        real *p = bp + (size_t)j * kc;
+        int cols = N - (j0 + j) < nr ? N - (j0 + j) : nr;
+        if (b_cs == 1) {
+            for (int k = 0; k < kc; k++) {
+                memcpy(p + (size_t)k * nr, b + (size_t)(k0 + k) * b_rs + j0 + j, sizeof(real) * cols);
+                for (int x = cols; x < nr; x++) p[(size_t)k * nr + x] = 0;
+            }
+        } else {
+            for (int x = cols; x < nr; x++)
+                for (int k = 0; k < kc; k++) p[(size_t)k * nr + x] = 0;
+            int x0 = 0;
+#if GEMM_DISPATCH
+            if (b_rs == 1 && g_path.kernel != micro_generic) {    // 8 x 8 blocks through AVX registers
+                for (; x0 + 8 <= cols; x0 += 8) transpose_8cols(p + x0, nr, b + (size_t)(j0 + j + x0) * b_cs + k0, b_cs, kc);
+            }
+#endif
+            for (int kb = 0; kb < kc; kb += 16) {
+                int kn = kc - kb < 16 ? kc - kb : 16;
+                for (int x = x0; x < cols; x++) {
+                    const real *src = b + (size_t)(j0 + j + x) * b_cs + (size_t)(k0 + kb) * b_rs;
+                    for (int k = 0; k < kn; k++) p[(size_t)(kb + k) * nr + x] = src[(size_t)k * b_rs];
+                }
+            }
+        }
+    }
+}
+
+// Software prefetch of a B chunk (kb rows x n columns from column j0, B(k,j) = b[k b_rs + j b_cs])
+// into L2, a few lines at a time: runs of contiguous floats (rows of a row-major B, columns of a
+// transposed one), spread over `calls` calls of prefetch_some.
+typedef struct { const real *base; size_t run_stride; int runs, run_lines, run, line, per_call; } Prefetch;
+static void prefetch_plan(Prefetch *pf, const real *b, size_t b_rs, size_t b_cs, int k0, int kb, int j0, int n, int calls) {
+    int rowmajor = b_cs == 1;
+    pf->base = b + (size_t)k0 * b_rs + (size_t)j0 * b_cs;
+    pf->run_stride = rowmajor ? b_rs : b_cs;
+    pf->runs = rowmajor ? kb : n;
+    pf->run_lines = (int)(((rowmajor ? n : kb) * sizeof(real) + 63) / 64);
+    if (!rowmajor && b_rs != 1) pf->runs = 0;          // neither layout: no prefetch
+    long lines = (long)pf->runs * pf->run_lines;
+    pf->per_call = (int)((lines + calls - 1) / (calls > 0 ? calls : 1));
+    pf->run = pf->line = 0;
+}
+static inline void prefetch_some(Prefetch *pf) {
+    for (int q = 0; q < pf->per_call && pf->run < pf->runs; q++) {
+        __builtin_prefetch((const char *)(pf->base + (size_t)pf->run * pf->run_stride) + (size_t)pf->line * 64, 0, 2);
+        if (++pf->line == pf->run_lines) { pf->line = 0; pf->run++; }
+    }
+}
+
+// Splits n into the fewest blocks of at most cap (a multiple of unit), all of nearly equal size,
+// each a multiple of unit: their common size
+static int even_block(int n, int cap, int unit) {
+    int blocks = (n + cap - 1) / cap, size = (n + blocks - 1) / blocks;
+    return (size + unit - 1) / unit * unit;
+}
+
+// per-thread packing buffers, kept between calls (a call per linear layer: no allocation each time)
+static _Thread_local real *tl_buf;
+static _Thread_local size_t tl_cap;
+static real *thread_buffer(size_t n) {
+    if (n > tl_cap) {
+        free(tl_buf);
+        size_t bytes = (sizeof(real) * n + 63) / 64 * 64;
+        tl_buf = aligned_alloc(64, bytes);
+        CHECK(tl_buf, "out of memory for the gemm buffers (%zu bytes)", bytes);
+        tl_cap = n;
+    }
+    return tl_buf;
+}
+
+// c (M,N) = (or += with accumulate) a (M,K) @ b (K,N): a and b read through their strides (a
+// transposed operand costs no copy), c row-major with leading dimension ldc. The blocked, threaded
+// kernel of every linear layer (nn/kernels.h).
+//
+// Blocking (after BLIS): K in blocks of kc; C in work items of (a block of mc rows) x (a chunk of nc
+// columns). For each K block, a thread packs its item's A block into panels of mr rows and its B
+// chunk into panels of nr columns (kept while the next item shares it), then runs the micro-kernel
+// over the item's tiles, A panel outer (it stays in L1), B panel inner (the chunk stays in L2).
+// Each thread owns the same items for every K block (a static split, no barrier between blocks) and
+// K blocks run in order, so every element's sum has a fixed order, independent of the blocking, the
+// path and the thread count. Items run column chunk by column chunk, or row block by row block,
+// whichever repacks less: a chunk is packed once per thread that meets it, a block once per item.
+void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs, size_t b_cs,
               real *c, size_t ldc, int accumulate) {
+    if (M <= 0 || N <= 0) return;
     if (K == 0) {                                      // an empty sum
         if (!accumulate) for (int i = 0; i < M; i++) memset(c + (size_t)i * ldc, 0, sizeof(real) * N);
         return;
     }
-    // Work items: (column chunk of ncw columns) x (row block of MC rows), column chunk outermost.
-    // One thread owns each C tile for a whole K block and K blocks run in order, so every sum has
-    // a fixed order (the same for any blocking and thread count). Each thread copies the B chunk
-    // (kc, ncw) it works on into a contiguous buffer, panel by panel, once for all the row blocks
-    // that use it: rows of B lie ldb apart, and with ldb a multiple of 1024 floats they would all
-    // fall into a few cache sets.
-    // The chunks are of equal width where possible (N = 384 as 256 + 128 gave one thread 2/3 of the
-    // work under the static schedule): tiles per chunk, from NC_TILES down to half that, leaving the
-    // fewest empty columns.
-    int nt = (N + NR - 1) / NR, tpc = NC_TILES;
-    for (int t = NC_TILES, waste = nt; t >= (NC_TILES + 1) / 2; t--) {
-        int w = (nt + t - 1) / t * t - nt;
-        if (w < waste) { waste = w; tpc = t; }
-    }
-    if (tpc > nt) tpc = nt;
-    int ncw = tpc * NR, nrb = (M + MC - 1) / MC, ncb = (N + ncw - 1) / ncw, nthr = 1;
+    ensure_path();
+    const GemmPath p = g_path;
+    const GemmBlocking bl = g_block;
+    int mr = p.mr, nr = p.nr;
+    int kc = even_block(K, bl.kc, 8), nc = even_block(N, bl.nc, nr), ncb = (N + nc - 1) / nc;
+    // row blocks: as many as fit the cap, then more until every thread gets as many items (a thread
+    // with one item more than the other waits for it: 9 items on 2 threads cost 10)
+    int panels = (M + mr - 1) / mr, nrb = (M + bl.mc - 1) / bl.mc, nt = max_threads();
+    while (nrb < panels && (nrb * ncb) % nt != 0 && nrb * ncb < 8 * nt) nrb++;
+    int mc = (panels + nrb - 1) / nrb * mr;
+    nrb = (M + mc - 1) / mc;
+    int items = nrb * ncb;
+    // repacking: by chunks, A is packed once per item (ncb times) and B about once; by row blocks,
+    // B nrb times and A once
+    int by_rows = (double)nrb * N + M < (double)ncb * M + N;
+    // A row-major (a_cs = 1) is read in place, but for its last, partial panel; A transposed is
+    // packed, so that each k's rows lie together
+    int pack_all_a = a_cs != 1;
+    #pragma omp parallel
+    {
+        int t = thread_id(), nth = 1;
 #ifdef _OPENMP
-    nthr = omp_get_max_threads();
+        nth = omp_get_num_threads();
 #endif
-    // per thread one chunk of kcap x ncw (no larger than the problem: tiny products stay cheap)
-    size_t kcap = K < KC ? (size_t)K : KC, ccap = (size_t)ncw;
-    size_t bytes = (sizeof(real) * nthr * kcap * ccap + 63) / 64 * 64;   // aligned_alloc wants a multiple
-    real *bufs = aligned_alloc(64, bytes);
-    CHECK(bufs, "out of memory for the gemm buffers (%zu bytes)", bytes);
-    for (int pc = 0; pc < K; pc += KC) {
-        int kc = K - pc < KC ? K - pc : KC, acc = accumulate || pc > 0;
-        #pragma omp parallel
-        {
-            int tid = 0;
-#ifdef _OPENMP
-            tid = omp_get_thread_num();
-#endif
-            real *chunk = bufs + (size_t)tid * kcap * ccap;
-            int have = -1;                              // the column chunk held in `chunk`
-            #pragma omp for collapse(2) schedule(static)
-            for (int jb = 0; jb < ncb; jb++)
-                for (int ib = 0; ib < nrb; ib++) {
-                    int j0 = jb * ncw, j1 = j0 + ncw < N ? j0 + ncw : N;
-                    if (have != jb) {                   // panels (kc, NR) of full width, back to back
-                        for (int j = j0; j + NR <= j1; j += NR)
-                            for (int k = 0; k < kc; k++)
-                                memcpy(chunk + (size_t)(j - j0) * kc + (size_t)k * NR, b + (size_t)(pc + k) * ldb + j, sizeof(real) * NR);
-                        have = jb;
-                    }
-                    int i0 = ib * MC, mc = M - i0 < MC ? M - i0 : MC;
-                    for (int j = j0; j < j1; j += NR) {
-                        int nr = j1 - j < NR ? j1 - j : NR;
-                        for (int i = i0; i < i0 + mc; i += MR) {
-                            int mr = i0 + mc - i < MR ? i0 + mc - i : MR;
-                            const real *ap = a + (size_t)i * a_rs + (size_t)pc * a_cs;
-                            real *cp = c + (size_t)i * ldc + j;
-                            const real *panel = chunk + (size_t)(j - j0) * kc;
-                            // the next tile's rows of C start on their way from memory now (for
-                            // dW of the LM head, 50304 x 768, C is 154 MB and every tile is cold)
-                            int ni = i + MR < i0 + mc ? i + MR : i0, nj = i + MR < i0 + mc ? j : j + NR;
-                            if (nj < j1)
-                                for (int r = 0; r < MR && ni + r < i0 + mc; r++)
-                                    for (int off = 0; off < NR && nj + off < j1; off += (int)(64 / sizeof(real)))   // cache lines
-                                        __builtin_prefetch(c + (size_t)(ni + r) * ldc + nj + off, 1);
-                            if (mr == MR && nr == NR) tile_rows(MR, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
-                            else if (nr == NR) tile_rows(mr, kc, ap, a_rs, a_cs, panel, NR, cp, ldc, acc);
-                            else tile_edge(mr, nr, kc, ap, a_rs, a_cs, b + (size_t)pc * ldb + j, ldb, cp, ldc, acc);
-                        }
+        int lo = (int)((long)items * t / nth), hi = (int)((long)items * (t + 1) / nth);
+        real *ap = thread_buffer((size_t)mc * kc + (size_t)kc * nc), *bp = ap + (size_t)mc * kc;
+        for (int k0 = 0; k0 < K; k0 += kc) {
+            int kb = K - k0 < kc ? K - k0 : kc, acc = accumulate || k0 > 0, have_a = -1, have_b = -1;
+            for (int it = lo; it < hi; it++) {
+                int ib = by_rows ? it / ncb : it % nrb, jb = by_rows ? it % ncb : it / nrb;
+                int i0 = ib * mc, j0 = jb * nc, mi = M - i0 < mc ? M - i0 : mc, nj = N - j0 < nc ? N - j0 : nc;
+                int tail = mi / mr * mr;                // rows of full panels
+                if (have_a != ib) {
+                    if (pack_all_a) pack_a(ap, mr, i0, (mi + mr - 1) / mr * mr, M, k0, kb, a, a_rs, a_cs);
+                    else if (tail < mi) pack_a(ap + (size_t)tail * kb, mr, i0 + tail, mr, M, k0, kb, a, a_rs, a_cs);
+                    have_a = ib;
+                }
+                if (have_b != jb) { pack_b(bp, nr, j0, (nj + nr - 1) / nr * nr, N, k0, kb, b, b_rs, b_cs); have_b = jb; }
+                // the next item's B chunk, when it is another one: its lines go to L2 a slice per tile
+                Prefetch pf = { 0 };
+                if (it + 1 < hi) {
+                    int njb = by_rows ? (it + 1) % ncb : (it + 1) / nrb, j1 = njb * nc;
+                    if (njb != jb) prefetch_plan(&pf, b, b_rs, b_cs, k0, kb, j1, N - j1 < nc ? N - j1 : nc,
+                                                 (mi + mr - 1) / mr * ((nj + nr - 1) / nr));
+                }
+                for (int i = 0; i < mi; i += mr) {
+                    int packed = pack_all_a || i >= tail;
+                    const real *ai = packed ? ap + (size_t)i * kb : a + (size_t)(i0 + i) * a_rs + (size_t)k0 * a_cs;
+                    size_t ars = packed ? 1 : a_rs, acs = packed ? (size_t)mr : a_cs;
+                    for (int j = 0; j < nj; j += nr) {
+                        real *cp = c + (size_t)(i0 + i) * ldc + j0 + j;
+                        // the next panel's rows of C start on their way from memory now, a row panel
+                        // ahead (for dW of the LM head, 50304 x 768, C is 154 MB and every tile is cold)
+                        if (i + mr < mi)
+                            for (int r = 0; r < mr && i + mr + r < mi; r++)
+                                for (int x = 0; x < nr && j + x < nj; x += 64 / (int)sizeof(real))
+                                    __builtin_prefetch(cp + (size_t)(mr + r) * ldc + x, 1);
+                        // and the next item's B chunk, a slice per tile, into L2 (the LM head's weight
+                        // is read from memory once per product)
+                        prefetch_some(&pf);
+                        p.kernel(kb, ai, ars, acs, bp + (size_t)j * kb, cp, ldc, acc, mi - i < mr ? mi - i : mr,
+                                 nj - j < nr ? nj - j : nr);
                     }
                 }
+            }
         }
     }
-    free(bufs);
 }
 
 // Attention's products: small operands already in cache, one thread (the caller's), no copy of B.

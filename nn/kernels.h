@@ -2,13 +2,16 @@
 // caches, vectorised), an exp the compiler vectorises, dropout's masks, and the OpenMP thread helpers.
 //
 // gemm: C (M,N) = or += A (M,K) @ B (K,N), where A(i,k) = a[i*a_rs + k*a_cs] (any strides, so a
-// transposed A costs nothing) and B, C are row-major with leading dimensions ldb, ldc.
-// Vectorised with GCC vector extensions at the widest vector -march allows: 64 bytes with AVX-512,
-// 32 with AVX/AVX2, 16 otherwise (SSE, NEON); register tiles of 6 rows x 2 vectors (gemm_tile's:
-// 8 rows with AVX-512). OpenMP threads split C into work items, each a block of up to 72 rows of
-// one column chunk (8 x 2 vectors wide at most), one thread per item; every sum over k runs in the
-// same order whatever the blocking, so results are bit-reproducible and independent of the thread
-// count.
+// transposed A costs nothing) and B, C are row-major with leading dimensions ldb, ldc (gemm_bt: B
+// through strides too). Blocked after BLIS: K in blocks of kc, C in items of mc rows x nc columns,
+// sized from the L1 and L2 caches cpuid reports; per item the B chunk is copied into panels of nr
+// columns (transposed on the way when B is) and a transposed A into panels of mr rows; the
+// micro-kernel keeps an mr x nr tile of C in registers for a whole K block. The micro-kernel is
+// chosen at run time from the CPU: AVX-512 (12 x 32), AVX2 with FMA (6 x 16), or the generic one
+// for what -march gives the build (PEGPT_GEMM_PATH=avx512|avx2|generic forces one). OpenMP threads
+// split the items statically; every element of C is one chain of multiply-adds over k in order,
+// whatever the path, the blocking or the thread count, so results are bit-reproducible and the same
+// on every path.
 #ifndef KERNELS_H
 #define KERNELS_H
 
@@ -21,10 +24,22 @@
 
 void gemm(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
           real *c, size_t ldc, int accumulate);
+// The same with B read through strides too, B(k,j) = b[k*b_rs + j*b_cs]: the forward's weight^T
+// (b_rs = 1, b_cs = C) is read in place, since gemm copies its operands into panels anyway.
+void gemm_bt(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs, size_t b_cs,
+             real *c, size_t ldc, int accumulate);
 // Our kernel, whatever the backend (with make BLAS=openblas, gemm calls OpenBLAS instead).
-void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
+void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs, size_t b_cs,
               real *c, size_t ldc, int accumulate);
-const char *gemm_backend(void);   // "ours (...)" or "openblas"
+const char *gemm_backend(void);   // "ours (path: tile)" or "openblas"
+
+// How gemm_own blocks its products (chosen with the path, from the caches cpuid reports): K in
+// blocks of kc, C in items of mc rows x nc columns; the L1 data and L2 cache sizes it used.
+typedef struct { int kc, mc, nc; size_t l1d, l2; } GemmBlocking;
+GemmBlocking gemm_blocking(void);
+// Forces gemm_own's micro-kernel path ("generic", "avx2", "avx512"; NULL: back to PEGPT_GEMM_PATH
+// or the CPU's widest), for tests; 0 (and no change) if this CPU or build cannot run it.
+int gemm_set_path(const char *name);
 
 // The same product on the calling thread only, without copying B: for small operands already in
 // cache (attention's tiles, nn/attention.c), called from inside a parallel region. Any M, N, K.

@@ -88,11 +88,9 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
 
 // ----------------------------------------------------------------------------------------------
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC); bias may be NULL.
-// All three products go through gemm (nn/kernels.c). The forward needs weight^T row-major, so it packs
-// weight^T 512 output channels at a time into a C x 512 buffer: every call copies the whole of
-// weight^T (C x OC), one 512-column slice after another.
-
-enum { PACK_COLS = 512 };
+// All three products go through gemm (nn/kernels.c). The forward's B is weight^T, which gemm_bt reads
+// in place through its strides: gemm copies every operand into its panels anyway, and transposes
+// this one on the way (no separate transposed copy of the weight, 154 MB for GPT-2's LM head).
 
 // A few rows (decoding one token at a time): packing weight^T would read and write every weight once
 // per call, several times the product's own work. Instead each output is one multiply-add chain
@@ -138,15 +136,7 @@ void matmul_forward(real *out, const real *inp, const real *weight, const real *
         return;
     }
 #endif
-    real *wt = xmalloc(sizeof(real) * (size_t)C * (OC < PACK_COLS ? OC : PACK_COLS));   // (C, nc) slice of weight^T
-    for (int j0 = 0; j0 < OC; j0 += PACK_COLS) {
-        int nc = OC - j0 < PACK_COLS ? OC - j0 : PACK_COLS;
-        #pragma omp parallel for schedule(static)
-        for (int k = 0; k < C; k++)
-            for (int j = 0; j < nc; j++) wt[(size_t)k * nc + j] = weight[(size_t)(j0 + j) * C + k];
-        gemm(N, nc, C, inp, C, 1, wt, nc, out + j0, OC, 0);
-    }
-    free(wt);
+    gemm_bt(N, OC, C, inp, C, 1, weight, 1, C, out, OC, 0);       // B (C,OC): B(k,o) = weight[o*C + k]
     if (bias) bias_forward(out, bias, N, OC);
 }
 

@@ -28,7 +28,7 @@ static void check_gemm(int M, int N, int K, int transposed_a, int accumulate) {
     memcpy(r, c, sizeof(real) * nc);
     memcpy(c2, c, sizeof(real) * nc);
     memcpy(c3, c, sizeof(real) * nc);
-    gemm_own(M, N, K, a, a_rs, a_cs, b, N + 5, c, N + 3, accumulate);
+    gemm_own(M, N, K, a, a_rs, a_cs, b, N + 5, 1, c, N + 3, accumulate);
     gemm(M, N, K, a, a_rs, a_cs, b, N + 5, c2, N + 3, accumulate);
     gemm_tile(M, N, K, a, a_rs, a_cs, b, N + 5, c3, N + 3, accumulate);
     gemm_ref(M, N, K, a, a_rs, a_cs, b, N + 5, r, N + 3, accumulate);
@@ -54,12 +54,41 @@ static void check_thread_independence(void) {
     for (int t = 0; t < 3; t++) {
         c[t] = xmalloc(sizeof(real) * M * N);
         omp_set_num_threads(t + 1);
-        gemm_own(M, N, K, a, K, 1, b, N, c[t], N, 0);
+        gemm_own(M, N, K, a, K, 1, b, N, 1, c[t], N, 0);
     }
     omp_set_num_threads(saved);
     EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0 && memcmp(c[0], c[2], sizeof(real) * M * N) == 0,
            "gemm must give the same bits with 1, 2 and 3 threads");
     free(a); free(b); free(c[0]); free(c[1]); free(c[2]);
+}
+
+// B transposed (B(k,j) = bt[j*(K+3) + k], the forward's weight read in place) and every micro-kernel
+// path this CPU runs (gemm_set_path) give the bits of the generic path's plain product: every element
+// is the same chain of multiply-adds over k in order, whatever the path, the layout or the blocking.
+static void check_paths_and_layouts(int M, int N, int K, int transposed_a, int accumulate) {
+    size_t a_rs = transposed_a ? 1 : (size_t)K, a_cs = transposed_a ? (size_t)M : 1, ldbt = (size_t)K + 3;
+    real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *bt = xmalloc(sizeof(real) * N * ldbt);
+    real *c0 = xmalloc(sizeof(real) * M * N), *ref = xmalloc(sizeof(real) * M * N), *c = xmalloc(sizeof(real) * M * N);
+    fill(a, (size_t)M * K); fill(b, (size_t)K * N); fill(c0, (size_t)M * N);
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) bt[(size_t)j * ldbt + k] = b[(size_t)k * N + j];
+    memcpy(ref, c0, sizeof(real) * M * N);
+    EXPECT(gemm_set_path("generic"), "the generic gemm path must always run");
+    gemm_own(M, N, K, a, a_rs, a_cs, b, N, 1, ref, N, accumulate);
+    static const char *paths[] = { "generic", "avx2", "avx512" };
+    for (int pi = 0; pi < 3; pi++) {
+        if (!gemm_set_path(paths[pi])) continue;
+        for (int lay = 0; lay < 2; lay++) {
+            memcpy(c, c0, sizeof(real) * M * N);
+            if (lay) gemm_own(M, N, K, a, a_rs, a_cs, bt, 1, ldbt, c, N, accumulate);
+            else gemm_own(M, N, K, a, a_rs, a_cs, b, N, 1, c, N, accumulate);
+            EXPECT(memcmp(c, ref, sizeof(real) * M * N) == 0, "gemm %dx%dx%d (A %s, B %s, %s) on the %s path: not the "
+                   "generic path's bits", M, N, K, transposed_a ? "transposed" : "plain", lay ? "transposed" : "plain",
+                   accumulate ? "accumulate" : "overwrite", paths[pi]);
+        }
+    }
+    gemm_set_path(NULL);
+    free(a); free(b); free(bt); free(c0); free(ref); free(c);
 }
 
 static void check_matmul_layer(int N, int C, int OC) {
@@ -158,6 +187,10 @@ int main(void) {
     check_gemm(4, 5, 0, 0, 0);     // an empty sum zeroes C
     check_gemm(4, 5, 0, 0, 1);     // ... and leaves it as it is when accumulating
     check_thread_independence();
+    static const int pl[][3] = { { 1, 1, 1 }, { 13, 37, 257 }, { 150, 100, 513 }, { 300, 31, 40 }, { 37, 1100, 600 },
+                                 { 600, 70, 1030 }, { 25, 33, 9 } };
+    for (size_t s = 0; s < sizeof pl / sizeof pl[0]; s++)
+        for (int t = 0; t < 2; t++) check_paths_and_layouts(pl[s][0], pl[s][1], pl[s][2], t, (int)(s & 1));
     static const int layers[][3] = { { 7, 13, 9 }, { 64, 96, 600 }, { 130, 70, 33 }, { 3, 520, 1030 } };
     for (size_t s = 0; s < sizeof layers / sizeof layers[0]; s++) check_matmul_layer(layers[s][0], layers[s][1], layers[s][2]);
 #ifndef USE_OPENBLAS   // (OpenBLAS picks other kernels, and sums, for other row counts)

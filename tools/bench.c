@@ -208,18 +208,30 @@ static double fma_peak_gflops(int *warmups) {
     return best;
 }
 
-// The products of a training step as matmul_forward / matmul_backward call them: forward
-// out = inp @ W^T; backward dinp += dout @ W and dW += dout^T @ inp (A read transposed, through its
-// strides; OpenBLAS gets CblasTrans), both accumulating (acc: C +=).
-typedef struct { int M, N, K, trans_a, acc; const char *what; } Shape;
-static const Shape SHAPES[] = {
-    { 2048, 1152, 384, 0, 0, "small: qkv" }, { 2048, 1536, 384, 0, 0, "small: fc" }, { 2048, 384, 1536, 0, 0, "small: fc proj" },
-    { 1536, 384, 2048, 1, 1, "small: fc dW" }, { 384, 1536, 2048, 1, 1, "small: fc proj dW" },
-    { 256, 2304, 768, 0, 0, "gpt2 B=4 T=64: qkv" }, { 256, 3072, 768, 0, 0, "gpt2: fc" }, { 256, 50304, 768, 0, 0, "gpt2: LM head" },
-    { 256, 768, 50304, 0, 1, "gpt2: LM head dinp" }, { 50304, 768, 256, 1, 1, "gpt2: LM head dW" }, { 3072, 768, 256, 1, 1, "gpt2: fc dW" },
-    { 1024, 3072, 768, 0, 0, "gpt2 T=1024: fc" },
-};
-enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
+// The products of a training step as matmul_forward / matmul_backward call them, the three of every
+// linear layer of `small` (B=8 T=256: 2048 rows) and `gpt2-124m` (B=4 T=64: 256 rows): forward
+// out = inp @ W^T (W read in place through B's strides: Bt), backward dinp += dout @ W and
+// dW += dout^T @ inp (A read transposed: T), both accumulating (acc: C +=).
+typedef struct { int M, N, K, trans_a, trans_b, acc; char what[40]; } Shape;
+enum { N_SHAPES = 30 };
+static Shape SHAPES[N_SHAPES];
+static void make_shapes(void) {
+    static const struct { const char *model; int rows, C, V; } models[] = { { "small", 2048, 384, 256 }, { "gpt2", 256, 768, 50304 } };
+    int n = 0;
+    for (int m = 0; m < 2; m++) {
+        int R = models[m].rows, C = models[m].C;
+        const struct { const char *name; int in, out; } layers[] = {
+            { "qkv", C, 3 * C }, { "attn proj", C, C }, { "fc", C, 4 * C }, { "fc proj", 4 * C, C }, { "LM head", C, models[m].V } };
+        for (int l = 0; l < 5; l++) {
+            Shape fwd = { R, layers[l].out, layers[l].in, 0, 1, 0, "" }, dx = { R, layers[l].in, layers[l].out, 0, 0, 1, "" };
+            Shape dw = { layers[l].out, layers[l].in, R, 1, 0, 1, "" };
+            snprintf(fwd.what, sizeof fwd.what, "%s: %s", models[m].model, layers[l].name);
+            snprintf(dx.what, sizeof dx.what, "%s: %s dX", models[m].model, layers[l].name);
+            snprintf(dw.what, sizeof dw.what, "%s: %s dW", models[m].model, layers[l].name);
+            SHAPES[n++] = fwd; SHAPES[n++] = dx; SHAPES[n++] = dw;
+        }
+    }
+}
 
 // GFLOP/s of C (M,N) = A (M,K) @ B (K,N) (C += for the backward's products): ours in gf[0] and,
 // when built with OpenBLAS, sgemm in gf[1]. Two rounds; in each, every side runs 4 times in a row
@@ -229,7 +241,7 @@ enum { N_SHAPES = (int)(sizeof(SHAPES) / sizeof(SHAPES[0])) };
 static void gemm_gflops(const Shape *s, double gf[2]) {
     float *a = xmalloc(sizeof(float) * s->M * s->K), *b = xmalloc(sizeof(float) * s->K * s->N);
     float *c = xcalloc((size_t)s->M * s->N, sizeof(float));
-    int lda = s->trans_a ? s->M : s->K, acc = s->acc, sides = 1;
+    int lda = s->trans_a ? s->M : s->K, ldb = s->trans_b ? s->K : s->N, acc = s->acc, sides = 1;
 #ifdef BENCH_OPENBLAS
     sides = 2;
 #endif
@@ -242,16 +254,17 @@ static void gemm_gflops(const Shape *s, double gf[2]) {
                 double t0 = now();
                 if (side == 1) {
 #ifdef BENCH_OPENBLAS
-                    cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans, s->M, s->N, s->K, 1.0f, a,
-                                lda, b, s->N, acc ? 1.0f : 0.0f, c, s->N);
+                    cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans,
+                                s->M, s->N, s->K, 1.0f, a, lda, b, ldb, acc ? 1.0f : 0.0f, c, s->N);
 #endif
                 } else {
-                    gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->N, c, s->N, acc);
+                    gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->trans_b ? 1 : (size_t)s->N,
+                             s->trans_b ? (size_t)s->K : 1, c, s->N, acc);
                 }
                 double dt = now() - t0;
                 if (r > 0 && dt < best[side]) best[side] = dt;
             }
-    (void)lda;
+    (void)lda; (void)ldb;
     for (int side = 0; side < 2; side++) gf[side] = side < sides ? 2.0 * s->M * s->N * s->K / best[side] / 1e9 : 0;
     free(a); free(b); free(c);
 }
@@ -488,9 +501,16 @@ static Peak measure_peak(FILE *csv, int verbose) {
         }
     }
     if (csv) fprintf(csv, "peak,fma,,,%.2f,,,,,,,\n", pk.fma);
-    if (verbose) printf("\nmatrix products on training shapes, GFLOP/s (best of 6 runs each; T: A transposed, as the\n"
-                        "backward's dW = dout^T inp; the backward's products accumulate, C +=):\n"
-                        "  %-24s %18s %9s %9s %7s\n", "shape", "M x N x K", "ours", "OpenBLAS", "ratio");
+    make_shapes();
+    if (verbose) {
+        GemmBlocking bl = gemm_blocking();
+        printf("\nmatrix products of the training steps, the three of every linear layer, GFLOP/s (best of 6 runs\n"
+               "each; Bt: B read transposed, as the forward reads W; T: A transposed, as dW = dout^T inp; dX and dW\n"
+               "accumulate, C +=; %%FMA: of the FMA loop above); gemm %s, blocks kc %d, mc %d, nc %d\n"
+               "from caches of %zu KiB (L1d) and %zu KiB (L2):\n"
+               "  %-24s %18s %9s %6s %9s %7s\n", gemm_backend(), bl.kc, bl.mc, bl.nc, bl.l1d >> 10, bl.l2 >> 10,
+               "shape", "M x N x K", "ours", "%FMA", "OpenBLAS", "ratio");
+    }
     for (int i = 0; i < N_SHAPES; i++) {
         const Shape *s = &SHAPES[i];
         double gf[2];
@@ -498,13 +518,13 @@ static Peak measure_peak(FILE *csv, int verbose) {
         pk.ours = fmax(pk.ours, gf[0]);
         pk.blas = fmax(pk.blas, gf[1]);
         char dims[48];
-        snprintf(dims, sizeof dims, "%dx%dx%d%s", s->M, s->N, s->K, s->trans_a ? "T" : "");
+        snprintf(dims, sizeof dims, "%dx%dx%d%s", s->M, s->N, s->K, s->trans_a ? "T" : s->trans_b ? "Bt" : "");
         if (verbose) {
-            printf("  %-24s %18s %9.1f", s->what, dims, gf[0]);
+            printf("  %-24s %18s %9.1f %5.1f%%", s->what, dims, gf[0], 100 * gf[0] / pk.fma);
             if (gf[1] > 0) printf(" %9.1f %7.2f\n", gf[1], gf[0] / gf[1]);
             else printf(" %9s\n", "-");
         }
-        if (csv) fprintf(csv, "gemm,%s,,,%.2f,%.2f,,,,,,\n", dims, gf[0], gf[1]);
+        if (csv) fprintf(csv, "gemm,%s,,,%.2f,%.2f,,,,,,%s %.4f of the FMA loop\n", dims, gf[0], gf[1], s->what, gf[0] / pk.fma);
     }
     pk.best = fmax(pk.fma, fmax(pk.ours, pk.blas));
     if (verbose) {
@@ -660,13 +680,14 @@ static int bf16_loss_check(FILE *csv) {
 int main(int argc, char **argv) {
     const char *only = NULL;
     double given_peak = 0;
-    int schemes_only = 0, loss_only = 0, bf16_only = 0;
+    int schemes_only = 0, loss_only = 0, bf16_only = 0, shapes_only = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--schemes") == 0) schemes_only = 1;
         else if (strcmp(argv[i], "--bf16-loss") == 0) loss_only = 1;
         else if (strcmp(argv[i], "--bf16") == 0) bf16_only = 1;
+        else if (strcmp(argv[i], "--shapes") == 0) shapes_only = 1;
         else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
             const char *p = argv[++i];
             CHECK(!strcmp(p, "fp32") || !strcmp(p, "bf16"), "--precision %s: give fp32 or bf16", p);
@@ -700,6 +721,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (loss_only) return bf16_loss_check(NULL);
+    if (shapes_only) {
+        measure_peak(NULL, 1);
+        return 0;
+    }
     if (bf16_only) {
         double peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
         printf("fp32 peak: %.1f GFLOP/s\n", peak);
