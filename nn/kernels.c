@@ -259,23 +259,28 @@ void gemm_bt(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const
 
 // A block (rows i0..i0+mc, k0..k0+kc) into panels of mr rows, k-major, zero past row M
 static void pack_a(real *ap, int mr, int i0, int mc, int M, int k0, int kc, const real *a, size_t a_rs, size_t a_cs) {
+    int rows = M - i0 < mc ? M - i0 : mc;
+    if (a_rs == 1) {                                   // A transposed: each k's rows lie together, read once
+        for (int k = 0; k < kc; k++) {
+            const real *src = a + (size_t)i0 + (size_t)(k0 + k) * a_cs;
+            for (int i = 0; i < mc; i += mr) {
+                real *p = ap + (size_t)i * kc + (size_t)k * mr;
+                int n = rows - i < mr ? (rows - i > 0 ? rows - i : 0) : mr;
+                memcpy(p, src + i, sizeof(real) * n);
+                for (int r = n; r < mr; r++) p[r] = 0;
+            }
+        }
+        return;
+    }
     for (int i = 0; i < mc; i += mr) {
         real *p = ap + (size_t)i * kc;
-        int rows = M - (i0 + i) < mr ? M - (i0 + i) : mr;
-        if (a_rs == 1)                                 // A transposed: each k's rows lie together
-            for (int k = 0; k < kc; k++) {
-                const real *src = a + (size_t)(i0 + i) + (size_t)(k0 + k) * a_cs;
-                for (int r = 0; r < rows; r++) p[(size_t)k * mr + r] = src[r];
-                for (int r = rows; r < mr; r++) p[(size_t)k * mr + r] = 0;
-            }
-        else {
-            for (int r = 0; r < rows; r++) {
-                const real *src = a + (size_t)(i0 + i + r) * a_rs + (size_t)k0 * a_cs;
-                for (int k = 0; k < kc; k++) p[(size_t)k * mr + r] = src[(size_t)k * a_cs];
-            }
-            for (int r = rows; r < mr; r++)
-                for (int k = 0; k < kc; k++) p[(size_t)k * mr + r] = 0;
+        int n = rows - i < mr ? (rows - i > 0 ? rows - i : 0) : mr;
+        for (int r = 0; r < n; r++) {
+            const real *src = a + (size_t)(i0 + i + r) * a_rs + (size_t)k0 * a_cs;
+            for (int k = 0; k < kc; k++) p[(size_t)k * mr + r] = src[(size_t)k * a_cs];
         }
+        for (int r = n; r < mr; r++)
+            for (int k = 0; k < kc; k++) p[(size_t)k * mr + r] = 0;
     }
 }
 
@@ -364,18 +369,29 @@ static int even_block(int n, int cap, int unit) {
     return (size + unit - 1) / unit * unit;
 }
 
-// per-thread packing buffers, kept between calls (a call per linear layer: no allocation each time)
-static _Thread_local real *tl_buf;
-static _Thread_local size_t tl_cap;
+// per-thread packing buffers, kept between calls (a call per linear layer: no allocation each time).
+// Each thread's buffer hangs on a global list, so it stays reachable for as long as the process
+// runs (a pointer held only in a thread's own storage reads as a leak to LeakSanitizer once the
+// OpenMP threads sit idle at exit); a node is made once per thread and never freed.
+typedef struct PackBuf { real *buf; size_t cap; struct PackBuf *next; } PackBuf;
+static PackBuf *pack_bufs;
+static _Thread_local PackBuf *tl_pack;
 static real *thread_buffer(size_t n) {
-    if (n > tl_cap) {
-        free(tl_buf);
-        size_t bytes = (sizeof(real) * n + 63) / 64 * 64;
-        tl_buf = aligned_alloc(64, bytes);
-        CHECK(tl_buf, "out of memory for the gemm buffers (%zu bytes)", bytes);
-        tl_cap = n;
+    if (!tl_pack) {
+        tl_pack = calloc(1, sizeof *tl_pack);
+        CHECK(tl_pack, "out of memory for the gemm buffers");
+        #pragma omp critical(pegpt_pack_bufs)
+        { tl_pack->next = pack_bufs; pack_bufs = tl_pack; }
     }
-    return tl_buf;
+    PackBuf *pb = tl_pack;
+    if (n > pb->cap) {
+        free(pb->buf);
+        size_t bytes = (sizeof(real) * n + 63) / 64 * 64;
+        pb->buf = aligned_alloc(64, bytes);
+        CHECK(pb->buf, "out of memory for the gemm buffers (%zu bytes)", bytes);
+        pb->cap = n;
+    }
+    return pb->buf;
 }
 
 // c (M,N) = (or += with accumulate) a (M,K) @ b (K,N): a and b read through their strides (a
