@@ -257,6 +257,23 @@ void gemm_bt(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const
     gemm_own(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate);
 }
 
+// dst[0..w) = src[0..n), zeros past n: a row of a packed panel. The widths of the micro-kernels' panels
+// (32, 16, 12, 6) get copies of a constant size, which the compiler turns into a few vector moves
+// (a call to memcpy per 128 bytes cost more than the copy: ~5% of a step)
+static inline void copy_panel_row(real *dst, const real *src, int n, int w) {
+    if (n == w) {
+        switch (w) {
+        case 32: memcpy(dst, src, sizeof(real) * 32); return;
+        case 16: memcpy(dst, src, sizeof(real) * 16); return;
+        case 12: memcpy(dst, src, sizeof(real) * 12); return;
+        case 6: memcpy(dst, src, sizeof(real) * 6); return;
+        default: break;
+        }
+    }
+    memcpy(dst, src, sizeof(real) * n);
+    for (int x = n; x < w; x++) dst[x] = 0;
+}
+
 // A block (rows i0..i0+mc, k0..k0+kc) into panels of mr rows, k-major, zero past row M
 static void pack_a(real *ap, int mr, int i0, int mc, int M, int k0, int kc, const real *a, size_t a_rs, size_t a_cs) {
     int rows = M - i0 < mc ? M - i0 : mc;
@@ -266,8 +283,7 @@ static void pack_a(real *ap, int mr, int i0, int mc, int M, int k0, int kc, cons
             for (int i = 0; i < mc; i += mr) {
                 real *p = ap + (size_t)i * kc + (size_t)k * mr;
                 int n = rows - i < mr ? (rows - i > 0 ? rows - i : 0) : mr;
-                memcpy(p, src + i, sizeof(real) * n);
-                for (int r = n; r < mr; r++) p[r] = 0;
+                copy_panel_row(p, src + i, n, mr);
             }
         }
         return;
@@ -316,10 +332,7 @@ static void pack_b(real *bp, int nr, int j0, int nc, int N, int k0, int kc, cons
         real *p = bp + (size_t)j * kc;
         int cols = N - (j0 + j) < nr ? N - (j0 + j) : nr;
         if (b_cs == 1) {
-            for (int k = 0; k < kc; k++) {
-                memcpy(p + (size_t)k * nr, b + (size_t)(k0 + k) * b_rs + j0 + j, sizeof(real) * cols);
-                for (int x = cols; x < nr; x++) p[(size_t)k * nr + x] = 0;
-            }
+            for (int k = 0; k < kc; k++) copy_panel_row(p + (size_t)k * nr, b + (size_t)(k0 + k) * b_rs + j0 + j, cols, nr);
         } else {
             for (int x = cols; x < nr; x++)
                 for (int k = 0; k < kc; k++) p[(size_t)k * nr + x] = 0;
@@ -337,28 +350,6 @@ static void pack_b(real *bp, int nr, int j0, int nc, int N, int k0, int kc, cons
                 }
             }
         }
-    }
-}
-
-// Software prefetch of a B chunk (kb rows x n columns from column j0, B(k,j) = b[k b_rs + j b_cs])
-// into L2, a few lines at a time: runs of contiguous floats (rows of a row-major B, columns of a
-// transposed one), spread over `calls` calls of prefetch_some.
-typedef struct { const real *base; size_t run_stride; int runs, run_lines, run, line, per_call; } Prefetch;
-static void prefetch_plan(Prefetch *pf, const real *b, size_t b_rs, size_t b_cs, int k0, int kb, int j0, int n, int calls) {
-    int rowmajor = b_cs == 1;
-    pf->base = b + (size_t)k0 * b_rs + (size_t)j0 * b_cs;
-    pf->run_stride = rowmajor ? b_rs : b_cs;
-    pf->runs = rowmajor ? kb : n;
-    pf->run_lines = (int)(((rowmajor ? n : kb) * sizeof(real) + 63) / 64);
-    if (!rowmajor && b_rs != 1) pf->runs = 0;          // neither layout: no prefetch
-    long lines = (long)pf->runs * pf->run_lines;
-    pf->per_call = (int)((lines + calls - 1) / (calls > 0 ? calls : 1));
-    pf->run = pf->line = 0;
-}
-static inline void prefetch_some(Prefetch *pf) {
-    for (int q = 0; q < pf->per_call && pf->run < pf->runs; q++) {
-        __builtin_prefetch((const char *)(pf->base + (size_t)pf->run * pf->run_stride) + (size_t)pf->line * 64, 0, 2);
-        if (++pf->line == pf->run_lines) { pf->line = 0; pf->run++; }
     }
 }
 
@@ -451,13 +442,6 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
                     have_a = ib;
                 }
                 if (have_b != jb) { pack_b(bp, nr, j0, (nj + nr - 1) / nr * nr, N, k0, kb, b, b_rs, b_cs); have_b = jb; }
-                // the next item's B chunk, when it is another one: its lines go to L2 a slice per tile
-                Prefetch pf = { 0 };
-                if (it + 1 < hi) {
-                    int njb = by_rows ? (it + 1) % ncb : (it + 1) / nrb, j1 = njb * nc;
-                    if (njb != jb) prefetch_plan(&pf, b, b_rs, b_cs, k0, kb, j1, N - j1 < nc ? N - j1 : nc,
-                                                 (mi + mr - 1) / mr * ((nj + nr - 1) / nr));
-                }
                 for (int i = 0; i < mi; i += mr) {
                     int packed = pack_all_a || i >= tail;
                     const real *ai = packed ? ap + (size_t)i * kb : a + (size_t)(i0 + i) * a_rs + (size_t)k0 * a_cs;
@@ -470,9 +454,6 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
                             for (int r = 0; r < mr && i + mr + r < mi; r++)
                                 for (int x = 0; x < nr && j + x < nj; x += 64 / (int)sizeof(real))
                                     __builtin_prefetch(cp + (size_t)(mr + r) * ldc + x, 1);
-                        // and the next item's B chunk, a slice per tile, into L2 (the LM head's weight
-                        // is read from memory once per product)
-                        prefetch_some(&pf);
                         p.kernel(kb, ai, ars, acs, bp + (size_t)j * kb, cp, ldc, acc, mi - i < mr ? mi - i : mr,
                                  nj - j < nr ? nj - j : nr);
                     }
