@@ -420,6 +420,118 @@ static void pack_b(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_r
     }
 }
 
+#ifdef BF16_X86
+// The same packing, 16 values per instruction, for the paths that run on AVX-512 anyway (avx512bf16
+// and amx): the same bits as pack_a and pack_b above (the rounding written in vector form; the
+// emulated paths keep the scalar packing, so test_bf16's comparison of paths checks one against
+// the other). Blocks of 16 x 16 words that are read along one direction and written along the
+// other are turned in registers (tr16); what is left at the edges goes one word at a time.
+#define AVX512_ATTR __attribute__((target("avx512f,avx512bw")))
+
+// the bf16 bits of 16 floats, one per 32-bit lane (bf16_bits: to nearest, ties to even; a NaN stays one)
+static inline AVX512_ATTR __m512i round16(const real *x) {
+    __m512i u = _mm512_castps_si512(_mm512_loadu_ps(x)), one = _mm512_set1_epi32(1);
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                                   _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+}
+// 16 words from 16 (lo, hi) pairs of two runs of floats
+static inline AVX512_ATTR __m512i pairs16(const real *lo, const real *hi) {
+    return _mm512_or_si512(round16(lo), _mm512_slli_epi32(round16(hi), 16));
+}
+// 16 words from 32 consecutive floats (x[0], x[1]), (x[2], x[3]), ...
+static inline AVX512_ATTR __m512i run16(const real *x) {
+    __m256i lo = _mm512_cvtepi32_epi16(round16(x)), hi = _mm512_cvtepi32_epi16(round16(x + 16));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+// r[i][j] <-> r[j][i], 16 x 16 words
+static inline AVX512_ATTR void tr16(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]); t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]); }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]); r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]); r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 16; i += 8)
+        for (int m = 0; m < 4; m++) {
+            t[i + m] = _mm512_shuffle_i32x4(r[i + m], r[i + 4 + m], 0x88);
+            t[i + 4 + m] = _mm512_shuffle_i32x4(r[i + m], r[i + 4 + m], 0xdd);
+        }
+    for (int m = 0; m < 8; m++) { r[m] = _mm512_shuffle_i32x4(t[m], t[8 + m], 0x88); r[8 + m] = _mm512_shuffle_i32x4(t[m], t[8 + m], 0xdd); }
+}
+
+// word q of packed row i of A (rows from i0): A(i0+i, 2q) and A(i0+i, 2q+1), 0 past K
+static inline uint32_t a_word(const real *a, size_t a_rs, size_t a_cs, int i, int q, int K) {
+    const real *x = a + (size_t)i * a_rs + (size_t)(2 * q) * a_cs;
+    return pair((float)x[0], 2 * q + 1 < K ? (float)x[a_cs] : 0);
+}
+
+// pack_a's contract, vectorised: A row-major converts runs of 16 values; A transposed (a_rs = 1)
+// converts 16 rows side by side and turns each 16 x 16 block of words
+static AVX512_ATTR void pack_a_avx512(uint32_t *ap, int m, int mp, int K, int Kq, const real *a, size_t a_rs,
+                                      size_t a_cs, int i0) {
+    int kq = (K + 1) / 2, kfull = a_cs == 1 ? K / 32 * 16 : (a_rs == 1 ? K / 32 * 16 : 0);
+    const real *a0 = a + (size_t)i0 * a_rs;
+    #pragma omp parallel for schedule(static)
+    for (int r0 = 0; r0 < m; r0 += 16) {
+        int nr = m - r0 < 16 ? m - r0 : 16, q0 = 0;
+        if (a_cs == 1) {
+            for (int i = r0; i < r0 + nr; i++)
+                for (q0 = 0; q0 < kfull; q0 += 16) _mm512_storeu_si512(ap + (size_t)i * Kq + q0, run16(a0 + (size_t)i * a_rs + 2 * q0));
+        } else if (a_rs == 1 && nr == 16) {
+            for (q0 = 0; q0 < kfull; q0 += 16) {
+                __m512i v[16];
+                for (int q = 0; q < 16; q++) {
+                    const real *lo = a0 + (size_t)r0 + (size_t)(2 * (q0 + q)) * a_cs;
+                    v[q] = pairs16(lo, lo + a_cs);
+                }
+                tr16(v);
+                for (int i = 0; i < 16; i++) _mm512_storeu_si512(ap + (size_t)(r0 + i) * Kq + q0, v[i]);
+            }
+        } else q0 = 0;
+        for (int i = r0; i < r0 + nr; i++) {
+            for (int q = q0; q < kq; q++) ap[(size_t)i * Kq + q] = a_word(a0, a_rs, a_cs, i, q, K);
+            if (Kq > kq) memset(ap + (size_t)i * Kq + kq, 0, sizeof(uint32_t) * (Kq - kq));
+        }
+    }
+    if (mp > m) memset(ap + (size_t)m * Kq, 0, sizeof(uint32_t) * (size_t)(mp - m) * Kq);
+}
+
+// pack_b's contract, vectorised: B row-major pairs two rows, 16 columns at a time; B transposed
+// (b_rs = 1, a weight in the forward) converts runs along k of 16 columns and turns the blocks
+static AVX512_ATTR void pack_b_avx512(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_rs, size_t b_cs, int j0) {
+    int np = (n + 31) / 32, kq = (K + 1) / 2, kpairs = K / 2;
+    #pragma omp parallel for schedule(static)
+    for (int p = 0; p < np; p++) {
+        uint32_t *panel = bp + (size_t)p * Kq * 32;
+        int nj = n - p * 32 < 32 ? n - p * 32 : 32, jv = 0, qv = 0;
+        const real *col0 = b + (size_t)(j0 + p * 32) * b_cs;
+        if (b_cs == 1) {                           // whole groups of 16 columns, every full pair of rows
+            jv = nj / 16 * 16; qv = kpairs;
+            for (int q = 0; q < kpairs; q++)
+                for (int jj = 0; jj < jv; jj += 16) {
+                    const real *lo = col0 + (size_t)(2 * q) * b_rs + jj;
+                    _mm512_storeu_si512(panel + (size_t)q * 32 + jj, pairs16(lo, lo + b_rs));
+                }
+        } else if (b_rs == 1) {                    // whole groups of 16 columns, 16 words along k at a time
+            jv = nj / 16 * 16; qv = K / 32 * 16;
+            for (int jj = 0; jj < jv; jj += 16)
+                for (int q0 = 0; q0 < qv; q0 += 16) {
+                    __m512i v[16];
+                    for (int c = 0; c < 16; c++) v[c] = run16(col0 + (size_t)(jj + c) * b_cs + 2 * q0);
+                    tr16(v);
+                    for (int q = 0; q < 16; q++) _mm512_storeu_si512(panel + (size_t)(q0 + q) * 32 + jj, v[q]);
+                }
+        }
+        // the rest one word at a time: rows q >= qv of the vectorised columns, then the other columns
+        for (int jj = 0; jj < 32; jj++)
+            for (int q = jj < jv ? qv : 0; q < Kq; q++)
+                panel[(size_t)q * 32 + jj] = jj < nj && q < kq ? a_word(col0, b_cs, b_rs, jj, q, K) : 0;
+    }
+}
+#endif
+
 // The packed paths: B a chunk of N_CHUNK columns at a time, A a chunk of M_CHUNK rows at a time
 // (packed once when A is one chunk, as the LM head's input is: 25 chunks of B at gpt2-124m).
 // The amx paths pad k to whole tiles (16 words) and A's rows to whole 32-row blocks.
@@ -432,15 +544,27 @@ static void gemm_packed(Bf16Path path, int M, int N, int K, const real *a, size_
     Scratch sb = scratch_take(1, sizeof(uint32_t) * (size_t)((nch + 31) / 32 * 32) * Kq);
     uint32_t *ap = sa.p, *bp = sb.p;
     int a_once = M <= M_CHUNK;                         // A in one chunk: packed once, not once per chunk of B
+    int vec = path == BF16_AVX512 || path == BF16_AMX;  // packed with AVX-512 (the emulated paths: in scalar code)
     for (int j0 = 0; j0 < N; j0 += N_CHUNK) {
         int n = N - j0 < N_CHUNK ? N - j0 : N_CHUNK;
         double t0 = now_seconds();
-        pack_b(bp, n, K, Kq, b, b_rs, b_cs, j0);
+#ifdef BF16_X86
+        if (vec) pack_b_avx512(bp, n, K, Kq, b, b_rs, b_cs, j0);
+        else
+#endif
+            pack_b(bp, n, K, Kq, b, b_rs, b_cs, j0);
         pack_time(t0);
         for (int i0 = 0; i0 < M; i0 += M_CHUNK) {
             int m = M - i0 < M_CHUNK ? M - i0 : M_CHUNK;
             t0 = now_seconds();
-            if (!a_once || j0 == 0) pack_a(ap, m, tiles ? (m + 31) / 32 * 32 : m, K, Kq, a, a_rs, a_cs, i0);
+            if (!a_once || j0 == 0) {
+                int mp = tiles ? (m + 31) / 32 * 32 : m;
+#ifdef BF16_X86
+                if (vec) pack_a_avx512(ap, m, mp, K, Kq, a, a_rs, a_cs, i0);
+                else
+#endif
+                    pack_a(ap, m, mp, K, Kq, a, a_rs, a_cs, i0);
+            }
             pack_time(t0);
             float *cp = (float *)c + (size_t)i0 * ldc + j0;
             switch (path) {
