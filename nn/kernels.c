@@ -183,6 +183,17 @@ static int path_by_name(const char *name, GemmPath *out) {
     return 0;
 }
 
+// PEGPT_GEMM_L1 / PEGPT_GEMM_L2 (KiB): the cache sizes the blocking is computed from, for tuning
+// (docs/speed.md); unset: what cpuid says
+static size_t cache_override(const char *name, size_t bytes) {
+    const char *e = getenv(name);
+    if (!e || !*e) return bytes;
+    char *end;
+    long kib = strtol(e, &end, 10);
+    CHECK(*end == 0 && kib >= 1 && kib <= 65536, "%s=%s: give the cache size in KiB, 1 to 65536 (unset: cpuid's)", name, e);
+    return (size_t)kib << 10;
+}
+
 // the path (forced by PEGPT_GEMM_PATH, else the widest this CPU runs), then the blocking for it
 static void choose_path(const char *force) {
     if (force && *force) {
@@ -196,9 +207,8 @@ static void choose_path(const char *force) {
     size_t l1, l2;
     cache_sizes(&l1, &l2);
     GemmBlocking bl = { .l1d = l1, .l2 = l2 };
-    const char *e;
-    if ((e = getenv("PEGPT_GEMM_L1"))) l1 = (size_t)atol(e) << 10;
-    if ((e = getenv("PEGPT_GEMM_L2"))) l2 = (size_t)atol(e) << 10;
+    l1 = cache_override("PEGPT_GEMM_L1", l1);
+    l2 = cache_override("PEGPT_GEMM_L2", l2);
     // kc: the A panel (mr x kc) and one B row block stay in L1 while the B panel streams from L2:
     // A's panel may take a quarter of L1; 128..512 in steps of 8
     bl.kc = (int)(l1 / 4 / (sizeof(real) * g_path.mr)) / 8 * 8;

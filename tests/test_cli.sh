@@ -221,6 +221,10 @@ else
   expect_fail "the amx path on a CPU without it" "PEGPT_BF16_PATH=amx: this CPU (or its OS) has no AMX-BF16 tiles; unset it" \
     env PEGPT_BF16_PATH=amx ./train $small --steps 2 --precision bf16 --save "$tmp/keep"
 fi
+expect_fail "a cache size that is not one" "PEGPT_GEMM_L1=big: give the cache size in KiB, 1 to 65536 (unset: cpuid's)" \
+  env PEGPT_GEMM_L1=big ./train $small --steps 2 --save "$tmp/keep"
+expect_fail "an unknown gemm path" "PEGPT_GEMM_PATH=sse: give avx512, avx2 or generic" \
+  env PEGPT_GEMM_PATH=sse ./train $small --steps 2 --save "$tmp/keep"
 expect_fail "--dropout 1" "--dropout 1 is out of range" ./train $small --dropout 1 --save "$tmp/keep"
 expect_fail "--warmup-frac above 1" "--warmup-frac 1.5 is out of range" ./train $small --warmup-frac 1.5 --save "$tmp/keep"
 # dropout changes the training losses, and the run says so

@@ -63,7 +63,7 @@ static void check_thread_independence(void) {
 }
 
 // B transposed (B(k,j) = bt[j*(K+3) + k], the forward's weight read in place) and every micro-kernel
-// path this CPU runs (gemm_set_path) give the bits of the generic path's plain product: every element
+// path this CPU runs (gemm_set_path), under two blockings, give the bits of the generic path's plain product: every element
 // is the same chain of multiply-adds over k in order, whatever the path, the layout or the blocking.
 static void check_paths_and_layouts(int M, int N, int K, int transposed_a, int accumulate) {
     size_t a_rs = transposed_a ? 1 : (size_t)K, a_cs = transposed_a ? (size_t)M : 1, ldbt = (size_t)K + 3;
@@ -76,15 +76,21 @@ static void check_paths_and_layouts(int M, int N, int K, int transposed_a, int a
     EXPECT(gemm_set_path("generic"), "the generic gemm path must always run");
     gemm_own(M, N, K, a, a_rs, a_cs, b, N, 1, ref, N, accumulate);
     static const char *paths[] = { "generic", "avx2", "avx512" };
-    for (int pi = 0; pi < 3; pi++) {
-        if (!gemm_set_path(paths[pi])) continue;
+    for (int pi = 0; pi < 6; pi++) {
+        // each path twice: blocked from cpuid's caches, then from tiny ones (PEGPT_GEMM_L1/L2: kc 128
+        // and chunks of two panels, so more K blocks and items than the shapes have otherwise)
+        if (pi % 2) { setenv("PEGPT_GEMM_L1", "8", 1); setenv("PEGPT_GEMM_L2", "64", 1); }
+        int runs = gemm_set_path(paths[pi / 2]);
+        unsetenv("PEGPT_GEMM_L1"); unsetenv("PEGPT_GEMM_L2");
+        if (!runs) continue;
+        if (pi % 2) EXPECT(gemm_blocking().kc == 128, "PEGPT_GEMM_L1=8 must give kc 128, not %d", gemm_blocking().kc);
         for (int lay = 0; lay < 2; lay++) {
             memcpy(c, c0, sizeof(real) * M * N);
             if (lay) gemm_own(M, N, K, a, a_rs, a_cs, bt, 1, ldbt, c, N, accumulate);
             else gemm_own(M, N, K, a, a_rs, a_cs, b, N, 1, c, N, accumulate);
             EXPECT(memcmp(c, ref, sizeof(real) * M * N) == 0, "gemm %dx%dx%d (A %s, B %s, %s) on the %s path: not the "
                    "generic path's bits", M, N, K, transposed_a ? "transposed" : "plain", lay ? "transposed" : "plain",
-                   accumulate ? "accumulate" : "overwrite", paths[pi]);
+                   accumulate ? "accumulate" : "overwrite", paths[pi / 2]);
         }
     }
     gemm_set_path(NULL);
