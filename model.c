@@ -300,6 +300,23 @@ static const real *dropped_grad(real *buf, const real *dout, uint64_t key, doubl
     return buf;
 }
 
+// A linear layer's backward in the model's precision (the three products, nn/layers.c); no other
+// call of a backward writes dw and db, so they are final: their squares go into the gathered norm.
+static void linear_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                            const real *w, int N, int C, int OC) {
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(dinp, dw, db, dout, inp, w, N, C, OC));
+    gpt_norm_gather(m, dw, (size_t)OC * C);
+    gpt_norm_gather(m, db, (size_t)OC);
+}
+
+// A block's LayerNorm backward; its dw and db are final, as linear_backward's are
+static void ln_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                        const real *mean, const real *rstd, int N, int C) {
+    layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    gpt_norm_gather(m, dw, (size_t)C);
+    gpt_norm_gather(m, db, (size_t)C);
+}
+
 // The backward of block_forward (read them side by side): block l's parameter gradients, and
 // g->dresidual (N,C) carried from the block's output, dL/dresidual3, to its input, dL/dresidual.
 // The forward's steps in reverse:
@@ -309,7 +326,9 @@ static const real *dropped_grad(real *buf, const real *dout, uint64_t key, doubl
 // The skip connections need no code of their own: residual3 = residual2 + branch, so dL/dresidual2
 // is dL/dresidual3 (the skip path, already in dresidual) plus the branch's share, which
 // layernorm_backward adds (+=) into dresidual. Each other gradient buffer is zeroed before the
-// backward that accumulates into it. Returns 1 when a check (--detect-anomaly) stopped the backward.
+// backward that accumulates into it. Each parameter gradient of the block goes into the gathered
+// norm right after its one write (linear_backward, ln_backward; the layer's own positional tensors
+// after attention and hook 2). Returns 1 when a check (--detect-anomaly) stopped the backward.
 static int block_backward(GPT *m, int l, const Batch *b) {
     GPTWeights *w = &m->weights;
     GPTRunState *s = &m->state;
@@ -335,18 +354,18 @@ static int block_backward(GPT *m, int l, const Batch *b) {
         if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return 1;
     }
     memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj,
-                    la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C));
+    linear_backward(m, g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj, la.fch_gelu,
+                    p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C);
     if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return 1;
     memset(g->dfch, 0, sizeof(real) * N * 4 * C);
     gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
     if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return 1;
     memset(g->dln, 0, sizeof(real) * N * C);
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
-                    p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C));
+    linear_backward(m, g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
+                    p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C);
     if (watch(m, l, "dln2", g->dln, btc(B, T, C))) return 1;
-    layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
-                       la.ln2_mean, la.ln2_rstd, N, C);
+    ln_backward(m, g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
+                la.ln2_mean, la.ln2_rstd, N, C);
     if (watch(m, l, "dresidual2", g->dresidual, btc(B, T, C))) return 1;
     // residual2 = residual + attproj(attention(qkv(ln1(residual))))
     dproj = g->dresidual;
@@ -355,20 +374,21 @@ static int block_backward(GPT *m, int l, const Batch *b) {
         if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return 1;
     }
     memset(g->datty, 0, sizeof(real) * N * C);
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
-                    p->attprojw + (size_t)l * C * C, N, C, C));
+    linear_backward(m, g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
+                    p->attprojw + (size_t)l * C * C, N, C, C);
     if (watch(m, l, "datty", g->datty, btc(B, T, C))) return 1;
     memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
     TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
     if (watch(m, l, "dqkv", g->dqkv, btc(B, T, 3 * C))) return 1;
     TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
     if ((ap.scheme->hooks & PE_HOOK_QK) && watch(m, l, "dqkv before hook 2", g->dqkv, btc(B, T, 3 * C))) return 1;
+    gpt_norm_gather_layer(m, l, 1);   // the layer's own positional tensors (a shared one: gpt_backward's end)
     memset(g->dln, 0, sizeof(real) * N * C);
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
-                    p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C));
+    linear_backward(m, g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
+                    p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C);
     if (watch(m, l, "dln1", g->dln, btc(B, T, C))) return 1;
-    layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
-                       la.ln1_mean, la.ln1_rstd, N, C);
+    ln_backward(m, g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
+                la.ln1_mean, la.ln1_rstd, N, C);
     if (watch(m, l, "dresidual", g->dresidual, btc(B, T, C))) return 1;        // at the block's input
     if (watch_tensors(m, l, w->grads, "grad.")) return 1;          // the block's parameter gradients
     return 0;
@@ -508,13 +528,19 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     kc->len = P + T;
 }
 
-void gpt_zero_grad(GPT *m) { memset(m->weights.grads, 0, sizeof(real) * m->weights.num_params); }
+void gpt_zero_grad(GPT *m) {
+    memset(m->weights.grads, 0, sizeof(real) * m->weights.num_params);
+    m->state.norm.valid = 1;            // a norm of exactly 0
+    m->state.norm.ss = 0;
+}
 
 // The backward of gpt_forward (model.h), its steps in reverse: the cross-entropy (the backward of
 // crossentropy_forward, written inline: dlogits over probs) -> the LM head, tied to wte (dwte's first
 // contribution) -> ln_f -> blocks L-1..0 (block_backward, each from dL/dresidual3 to dL/dresidual
 // in g->dresidual) -> the embedding's dropout -> hook 1's input_backward (dpe_input) -> the token
-// rows of wte (encoder_backward: dwte's second contribution).
+// rows of wte (encoder_backward: dwte's second contribution). The norm is gathered as the gradients
+// become final: each block's in block_backward, then at the end the tensors outside the blocks
+// (wte after its second contribution, ln_f, the input scheme's and the shared positional tensors).
 void gpt_backward(GPT *m, double grad_scale) {
     GPTWeights *w = &m->weights;
     CHECK(!m->state.act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
@@ -535,6 +561,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     // backward the probabilities are gone (dump_step copies the logits before it calls backward)
     real *dlogits = a->probs;
     begin_checks(m, "backward", m->state.detect_anomaly);
+    gpt_norm_begin(m);
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         real *d = dlogits + n * Vp;
@@ -545,7 +572,8 @@ void gpt_backward(GPT *m, double grad_scale) {
     if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     memset(g->dln, 0, sizeof(real) * N * C);
-    // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share)
+    // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share; not
+    // final, so not gathered here: the embedding's backward adds to dwte last)
     TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp));
     if (watch(m, -1, "dlnf", g->dln, btc(B, T, C))) return;
     memset(g->dresidual, 0, sizeof(real) * N * C);
@@ -566,5 +594,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
     encoder_backward(dp->wte, demb, b->tokens, N, C);      // dwte's rows of the batch's tokens += demb
     if (watch_tensors(m, -1, w->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
+    gpt_norm_gather_layer(m, -1, 0);
+    gpt_norm_end(m);
     if (m->state.grad_ready) m->state.grad_ready(m->state.grad_ready_ctx, -1);
 }

@@ -4,7 +4,8 @@
 // forwards drop the same elements). Central differences with h = 1e-5 are exact to ~1e-10
 // relative in double, so the tolerance (1e-6 relative to the tensor's largest gradient) leaves no
 // room for a wrong term. Then dropout's properties: its rate, evaluation without it, the same key
-// giving the same result and another key another, and no dependence on the thread count.
+// giving the same result and another key another, and no dependence on the thread count. Every
+// whole-model backward's gathered gradient norm is checked against a pass over the gradient.
 #include <string.h>
 
 #include "nn/kernels.h"
@@ -322,6 +323,15 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
 }
 
 // ---- whole model ------------------------------------------------------------------------------
+
+// The sum of squares the backward gathered (as each gradient became final) against a pass over the
+// whole gradient buffer: the same squares summed in other orders
+static void expect_gathered_norm(GPT *m, const char *label) {
+    double pass = sum_squares_ordered(m->weights.grads, m->weights.num_params), got = m->state.norm.ss;
+    EXPECT(m->state.norm.valid && pass > 0 && fabs(got - pass) <= 1e-12 * pass && gpt_grad_norm(m) == sqrt(got),
+           "%s: the backward gathered a sum of squares of %.17g (valid %d), the gradient has %.17g", label, got,
+           m->state.norm.valid, pass);
+}
 typedef struct { GPT *m; Batch *b; } ModelCtx;
 static double model_loss(void *p) { ModelCtx *c = p; return gpt_forward(c->m, c->b); }
 
@@ -348,6 +358,7 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     gpt_forward(&m, &b);
     gpt_zero_grad(&m);
     gpt_backward(&m, 1.0 / m.state.weight_sum);
+    expect_gathered_norm(&m, label);
     // one check per named tensor (excluding wte's padding rows, which are never used)
     for (int k = 0; k < m.weights.n_tensors; k++) {
         const TensorInfo *t = &m.weights.tensors[k];
@@ -498,6 +509,7 @@ static void test_dropout_model(void) {
     gpt_forward(&m, &tail);
     int rows_same = !memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.state.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab);
     gpt_backward(&m, 1.0 / 120);
+    expect_gathered_norm(&m, "dropout by global row: two micro-batches accumulated");
     double worst = 0;
     for (size_t i = 0; i < np; i++) worst = fmax(worst, fabs(m.weights.grads[i] - g1[i]) / (fabs(g1[i]) + 1e-12));
     EXPECT(rows_same && worst < 1e-9, "dropout by global row: rows 1-2 with b0 = 1 drop as in the whole batch (logits %s; "

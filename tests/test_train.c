@@ -7,7 +7,10 @@
 //   - the fused update (gradient norm, then AdamW with the clip scale inside) equals clipping the
 //     gradient in place and then a plain AdamW loop per tensor;
 //   - anomaly detection names the first NaN or Inf (forward, hook 3, backward, AdamW, parameters)
-//     and changes no number when everything is finite.
+//     and changes no number when everything is finite;
+//   - the gradient's norm the backward gathers equals a pass over the whole gradient (every scheme,
+//     a shared table, gradient accumulation), and gpt_grad_norm makes that pass where nothing was
+//     gathered (a backward with gathering off, grad_ready set as under MPI, gradients written).
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -367,6 +370,93 @@ static void test_anomaly_identical(void) {
     for (int on = 0; on < 2; on++) { free(grads[on]); gpt_free(&m[on]); }
 }
 
+// The norm the last backward gathered against sum_squares_ordered's pass over the whole gradient:
+// both sum exact squares (a float squared is exact in a double) in doubles, in other orders
+static void expect_gathered(GPT *m, const char *what) {
+    double pass = sum_squares_ordered(m->weights.grads, m->weights.num_params), got = m->state.norm.ss;
+    EXPECT(m->state.norm.valid && pass > 0 && fabs(got - pass) <= 1e-12 * pass,
+           "%s: gathered sum of squares %.17g (valid %d), the pass over the gradient %.17g", what, got,
+           m->state.norm.valid, pass);
+    EXPECT(gpt_grad_norm(m) == sqrt(got), "%s: gpt_grad_norm must return the gathered norm", what);
+}
+
+static void no_reduction(void *ctx, int layer) { (void)ctx; (void)layer; }
+
+// The batch of two rows b as two micro-batches of one row each (gradient accumulation, as train.c)
+static void accumulate_halves(GPT *m, const Batch *b, int gather_first) {
+    Batch half[2];
+    for (int k = 0; k < 2; k++) {
+        batch_alloc(&half[k], 1, b->T);
+        memcpy(half[k].tokens, b->tokens + b->T * k, sizeof(int) * b->T);
+        memcpy(half[k].targets, b->targets + b->T * k, sizeof(int) * b->T);
+    }
+    gpt_zero_grad(m);
+    for (int k = 0; k < 2; k++) {
+        gpt_set_norm_gather(m, k == 1 || gather_first);
+        gpt_forward(m, &half[k]);
+        gpt_backward(m, 1.0 / (2 * b->T));
+        if (k == 0 && !gather_first) EXPECT(!m->state.norm.valid, "a backward with gathering off gathers nothing");
+    }
+    batch_free(&half[0]); batch_free(&half[1]);
+}
+
+// dim: C (32, or 96, where the MLP's weights, 4 C^2 = 36864 values, are summed by the threads)
+static void norm_case(const char *label, const char *pe, const char *pe_layers, const char *input_pe, int dim) {
+    GPTConfig c = small_config(pe, pe_layers, input_pe);
+    c.n_embd = dim;
+    GPT m; gpt_build(&m, &c, 3, 0);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 31);
+    char what[160];
+    gpt_set_dropout(&m, 0.1, gpt_dropout_key(3, 0, 0));
+    gpt_forward(&m, &b);
+    gpt_zero_grad(&m);
+    EXPECT(gpt_grad_norm(&m) == 0, "%s: after gpt_zero_grad the norm is 0", label);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_set_dropout(&m, 0, 0);
+    snprintf(what, sizeof what, "%s: one batch", label);
+    expect_gathered(&m, what);
+    for (int first = 0; first < 2; first++) {
+        accumulate_halves(&m, &b, first);
+        snprintf(what, sizeof what, "%s: accumulated over 2 micro-batches, the first %s", label,
+                 first ? "gathering too" : "not gathering");
+        expect_gathered(&m, what);
+    }
+    gpt_set_norm_gather(&m, 1);
+    batch_free(&b); gpt_free(&m);
+}
+
+// Where the backward cannot know the final gradient, gpt_grad_norm makes its own pass: grad_ready
+// set (MPI sums the gradients after the backward), gathering off, the buffer written by its owner
+static void test_norm_fallback(void) {
+    GPTConfig c = small_config("rope", NULL, "learned");
+    GPT m; gpt_build(&m, &c, 4, 0);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 32);
+    gpt_forward(&m, &b);
+    m.state.grad_ready = no_reduction;
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    m.state.grad_ready = NULL;
+    double pass = sqrt(sum_squares_ordered(m.weights.grads, m.weights.num_params));
+    EXPECT(!m.state.norm.valid && gpt_grad_norm(&m) == pass, "grad_ready set: no gathered norm, the pass's %.17g", pass);
+    gpt_set_norm_gather(&m, 0);
+    gpt_forward(&m, &b);       // (a backward turns the forward's probabilities into dlogits)
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    EXPECT(!m.state.norm.valid && gpt_grad_norm(&m) == pass, "gathering off: the pass's norm %.17g", pass);
+    gpt_set_norm_gather(&m, 1);
+    gpt_forward(&m, &b);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    EXPECT(m.state.norm.valid, "gathering on again: a gathered norm");
+    m.weights.grads[5] += 1;
+    gpt_grads_written(&m);
+    EXPECT(!m.state.norm.valid && gpt_grad_norm(&m) == sqrt(sum_squares_ordered(m.weights.grads, m.weights.num_params)),
+           "after gpt_grads_written: the pass over the changed buffer");
+    batch_free(&b); gpt_free(&m);
+}
+
 int main(void) {
     test_loader();
     for (int s = 0; s < posenc_count(); s++) test_overfit(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL);
@@ -379,5 +469,10 @@ int main(void) {
     test_anomaly_forward();
     test_anomaly_backward();
     test_anomaly_identical();
+    for (int s = 0; s < posenc_count(); s++) norm_case(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL, 32);
+    norm_case("one t5 table shared by two layers, learned input", NULL, "t5,t5", "learned", 32);
+    norm_case("fire,kerple, sinusoidal input", NULL, "fire,kerple", "sinusoidal", 32);
+    norm_case("C = 96, rope,alibi, learned input", NULL, "rope,alibi", "learned", 96);
+    test_norm_fallback();
     return test_summary("test_train");
 }
