@@ -3,6 +3,8 @@
 //   - the same seed and thread count give bit-identical losses;
 //   - gradient accumulation over two micro-batches equals one batch of both;
 //   - tokens with loss weight 0 change neither the loss nor the gradient;
+//   - the softmax and cross-entropy over GPT-2's 50257 classes (the float build's vectorised exp)
+//     against the same computed in doubles with libm's exp, logits spread narrow and wide;
 //   - a checkpoint round trip restores every parameter and optimiser moment exactly;
 //   - the fused update (gradient norm, then AdamW with the clip scale inside) equals clipping the
 //     gradient in place and then a plain AdamW loop per tensor;
@@ -97,6 +99,55 @@ static void test_accumulation(void) {
     }
     EXPECT(mx > 0 && err <= 1e-4 * mx, "accumulated gradient differs from the full batch's: %.3g of %.3g", err, mx);
     free(g_both); batch_free(&both); batch_free(&half[0]); batch_free(&half[1]); gpt_free(&m);
+}
+
+// The forward's probabilities and per-token losses from its logits, against a softmax in doubles
+// with libm's exp. gain: ln_f's weight, which spreads the logits (20: over ~+-60, so that many
+// exponentials fall below exp(-87), where the float build's exp gives exactly 0).
+static void crossentropy_case(double gain) {
+    GPTConfig c = small_config("learned", NULL, NULL);
+    c.vocab_size = 50257;
+    GPT m; gpt_build(&m, &c, 9, 0);
+    for (int i = 0; i < c.n_embd; i++) m.weights.p.lnfw[i] = (real)gain;
+    Batch b; batch_alloc(&b, 2, 16);
+    Rng r; rng_seed(&r, 41);
+    for (int i = 0; i < 32; i++) { b.tokens[i] = (int)(rng_u64(&r) % 50257); b.targets[i] = (int)(rng_u64(&r) % 50257); }
+    gpt_forward(&m, &b);
+    int V = c.vocab_size, Vp = m.cfg.padded_vocab;
+    double worst_p = 0, worst_loss = 0, worst_sum = 0, spread = 0;
+    int pad_zero = 1, finite = 1;
+    for (int n = 0; n < 32; n++) {
+        const real *l = m.state.a.logits + (size_t)n * Vp, *p = m.state.a.probs + (size_t)n * Vp;
+        double mx = -INFINITY, mn = INFINITY, sum = 0, psum = 0;
+        for (int v = 0; v < V; v++) { mx = fmax(mx, l[v]); mn = fmin(mn, l[v]); }
+        // l[v] - mx rounded to a float as the model's is (its rounding moves exp by up to |l - mx| 2^-24)
+        for (int v = 0; v < V; v++) sum += exp((real)(l[v] - (real)mx));
+        for (int v = 0; v < V; v++) {
+            double want = exp((real)(l[v] - (real)mx)) / sum;
+            // relative, past an absolute 2e-38: the float build's exp is 0 below exp(-87) = 1.6e-38
+            double err = fabs(p[v] - want);
+            if (err > 2e-38) worst_p = fmax(worst_p, err / want);
+            psum += p[v];
+            finite &= isfinite(p[v]);
+        }
+        for (int v = V; v < Vp; v++) pad_zero &= p[v] == 0;
+        double loss = -(l[b.targets[n]] - mx - log(sum));
+        worst_loss = fmax(worst_loss, fabs(m.state.a.losses[n] - loss) / fmax(1, loss));
+        worst_sum = fmax(worst_sum, fabs(psum - 1));
+        spread = fmax(spread, mx - mn);
+    }
+    EXPECT(finite && pad_zero && worst_p < 2e-6 && worst_loss < 1e-6 && worst_sum < 1e-5,
+           "softmax over 50257 classes (logits spread over %.1f): probabilities off by %.3g relative, losses by %.3g, "
+           "rows sum to 1 within %.3g, padding %s", spread, worst_p, worst_loss, worst_sum, pad_zero ? "zero" : "not zero");
+    EXPECT(gain < 100 || spread > 100, "ln_f's gain %g should spread the logits past exp's range (spread %.1f)", gain, spread);
+    // a NaN logit (class 5 of every row, from wte's row 5): every row's probabilities and loss are NaN
+    m.weights.p.wte[5 * c.n_embd] = NAN;
+    gpt_forward(&m, &b);
+    int all_nan = 1;
+    for (int n = 0; n < 32; n++) all_nan &= isnan(m.state.a.losses[n]) && isnan(m.state.a.probs[(size_t)n * Vp + 7]);
+    EXPECT(all_nan, "a NaN logit must make its row's probabilities and loss NaN");
+    gpt_free(&m);
+    batch_free(&b);
 }
 
 static void test_loss_weights(void) {
@@ -464,6 +515,8 @@ int main(void) {
     test_determinism();
     test_accumulation();
     test_loss_weights();
+    crossentropy_case(1);
+    crossentropy_case(200);
     test_checkpoint_roundtrip();
     test_fused_update();
     test_anomaly_forward();
