@@ -50,8 +50,10 @@ static double ln_loss(void *p) {
     layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
     return dot(c->out, c->R, (size_t)c->N * c->C);
 }
-static void test_layernorm(void) {
-    LnCtx c = { .N = 5, .C = 7 };
+// N rows of C channels; C > 64: the parameter gradients' several blocks of channels (and a partial
+// one), the same bits on 1 and 2 threads
+static void test_layernorm(int N, int C) {
+    LnCtx c = { .N = N, .C = C };
     size_t n = (size_t)c.N * c.C;
     c.inp = xmalloc(n * sizeof(real)); c.out = xmalloc(n * sizeof(real)); c.R = xmalloc(n * sizeof(real));
     c.w = xmalloc(c.C * sizeof(real)); c.b = xmalloc(c.C * sizeof(real));
@@ -68,6 +70,17 @@ static void test_layernorm(void) {
     real *di1 = xcalloc(n, sizeof(real)), *dw1 = xcalloc(c.C, sizeof(real)), *db1 = xcalloc(c.C, sizeof(real));
     layernorm_backward(di1, dw1, db1, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
     EXPECT(fabs(di[3] - 2 * di1[3]) < 1e-12 && fabs(dw[2] - 2 * dw1[2]) < 1e-12, "layernorm_backward must accumulate (+=)");
+    if (C > 64) {
+        int saved = omp_get_max_threads();
+        for (int t = 1; t <= 2; t++) {
+            omp_set_num_threads(t);
+            memset(di, 0, n * sizeof(real)); memset(dw, 0, C * sizeof(real)); memset(db, 0, C * sizeof(real));
+            layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+            EXPECT(!memcmp(dw, dw1, C * sizeof(real)) && !memcmp(db, db1, C * sizeof(real)),
+                   "layernorm (N %d, C %d): dweight and dbias on %d thread(s) differ from those on %d", N, C, t, saved);
+        }
+        omp_set_num_threads(saved);
+    }
     free(c.inp); free(c.out); free(c.R); free(c.w); free(c.b); free(c.mean); free(c.rstd);
     free(di); free(dw); free(db); free(di1); free(dw1); free(db1);
 }
@@ -527,7 +540,7 @@ static void test_dropout_model(void) {
 
 int main(void) {
     rng_seed(&rng, 42);
-    test_layernorm();
+    test_layernorm(5, 7);
     test_matmul();
     test_gelu();
     test_encoder();
@@ -571,5 +584,7 @@ int main(void) {
     test_dropout_rates(0.1);
     test_dropout_rates(0.5);
     test_dropout_model();
+    // after the rest too: C = 150, blocks of 64 + 64 + 22 channels in the parameter gradients
+    test_layernorm(9, 150);
     return test_summary("test_grad");
 }
