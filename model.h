@@ -7,8 +7,9 @@
 //   V vocab, Vp vocab padded to a multiple of 64, N = B*T tokens.
 // Weights are stored (out, in): a linear layer is out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC).
 // Backward functions ACCUMULATE into their gradient outputs (+=); the caller zeroes them
-// (gpt_zero_grad) before a step. This is what makes gradient accumulation free. The one exception
-// is hook 2's backward (qk_hook, nn/attention.h), which transforms its buffer in place.
+// (gpt_zero_grad) before a step. This is what makes gradient accumulation free. The exceptions:
+// hook 2's backward (qk_hook, nn/attention.h), which transforms its buffer in place, and the
+// parameter gradients of the first gpt_backward after gpt_zero_grad, which it overwrites.
 // The layers are declared in nn/layers.h, attention in nn/attention.h, the batch in dataset/batch.h (all
 // three included here).
 #ifndef MODEL_H
@@ -172,6 +173,7 @@ typedef struct {
                                    // included), and the optimiser (the gradient's norm, gathered in
                                    // the backward or in a pass of its own, and AdamW)
     GradNorm norm;                 // the gradient's norm as the last backward gathered it
+    int grads_zero;                // gpt_zero_grad: the gradient is 0 and the buffer not yet written
     // Called by gpt_backward as soon as gradients are final: grad_ready(ctx, l) after block l's
     // (l = L-1 down to 0: the tensors whose TensorInfo.layer is l), then grad_ready(ctx, -1) for
     // the rest (wte, ln_f, the input scheme's and shared positional tensors) at the very end.
@@ -262,6 +264,9 @@ void gpt_set_bf16(GPT *m, int on);
 // The key of micro-batch `micro` of optimiser step `step` (0-based) of the run seeded with `seed`:
 // a resumed run draws the masks the uninterrupted run drew.
 uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro);
+// The gradient is 0 from now: without a pass over the buffer, which the next gpt_backward overwrites
+// tensor by tensor (and gpt_adamw zeroes, when no backward came). So read or write
+// m->weights.grads only after a gpt_backward that ran to its end.
 void gpt_zero_grad(GPT *m);
 // Anomaly detection (on = 1), for debugging a new scheme or a diverging run: gpt_forward,
 // gpt_backward and gpt_adamw scan every tensor they write for NaN and Inf as they write it (forward:

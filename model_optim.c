@@ -5,6 +5,7 @@
 
 #include "nn/kernels.h"
 
+#include <string.h>
 #include <tgmath.h>   // sqrt follows the type of `real` (sqrtf in the float build)
 #ifdef _OPENMP
 #include <omp.h>
@@ -138,6 +139,10 @@ void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale) {
     if (!w->adam_m) {
         w->adam_m = xcalloc_big(w->num_params, sizeof(real));
         w->adam_v = xcalloc_big(w->num_params, sizeof(real));
+    }
+    if (m->state.grads_zero) {      // gpt_zero_grad and no backward since: the buffer is not yet 0
+        memset(w->grads, 0, sizeof(real) * w->num_params);
+        m->state.grads_zero = 0;
     }
     double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
     real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;

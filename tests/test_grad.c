@@ -61,21 +61,27 @@ static void test_layernorm(int N, int C) {
     fill(c.inp, n, 2); fill(c.w, c.C, 1); fill(c.b, c.C, 1); fill(c.R, n, 1);
     real *di = xcalloc(n, sizeof(real)), *dw = xcalloc(c.C, sizeof(real)), *db = xcalloc(c.C, sizeof(real));
     ln_loss(&c);
-    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 1);
     check_grad("layernorm dinp", c.inp, di, n, ln_loss, &c);
     check_grad("layernorm dweight", c.w, dw, c.C, ln_loss, &c);
     check_grad("layernorm dbias", c.b, db, c.C, ln_loss, &c);
-    // accumulate, never overwrite: a second backward doubles the gradient
-    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    // acc = 1 accumulates: a second backward doubles the gradient
+    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 1);
     real *di1 = xcalloc(n, sizeof(real)), *dw1 = xcalloc(c.C, sizeof(real)), *db1 = xcalloc(c.C, sizeof(real));
-    layernorm_backward(di1, dw1, db1, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    layernorm_backward(di1, dw1, db1, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 1);
     EXPECT(fabs(di[3] - 2 * di1[3]) < 1e-12 && fabs(dw[2] - 2 * dw1[2]) < 1e-12, "layernorm_backward must accumulate (+=)");
+    // acc = 0 overwrites dweight and dbias (here NaN) with what acc = 1 adds to zeros; dinp still adds
+    for (int k = 0; k < C; k++) dw[k] = db[k] = NAN;
+    memcpy(di, di1, n * sizeof(real));
+    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 0);
+    EXPECT(!memcmp(dw, dw1, C * sizeof(real)) && !memcmp(db, db1, C * sizeof(real)) && fabs(di[3] - 2 * di1[3]) < 1e-12,
+           "layernorm_backward with acc = 0 must overwrite dweight and dbias and add to dinp");
     if (C > 64) {
         int saved = omp_get_max_threads();
         for (int t = 1; t <= 2; t++) {
             omp_set_num_threads(t);
             memset(di, 0, n * sizeof(real)); memset(dw, 0, C * sizeof(real)); memset(db, 0, C * sizeof(real));
-            layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+            layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 1);
             EXPECT(!memcmp(dw, dw1, C * sizeof(real)) && !memcmp(db, db1, C * sizeof(real)),
                    "layernorm (N %d, C %d): dweight and dbias on %d thread(s) differ from those on %d", N, C, t, saved);
         }
@@ -109,7 +115,7 @@ static void test_matmul(void) {
             max_err = fmax(max_err, fabs(s - c.out[n * c.OC + o]));
         }
     EXPECT(max_err < 1e-12, "matmul_forward differs from the definition by %.3g", max_err);
-    matmul_backward(di, dw, db, c.R, c.inp, c.w, c.N, c.C, c.OC);
+    matmul_backward(di, dw, db, c.R, c.inp, c.w, c.N, c.C, c.OC, 1);
     check_grad("matmul dinp", c.inp, di, ni, mm_loss, &c);
     check_grad("matmul dweight", c.w, dw, nw, mm_loss, &c);
     check_grad("matmul dbias", c.b, db, c.OC, mm_loss, &c);

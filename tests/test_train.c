@@ -10,6 +10,9 @@
 //     gradient in place and then a plain AdamW loop per tensor;
 //   - anomaly detection names the first NaN or Inf (forward, hook 3, backward, AdamW, parameters)
 //     and changes no number when everything is finite;
+//   - gpt_zero_grad writes nothing, and the next backward's overwriting gives what adding onto zeros
+//     gives (every scheme, a shared table, learned and sinusoidal inputs, bf16, accumulation), and
+//     AdamW after it with no backward sees a zero gradient;
 //   - the gradient's norm the backward gathers equals a pass over the whole gradient (every scheme,
 //     a shared table, gradient accumulation), and gpt_grad_norm makes that pass where nothing was
 //     gathered (a backward with gathering off, grad_ready set as under MPI, gradients written).
@@ -508,6 +511,63 @@ static void test_norm_fallback(void) {
     batch_free(&b); gpt_free(&m);
 }
 
+// value by value (so -0 equals +0: adding a -0 sum onto +0 gives +0, and overwriting with it -0)
+static int same_values(const real *a, const real *b, size_t n, size_t *first) {
+    for (size_t i = 0; i < n; i++) if (!(a[i] == b[i])) { *first = i; return 0; }
+    return 1;
+}
+
+// After gpt_zero_grad the buffer keeps its old values (NaN here) until the next backward overwrites
+// each tensor: model a's gradient, so overwritten, against twin r's, added onto the zeros r was
+// built with (a fresh model's first backward adds: no gpt_zero_grad before it), for one batch and
+// for two micro-batches; then AdamW after gpt_zero_grad with no backward updates as with zeros.
+static void zero_case(const char *label, const char *pe_layers, const char *input_pe, int bf16) {
+    GPTConfig c = small_config(NULL, pe_layers, input_pe);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 51);
+    for (int micro = 1; micro <= 2; micro++) {
+        GPT a, r;
+        gpt_build(&a, &c, 6, 0); gpt_build(&r, &c, 6, 0);
+        gpt_set_bf16(&a, bf16); gpt_set_bf16(&r, bf16);
+        for (size_t i = 0; i < a.weights.num_params; i++) a.weights.grads[i] = NAN;
+        gpt_zero_grad(&a);
+        if (micro == 1) {
+            gpt_forward(&a, &b); gpt_backward(&a, 1.0 / 32);
+            gpt_forward(&r, &b); gpt_backward(&r, 1.0 / 32);
+        } else {
+            accumulate_halves(&a, &b, 1);         // gpt_zero_grad, then two backwards
+            Batch half[2];
+            for (int k = 0; k < 2; k++) {
+                batch_alloc(&half[k], 1, 16);
+                memcpy(half[k].tokens, b.tokens + 16 * k, sizeof(int) * 16);
+                memcpy(half[k].targets, b.targets + 16 * k, sizeof(int) * 16);
+                gpt_forward(&r, &half[k]); gpt_backward(&r, 1.0 / 32);
+                batch_free(&half[k]);
+            }
+        }
+        size_t at = 0;
+        int same = same_values(a.weights.grads, r.weights.grads, a.weights.num_params, &at);
+        const char *name = "";
+        for (int k = 0; k < a.weights.n_tensors; k++)
+            if (a.weights.tensors[k].offset <= at) name = a.weights.tensors[k].name;
+        EXPECT(same, "%s%s, %d micro-batch(es): the gradient after gpt_zero_grad and an overwriting backward differs "
+               "from the one added onto zeros, first at %s (%g vs %g)", label, bf16 ? " (bf16)" : "", micro, name,
+               (double)a.weights.grads[at], (double)r.weights.grads[at]);
+        gpt_free(&a); gpt_free(&r);
+    }
+    GPT a, r;                      // AdamW after gpt_zero_grad, no backward: a zero gradient (decay only)
+    gpt_build(&a, &c, 6, 0); gpt_build(&r, &c, 6, 0);
+    for (size_t i = 0; i < a.weights.num_params; i++) a.weights.grads[i] = NAN;
+    gpt_zero_grad(&a);
+    AdamWConfig o = { 1e-3, 0.9, 0.95, 1e-8, 0.1 };
+    gpt_adamw(&a, &o, 1, gpt_clip_scale(gpt_grad_norm(&a), 1.0));
+    gpt_adamw(&r, &o, 1, 1.0);
+    EXPECT(gpt_grad_norm(&a) == 0 && !memcmp(a.weights.params, r.weights.params, sizeof(real) * a.weights.num_params),
+           "%s: AdamW after gpt_zero_grad without a backward must update as with a zero gradient", label);
+    gpt_free(&a); gpt_free(&r);
+    batch_free(&b);
+}
+
 int main(void) {
     test_loader();
     for (int s = 0; s < posenc_count(); s++) test_overfit(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL);
@@ -527,5 +587,15 @@ int main(void) {
     norm_case("fire,kerple, sinusoidal input", NULL, "fire,kerple", "sinusoidal", 32);
     norm_case("C = 96, rope,alibi, learned input", NULL, "rope,alibi", "learned", 96);
     test_norm_fallback();
+    for (int s = 0; s < posenc_count(); s++) {
+        const PosScheme *sc = posenc_scheme(s);
+        int input = (sc->hooks & PE_HOOK_INPUT) != 0;       // an input scheme, with nope layers
+        char layers[64];
+        snprintf(layers, sizeof layers, "%s,%s", input ? posenc_scheme(PE_NOPE)->name : sc->name,
+                 input ? posenc_scheme(PE_NOPE)->name : sc->name);
+        zero_case(sc->name, layers, input ? sc->name : "none", 0);
+    }
+    zero_case("one t5 table shared by two layers, learned input", "t5,t5", "learned", 0);
+    zero_case("rope,fire, sinusoidal input", "rope,fire", "sinusoidal", 1);
     return test_summary("test_train");
 }
