@@ -139,7 +139,7 @@ static void crossentropy_case(double gain) {
         worst_sum = fmax(worst_sum, fabs(psum - 1));
         spread = fmax(spread, mx - mn);
     }
-    EXPECT(finite && pad_zero && worst_p < 2e-6 && worst_loss < 1e-6 && worst_sum < 1e-5,
+    EXPECT(finite && pad_zero && worst_p < 2e-6 && worst_loss < 1e-6 && worst_sum < 2e-6,
            "softmax over 50257 classes (logits spread over %.1f): probabilities off by %.3g relative, losses by %.3g, "
            "rows sum to 1 within %.3g, padding %s", spread, worst_p, worst_loss, worst_sum, pad_zero ? "zero" : "not zero");
     EXPECT(gain < 100 || spread > 100, "ln_f's gain %g should spread the logits past exp's range (spread %.1f)", gain, spread);
