@@ -1,7 +1,8 @@
 // model.c: the GPT-2 model's forward (the transformer block, written once for the batch and the KV
 // cache) and backward passes, dropout's keys and anomaly detection. The layout and allocation are in
 // model_build.c, the optimiser in model_optim.c, the layers in nn/layers.c, attention in
-// nn/attention.c. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its outputs.
+// nn/attention.c. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its outputs,
+// but the first after gpt_zero_grad overwrites the parameter gradients (gpt_backward).
 #include "model.h"
 
 #include "nn/kernels.h"
@@ -21,7 +22,14 @@
 // probs (N,Vp) = softmax of logits (N,Vp) over the first V columns (the padding columns 0);
 // losses (N,) = -log probs[n][targets[n]], when targets (N,) is not NULL. Its backward,
 // dlogits = weight * grad_scale * (probs - onehot(target)), is written inline at the top of
-// gpt_backward, over probs.
+// gpt_backward, over probs. Three vectorised passes over a row (V = 50257 for GPT-2): the max, the
+// exponentials and their sum, the normalisation. exp_fast is exp_vec in the float build (relative
+// error ~2.3e-7; 0 below exp(-87), far under a sum >= 1) and libm's exp in the double build, the
+// one the gradient checks run. The exponentials are summed in CE_LANES running sums (a vector's
+// lanes), then those in a double: a fixed order whether the loop is vectorised or not (at -O1 it
+// is not), so the same bits run after run, and ~1e-7 relative where one float sum of 50257 terms
+// was off by ~1e-5. A NaN logit makes its row's probabilities and loss NaN.
+enum { CE_LANES = 16 };
 static void crossentropy_forward(real *probs, real *losses, const real *logits, const int *targets,
                                  int N, int V, int Vp) {
     #pragma omp parallel for schedule(static)
@@ -29,10 +37,19 @@ static void crossentropy_forward(real *probs, real *losses, const real *logits, 
         const real *l = logits + (size_t)n * Vp;
         real *p = probs + (size_t)n * Vp;
         real mx = -INFINITY;
-        for (int v = 0; v < V; v++) if (l[v] > mx) mx = l[v];
-        real sum = 0;
-        for (int v = 0; v < V; v++) { p[v] = exp(l[v] - mx); sum += p[v]; }
-        real inv = 1 / sum;
+        #pragma omp simd reduction(max:mx)
+        for (int v = 0; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+        real lane[CE_LANES] = { 0 };       // lane j sums the exponentials j, j + CE_LANES, ...
+        int v0 = 0;
+        for (; v0 + CE_LANES <= V; v0 += CE_LANES) {
+            #pragma omp simd
+            for (int j = 0; j < CE_LANES; j++) { real e = exp_fast(l[v0 + j] - mx); p[v0 + j] = e; lane[j] += e; }
+        }
+        double sum = 0;
+        for (int j = 0; j < CE_LANES; j++) sum += lane[j];
+        for (int v = v0; v < V; v++) { p[v] = exp_fast(l[v] - mx); sum += p[v]; }
+        real inv = (real)(1 / sum);
+        #pragma omp simd
         for (int v = 0; v < V; v++) p[v] *= inv;
         for (int v = V; v < Vp; v++) p[v] = 0;
         // -log softmax computed from the logits, not from a rounded probability
@@ -300,6 +317,24 @@ static const real *dropped_grad(real *buf, const real *dout, uint64_t key, doubl
     return buf;
 }
 
+// A linear layer's backward in the model's precision (the three products, nn/layers.c); dw and db
+// added to (acc) or overwritten. No other call of a backward writes them, so they are final: their
+// squares go into the gathered norm.
+static void linear_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                            const real *w, int N, int C, int OC, int acc) {
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(dinp, dw, db, dout, inp, w, N, C, OC, acc));
+    gpt_norm_gather(m, dw, (size_t)OC * C);
+    gpt_norm_gather(m, db, (size_t)OC);
+}
+
+// A block's LayerNorm backward; its dw and db are final, as linear_backward's are
+static void ln_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                        const real *mean, const real *rstd, int N, int C, int acc) {
+    layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, acc);
+    gpt_norm_gather(m, dw, (size_t)C);
+    gpt_norm_gather(m, db, (size_t)C);
+}
+
 // The backward of block_forward (read them side by side): block l's parameter gradients, and
 // g->dresidual (N,C) carried from the block's output, dL/dresidual3, to its input, dL/dresidual.
 // The forward's steps in reverse:
@@ -309,8 +344,11 @@ static const real *dropped_grad(real *buf, const real *dout, uint64_t key, doubl
 // The skip connections need no code of their own: residual3 = residual2 + branch, so dL/dresidual2
 // is dL/dresidual3 (the skip path, already in dresidual) plus the branch's share, which
 // layernorm_backward adds (+=) into dresidual. Each other gradient buffer is zeroed before the
-// backward that accumulates into it. Returns 1 when a check (--detect-anomaly) stopped the backward.
-static int block_backward(GPT *m, int l, const Batch *b) {
+// backward that accumulates into it. Each parameter gradient of the block goes into the gathered
+// norm right after its one write (linear_backward, ln_backward; the layer's own positional tensors
+// after attention and hook 2). acc = 0: the linear and LayerNorm parameter gradients are overwritten
+// (gpt_backward). Returns 1 when a check (--detect-anomaly) stopped the backward.
+static int block_backward(GPT *m, int l, const Batch *b, int acc) {
     GPTWeights *w = &m->weights;
     GPTRunState *s = &m->state;
     int B = b->B, T = b->T, C = m->cfg.n_embd, NH = m->cfg.n_head;
@@ -335,18 +373,18 @@ static int block_backward(GPT *m, int l, const Batch *b) {
         if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return 1;
     }
     memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj,
-                    la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C));
+    linear_backward(m, g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj, la.fch_gelu,
+                    p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C, acc);
     if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return 1;
     memset(g->dfch, 0, sizeof(real) * N * 4 * C);
     gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
     if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return 1;
     memset(g->dln, 0, sizeof(real) * N * C);
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
-                    p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C));
+    linear_backward(m, g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
+                    p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C, acc);
     if (watch(m, l, "dln2", g->dln, btc(B, T, C))) return 1;
-    layernorm_backward(g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
-                       la.ln2_mean, la.ln2_rstd, N, C);
+    ln_backward(m, g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
+                la.ln2_mean, la.ln2_rstd, N, C, acc);
     if (watch(m, l, "dresidual2", g->dresidual, btc(B, T, C))) return 1;
     // residual2 = residual + attproj(attention(qkv(ln1(residual))))
     dproj = g->dresidual;
@@ -355,20 +393,21 @@ static int block_backward(GPT *m, int l, const Batch *b) {
         if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return 1;
     }
     memset(g->datty, 0, sizeof(real) * N * C);
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
-                    p->attprojw + (size_t)l * C * C, N, C, C));
+    linear_backward(m, g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
+                    p->attprojw + (size_t)l * C * C, N, C, C, acc);
     if (watch(m, l, "datty", g->datty, btc(B, T, C))) return 1;
     memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
     TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
     if (watch(m, l, "dqkv", g->dqkv, btc(B, T, 3 * C))) return 1;
     TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
     if ((ap.scheme->hooks & PE_HOOK_QK) && watch(m, l, "dqkv before hook 2", g->dqkv, btc(B, T, 3 * C))) return 1;
+    gpt_norm_gather_layer(m, l, 1);   // the layer's own positional tensors (a shared one: gpt_backward's end)
     memset(g->dln, 0, sizeof(real) * N * C);
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
-                    p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C));
+    linear_backward(m, g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
+                    p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, acc);
     if (watch(m, l, "dln1", g->dln, btc(B, T, C))) return 1;
-    layernorm_backward(g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
-                       la.ln1_mean, la.ln1_rstd, N, C);
+    ln_backward(m, g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
+                la.ln1_mean, la.ln1_rstd, N, C, acc);
     if (watch(m, l, "dresidual", g->dresidual, btc(B, T, C))) return 1;        // at the block's input
     if (watch_tensors(m, l, w->grads, "grad.")) return 1;          // the block's parameter gradients
     return 0;
@@ -508,13 +547,35 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     kc->len = P + T;
 }
 
-void gpt_zero_grad(GPT *m) { memset(m->weights.grads, 0, sizeof(real) * m->weights.num_params); }
+// No pass over the buffer: the next backward's first write into each tensor overwrites it
+// (gpt_backward), or gpt_adamw zeroes the buffer when no backward came.
+void gpt_zero_grad(GPT *m) {
+    m->state.grads_zero = 1;
+    m->state.norm.valid = 1;            // a norm of exactly 0
+    m->state.norm.ss = 0;
+}
+
+// The positional schemes' gradients (t5's, kerple's and fire's bias parameters, summed over threads
+// and shared by layers; the learned input table, of which a batch writes only the rows of its
+// positions): zeroed for a backward that overwrites the others. A few thousand values.
+static void zero_scheme_grads(GPT *m) {
+    const GPTWeights *w = &m->weights;
+    for (int k = 0; k < w->n_tensors; k++)
+        if (w->tensors[k].scheme >= 0)
+            memset(w->grads + w->tensors[k].offset, 0, sizeof(real) * w->tensors[k].rows * w->tensors[k].cols);
+}
 
 // The backward of gpt_forward (model.h), its steps in reverse: the cross-entropy (the backward of
 // crossentropy_forward, written inline: dlogits over probs) -> the LM head, tied to wte (dwte's first
 // contribution) -> ln_f -> blocks L-1..0 (block_backward, each from dL/dresidual3 to dL/dresidual
 // in g->dresidual) -> the embedding's dropout -> hook 1's input_backward (dpe_input) -> the token
-// rows of wte (encoder_backward: dwte's second contribution).
+// rows of wte (encoder_backward: dwte's second contribution). The norm is gathered as the gradients
+// become final: each block's in block_backward, then at the end the tensors outside the blocks
+// (wte after its second contribution, ln_f, the input scheme's and the shared positional tensors).
+// The first backward after gpt_zero_grad overwrites instead of adding (acc = 0): the LM head's dW
+// (all Vp rows of dwte, which the embedding then adds to), every linear and LayerNorm parameter
+// gradient; the schemes' few are zeroed first. Those are all the parameters, each tensor's first
+// write; a backward that stops at an anomaly leaves the gradient undefined.
 void gpt_backward(GPT *m, double grad_scale) {
     GPTWeights *w = &m->weights;
     CHECK(!m->state.act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
@@ -535,6 +596,10 @@ void gpt_backward(GPT *m, double grad_scale) {
     // backward the probabilities are gone (dump_step copies the logits before it calls backward)
     real *dlogits = a->probs;
     begin_checks(m, "backward", m->state.detect_anomaly);
+    gpt_norm_begin(m);
+    int acc = !m->state.grads_zero;
+    if (!acc) zero_scheme_grads(m);
+    m->state.grads_zero = 0;
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         real *d = dlogits + n * Vp;
@@ -545,15 +610,16 @@ void gpt_backward(GPT *m, double grad_scale) {
     if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     memset(g->dln, 0, sizeof(real) * N * C);
-    // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share)
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp));
+    // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share; not
+    // final, so not gathered here: the embedding's backward adds to dwte last)
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp, acc));
     if (watch(m, -1, "dlnf", g->dln, btc(B, T, C))) return;
     memset(g->dresidual, 0, sizeof(real) * N * C);
-    layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C);
+    layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, acc);
     if (watch(m, L - 1, "dresidual3", g->dresidual, btc(B, T, C))) return;
 
     for (int l = L - 1; l >= 0; l--) {                      // dresidual: dL/dresidual3 of block l
-        if (block_backward(m, l, b)) return;                   // now dL/dresidual at its input
+        if (block_backward(m, l, b, acc)) return;              // now dL/dresidual at its input
         // block l's gradients are final: MPI may reduce them
         if (m->state.grad_ready) m->state.grad_ready(m->state.grad_ready_ctx, l);
     }
@@ -566,5 +632,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
     encoder_backward(dp->wte, demb, b->tokens, N, C);      // dwte's rows of the batch's tokens += demb
     if (watch_tensors(m, -1, w->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
+    gpt_norm_gather_layer(m, -1, 0);
+    gpt_norm_end(m);
     if (m->state.grad_ready) m->state.grad_ready(m->state.grad_ready_ctx, -1);
 }

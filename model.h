@@ -7,8 +7,9 @@
 //   V vocab, Vp vocab padded to a multiple of 64, N = B*T tokens.
 // Weights are stored (out, in): a linear layer is out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC).
 // Backward functions ACCUMULATE into their gradient outputs (+=); the caller zeroes them
-// (gpt_zero_grad) before a step. This is what makes gradient accumulation free. The one exception
-// is hook 2's backward (qk_hook, nn/attention.h), which transforms its buffer in place.
+// (gpt_zero_grad) before a step. This is what makes gradient accumulation free. The exceptions:
+// hook 2's backward (qk_hook, nn/attention.h), which transforms its buffer in place, and the
+// parameter gradients of the first gpt_backward after gpt_zero_grad, which it overwrites.
 // The layers are declared in nn/layers.h, attention in nn/attention.h, the batch in dataset/batch.h (all
 // three included here).
 #ifndef MODEL_H
@@ -120,6 +121,18 @@ typedef struct {
 // Time spent (seconds, accumulated since the model was built) by kind of work; bench reads it.
 enum { PROF_MATMUL, PROF_ATTENTION, PROF_OPTIMIZER, PROF_N };
 
+// The gradient's sum of squares as the backward gathers it (gpt_norm_*, model_optim.c): each
+// parameter gradient's squares are summed right after the backward's last write into it, so that
+// gpt_grad_norm needs no pass of its own over the whole gradient buffer.
+typedef struct {
+    int off;             // gpt_set_norm_gather(m, 0): the backwards gather nothing
+    int running;         // the running backward gathers
+    int valid;           // ss is the sum of squares of the gradient buffer as it is now
+    double ss;           // (valid) that sum
+    double part;         // the running backward's sum so far
+    size_t count;        // the elements it has gathered: every parameter once, by its end
+} GradNorm;
+
 // The parameters and everything laid out with them (model_build.c): one contiguous buffer each for
 // the parameters, their gradients and AdamW's moments, their named views, and the tensor list.
 typedef struct {
@@ -157,7 +170,10 @@ typedef struct {
     int checking;                  // 1 while a checked call runs
     Anomaly anomaly;               // what the last checked call found
     double prof[PROF_N];           // seconds in matmul (all three products), attention (hooks 2 and 3
-                                   // included), and the optimiser (clipping + AdamW)
+                                   // included), and the optimiser (the gradient's norm, gathered in
+                                   // the backward or in a pass of its own, and AdamW)
+    GradNorm norm;                 // the gradient's norm as the last backward gathered it
+    int grads_zero;                // gpt_zero_grad: the gradient is 0 and the buffer not yet written
     // Called by gpt_backward as soon as gradients are final: grad_ready(ctx, l) after block l's
     // (l = L-1 down to 0: the tensors whose TensorInfo.layer is l), then grad_ready(ctx, -1) for
     // the rest (wte, ln_f, the input scheme's and shared positional tensors) at the very end.
@@ -248,6 +264,9 @@ void gpt_set_bf16(GPT *m, int on);
 // The key of micro-batch `micro` of optimiser step `step` (0-based) of the run seeded with `seed`:
 // a resumed run draws the masks the uninterrupted run drew.
 uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro);
+// The gradient is 0 from now: without a pass over the buffer, which the next gpt_backward overwrites
+// tensor by tensor (and gpt_adamw zeroes, when no backward came). So read or write
+// m->weights.grads only after a gpt_backward that ran to its end.
 void gpt_zero_grad(GPT *m);
 // Anomaly detection (on = 1), for debugging a new scheme or a diverging run: gpt_forward,
 // gpt_backward and gpt_adamw scan every tensor they write for NaN and Inf as they write it (forward:
@@ -269,8 +288,16 @@ int gpt_check_parameters(GPT *m);
 void attention_probs(const GPT *m, int layer, int b, int head, real *out);
 // Backward of the last forward, accumulating into m->weights.grads. Each token's loss is scaled by
 // weight * grad_scale; grad_scale = 1 / (sum of weights over every micro-batch of the step)
-// gives the gradient of the mean over the whole accumulated batch.
+// gives the gradient of the mean over the whole accumulated batch. On its way it gathers the sum
+// of squares of the whole gradient buffer as it leaves it (gpt_grad_norm reads it), unless
+// gpt_set_norm_gather turned that off or grad_ready is set (under MPI the gradients are summed
+// across ranks after the backward: its local values are not the ones the norm is of).
 void gpt_backward(GPT *m, double grad_scale);
+// on = 0: the next backwards gather no norm (train.c's micro-batches before a step's last: the
+// values they leave are not final, so their gathering would be work thrown away); on = 1 (the
+// default): they do. Only speed depends on it: without a gathered norm gpt_grad_norm makes its
+// own pass.
+void gpt_set_norm_gather(GPT *m, int on);
 
 // ==============================================================================================
 // KV cache (model.c)
@@ -300,13 +327,19 @@ void gpt_forward_cached(GPT *m, KVCache *c, const int *tokens, const int *pos, i
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
 } AdamWConfig;
-// A step's update is two passes over the buffers: the gradient's global L2 norm, then AdamW on
-// the gradient times grad_scale, where clipping puts gpt_clip_scale(norm, max_norm):
+// A step's update: the gradient's global L2 norm, then AdamW (one pass over the buffers) on the
+// gradient times grad_scale, where clipping puts gpt_clip_scale(norm, max_norm):
 //     double norm = gpt_grad_norm(m);
 //     gpt_adamw(m, &o, t, gpt_clip_scale(norm, max_norm));
-// The norm is summed in a fixed order for a given thread count (the same bits run after run); the
-// gradient buffer is left as it is.
+// The norm is the one the last gpt_backward gathered when nothing else wrote the gradient buffer
+// since (gpt_zero_grad's zeros count: a norm of 0), else a pass of its own over the buffer. Code that
+// writes m->weights.grads itself calls gpt_grads_written first. Either way the sum is in doubles, in
+// a fixed order for a given thread count (the same bits run after run; the two orders agree to
+// ~1e-15 relative, not bit for bit); the gradient buffer is left as it is.
 double gpt_grad_norm(GPT *m);
+// The gradient buffer was written outside gpt_backward and gpt_zero_grad: the next gpt_grad_norm
+// makes its own pass.
+void gpt_grads_written(GPT *m);
 // sum x[i]^2 over n values in doubles: each thread's static span in order, then the spans in thread
 // order (an OpenMP reduction adds them as the threads finish: other bits from run to run)
 double sum_squares_ordered(const real *x, size_t n);
@@ -332,6 +365,16 @@ PosDims gpt_pos_dims(const GPTConfig *cfg);
 // (Re)allocates the activations for a (B, T) forward when they are smaller or in the other mode
 // (gpt_set_forward_only); the forwards call it (model_build.c)
 void gpt_alloc_acts(GPT *m, int B, int T);
+// The backward's gathering of the gradient's norm (GradNorm): gpt_norm_begin at its start;
+// gpt_norm_gather(x, n) once the backward has written the last of the n gradients at x (each
+// parameter exactly once per backward); gpt_norm_gather_layer(l) the same for every tensor of block
+// l (-1: outside the blocks) that pick_pe selects (1: only the positional schemes' tensors, 0: all);
+// gpt_norm_end at its end checks that every parameter was gathered and makes the sum the norm
+// gpt_grad_norm returns (model_optim.c)
+void gpt_norm_begin(GPT *m);
+void gpt_norm_gather(GPT *m, const real *x, size_t n);
+void gpt_norm_gather_layer(GPT *m, int layer, int pick_pe);
+void gpt_norm_end(GPT *m);
 // Starts a check of every parameter for NaN and Inf (pass: "parameters", "optimiser step"; on = 0:
 // none) and runs it into m->state.anomaly (gpt_check_parameters, gpt_adamw; model.c)
 void gpt_watch_parameters(GPT *m, const char *pass, int on);

@@ -1,20 +1,23 @@
-// model_optim.c: the optimiser: the gradient's global norm and the clipping scale, AdamW over the
-// whole parameter buffer or one slice of it (dist/dist.c's --zero 1), and the schemes' parameter
-// constraints applied after an update.
+// model_optim.c: the optimiser: the gradient's global norm (gathered by the backward, or a pass of
+// its own) and the clipping scale, AdamW over the whole parameter buffer or one slice of it
+// (dist/dist.c's --zero 1), and the schemes' parameter constraints applied after an update.
 #include "model.h"
 
 #include "nn/kernels.h"
 
+#include <string.h>
 #include <tgmath.h>   // sqrt follows the type of `real` (sqrtf in the float build)
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-// Two passes over the buffers per step: the gradient's global norm, then AdamW with the clipping
-// scale applied inside the update (the gradient buffer is read, never scaled in place). In each pass
-// every thread takes one contiguous span of the parameter buffer (one parallel region), and inside
-// it walks the runs of consecutive tensors that share a weight-decay setting, so the inner loop is
-// a plain vectorised loop with no per-element tensor lookup.
+// One pass over the buffers per step: AdamW with the clipping scale applied inside the update (the
+// gradient buffer is read, never scaled in place). The norm the scale needs was gathered by the
+// backward, tensor by tensor right after its last write (gpt_norm_*, below), while the tensor was
+// still in cache; when it was not (MPI, a gradient written otherwise), gpt_grad_norm makes a pass of
+// its own. In a pass every thread takes one contiguous span of the parameter buffer (one parallel
+// region); AdamW walks the runs of consecutive tensors that share a weight-decay setting inside it,
+// so the inner loop is a plain vectorised loop with no per-element tensor lookup.
 
 // This thread's span [*lo, *hi) of n elements: contiguous, split in multiples of 16 (a cache line
 // of floats), the same for every pass of a given thread count.
@@ -30,6 +33,23 @@ static void thread_span(size_t n, size_t *lo, size_t *hi) {
     *hi = *lo + per < n ? *lo + per : n;
 }
 
+// sum x[i]^2 over n values in doubles, in a fixed order: SQ_LANES running sums (lane j takes every
+// SQ_LANES-th value from j), then the lanes in order and the tail. So many independent sums keep
+// the adds from waiting on one another (one sum would wait an add's latency per vector: a third of
+// the speed memory allows).
+enum { SQ_LANES = 64 };
+static double sum_squares_run(const real *x, size_t n) {
+    double lane[SQ_LANES] = { 0 }, ss = 0;
+    size_t i = 0;
+    for (; i + SQ_LANES <= n; i += SQ_LANES) {
+        #pragma omp simd
+        for (int j = 0; j < SQ_LANES; j++) lane[j] += (double)x[i + j] * x[i + j];
+    }
+    for (int j = 0; j < SQ_LANES; j++) ss += lane[j];
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    return ss;
+}
+
 double sum_squares_ordered(const real *x, size_t n) {
     int nt = max_threads();
     double *part = xcalloc((size_t)nt, sizeof(double)), ss = 0;
@@ -37,17 +57,58 @@ double sum_squares_ordered(const real *x, size_t n) {
     {
         size_t lo, hi;
         thread_span(n, &lo, &hi);
-        double acc = 0;
-        #pragma omp simd reduction(+:acc)
-        for (size_t i = lo; i < hi; i++) acc += (double)x[i] * x[i];
-        part[thread_id()] = acc;
+        part[thread_id()] = sum_squares_run(x + lo, hi - lo);
     }
     for (int t = 0; t < nt; t++) ss += part[t];   // in thread order: the same bits for the same threads
     free(part);
     return ss;
 }
 
+// ----------------------------------------------------------------------------------------------
+// the gradient's norm, gathered by the backward (model.h's GradNorm)
+
+void gpt_set_norm_gather(GPT *m, int on) { m->state.norm.off = !on; }
+
+void gpt_grads_written(GPT *m) { m->state.norm.valid = 0; }
+
+void gpt_norm_begin(GPT *m) {
+    GradNorm *g = &m->state.norm;
+    g->valid = 0; g->part = 0; g->count = 0;
+    g->running = !g->off && !m->state.grad_ready;   // grad_ready: MPI sums the gradients after the backward
+}
+
+enum { NORM_SERIAL = 1 << 15 };   // below this many elements one thread sums (a parallel region costs more)
+
+void gpt_norm_gather(GPT *m, const real *x, size_t n) {
+    GradNorm *g = &m->state.norm;
+    if (!g->running || !x) return;
+    double t0 = now_seconds();
+    g->part += n >= NORM_SERIAL ? sum_squares_ordered(x, n) : sum_squares_run(x, n);                  // in the backward's order of tensors: fixed
+    g->count += n;
+    m->state.prof[PROF_OPTIMIZER] += now_seconds() - t0;
+}
+
+void gpt_norm_gather_layer(GPT *m, int layer, int pick_pe) {
+    const GPTWeights *w = &m->weights;
+    for (int k = 0; k < w->n_tensors; k++) {
+        const TensorInfo *ti = &w->tensors[k];
+        if (ti->layer == layer && (!pick_pe || ti->scheme >= 0))
+            gpt_norm_gather(m, w->grads + ti->offset, (size_t)ti->rows * ti->cols);
+    }
+}
+
+void gpt_norm_end(GPT *m) {
+    GradNorm *g = &m->state.norm;
+    if (!g->running) return;
+    CHECK(g->count == m->weights.num_params, "internal: the backward gathered the squares of %zu gradients of %zu "
+          "(a tensor gathered twice, or never)", g->count, m->weights.num_params);
+    g->running = 0;
+    g->ss = g->part;
+    g->valid = 1;
+}
+
 double gpt_grad_norm(GPT *m) {
+    if (m->state.norm.valid) return sqrt(m->state.norm.ss);
     double t0 = now_seconds();
     double ss = sum_squares_ordered(m->weights.grads, m->weights.num_params);
     m->state.prof[PROF_OPTIMIZER] += now_seconds() - t0;
@@ -78,6 +139,10 @@ void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale) {
     if (!w->adam_m) {
         w->adam_m = xcalloc_big(w->num_params, sizeof(real));
         w->adam_v = xcalloc_big(w->num_params, sizeof(real));
+    }
+    if (m->state.grads_zero) {      // gpt_zero_grad and no backward since: the buffer is not yet 0
+        memset(w->grads, 0, sizeof(real) * w->num_params);
+        m->state.grads_zero = 0;
     }
     double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
     real ibc1 = (real)(1 / bc1), ibc2 = (real)(1 / bc2), gs = (real)grad_scale;

@@ -498,6 +498,8 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
         // under mpirun the last backward reduces each block's gradients across the ranks as it
         // finishes the block (dist/dist.h); the earlier micro-batches only accumulate
         if (k == o->accum - 1 && wtotal > 0) dist_grad_arm(&s->dg);
+        // the last backward leaves the final gradients: it gathers their norm as it writes them
+        gpt_set_norm_gather(&s->model, k == o->accum - 1);
         if (wtotal > 0) gpt_backward(&s->model, 1.0 / wtotal);
         stop_on_anomaly(&s->model, step);
     }

@@ -93,6 +93,7 @@ void dist_grad_wait(DistGrad *d) {
     double t0 = now_seconds();
     MPI_Waitall(d->nreq, d->req, MPI_STATUSES_IGNORE);
     d->wait_s += now_seconds() - t0;
+    gpt_grads_written(d->m);      // now the sums over the ranks (the armed backward gathered no norm)
     d->armed = 0;
     d->m->state.grad_ready = NULL;
     d->m->state.grad_ready_ctx = NULL;

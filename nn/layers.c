@@ -1,6 +1,7 @@
 // nn/layers.c: the GPT-2 layers as forward/backward pairs (nn/layers.h): token embedding, LayerNorm, the
 // linear layer, GELU, dropout; and --detect-anomaly's scan for NaN and Inf. Shapes follow the legend
-// in model.h. Every backward ACCUMULATES (+=) into its outputs.
+// in model.h. Every backward ACCUMULATES (+=) into its outputs (the parameter gradients of LayerNorm
+// and the linear layer: unless acc = 0, nn/layers.h).
 #include "nn/layers.h"
 
 #include "nn/bf16.h"
@@ -51,9 +52,9 @@ void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const
     }
 }
 
-// dinp (N,C) +=, dweight (C) +=, dbias (C) +=; dout (N,C)
+// dinp (N,C) +=, dweight (C) and dbias (C) += (acc) or =; dout (N,C)
 void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                        const real *weight, const real *mean, const real *rstd, int N, int C) {
+                        const real *weight, const real *mean, const real *rstd, int N, int C, int acc) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const real *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
@@ -73,16 +74,23 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
             di[c] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
         }
     }
-    // parameter gradients: each thread owns a range of channels, summing rows in order
+    // parameter gradients, summed over the rows in order: threads take blocks of 64 channels, and
+    // each row of a block is read as one contiguous run (not one channel at a time, 4*C bytes apart)
+    enum { CB = 64 };
     #pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; c++) {
-        real dw = 0, db = 0;
+    for (int c0 = 0; c0 < C; c0 += CB) {
+        int nc = C - c0 < CB ? C - c0 : CB;
+        real dw[CB] = { 0 }, db[CB] = { 0 };
         for (int n = 0; n < N; n++) {
-            real dv = dout[(size_t)n * C + c];
-            dw += dv * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
-            db += dv;
+            const real *d = dout + (size_t)n * C + c0, *x = inp + (size_t)n * C + c0;
+            real m = mean[n], s = rstd[n];
+            #pragma omp simd
+            for (int c = 0; c < nc; c++) { dw[c] += d[c] * (x[c] - m) * s; db[c] += d[c]; }
         }
-        dweight[c] += dw; dbias[c] += db;
+        for (int c = 0; c < nc; c++) {
+            dweight[c0 + c] = acc ? dweight[c0 + c] + dw[c] : dw[c];
+            dbias[c0 + c] = acc ? dbias[c0 + c] + db[c] : db[c];
+        }
     }
 }
 
@@ -140,9 +148,9 @@ void matmul_forward(real *out, const real *inp, const real *weight, const real *
     if (bias) bias_forward(out, bias, N, OC);
 }
 
-// dbias[o] += sum_n dout[n,o], n in order; threads take blocks of 64 columns, and each row of a
-// block is read as one contiguous run (not one column at a time, 4*OC bytes apart)
-static void bias_backward(real *dbias, const real *dout, int N, int OC) {
+// dbias[o] += (acc) or = sum_n dout[n,o], n in order; threads take blocks of 64 columns, and each
+// row of a block is read as one contiguous run (not one column at a time, 4*OC bytes apart)
+static void bias_backward(real *dbias, const real *dout, int N, int OC, int acc) {
     enum { OB = 64 };
     #pragma omp parallel for schedule(static)
     for (int o0 = 0; o0 < OC; o0 += OB) {
@@ -153,18 +161,19 @@ static void bias_backward(real *dbias, const real *dout, int N, int OC) {
             #pragma omp simd
             for (int o = 0; o < no; o++) db[o] += d[o];
         }
-        for (int o = 0; o < no; o++) dbias[o0 + o] += db[o];
+        for (int o = 0; o < no; o++) dbias[o0 + o] = acc ? dbias[o0 + o] + db[o] : db[o];
     }
 }
 
-// dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += sum_n dout.
+// dinp (N,C) += dout @ weight; dweight (OC,C) += (acc) or = dout^T @ inp; dbias (OC) += or = sum_n dout.
 // gemm gives each output tile (a block of rows by a chunk of columns) to one thread and sums over k
-// in a fixed order, so no two threads write the same gradient and the result is bit-reproducible.
+// in a fixed order, so no two threads write the same gradient and the result is bit-reproducible;
+// with acc = 0 it does not read dweight, whose sums start from 0 (the bits of += onto zeros).
 void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC) {
+                     const real *weight, int N, int C, int OC, int acc) {
     gemm(N, C, OC, dout, OC, 1, weight, C, dinp, C, 1);          // A = dout (N,OC), B = weight (OC,C)
-    gemm(OC, C, N, dout, 1, OC, inp, C, dweight, C, 1);          // A = dout^T (OC,N), B = inp (N,C)
-    if (dbias) bias_backward(dbias, dout, N, OC);
+    gemm(OC, C, N, dout, 1, OC, inp, C, dweight, C, acc);        // A = dout^T (OC,N), B = inp (N,C)
+    if (dbias) bias_backward(dbias, dout, N, OC, acc);
 }
 
 // --precision bf16 (nn/bf16.h): the same three products with bf16 operands; weight^T is read through
@@ -175,10 +184,10 @@ void matmul_forward_bf16(real *out, const real *inp, const real *weight, const r
 }
 
 void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC) {
+                          const real *weight, int N, int C, int OC, int acc) {
     gemm_bf16(N, C, OC, dout, OC, 1, weight, C, 1, dinp, C, 1);     // dout (N,OC) @ weight (OC,C)
-    gemm_bf16(OC, C, N, dout, 1, OC, inp, C, 1, dweight, C, 1);     // dout^T (OC,N) @ inp (N,C)
-    if (dbias) bias_backward(dbias, dout, N, OC);
+    gemm_bf16(OC, C, N, dout, 1, OC, inp, C, 1, dweight, C, acc);   // dout^T (OC,N) @ inp (N,C)
+    if (dbias) bias_backward(dbias, dout, N, OC, acc);
 }
 
 // ----------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 // nn/layers.h: the GPT-2 layers (and dropout) as forward/backward pairs, outputs first, then inputs, then sizes,
 // and the scan for values that are not finite that --detect-anomaly runs over every tensor.
 // N tokens of C channels (model.h's legend); weights are stored (out, in). Backward functions
-// ACCUMULATE (+=) into their gradient outputs. The model strings them together (model.c); the
-// gradient checks test each alone.
+// ACCUMULATE (+=) into their gradient outputs, except that the parameter gradients of LayerNorm and
+// the linear layer are overwritten (=) when acc = 0 (the first write of a step: gpt_zero_grad
+// leaves the buffer as it is, model.h). The model strings them together (model.c); the gradient
+// checks test each alone.
 #ifndef LAYERS_H
 #define LAYERS_H
 
@@ -12,21 +14,23 @@
 void encoder_forward(real *out, const int *inp, const real *wte, int N, int C);
 void encoder_backward(real *dwte, const real *dout, const int *inp, int N, int C);
 // LayerNorm: out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N,) kept for the backward;
-// weight, bias (C). Backward: dinp (N,C) +=, dweight (C) +=, dbias (C) +=; dout (N,C).
+// weight, bias (C). Backward: dinp (N,C) +=, dweight (C) and dbias (C) += (acc = 1) or = (acc = 0);
+// dout (N,C).
 void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *weight,
                        const real *bias, int N, int C);
 void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                        const real *weight, const real *mean, const real *rstd, int N, int C);
+                        const real *weight, const real *mean, const real *rstd, int N, int C, int acc);
 // linear: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC), bias may be NULL.
-// Backward: dinp (N,C) +=, dweight (OC,C) +=, dbias (OC) += (dbias may be NULL); dout (N,OC).
+// Backward: dinp (N,C) +=, dweight (OC,C) and dbias (OC) += (acc = 1) or = (acc = 0) (dbias may be
+// NULL); dout (N,OC).
 void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
 void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC);
+                     const real *weight, int N, int C, int OC, int acc);
 // The same with --precision bf16: the three products through gemm_bf16 (nn/bf16.h), operands rounded
 // to bf16 and sums in fp32; the bias, its gradient and every output stay fp32.
 void matmul_forward_bf16(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
 void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC);
+                          const real *weight, int N, int C, int OC, int acc);
 // GELU (tanh approximation), elementwise on n numbers: out = gelu(inp); dinp += gelu'(inp) dout.
 void gelu_forward(real *out, const real *inp, int n);
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n);

@@ -4,7 +4,8 @@
 // forwards drop the same elements). Central differences with h = 1e-5 are exact to ~1e-10
 // relative in double, so the tolerance (1e-6 relative to the tensor's largest gradient) leaves no
 // room for a wrong term. Then dropout's properties: its rate, evaluation without it, the same key
-// giving the same result and another key another, and no dependence on the thread count.
+// giving the same result and another key another, and no dependence on the thread count. Every
+// whole-model backward's gathered gradient norm is checked against a pass over the gradient.
 #include <string.h>
 
 #include "nn/kernels.h"
@@ -49,8 +50,10 @@ static double ln_loss(void *p) {
     layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
     return dot(c->out, c->R, (size_t)c->N * c->C);
 }
-static void test_layernorm(void) {
-    LnCtx c = { .N = 5, .C = 7 };
+// N rows of C channels; C > 64: the parameter gradients' several blocks of channels (and a partial
+// one), the same bits on 1 and 2 threads
+static void test_layernorm(int N, int C) {
+    LnCtx c = { .N = N, .C = C };
     size_t n = (size_t)c.N * c.C;
     c.inp = xmalloc(n * sizeof(real)); c.out = xmalloc(n * sizeof(real)); c.R = xmalloc(n * sizeof(real));
     c.w = xmalloc(c.C * sizeof(real)); c.b = xmalloc(c.C * sizeof(real));
@@ -58,15 +61,32 @@ static void test_layernorm(void) {
     fill(c.inp, n, 2); fill(c.w, c.C, 1); fill(c.b, c.C, 1); fill(c.R, n, 1);
     real *di = xcalloc(n, sizeof(real)), *dw = xcalloc(c.C, sizeof(real)), *db = xcalloc(c.C, sizeof(real));
     ln_loss(&c);
-    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 1);
     check_grad("layernorm dinp", c.inp, di, n, ln_loss, &c);
     check_grad("layernorm dweight", c.w, dw, c.C, ln_loss, &c);
     check_grad("layernorm dbias", c.b, db, c.C, ln_loss, &c);
-    // accumulate, never overwrite: a second backward doubles the gradient
-    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    // acc = 1 accumulates: a second backward doubles the gradient
+    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 1);
     real *di1 = xcalloc(n, sizeof(real)), *dw1 = xcalloc(c.C, sizeof(real)), *db1 = xcalloc(c.C, sizeof(real));
-    layernorm_backward(di1, dw1, db1, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C);
+    layernorm_backward(di1, dw1, db1, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 1);
     EXPECT(fabs(di[3] - 2 * di1[3]) < 1e-12 && fabs(dw[2] - 2 * dw1[2]) < 1e-12, "layernorm_backward must accumulate (+=)");
+    // acc = 0 overwrites dweight and dbias (here NaN) with what acc = 1 adds to zeros; dinp still adds
+    for (int k = 0; k < C; k++) dw[k] = db[k] = NAN;
+    memcpy(di, di1, n * sizeof(real));
+    layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 0);
+    EXPECT(!memcmp(dw, dw1, C * sizeof(real)) && !memcmp(db, db1, C * sizeof(real)) && fabs(di[3] - 2 * di1[3]) < 1e-12,
+           "layernorm_backward with acc = 0 must overwrite dweight and dbias and add to dinp");
+    if (C > 64) {
+        int saved = omp_get_max_threads();
+        for (int t = 1; t <= 2; t++) {
+            omp_set_num_threads(t);
+            memset(di, 0, n * sizeof(real)); memset(dw, 0, C * sizeof(real)); memset(db, 0, C * sizeof(real));
+            layernorm_backward(di, dw, db, c.R, c.inp, c.w, c.mean, c.rstd, c.N, c.C, 1);
+            EXPECT(!memcmp(dw, dw1, C * sizeof(real)) && !memcmp(db, db1, C * sizeof(real)),
+                   "layernorm (N %d, C %d): dweight and dbias on %d thread(s) differ from those on %d", N, C, t, saved);
+        }
+        omp_set_num_threads(saved);
+    }
     free(c.inp); free(c.out); free(c.R); free(c.w); free(c.b); free(c.mean); free(c.rstd);
     free(di); free(dw); free(db); free(di1); free(dw1); free(db1);
 }
@@ -95,7 +115,7 @@ static void test_matmul(void) {
             max_err = fmax(max_err, fabs(s - c.out[n * c.OC + o]));
         }
     EXPECT(max_err < 1e-12, "matmul_forward differs from the definition by %.3g", max_err);
-    matmul_backward(di, dw, db, c.R, c.inp, c.w, c.N, c.C, c.OC);
+    matmul_backward(di, dw, db, c.R, c.inp, c.w, c.N, c.C, c.OC, 1);
     check_grad("matmul dinp", c.inp, di, ni, mm_loss, &c);
     check_grad("matmul dweight", c.w, dw, nw, mm_loss, &c);
     check_grad("matmul dbias", c.b, db, c.OC, mm_loss, &c);
@@ -322,6 +342,15 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
 }
 
 // ---- whole model ------------------------------------------------------------------------------
+
+// The sum of squares the backward gathered (as each gradient became final) against a pass over the
+// whole gradient buffer: the same squares summed in other orders
+static void expect_gathered_norm(GPT *m, const char *label) {
+    double pass = sum_squares_ordered(m->weights.grads, m->weights.num_params), got = m->state.norm.ss;
+    EXPECT(m->state.norm.valid && pass > 0 && fabs(got - pass) <= 1e-12 * pass && gpt_grad_norm(m) == sqrt(got),
+           "%s: the backward gathered a sum of squares of %.17g (valid %d), the gradient has %.17g", label, got,
+           m->state.norm.valid, pass);
+}
 typedef struct { GPT *m; Batch *b; } ModelCtx;
 static double model_loss(void *p) { ModelCtx *c = p; return gpt_forward(c->m, c->b); }
 
@@ -348,6 +377,7 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     gpt_forward(&m, &b);
     gpt_zero_grad(&m);
     gpt_backward(&m, 1.0 / m.state.weight_sum);
+    expect_gathered_norm(&m, label);
     // one check per named tensor (excluding wte's padding rows, which are never used)
     for (int k = 0; k < m.weights.n_tensors; k++) {
         const TensorInfo *t = &m.weights.tensors[k];
@@ -498,6 +528,7 @@ static void test_dropout_model(void) {
     gpt_forward(&m, &tail);
     int rows_same = !memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.state.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab);
     gpt_backward(&m, 1.0 / 120);
+    expect_gathered_norm(&m, "dropout by global row: two micro-batches accumulated");
     double worst = 0;
     for (size_t i = 0; i < np; i++) worst = fmax(worst, fabs(m.weights.grads[i] - g1[i]) / (fabs(g1[i]) + 1e-12));
     EXPECT(rows_same && worst < 1e-9, "dropout by global row: rows 1-2 with b0 = 1 drop as in the whole batch (logits %s; "
@@ -515,7 +546,7 @@ static void test_dropout_model(void) {
 
 int main(void) {
     rng_seed(&rng, 42);
-    test_layernorm();
+    test_layernorm(5, 7);
     test_matmul();
     test_gelu();
     test_encoder();
@@ -559,5 +590,7 @@ int main(void) {
     test_dropout_rates(0.1);
     test_dropout_rates(0.5);
     test_dropout_model();
+    // after the rest too: C = 150, blocks of 64 + 64 + 22 channels in the parameter gradients
+    test_layernorm(9, 150);
     return test_summary("test_grad");
 }

@@ -3,11 +3,19 @@
 //   - the same seed and thread count give bit-identical losses;
 //   - gradient accumulation over two micro-batches equals one batch of both;
 //   - tokens with loss weight 0 change neither the loss nor the gradient;
+//   - the softmax and cross-entropy over GPT-2's 50257 classes (the float build's vectorised exp)
+//     against the same computed in doubles with libm's exp, logits spread narrow and wide;
 //   - a checkpoint round trip restores every parameter and optimiser moment exactly;
 //   - the fused update (gradient norm, then AdamW with the clip scale inside) equals clipping the
 //     gradient in place and then a plain AdamW loop per tensor;
 //   - anomaly detection names the first NaN or Inf (forward, hook 3, backward, AdamW, parameters)
-//     and changes no number when everything is finite.
+//     and changes no number when everything is finite;
+//   - gpt_zero_grad writes nothing, and the next backward's overwriting gives what adding onto zeros
+//     gives (every scheme, a shared table, learned and sinusoidal inputs, bf16, accumulation), and
+//     AdamW after it with no backward sees a zero gradient;
+//   - the gradient's norm the backward gathers equals a pass over the whole gradient (every scheme,
+//     a shared table, gradient accumulation), and gpt_grad_norm makes that pass where nothing was
+//     gathered (a backward with gathering off, grad_ready set as under MPI, gradients written).
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,6 +102,55 @@ static void test_accumulation(void) {
     }
     EXPECT(mx > 0 && err <= 1e-4 * mx, "accumulated gradient differs from the full batch's: %.3g of %.3g", err, mx);
     free(g_both); batch_free(&both); batch_free(&half[0]); batch_free(&half[1]); gpt_free(&m);
+}
+
+// The forward's probabilities and per-token losses from its logits, against a softmax in doubles
+// with libm's exp. gain: ln_f's weight, which spreads the logits (20: over ~+-60, so that many
+// exponentials fall below exp(-87), where the float build's exp gives exactly 0).
+static void crossentropy_case(double gain) {
+    GPTConfig c = small_config("learned", NULL, NULL);
+    c.vocab_size = 50257;
+    GPT m; gpt_build(&m, &c, 9, 0);
+    for (int i = 0; i < c.n_embd; i++) m.weights.p.lnfw[i] = (real)gain;
+    Batch b; batch_alloc(&b, 2, 16);
+    Rng r; rng_seed(&r, 41);
+    for (int i = 0; i < 32; i++) { b.tokens[i] = (int)(rng_u64(&r) % 50257); b.targets[i] = (int)(rng_u64(&r) % 50257); }
+    gpt_forward(&m, &b);
+    int V = c.vocab_size, Vp = m.cfg.padded_vocab;
+    double worst_p = 0, worst_loss = 0, worst_sum = 0, spread = 0;
+    int pad_zero = 1, finite = 1;
+    for (int n = 0; n < 32; n++) {
+        const real *l = m.state.a.logits + (size_t)n * Vp, *p = m.state.a.probs + (size_t)n * Vp;
+        double mx = -INFINITY, mn = INFINITY, sum = 0, psum = 0;
+        for (int v = 0; v < V; v++) { mx = fmax(mx, l[v]); mn = fmin(mn, l[v]); }
+        // l[v] - mx rounded to a float as the model's is (its rounding moves exp by up to |l - mx| 2^-24)
+        for (int v = 0; v < V; v++) sum += exp((real)(l[v] - (real)mx));
+        for (int v = 0; v < V; v++) {
+            double want = exp((real)(l[v] - (real)mx)) / sum;
+            // relative, past an absolute 2e-38: the float build's exp is 0 below exp(-87) = 1.6e-38
+            double err = fabs(p[v] - want);
+            if (err > 2e-38) worst_p = fmax(worst_p, err / want);
+            psum += p[v];
+            finite &= isfinite(p[v]);
+        }
+        for (int v = V; v < Vp; v++) pad_zero &= p[v] == 0;
+        double loss = -(l[b.targets[n]] - mx - log(sum));
+        worst_loss = fmax(worst_loss, fabs(m.state.a.losses[n] - loss) / fmax(1, loss));
+        worst_sum = fmax(worst_sum, fabs(psum - 1));
+        spread = fmax(spread, mx - mn);
+    }
+    EXPECT(finite && pad_zero && worst_p < 2e-6 && worst_loss < 1e-6 && worst_sum < 2e-6,
+           "softmax over 50257 classes (logits spread over %.1f): probabilities off by %.3g relative, losses by %.3g, "
+           "rows sum to 1 within %.3g, padding %s", spread, worst_p, worst_loss, worst_sum, pad_zero ? "zero" : "not zero");
+    EXPECT(gain < 100 || spread > 100, "ln_f's gain %g should spread the logits past exp's range (spread %.1f)", gain, spread);
+    // a NaN logit (class 5 of every row, from wte's row 5): every row's probabilities and loss are NaN
+    m.weights.p.wte[5 * c.n_embd] = NAN;
+    gpt_forward(&m, &b);
+    int all_nan = 1;
+    for (int n = 0; n < 32; n++) all_nan &= isnan(m.state.a.losses[n]) && isnan(m.state.a.probs[(size_t)n * Vp + 7]);
+    EXPECT(all_nan, "a NaN logit must make its row's probabilities and loss NaN");
+    gpt_free(&m);
+    batch_free(&b);
 }
 
 static void test_loss_weights(void) {
@@ -367,6 +424,150 @@ static void test_anomaly_identical(void) {
     for (int on = 0; on < 2; on++) { free(grads[on]); gpt_free(&m[on]); }
 }
 
+// The norm the last backward gathered against sum_squares_ordered's pass over the whole gradient:
+// both sum exact squares (a float squared is exact in a double) in doubles, in other orders
+static void expect_gathered(GPT *m, const char *what) {
+    double pass = sum_squares_ordered(m->weights.grads, m->weights.num_params), got = m->state.norm.ss;
+    EXPECT(m->state.norm.valid && pass > 0 && fabs(got - pass) <= 1e-12 * pass,
+           "%s: gathered sum of squares %.17g (valid %d), the pass over the gradient %.17g", what, got,
+           m->state.norm.valid, pass);
+    EXPECT(gpt_grad_norm(m) == sqrt(got), "%s: gpt_grad_norm must return the gathered norm", what);
+}
+
+static void no_reduction(void *ctx, int layer) { (void)ctx; (void)layer; }
+
+// The batch of two rows b as two micro-batches of one row each (gradient accumulation, as train.c)
+static void accumulate_halves(GPT *m, const Batch *b, int gather_first) {
+    Batch half[2];
+    for (int k = 0; k < 2; k++) {
+        batch_alloc(&half[k], 1, b->T);
+        memcpy(half[k].tokens, b->tokens + b->T * k, sizeof(int) * b->T);
+        memcpy(half[k].targets, b->targets + b->T * k, sizeof(int) * b->T);
+    }
+    gpt_zero_grad(m);
+    for (int k = 0; k < 2; k++) {
+        gpt_set_norm_gather(m, k == 1 || gather_first);
+        gpt_forward(m, &half[k]);
+        gpt_backward(m, 1.0 / (2 * b->T));
+        if (k == 0 && !gather_first) EXPECT(!m->state.norm.valid, "a backward with gathering off gathers nothing");
+    }
+    batch_free(&half[0]); batch_free(&half[1]);
+}
+
+// dim: C (32, or 96, where the MLP's weights, 4 C^2 = 36864 values, are summed by the threads)
+static void norm_case(const char *label, const char *pe, const char *pe_layers, const char *input_pe, int dim) {
+    GPTConfig c = small_config(pe, pe_layers, input_pe);
+    c.n_embd = dim;
+    GPT m; gpt_build(&m, &c, 3, 0);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 31);
+    char what[160];
+    gpt_set_dropout(&m, 0.1, gpt_dropout_key(3, 0, 0));
+    gpt_forward(&m, &b);
+    gpt_zero_grad(&m);
+    EXPECT(gpt_grad_norm(&m) == 0, "%s: after gpt_zero_grad the norm is 0", label);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_set_dropout(&m, 0, 0);
+    snprintf(what, sizeof what, "%s: one batch", label);
+    expect_gathered(&m, what);
+    for (int first = 0; first < 2; first++) {
+        accumulate_halves(&m, &b, first);
+        snprintf(what, sizeof what, "%s: accumulated over 2 micro-batches, the first %s", label,
+                 first ? "gathering too" : "not gathering");
+        expect_gathered(&m, what);
+    }
+    gpt_set_norm_gather(&m, 1);
+    batch_free(&b); gpt_free(&m);
+}
+
+// Where the backward cannot know the final gradient, gpt_grad_norm makes its own pass: grad_ready
+// set (MPI sums the gradients after the backward), gathering off, the buffer written by its owner
+static void test_norm_fallback(void) {
+    GPTConfig c = small_config("rope", NULL, "learned");
+    GPT m; gpt_build(&m, &c, 4, 0);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 32);
+    gpt_forward(&m, &b);
+    m.state.grad_ready = no_reduction;
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    m.state.grad_ready = NULL;
+    double pass = sqrt(sum_squares_ordered(m.weights.grads, m.weights.num_params));
+    EXPECT(!m.state.norm.valid && gpt_grad_norm(&m) == pass, "grad_ready set: no gathered norm, the pass's %.17g", pass);
+    gpt_set_norm_gather(&m, 0);
+    gpt_forward(&m, &b);       // (a backward turns the forward's probabilities into dlogits)
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    EXPECT(!m.state.norm.valid && gpt_grad_norm(&m) == pass, "gathering off: the pass's norm %.17g", pass);
+    gpt_set_norm_gather(&m, 1);
+    gpt_forward(&m, &b);
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    EXPECT(m.state.norm.valid, "gathering on again: a gathered norm");
+    m.weights.grads[5] += 1;
+    gpt_grads_written(&m);
+    EXPECT(!m.state.norm.valid && gpt_grad_norm(&m) == sqrt(sum_squares_ordered(m.weights.grads, m.weights.num_params)),
+           "after gpt_grads_written: the pass over the changed buffer");
+    batch_free(&b); gpt_free(&m);
+}
+
+// value by value (so -0 equals +0: adding a -0 sum onto +0 gives +0, and overwriting with it -0)
+static int same_values(const real *a, const real *b, size_t n, size_t *first) {
+    for (size_t i = 0; i < n; i++) if (!(a[i] == b[i])) { *first = i; return 0; }
+    return 1;
+}
+
+// After gpt_zero_grad the buffer keeps its old values (NaN here) until the next backward overwrites
+// each tensor: model a's gradient, so overwritten, against twin r's, added onto the zeros r was
+// built with (a fresh model's first backward adds: no gpt_zero_grad before it), for one batch and
+// for two micro-batches; then AdamW after gpt_zero_grad with no backward updates as with zeros.
+static void zero_case(const char *label, const char *pe_layers, const char *input_pe, int bf16) {
+    GPTConfig c = small_config(NULL, pe_layers, input_pe);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 51);
+    for (int micro = 1; micro <= 2; micro++) {
+        GPT a, r;
+        gpt_build(&a, &c, 6, 0); gpt_build(&r, &c, 6, 0);
+        gpt_set_bf16(&a, bf16); gpt_set_bf16(&r, bf16);
+        for (size_t i = 0; i < a.weights.num_params; i++) a.weights.grads[i] = NAN;
+        gpt_zero_grad(&a);
+        if (micro == 1) {
+            gpt_forward(&a, &b); gpt_backward(&a, 1.0 / 32);
+            gpt_forward(&r, &b); gpt_backward(&r, 1.0 / 32);
+        } else {
+            accumulate_halves(&a, &b, 1);         // gpt_zero_grad, then two backwards
+            Batch half[2];
+            for (int k = 0; k < 2; k++) {
+                batch_alloc(&half[k], 1, 16);
+                memcpy(half[k].tokens, b.tokens + 16 * k, sizeof(int) * 16);
+                memcpy(half[k].targets, b.targets + 16 * k, sizeof(int) * 16);
+                gpt_forward(&r, &half[k]); gpt_backward(&r, 1.0 / 32);
+                batch_free(&half[k]);
+            }
+        }
+        size_t at = 0;
+        int same = same_values(a.weights.grads, r.weights.grads, a.weights.num_params, &at);
+        const char *name = "";
+        for (int k = 0; k < a.weights.n_tensors; k++)
+            if (a.weights.tensors[k].offset <= at) name = a.weights.tensors[k].name;
+        EXPECT(same, "%s%s, %d micro-batch(es): the gradient after gpt_zero_grad and an overwriting backward differs "
+               "from the one added onto zeros, first at %s (%g vs %g)", label, bf16 ? " (bf16)" : "", micro, name,
+               (double)a.weights.grads[at], (double)r.weights.grads[at]);
+        gpt_free(&a); gpt_free(&r);
+    }
+    GPT a, r;                      // AdamW after gpt_zero_grad, no backward: a zero gradient (decay only)
+    gpt_build(&a, &c, 6, 0); gpt_build(&r, &c, 6, 0);
+    for (size_t i = 0; i < a.weights.num_params; i++) a.weights.grads[i] = NAN;
+    gpt_zero_grad(&a);
+    AdamWConfig o = { 1e-3, 0.9, 0.95, 1e-8, 0.1 };
+    gpt_adamw(&a, &o, 1, gpt_clip_scale(gpt_grad_norm(&a), 1.0));
+    gpt_adamw(&r, &o, 1, 1.0);
+    EXPECT(gpt_grad_norm(&a) == 0 && !memcmp(a.weights.params, r.weights.params, sizeof(real) * a.weights.num_params),
+           "%s: AdamW after gpt_zero_grad without a backward must update as with a zero gradient", label);
+    gpt_free(&a); gpt_free(&r);
+    batch_free(&b);
+}
+
 int main(void) {
     test_loader();
     for (int s = 0; s < posenc_count(); s++) test_overfit(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL);
@@ -374,10 +575,27 @@ int main(void) {
     test_determinism();
     test_accumulation();
     test_loss_weights();
+    crossentropy_case(1);
+    crossentropy_case(200);
     test_checkpoint_roundtrip();
     test_fused_update();
     test_anomaly_forward();
     test_anomaly_backward();
     test_anomaly_identical();
+    for (int s = 0; s < posenc_count(); s++) norm_case(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL, 32);
+    norm_case("one t5 table shared by two layers, learned input", NULL, "t5,t5", "learned", 32);
+    norm_case("fire,kerple, sinusoidal input", NULL, "fire,kerple", "sinusoidal", 32);
+    norm_case("C = 96, rope,alibi, learned input", NULL, "rope,alibi", "learned", 96);
+    test_norm_fallback();
+    for (int s = 0; s < posenc_count(); s++) {
+        const PosScheme *sc = posenc_scheme(s);
+        int input = (sc->hooks & PE_HOOK_INPUT) != 0;       // an input scheme, with nope layers
+        char layers[64];
+        snprintf(layers, sizeof layers, "%s,%s", input ? posenc_scheme(PE_NOPE)->name : sc->name,
+                 input ? posenc_scheme(PE_NOPE)->name : sc->name);
+        zero_case(sc->name, layers, input ? sc->name : "none", 0);
+    }
+    zero_case("one t5 table shared by two layers, learned input", "t5,t5", "learned", 0);
+    zero_case("rope,fire, sinusoidal input", "rope,fire", "sinusoidal", 1);
     return test_summary("test_train");
 }
