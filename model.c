@@ -317,12 +317,12 @@ static const real *dropped_grad(real *buf, const real *dout, uint64_t key, doubl
     return buf;
 }
 
-// A linear layer's backward in the model's precision (the three products, nn/layers.c); dw and db
-// added to (acc) or overwritten. No other call of a backward writes them, so they are final: their
+// A linear layer's backward in the model's precision (the three products, nn/layers.c): dinp
+// overwritten (scratch: no zeroing first); dw and db added to (acc) or overwritten. No other call of a backward writes them, so they are final: their
 // squares go into the gathered norm.
 static void linear_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp,
                             const real *w, int N, int C, int OC, int acc) {
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(dinp, dw, db, dout, inp, w, N, C, OC, acc));
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(dinp, dw, db, dout, inp, w, N, C, OC, acc, 0));
     gpt_norm_gather(m, dw, (size_t)OC * C);
     gpt_norm_gather(m, db, (size_t)OC);
 }
@@ -372,14 +372,12 @@ static int block_backward(GPT *m, int l, const Batch *b, int acc) {
         dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C, row0);
         if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return 1;
     }
-    memset(g->dfch_gelu, 0, sizeof(real) * N * 4 * C);
     linear_backward(m, g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj, la.fch_gelu,
                     p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C, acc);
     if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return 1;
     memset(g->dfch, 0, sizeof(real) * N * 4 * C);
     gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
     if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return 1;
-    memset(g->dln, 0, sizeof(real) * N * C);
     linear_backward(m, g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
                     p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C, acc);
     if (watch(m, l, "dln2", g->dln, btc(B, T, C))) return 1;
@@ -392,7 +390,6 @@ static int block_backward(GPT *m, int l, const Batch *b, int acc) {
         dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C, row0);
         if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return 1;
     }
-    memset(g->datty, 0, sizeof(real) * N * C);
     linear_backward(m, g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
                     p->attprojw + (size_t)l * C * C, N, C, C, acc);
     if (watch(m, l, "datty", g->datty, btc(B, T, C))) return 1;
@@ -402,7 +399,6 @@ static int block_backward(GPT *m, int l, const Batch *b, int acc) {
     TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
     if ((ap.scheme->hooks & PE_HOOK_QK) && watch(m, l, "dqkv before hook 2", g->dqkv, btc(B, T, 3 * C))) return 1;
     gpt_norm_gather_layer(m, l, 1);   // the layer's own positional tensors (a shared one: gpt_backward's end)
-    memset(g->dln, 0, sizeof(real) * N * C);
     linear_backward(m, g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
                     p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, acc);
     if (watch(m, l, "dln1", g->dln, btc(B, T, C))) return 1;
@@ -609,10 +605,9 @@ void gpt_backward(GPT *m, double grad_scale) {
     }
     if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
-    memset(g->dln, 0, sizeof(real) * N * C);
     // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share; not
     // final, so not gathered here: the embedding's backward adds to dwte last)
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp, acc));
+    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp, acc, 0));
     if (watch(m, -1, "dlnf", g->dln, btc(B, T, C))) return;
     memset(g->dresidual, 0, sizeof(real) * N * C);
     layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, acc);

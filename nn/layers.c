@@ -165,13 +165,14 @@ static void bias_backward(real *dbias, const real *dout, int N, int OC, int acc)
     }
 }
 
-// dinp (N,C) += dout @ weight; dweight (OC,C) += (acc) or = dout^T @ inp; dbias (OC) += or = sum_n dout.
+// dinp (N,C) += (dinp_acc) or = dout @ weight; dweight (OC,C) += (acc) or = dout^T @ inp; dbias (OC)
+// += or = sum_n dout.
 // gemm gives each output tile (a block of rows by a chunk of columns) to one thread and sums over k
 // in a fixed order, so no two threads write the same gradient and the result is bit-reproducible;
 // with acc = 0 it does not read dweight, whose sums start from 0 (the bits of += onto zeros).
 void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC, int acc) {
-    gemm(N, C, OC, dout, OC, 1, weight, C, dinp, C, 1);          // A = dout (N,OC), B = weight (OC,C)
+                     const real *weight, int N, int C, int OC, int acc, int dinp_acc) {
+    gemm(N, C, OC, dout, OC, 1, weight, C, dinp, C, dinp_acc);         // A = dout (N,OC), B = weight (OC,C)
     gemm(OC, C, N, dout, 1, OC, inp, C, dweight, C, acc);        // A = dout^T (OC,N), B = inp (N,C)
     if (dbias) bias_backward(dbias, dout, N, OC, acc);
 }
@@ -184,8 +185,8 @@ void matmul_forward_bf16(real *out, const real *inp, const real *weight, const r
 }
 
 void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC, int acc) {
-    gemm_bf16(N, C, OC, dout, OC, 1, weight, C, 1, dinp, C, 1);     // dout (N,OC) @ weight (OC,C)
+                          const real *weight, int N, int C, int OC, int acc, int dinp_acc) {
+    gemm_bf16(N, C, OC, dout, OC, 1, weight, C, 1, dinp, C, dinp_acc);    // dout (N,OC) @ weight (OC,C)
     gemm_bf16(OC, C, N, dout, 1, OC, inp, C, 1, dweight, C, acc);   // dout^T (OC,N) @ inp (N,C)
     if (dbias) bias_backward(dbias, dout, N, OC, acc);
 }

@@ -21,16 +21,16 @@ void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const
 void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
                         const real *weight, const real *mean, const real *rstd, int N, int C, int acc);
 // linear: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC), bias may be NULL.
-// Backward: dinp (N,C) +=, dweight (OC,C) and dbias (OC) += (acc = 1) or = (acc = 0) (dbias may be
-// NULL); dout (N,OC).
+// Backward: dinp (N,C) += (dinp_acc = 1) or = (0: the model's scratch, which then needs no zeroing),
+// dweight (OC,C) and dbias (OC) += (acc = 1) or = (acc = 0) (dbias may be NULL); dout (N,OC).
 void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
 void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                     const real *weight, int N, int C, int OC, int acc);
+                     const real *weight, int N, int C, int OC, int acc, int dinp_acc);
 // The same with --precision bf16: the three products through gemm_bf16 (nn/bf16.h), operands rounded
 // to bf16 and sums in fp32; the bias, its gradient and every output stay fp32.
 void matmul_forward_bf16(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
 void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
-                          const real *weight, int N, int C, int OC, int acc);
+                          const real *weight, int N, int C, int OC, int acc, int dinp_acc);
 // GELU (tanh approximation), elementwise on n numbers: out = gelu(inp); dinp += gelu'(inp) dout.
 void gelu_forward(real *out, const real *inp, int n);
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n);

@@ -194,7 +194,7 @@ static void check_matmul_layer(int N, int C, int OC) {
     real *dinp = xcalloc((size_t)N * C, sizeof(real)), *dw = xcalloc((size_t)OC * C, sizeof(real)), *db = xcalloc(OC, sizeof(real));
     fill(inp, (size_t)N * C); fill(w, (size_t)OC * C); fill(bias, OC); fill(dout, (size_t)N * OC);
     matmul_forward_bf16(out, inp, w, bias, N, C, OC);
-    matmul_backward_bf16(dinp, dw, db, dout, inp, w, N, C, OC, 1);
+    matmul_backward_bf16(dinp, dw, db, dout, inp, w, N, C, OC, 1, 1);
     double e_out = 0, e_dinp = 0, e_dw = 0, e_db = 0;
     for (int n = 0; n < N; n++)
         for (int o = 0; o < OC; o++) {
@@ -224,7 +224,7 @@ static void check_matmul_layer(int N, int C, int OC) {
     real *dw0 = xmalloc(sizeof(real) * OC * C), *db0 = xmalloc(sizeof(real) * OC), *dinp0 = xcalloc((size_t)N * C, sizeof(real));
     for (size_t k = 0; k < (size_t)OC * C; k++) dw0[k] = NAN;
     for (int k = 0; k < OC; k++) db0[k] = NAN;
-    matmul_backward_bf16(dinp0, dw0, db0, dout, inp, w, N, C, OC, 0);
+    matmul_backward_bf16(dinp0, dw0, db0, dout, inp, w, N, C, OC, 0, 1);
     EXPECT(!memcmp(dw0, dw, sizeof(real) * OC * C) && !memcmp(db0, db, sizeof(real) * OC) &&
            !memcmp(dinp0, dinp, sizeof(real) * N * C), "matmul_backward_bf16 %dx%d->%d with acc = 0: not the bits of acc = 1 onto zeros", N, C, OC);
     free(dw0); free(db0); free(dinp0);

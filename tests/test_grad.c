@@ -115,7 +115,7 @@ static void test_matmul(void) {
             max_err = fmax(max_err, fabs(s - c.out[n * c.OC + o]));
         }
     EXPECT(max_err < 1e-12, "matmul_forward differs from the definition by %.3g", max_err);
-    matmul_backward(di, dw, db, c.R, c.inp, c.w, c.N, c.C, c.OC, 1);
+    matmul_backward(di, dw, db, c.R, c.inp, c.w, c.N, c.C, c.OC, 1, 1);
     check_grad("matmul dinp", c.inp, di, ni, mm_loss, &c);
     check_grad("matmul dweight", c.w, dw, nw, mm_loss, &c);
     check_grad("matmul dbias", c.b, db, c.OC, mm_loss, &c);

@@ -103,7 +103,7 @@ static void check_matmul_layer(int N, int C, int OC) {
     real *dinp = xcalloc((size_t)N * C, sizeof(real)), *dw = xcalloc((size_t)OC * C, sizeof(real)), *db = xcalloc(OC, sizeof(real));
     fill(inp, (size_t)N * C); fill(w, (size_t)OC * C); fill(bias, OC); fill(dout, (size_t)N * OC);
     matmul_forward(out, inp, w, bias, N, C, OC);
-    matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC, 1);
+    matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC, 1, 1);
     double ef = 0, ei = 0, ew = 0, eb = 0;
     for (int n = 0; n < N; n++)
         for (int o = 0; o < OC; o++) {
@@ -134,7 +134,7 @@ static void check_matmul_layer(int N, int C, int OC) {
     real *dw0 = xmalloc(sizeof(real) * OC * C), *db0 = xmalloc(sizeof(real) * OC), *dinp0 = xcalloc((size_t)N * C, sizeof(real));
     for (size_t k = 0; k < (size_t)OC * C; k++) dw0[k] = NAN;
     for (int k = 0; k < OC; k++) db0[k] = NAN;
-    matmul_backward(dinp0, dw0, db0, dout, inp, w, N, C, OC, 0);
+    matmul_backward(dinp0, dw0, db0, dout, inp, w, N, C, OC, 0, 1);
     EXPECT(!memcmp(dw0, dw, sizeof(real) * OC * C) && !memcmp(db0, db, sizeof(real) * OC) &&
            !memcmp(dinp0, dinp, sizeof(real) * N * C), "matmul_backward %dx%d->%d with acc = 0: not the bits of acc = 1 onto zeros", N, C, OC);
     free(dw0); free(db0); free(dinp0);
