@@ -375,7 +375,6 @@ static int block_backward(GPT *m, int l, const Batch *b, int acc) {
     linear_backward(m, g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj, la.fch_gelu,
                     p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C, acc);
     if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return 1;
-    memset(g->dfch, 0, sizeof(real) * N * 4 * C);
     gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
     if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return 1;
     linear_backward(m, g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,

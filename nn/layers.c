@@ -212,7 +212,8 @@ void gelu_forward(real *out, const real *inp, int n) {
     }
 }
 
-// dinp (n,) += GELU'(inp) * dout, each (n,): the derivative of the same tanh approximation
+// dinp (n,) = GELU'(inp) * dout, each (n,): the derivative of the same tanh approximation (dinp is
+// overwritten: GELU's input feeds nothing else, so nothing else adds to its gradient)
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n) {
     #pragma omp parallel for simd schedule(static)
     for (int i = 0; i < n; i++) {
@@ -220,7 +221,7 @@ void gelu_backward(real *dinp, const real *inp, const real *dout, int n) {
         real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
         real th = tanh_fast(u), sech2 = 1 - th * th;
         real grad = (real)0.5 * (1 + th) + (real)0.5 * x * sech2 * (real)GELU_SCALE * (1 + (real)3 * (real)0.044715 * x * x);
-        dinp[i] += grad * dout[i];
+        dinp[i] = grad * dout[i];
     }
 }
 

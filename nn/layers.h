@@ -31,7 +31,7 @@ void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, c
 void matmul_forward_bf16(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
 void matmul_backward_bf16(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
                           const real *weight, int N, int C, int OC, int acc, int dinp_acc);
-// GELU (tanh approximation), elementwise on n numbers: out = gelu(inp); dinp += gelu'(inp) dout.
+// GELU (tanh approximation), elementwise on n numbers: out = gelu(inp); dinp = gelu'(inp) dout.
 void gelu_forward(real *out, const real *inp, int n);
 void gelu_backward(real *dinp, const real *inp, const real *dout, int n);
 // Inverted dropout with rate p (0 <= p < 1): out (N,C) = inp * keep(n,c) / (1 - p), keep(n,c) 0 with

@@ -210,8 +210,9 @@ static double fma_peak_gflops(int *warmups) {
 
 // The products of a training step as matmul_forward / matmul_backward call them, the three of every
 // linear layer of `small` (B=8 T=256: 2048 rows) and `gpt2-124m` (B=4 T=64: 256 rows): forward
-// out = inp @ W^T (W read in place through B's strides: Bt), backward dinp += dout @ W and
-// dW += dout^T @ inp (A read transposed: T), both accumulating (acc: C +=).
+// out = inp @ W^T (W read in place through B's strides: Bt), backward dinp = dout @ W and
+// dW = dout^T @ inp (A read transposed: T): all three overwrite C, as a step of one micro-batch
+// calls them (a later micro-batch's dW adds to C).
 typedef struct { int M, N, K, trans_a, trans_b, acc; char what[40]; } Shape;
 enum { N_SHAPES = 30 };
 static Shape SHAPES[N_SHAPES];
@@ -223,8 +224,8 @@ static void make_shapes(void) {
         const struct { const char *name; int in, out; } layers[] = {
             { "qkv", C, 3 * C }, { "attn proj", C, C }, { "fc", C, 4 * C }, { "fc proj", 4 * C, C }, { "LM head", C, models[m].V } };
         for (int l = 0; l < 5; l++) {
-            Shape fwd = { R, layers[l].out, layers[l].in, 0, 1, 0, "" }, dx = { R, layers[l].in, layers[l].out, 0, 0, 1, "" };
-            Shape dw = { layers[l].out, layers[l].in, R, 1, 0, 1, "" };
+            Shape fwd = { R, layers[l].out, layers[l].in, 0, 1, 0, "" }, dx = { R, layers[l].in, layers[l].out, 0, 0, 0, "" };
+            Shape dw = { layers[l].out, layers[l].in, R, 1, 0, 0, "" };
             snprintf(fwd.what, sizeof fwd.what, "%s: %s", models[m].model, layers[l].name);
             snprintf(dx.what, sizeof dx.what, "%s: %s dX", models[m].model, layers[l].name);
             snprintf(dw.what, sizeof dw.what, "%s: %s dW", models[m].model, layers[l].name);
@@ -505,8 +506,8 @@ static Peak measure_peak(FILE *csv, int verbose) {
     if (verbose) {
         GemmBlocking bl = gemm_blocking();
         printf("\nmatrix products of the training steps, the three of every linear layer, GFLOP/s (best of 6 runs\n"
-               "each; Bt: B read transposed, as the forward reads W; T: A transposed, as dW = dout^T inp; dX and dW\n"
-               "accumulate, C +=; %%FMA: of the FMA loop above); gemm %s, blocks kc %d, mc %d, nc %d\n"
+               "each; Bt: B read transposed, as the forward reads W; T: A transposed, as dW = dout^T inp; all\n"
+               "overwrite C, as one micro-batch's step does; %%FMA: of the FMA loop above); gemm %s, blocks kc %d, mc %d, nc %d\n"
                "from caches of %zu KiB (L1d) and %zu KiB (L2):\n"
                "  %-24s %18s %9s %6s %9s %7s\n", gemm_backend(), bl.kc, bl.mc, bl.nc, bl.l1d >> 10, bl.l2 >> 10,
                "shape", "M x N x K", "ours", "%FMA", "OpenBLAS", "ratio");
