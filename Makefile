@@ -53,11 +53,11 @@ F = build/float
 D = build/double
 fobj = $(addprefix $(F)/,$(1:.c=.o))
 dobj = $(addprefix $(D)/,$(1:.c=.o))
-$(F)/%.o: %.c $(HDR) train.h train_options.h lab/compare.h lab/stats.h tests/testutil.h
+$(F)/%.o: %.c $(HDR) train.h train_options.h lab/compare.h lab/stats.h tests/testutil.h tests/matmul_check.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 # the gradient checks run in double precision: finite differences are then exact to ~1e-10
-$(D)/%.o: %.c $(HDR) tests/testutil.h
+$(D)/%.o: %.c $(HDR) tests/testutil.h tests/matmul_check.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -c -o $@ $<
 

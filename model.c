@@ -318,8 +318,8 @@ static const real *dropped_grad(real *buf, const real *dout, uint64_t key, doubl
 }
 
 // A linear layer's backward in the model's precision (the three products, nn/layers.c): dinp
-// overwritten (scratch: no zeroing first); dw and db added to (acc) or overwritten. No other call of a backward writes them, so they are final: their
-// squares go into the gathered norm.
+// overwritten (scratch: no zeroing first); dw and db added to (acc) or overwritten. No other call of
+// a backward writes them, so they are final: their squares go into the gathered norm.
 static void linear_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp,
                             const real *w, int N, int C, int OC, int acc) {
     TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(dinp, dw, db, dout, inp, w, N, C, OC, acc, 0));
@@ -343,8 +343,8 @@ static void ln_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout
 //   into dresidual: now dL/dresidual
 // The skip connections need no code of their own: residual3 = residual2 + branch, so dL/dresidual2
 // is dL/dresidual3 (the skip path, already in dresidual) plus the branch's share, which
-// layernorm_backward adds (+=) into dresidual. Each other gradient buffer is zeroed before the
-// backward that accumulates into it. Each parameter gradient of the block goes into the gathered
+// layernorm_backward adds (+=) into dresidual. The other gradient buffers are scratch that the
+// linear layers' and GELU's backward overwrite; dqkv, which attention adds into, is zeroed first. Each parameter gradient of the block goes into the gathered
 // norm right after its one write (linear_backward, ln_backward; the layer's own positional tensors
 // after attention and hook 2). acc = 0: the linear and LayerNorm parameter gradients are overwritten
 // (gpt_backward). Returns 1 when a check (--detect-anomaly) stopped the backward.

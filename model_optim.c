@@ -83,7 +83,8 @@ void gpt_norm_gather(GPT *m, const real *x, size_t n) {
     GradNorm *g = &m->state.norm;
     if (!g->running || !x) return;
     double t0 = now_seconds();
-    g->part += n >= NORM_SERIAL ? sum_squares_ordered(x, n) : sum_squares_run(x, n);                  // in the backward's order of tensors: fixed
+    // added in the backward's order of tensors: a fixed order
+    g->part += n >= NORM_SERIAL ? sum_squares_ordered(x, n) : sum_squares_run(x, n);
     g->count += n;
     m->state.prof[PROF_OPTIMIZER] += now_seconds() - t0;
 }

@@ -1,10 +1,11 @@
 // nn/layers.h: the GPT-2 layers (and dropout) as forward/backward pairs, outputs first, then inputs, then sizes,
 // and the scan for values that are not finite that --detect-anomaly runs over every tensor.
 // N tokens of C channels (model.h's legend); weights are stored (out, in). Backward functions
-// ACCUMULATE (+=) into their gradient outputs, except that the parameter gradients of LayerNorm and
-// the linear layer are overwritten (=) when acc = 0 (the first write of a step: gpt_zero_grad
-// leaves the buffer as it is, model.h). The model strings them together (model.c); the gradient
-// checks test each alone.
+// ACCUMULATE (+=) into their gradient outputs, except: the parameter gradients of LayerNorm and the
+// linear layer are overwritten (=) when acc = 0 (the first write of a step: gpt_zero_grad leaves
+// the buffer as it is, model.h), the linear layer's dinp when dinp_acc = 0, and GELU's dinp always
+// (the model's scratch: nothing else adds to it). The model strings them together (model.c); the
+// gradient checks test each alone.
 #ifndef LAYERS_H
 #define LAYERS_H
 

@@ -10,6 +10,7 @@
 #include "nn/kernels.h"
 #include "model.h"
 #include "tests/testutil.h"
+#include "tests/matmul_check.h"
 
 static Rng rng;
 static void fill(real *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = (real)(2 * rng_uniform(&rng) - 1); }
@@ -130,14 +131,7 @@ static void check_matmul_layer(int N, int C, int OC) {
     double tol = 2e-5 * sqrt((double)(N + C + OC));
     EXPECT(ef < tol && ei < tol && ew < tol && eb < tol, "matmul %dx%d->%d: errors forward %.3g dinp %.3g dweight %.3g dbias %.3g",
            N, C, OC, ef, ei, ew, eb);
-    // acc = 0: dweight and dbias (NaN here) overwritten with the bits acc = 1 added to zeros
-    real *dw0 = xmalloc(sizeof(real) * OC * C), *db0 = xmalloc(sizeof(real) * OC), *dinp0 = xcalloc((size_t)N * C, sizeof(real));
-    for (size_t k = 0; k < (size_t)OC * C; k++) dw0[k] = NAN;
-    for (int k = 0; k < OC; k++) db0[k] = NAN;
-    matmul_backward(dinp0, dw0, db0, dout, inp, w, N, C, OC, 0, 1);
-    EXPECT(!memcmp(dw0, dw, sizeof(real) * OC * C) && !memcmp(db0, db, sizeof(real) * OC) &&
-           !memcmp(dinp0, dinp, sizeof(real) * N * C), "matmul_backward %dx%d->%d with acc = 0: not the bits of acc = 1 onto zeros", N, C, OC);
-    free(dw0); free(db0); free(dinp0);
+    check_matmul_overwrite(matmul_backward, "matmul_backward", dinp, dw, db, dout, inp, w, N, C, OC);
     free(inp); free(w); free(bias); free(out); free(dout); free(dinp); free(dw); free(db);
 }
 
