@@ -522,6 +522,7 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
 // data's size.
 static TrainState train_state(const Session *s, int steps) {
     TrainState st = { .has_opt = 1, .step = steps, .rng = s->rng.s, .data_pos = s->task_rng.s };
+    if (s->sel) { st.select_step = (uint64_t)s->sel->best_step; st.select_acc = s->sel->best_acc; }
     if (s->o->task) return st;
     const StreamPos *p = &s->loader.pos;
     st.data_pos = p->offset;
@@ -587,6 +588,8 @@ static void train(Session *s) {
     FitCheck fit = { 0 };
     double fit_acc = NAN;
     if (o->fit_target > 0 && writer) fit_init(&fit, &s->tc, o);
+    static Select sel;
+    if (o->select_every && writer) { select_init(&sel, s); s->sel = &sel; }
     double t0 = now_seconds(), tokens_done = 0, step_s = 0;
     if (o->detect_anomaly) { gpt_check_parameters(&s->model); stop_on_anomaly(&s->model, first); }   // the weights it starts from
     for (int step = first; step < o->steps; step++) {
@@ -598,11 +601,12 @@ static void train(Session *s) {
         done = step + 1;
         int last = step + 1 == o->steps;
         if (o->fit_target > 0 && ((step + 1) % o->fit_every == 0 || last)) {
-            if (writer) fit_acc = fit_check(&s->model, &fit, step + 1);   // rank 0 decides, every rank stops
+            if (writer) fit_acc = fit_check(&s->model, &fit, step + 1, "fit");   // rank 0 decides, every rank stops
             dist_bcast(&fit_acc, sizeof fit_acc);
             fitted = fit_acc >= o->fit_target;
             if (fitted) last = 1;                                 // it ends here, as at the last step
         }
+        if (s->sel && ((step + 1) % o->select_every == 0 || last)) select_check(s->sel, s, step + 1, kv);
         double val_loss = NAN;
         if (s->val.n && ((o->val_every && (step + 1) % o->val_every == 0) || last))   // on every rank
             val_loss = evaluate(&s->model, &s->val, o, &s->mb[0], s->rank, s->ranks);
@@ -651,6 +655,7 @@ static void train(Session *s) {
         else printf("fit: not fitted in %d steps: validation accuracy %.4f < %.4f\n", o->steps, fit_acc, o->fit_target);
         fit_free(&fit);
     }
+    if (s->sel) { select_finish(s->sel, s); s->sel = NULL; }
     if (log) fclose(log);
     free(kv);
 }

@@ -54,6 +54,7 @@ typedef struct {
     int rank, ranks;                             // under mpirun: this process's rank of `ranks` (dist/dist.h)
     DistGrad dg;                                 // the gradients' reduction across ranks
     Batch task_rows;                             // a --task's global micro-batch (ranks x --batch rows)
+    struct Select *sel;                          // --select-every's best check (rank 0), for the checkpoints
 } Session;
 
 // ---- train.c
@@ -105,8 +106,25 @@ typedef struct {
 } FitCheck;
 
 void fit_init(FitCheck *f, const TaskConfig *tc, const Options *o);
-double fit_check(GPT *m, const FitCheck *f, int step);   // the validation accuracy now; prints the check's line
+// The validation accuracy now; prints the check's line, "WHAT check: step S | validation accuracy A (c/n)".
+double fit_check(GPT *m, const FitCheck *f, int step, const char *what);
 void fit_free(FitCheck *f);
+
+// ---- train_select.c
+
+// --select-every K (rank 0 alone): the best check of a fixed budget (train_select.c).
+typedef struct Select {
+    FitCheck set;          // the validation instances, as --fit-target's
+    real *best;            // (num_params,) the weights of the best check; NULL before one
+    double best_acc;       // its accuracy (-1 before one)
+    int best_step;         // its step (0 before one)
+} Select;
+void select_path(const char *save, char *out, size_t cap);   // SAVE.best (or the {step} pattern's "best")
+void select_init(Select *sl, Session *s);                   // on --resume, the stored best and its weights
+// The check at `step`: a new best (strictly above the last) is kept, and written with kv to SAVE.best.
+void select_check(Select *sl, Session *s, int step, const char *kv);
+// After training: the best weights into the model (the tests use them); prints the "select:" line.
+void select_finish(Select *sl, Session *s);
 
 // ---- train_modes.c
 

@@ -57,7 +57,11 @@ const Flag FLAGS[] = {
     { "fit-every", F_INT, O(fit_every), 1, 1e9, K_TRAIN, "K",
       "with --fit-target: check every K steps and at the last (50)" },
     { "fit-per-length", F_INT, O(fit_per_length), 1, 1e6, K_TRAIN, "M",
-      "with --fit-target: distinct validation instances per training length (20)" },
+      "with --fit-target or --select-every: distinct validation instances per training length (20)" },
+    { "select-every", F_INT, O(select_every), 0, 1e9, K_TRAIN, "K",
+      "--task: train all --steps and keep the weights of the best check of in-distribution validation accuracy, "
+      "checked every K steps and at the last (the earliest of equals); the accuracy after training and --show "
+      "use them, and with --save they are also written to SAVE.best (0: off)" },
     { "eval-per-length", F_INT, O(eval_per_length), 0, 1000000, K_RUN, "N",
       "--task: distinct test instances per length (and depth), all of them when fewer, for the accuracy after "
       "training, 0 = none (100)" },

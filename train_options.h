@@ -16,6 +16,7 @@ typedef struct {
     int train_min, train_max, test_max, distractors, depths, alphabet, eval_per_length, show;
     double fit_target;                                    // fit-first training (--fit-target): 0 = off
     int max_steps, fit_every, fit_per_length;
+    int select_every;                                     // --select-every K: best-validation checkpoint; 0 = off
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
     int threads, sample, top_k, save_every, log_every, pack, shuffle, eval_batches;
     int bos;                                   // --bos: every text window starts with the boundary token

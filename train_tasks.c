@@ -142,10 +142,13 @@ static void check_fit_flags(const Session *s) {
           o->fit_target);
     CHECK(o->fit_target == 0 || o->max_steps > 0, "--fit-target needs --max-steps N: the budget of steps to fit in");
     CHECK(o->max_steps == 0 || o->fit_target > 0, "--max-steps is the budget of --fit-target; without a target give --steps");
+    CHECK(!(o->fit_target > 0 && o->select_every), "--fit-target stops a run when it fits, --select-every trains every "
+          "run its whole --steps and tests its best check: give one of them");
     CHECK(!(flag_set(a, "steps") && o->max_steps > 0), "--steps and --max-steps: with --fit-target the budget is --max-steps; "
           "drop --steps");
-    for (const char *const *f = (const char *const[]){ "fit-every", "fit-per-length", NULL }; *f; f++)
-        CHECK(o->fit_target > 0 || !flag_set(a, *f), "--%s applies to fit-first training; give --fit-target A", *f);
+    CHECK(o->fit_target > 0 || !flag_set(a, "fit-every"), "--fit-every applies to fit-first training; give --fit-target A");
+    CHECK(o->fit_target > 0 || o->select_every || !flag_set(a, "fit-per-length"), "--fit-per-length sizes the validation "
+          "check of --fit-target or --select-every; give one of them");
 }
 
 // The task flags and the model's vocabulary against the task's (check_with_model, train.c).
@@ -153,7 +156,7 @@ void check_task_flags(const Session *s) {
     const Options *o = s->o;
     const GPTConfig *cfg = &s->model.cfg;
     static const char *task_flags[] = { "train-min", "train-max", "test-max", "distractors", "depths", "alphabet",
-                                        "eval-per-length", "eval-out", "show", "fit-target" };
+                                        "eval-per-length", "eval-out", "show", "fit-target", "select-every" };
     for (size_t i = 0; i < sizeof task_flags / sizeof *task_flags; i++)
         CHECK(o->task || !flag_set(&s->a, task_flags[i]), "--%s applies to a synthetic task; give --task NAME (./train --help lists them)", task_flags[i]);
     CHECK(!o->task || cfg->vocab_size == task_vocab(&s->tc), "--task %s: its tokens need a vocabulary of %d (256 bytes and "
@@ -186,11 +189,11 @@ void fit_init(FitCheck *f, const TaskConfig *tc, const Options *o) {
 }
 
 // The validation accuracy now; prints the check's line.
-double fit_check(GPT *m, const FitCheck *f, int step) {
+double fit_check(GPT *m, const FitCheck *f, int step, const char *what) {
     int correct = 0;
     for (int k = 0; k < f->n_sets; k++) correct += task_set_exact_match(m, &f->sets[k], f->ok);
     double acc = (double)correct / f->total;
-    printf("fit check: step %d | validation accuracy %.4f (%d/%d)\n", step, acc, correct, f->total);
+    printf("%s check: step %d | validation accuracy %.4f (%d/%d)\n", what, step, acc, correct, f->total);
     return acc;
 }
 

@@ -42,6 +42,8 @@ static char *config_text(const GPT *m, const char *train_kv, const TrainState *s
         fprintf(f, "data.epoch=%llu\ndata.shard=%llu\ndata.tokens=%llu\ndata.files=%llu\n",
                 (unsigned long long)st->data_epoch, (unsigned long long)st->data_shard,
                 (unsigned long long)st->data_tokens, (unsigned long long)st->data_files);
+    if (st && st->select_step) fprintf(f, "select.step=%llu\nselect.acc=%.17g\n", (unsigned long long)st->select_step,
+                                       st->select_acc);
     fclose(f);
     *len = size;
     return buf;
@@ -103,9 +105,16 @@ static int parse_int_value(const char *v, int *out) {
 
 // "data.NAME=N": one of the data stream's numbers into st; 0 when the key is not one of them.
 static int parse_data_key(const char *path, const char *key, const char *val, TrainState *st) {
+    if (!strcmp(key, "select.acc")) {                  // --select-every's best accuracy, in [0, 1]
+        char *end;
+        st->select_acc = strtod(val, &end);
+        CHECK(*val && !*end && st->select_acc >= 0 && st->select_acc <= 1, "checkpoint '%s': %s=%s is not an accuracy "
+              "in [0, 1] (a damaged file)", path, key, val);
+        return 1;
+    }
     const struct { const char *key; uint64_t *field; } keys[] = {
         { "data.epoch", &st->data_epoch }, { "data.shard", &st->data_shard },
-        { "data.tokens", &st->data_tokens }, { "data.files", &st->data_files } };
+        { "data.tokens", &st->data_tokens }, { "data.files", &st->data_files }, { "select.step", &st->select_step } };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (strcmp(key, keys[i].key)) continue;
         char *end;
@@ -239,6 +248,8 @@ void ckpt_load(const char *path, GPT *m, int max_pos, char **train_kv, TrainStat
             st->data_shard = stream.data_shard;
             st->data_tokens = stream.data_tokens;
             st->data_files = stream.data_files;
+            st->select_step = stream.select_step;
+            st->select_acc = stream.select_acc;
             st->step = step;
             st->has_opt = 1;
         }

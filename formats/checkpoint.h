@@ -35,6 +35,8 @@ typedef struct {
     uint64_t data_epoch, data_shard;   // text: the rest of the stream's position (StreamPos)
     uint64_t data_tokens, data_files;  // text: the training data's size, to refuse resuming on
                                        // other data; 0 when not stored (an older checkpoint)
+    uint64_t select_step;                // --select-every: the step of the best check so far; 0 = none
+    double select_acc;                   // its in-distribution validation accuracy
 } TrainState;
 
 // train_kv: extra "train.key=value\n" lines (may be NULL). st: NULL for weights only.

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# tests/test_select.sh: best-validation selection (--select-every) through ./train, the NoPE paper's
+# protocol (every run trains its whole budget; the checkpoint with the best validation exact match
+# is the one tested):
+#  - every run trains all --steps, a check every K steps and at the last; the "select:" line names
+#    the best check, the earliest of equal accuracies (worked out here from the check lines);
+#  - the accuracy after training is the best check's: equal to ./train --load SAVE.best, and not
+#    the last weights' (the setting is chosen so that they differ; asserted);
+#  - --resume goes on with the same best: from a checkpoint before the best (SAVE.best then holds a
+#    later best, which the resumed run finds again) and from one after it (SAVE.best is loaded),
+#    both ending with the same select line and eval.csv, byte for byte, as the uninterrupted run;
+#  - the flags' conflicts are refused with a message.
+. "$(dirname "$0")/lib.sh"
+# a high learning rate makes the 16-instance validation accuracy of copy-repeat (26 symbols,
+# lengths 1-6) go up and down: in this setting the best check (0.5625) is at step 160 of 200, an
+# accuracy of 0.5 is reached first at step 20 and again later, and the last check is lower
+t="--task copy-repeat --alphabet 26 --train-max 6 --test-max 8 --layers 1 --heads 2 --dim 32 --batch 8 --lr 1e-1 --threads 2 --eval-per-length 5 --log-every 1000 --select-every 10"
+mkdir -p "$tmp/A" "$tmp/B" "$tmp/C"
+./train $t --steps 200 --save-every 10 --save "$tmp/A/s{step}" --eval-out "$tmp/A.csv" > "$tmp/A.out" 2>&1
+check $? "the run with --select-every 10"
+grep "^select check: step" "$tmp/A.out" | sed 's/^select check: step \([0-9]*\) | validation accuracy \([0-9.]*\) .*/\1 \2/' > "$tmp/checks"
+awk '{ if ($1 != 10 * NR) bad = 1 } END { exit bad || NR != 20 }' "$tmp/checks"
+check $? "20 checks, every 10 steps to the last: $(tr '\n' ' ' < "$tmp/checks")"
+best=$(awk 'NR == 1 || $2 > b { b = $2; s = $1 } END { print s " " b }' "$tmp/checks")
+bstep=${best% *}; bacc=${best#* }
+grep -q "^select: best validation accuracy $bacc at step $bstep of 200 (checked every 10 steps)" "$tmp/A.out"
+check $? "the select line names the first best check, step $bstep ($bacc): $(grep '^select: best' "$tmp/A.out")"
+want=$(awk 'NR == 1 || $2 > b { b = $2; printf "%s ", $1 }' "$tmp/checks")
+got=$(grep "^select: new best at step" "$tmp/A.out" | awk '{ printf "%s ", $6 }')
+[ "$want" = "$got" ]; check $? "a new best only where the accuracy rises above every earlier check: $want, got $got"
+[ "$bstep" -lt 200 ] && [ "$(tail -1 "$tmp/checks" | cut -d' ' -f2)" != "$bacc" ] &&
+  awk -v s="$bstep" '$1 < s { n[$2]++ } END { for (a in n) if (n[a] > 1) t = 1; exit !t }' "$tmp/checks"
+check $? "the setting exercises the rule: the best ($bstep) is not the last check, and an accuracy repeats before it"
+./train --load "$tmp/A/sbest" --task copy-repeat --alphabet 26 --train-max 6 --test-max 8 --threads 2 --eval-per-length 5 \
+  --eval-out "$tmp/best.csv" > /dev/null 2>&1 && cmp -s "$tmp/A.csv" "$tmp/best.csv"
+check $? "the accuracy after training is that of SAVE.best"
+./train --load "$tmp/A/s200" --task copy-repeat --alphabet 26 --train-max 6 --test-max 8 --threads 2 --eval-per-length 5 \
+  --eval-out "$tmp/last.csv" > /dev/null 2>&1 && ! cmp -s "$tmp/A.csv" "$tmp/last.csv"
+check $? "the last weights score otherwise (so the comparison above can fail)"
+
+# resumed before the best (step 100: the stored best is older than SAVE.best's) and after it (170)
+for d in B:100 C:170; do
+  dir=${d%:*}; at=${d#*:}
+  cp "$tmp/A/s$at" "$tmp/A/sbest" "$tmp/$dir/"
+  ./train --resume "$tmp/$dir/s$at" --save "$tmp/$dir/s{step}" --threads 2 --eval-out "$tmp/$dir.csv" > "$tmp/$dir.out" 2>&1
+  check $? "resume from step $at"
+  [ "$(grep '^select: best' "$tmp/$dir.out")" = "$(grep '^select: best' "$tmp/A.out")" ] && cmp -s "$tmp/A.csv" "$tmp/$dir.csv"
+  check $? "resumed from step $at: the same best and the same accuracies as the uninterrupted run"
+done
+grep -q "^select: $tmp/B/sbest holds a later best than the checkpoint's" "$tmp/B.out"
+check $? "from step 100, SAVE.best is a later best, retraced"
+grep -q "^select: resumed with the best check at step $bstep (accuracy $bacc), its weights from $tmp/C/sbest" "$tmp/C.out"
+check $? "from step 170, SAVE.best is the stored best, loaded"
+
+expect_fail "--fit-target with --select-every" "give one of them" ./train $t --steps 20 --fit-target 0.5 --max-steps 20
+expect_fail "--fit-per-length alone" "sizes the validation check" ./train --task copy-repeat --steps 5 --fit-per-length 5
+expect_fail "--resume of a selecting run without --save" "give --save as the run did" ./train --resume "$tmp/A/s100" --threads 2
+expect_fail "--select-every on text" "applies to a synthetic task" ./train --steps 5 --select-every 5
+finish
