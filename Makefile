@@ -74,7 +74,7 @@ $(F)/%_mpi.o: %.c $(HDR)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -DUSE_MPI -c -o $@ $<
 TRAIN_OBJ = $(call fobj,train.c train_guards.c train_tasks.c train_select.c train_modes.c train_options.c $(LIB))
 # compare asks posenc which schemes the RoPE context-extension settings act on
-COMPARE_SRC = lab/compare.c lab/compare_options.c lab/runs.c lab/report.c lab/report_read.c lab/report_plots.c \
+COMPARE_SRC = lab/compare.c lab/compare_options.c lab/protocol.c lab/runs.c lab/report.c lab/report_read.c lab/report_plots.c \
   lab/report_tasks.c lab/report_text.c lab/stats.c util/common.c posenc.c posenc_schemes.c
 COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
 # the headers of lab/ that the pattern rules do not list
@@ -148,7 +148,7 @@ FUZZ_LIB_safetensors = util/common.c util/atomicfile.c formats/safetensors.c
 FUZZ_LIB_shard = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
 FUZZ_LIB_train_args = train_options.c eval/perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
-FUZZ_LIB_compare_args = lab/compare_options.c lab/runs.c util/common.c posenc.c posenc_schemes.c
+FUZZ_LIB_compare_args = lab/compare_options.c lab/protocol.c lab/runs.c util/common.c posenc.c posenc_schemes.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_llmc = formats/llmc_model.c $(CORE)
 FUZZ_LIB_import = formats/modelfile.c formats/llmc_model.c $(FUZZ_LIB_checkpoint)
@@ -202,7 +202,7 @@ test: all $(FUZZ_SA)
 	  '$(OMP2) ./tests/test_train' '$(OMP2) ./tests/test_ppl' '$(OMP2) ./tests/test_eval' ./tests/test_stats \
 	  ./tests/test_bpe $(foreach n,$(FUZZ),'$(SA)/fuzz_$(n) tests/fuzz/regress/$(n)') \
 	  ./tests/test_cli.sh ./tests/test_longrope.sh ./tests/test_resume.sh ./tests/test_stream.sh \
-	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_signals.sh ./tests/test_faults.sh ./tests/test_compare.sh \
+	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh ./tests/test_compare.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
 	  ./tests/test_rules.sh
 

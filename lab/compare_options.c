@@ -3,11 +3,13 @@
 // flags against each other and the defaults that depend on them (lab/compare.h).
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lab/compare.h"
+#include "lab/protocol.h"
 #include "eval/ppl_defaults.h"
 #include "posenc.h"
 
@@ -114,7 +116,7 @@ static void parse_claims(Cfg *c, char *v) {
 
 // The command line being read: the settings, and the lists applied once every flag is read
 // (--claims names schemes that later flags may give; --double-length reads the flags after --).
-typedef struct { Cfg *c; char *claims, *doubled; } Parse;
+typedef struct { Cfg *c; char *claims, *doubled; char *paper[MAX_ITEMS]; int n_paper; } Parse;
 
 typedef enum {
     ARG_SWITCH,    // no value: the int at off set to 1
@@ -138,6 +140,47 @@ static void set_launch(Parse *p, char *v) {
 }
 
 static void set_claims(Parse *p, char *v) { p->claims = v; }
+
+static void set_unit(Parse *p, char *v) {
+    CHECK(!strcmp(v, "seed") || !strcmp(v, "task"), "--claims-unit %s: give seed or task", v);
+    p->c->unit_task = !strcmp(v, "task");
+}
+
+static void set_floor(Parse *p, char *v) {
+    char *end;
+    double a = strtod(v, &end);
+    CHECK(*v && !*end && a > 0 && a <= 1, "--floor %s must be an in-distribution validation accuracy in (0, 1], e.g. 0.5", v);
+    p->c->floor = a;
+}
+
+static void set_paper(Parse *p, char *v) {
+    CHECK(p->n_paper < MAX_ITEMS, "--paper: at most %d lines (one per task)", MAX_ITEMS);
+    p->paper[p->n_paper++] = v;
+}
+
+// --paper 'TASK:a=98.6,b=77.1': a published mean accuracy (%) beyond training per scheme of a task,
+// for the table beside the measured ones; read once the tasks and schemes are known.
+static void parse_paper(Cfg *c, char *v) {
+    char *colon = strchr(v, ':');
+    CHECK(colon, "--paper '%s': write TASK:SCHEME=PERCENT,... (e.g. 'copy:nope=30.5,t5=42.0')", v);
+    *colon = 0;
+    int t = -1;
+    for (int k = 0; k < c->n_tasks; k++) if (!strcmp(c->tasks[k], v)) t = k;
+    CHECK(t >= 0, "--paper: '%s' is not one of the tasks compared (--task)", v);
+    char *items[MAX_ITEMS];
+    int n = split_list(colon + 1, items, MAX_ITEMS, "--paper");
+    for (int k = 0; k < n; k++) {
+        char *eq = strchr(items[k], '='), *end;
+        CHECK(eq, "--paper %s: '%s' is not SCHEME=PERCENT", v, items[k]);
+        *eq = 0;
+        int sc = -1;
+        for (int j = 0; j < c->n_schemes; j++) if (!strcmp(c->schemes[j].label, items[k])) sc = j;
+        CHECK(sc >= 0, "--paper %s: '%s' is not one of the schemes compared", v, items[k]);
+        double x = strtod(eq + 1, &end);
+        CHECK(eq[1] && !*end && x >= 0 && x <= 100, "--paper %s: %s=%s is not a percentage in [0, 100]", v, items[k], eq + 1);
+        c->paper[t][sc] = x;
+    }
+}
 static void set_double_length(Parse *p, char *v) { p->doubled = v; }
 
 static void set_fit_target(Parse *p, char *v) {
@@ -218,6 +261,19 @@ static const CompareFlag FLAGS[] = {
       "task: test each claim (scheme a beats scheme b beyond the training lengths) with\n"
       "the paired test pooled over tasks and per task: supported, contradicted or not\n"
       "distinguishable" },
+    { "claims-unit", "seed|task", ARG_CALL, 0, set_unit,
+      "task: the unit of the claims pooled over tasks: seed (each seed's mean over the\n"
+      "tasks; default) or task (each task's mean over the seeds: the claim is across tasks)" },
+    { "floor", "A", ARG_CALL, 0, set_floor,
+      "task: also a sensitivity table of the claims without the runs whose best\n"
+      "in-distribution validation accuracy is below A (every run counts in the main tables)" },
+    { "paper", "'TASK:S=P,...'", ARG_CALL, 0, set_paper,
+      "task: a paper's mean accuracy beyond training (%) of each scheme S on TASK (one\n"
+      "flag per task), shown beside the measured ones" },
+    { "protocol", "FILE", ARG_TEXT, O(protocol), NULL,
+      "the experiment from FILE (these flags, one per line, then '-- TRAIN FLAGS'); the\n"
+      "command line adds only --out, --jobs, --threads, --train, --launch, --quiet,\n"
+      "--report-only; summary.md names the file and its hash" },
     { "report-only", NULL, ARG_SWITCH, O(report_only), NULL,
       "write the report from the finished runs in --out (give the flags that trained\n"
       "them); train nothing" },
@@ -301,12 +357,13 @@ static void check_modes(const Cfg *c, const char *claims) {
           "on the same test instances");
     CHECK(!c->fit_target || !c->data, "--fit-target applies to tasks (--task), whose in-distribution validation accuracy it reads");
     CHECK(!claims || !c->data, "--claims applies to tasks (--task): it compares accuracy beyond the training lengths");
+    CHECK(!c->data || (!c->unit_task && isnan(c->floor)), "--claims-unit and --floor apply to tasks (--task)");
     // a glob pattern ('dir/*.bin') names no file itself: ./train expands and checks it
     if (c->data && !strpbrk(c->data, "*?[")) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
 }
 
 // The schemes, claims, doubled schemes, seeds, threads and task once every flag is read.
-static void complete(Cfg *c, char *claims, char *doubled) {
+static void complete(Cfg *c, Parse *p, char *claims, char *doubled) {
     if (!c->n_schemes) {
         static char def[] = PE_DEFAULT_COMPARISON;
         char *names[MAX_ITEMS];
@@ -314,6 +371,7 @@ static void complete(Cfg *c, char *claims, char *doubled) {
         for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
     }
     if (claims) parse_claims(c, claims);
+    for (int k = 0; k < p->n_paper; k++) parse_paper(c, p->paper[k]);
     if (doubled) add_double_length(c, doubled);
     CHECK(!c->attention_distance || (nope_scheme(c) >= 0 && (c->n_schemes > 1 || c->n_seeds > 1)),
           "--attention-distance measures every scheme's attention against NoPE's: give a scheme labelled nope "
@@ -352,7 +410,10 @@ static void check_extra(const Cfg *c) {
 void compare_parse(Cfg *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
     Parse p = { .c = c };
-    c->jobs = 1; c->per_length = 100; c->ext_factor = 8;
+    c->jobs = 1; c->per_length = 100; c->ext_factor = 8; c->floor = NAN;
+    for (int t = 0; t < MAX_ITEMS; t++) for (int sc = 0; sc < MAX_ITEMS; sc++) c->paper[t][sc] = NAN;
+    Protocol pr = { 0 };
+    if (protocol_expand(argc, argv, &argc, &argv, &pr)) { c->protocol = pr.path; c->protocol_hash = pr.hash; }
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) { usage(stdout); exit(0); }
@@ -372,6 +433,6 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         }
     }
     check_modes(c, p.claims);
-    complete(c, p.claims, p.doubled);
+    complete(c, &p, p.claims, p.doubled);
     check_extra(c);
 }

@@ -44,18 +44,18 @@ void holm_of_tests(const Test *x, int m, double *holm) {
 
 // After "none" in a family's line: when n seeds are too few for any of m tests to pass Holm (the
 // smallest two-sided sign-flip p, 2 / 2^n, is not below 0.05 / m), say so and how many could.
-void family_seeds_note(FILE *md, int n, int m) {
+void family_seeds_note(FILE *md, int n, int m, const char *unit) {
     int need = 1;
     if (n < 1) return;                                  // no test had a pair: nothing to count
     while (2.0 / ldexp(1.0, need) >= 0.05 / m) need++;
     if (n < need)
-        fprintf(md, ". The smallest p the sign-flip test can give with %d seeds is %.4g, and Holm asks below %.4g of the "
-                    "smallest of %d p; %d seeds or more could pass it", n, 2.0 / ldexp(1.0, n), 0.05 / m, m, need);
+        fprintf(md, ". The smallest p the sign-flip test can give with %d %ss is %.4g, and Holm asks below %.4g of the "
+                    "smallest of %d p; %d %ss or more could pass it", n, unit, 2.0 / ldexp(1.0, n), 0.05 / m, m, need, unit);
 }
 
 void not_distinguishable(FILE *md, int n, const char *unit) {
     if (n) fprintf(md, " not distinguishable with %d %s%s |\n", n, unit, n > 1 ? "s" : "");
-    else fprintf(md, " no %s where both runs fitted |\n", unit);
+    else fprintf(md, " no %s where both runs count |\n", unit);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -92,6 +92,9 @@ void report(const Cfg *c, const Run *runs, int n) {
     snprintf(path, sizeof path, "%s/summary.md", c->out);
     rp.md = fopen(path, "w");
     CHECK(rp.md, "cannot write '%s'", path);
+    if (c->protocol)
+        fprintf(rp.md, "Protocol: %s (FNV-1a 64 of its bytes: %016llx). Its tasks, schemes, seeds, training and claims are "
+                       "this report's; a verdict below is one of its claims.\n\n", c->protocol, (unsigned long long)c->protocol_hash);
     rp.plots = have_gnuplot();
     if (!rp.plots) printf("gnuplot not found: apt-get install gnuplot-nox, then run this command again for the plots "
                           "(results.csv and summary.md are written; the .gp scripts are in %s)\n", c->out);
@@ -110,7 +113,13 @@ void report(const Cfg *c, const Run *runs, int n) {
     if (!c->data) {
         if (c->n_tasks > 1 && c->n_schemes > 1) { fprintf(rp.md, "## Paired comparisons over all tasks\n\n"); pair_table(&rp, 0, c->n_tasks); }
         mrr_table(&rp);
+        paper_table(&rp);
         if (c->n_claims) claims_section(&rp);
+        if (c->n_claims && !isnan(c->floor)) {            // the sensitivity table: the runs below the floor left out
+            rp.floor_on = 1;
+            claims_section(&rp);
+            rp.floor_on = 0;
+        }
     }
     fclose(rp.md);
     free(rp.rr); free(rp.buf); free(rp.facts); free(rp.row0); free(rp.nrow);

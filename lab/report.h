@@ -55,6 +55,8 @@ typedef struct {
     Fit fit;
     int fit_step;          // the step it fitted at; -1 unless FIT_YES
     double val_acc, target;// validation accuracy and the target, from the fit line; NAN without one
+                           // (with --select-every: val_acc is the best check's, target NAN)
+    int best_step;         // --select-every: the step of the best validation check, whose weights were tested; -1 none
     double acc[2];         // accuracy (%) in distribution and longer than training; NAN without instances
     char degenerate[512];  // the lengths where it is degenerate, as ranges ("21-40 45"); "" when none
 } RunFacts;
@@ -71,6 +73,7 @@ typedef struct {
     FILE *md;            // summary.md
     int plots, made;     // gnuplot is installed; plots made
     double *rr;          // (n_tasks, n_seeds, n_schemes) reciprocal rank among the fitted runs; NAN: not ranked
+    int floor_on;        // run_counts also leaves out the runs whose val_acc is below c->floor (the sensitivity tables)
 } Report;
 
 typedef struct { Interval iv; double p; } Test;     // a paired test: mean, 95% t-interval, sign-flip p
@@ -96,7 +99,7 @@ int direction(const Test *x);
 // The family's tests' p (NAN where a test has no pair) adjusted by Holm into holm[] (m)
 void holm_of_tests(const Test *x, int m, double *holm);
 // After "none" in a family's line: when n seeds are too few for any of m tests to pass Holm, says so
-void family_seeds_note(FILE *md, int n, int m);
+void family_seeds_note(FILE *md, int n, int m, const char *unit);   // unit: "seed" or "task"
 // The verdict cell of a test that cannot tell, with n pairs of `unit`s
 void not_distinguishable(FILE *md, int n, const char *unit);
 
@@ -130,7 +133,8 @@ void task_section(Report *rp, int t);
 // The paired test of every two schemes over tasks t0..t1-1 (one task, or pooled over all), Holm over the table
 void pair_table(const Report *rp, int t0, int t1);
 void mrr_table(const Report *rp);              // the mean reciprocal rank of each scheme (add_ranks' ranks)
-void claims_section(const Report *rp);         // the --claims verdicts
+void claims_section(const Report *rp);         // the --claims verdicts (with rp->floor_on: the sensitivity table)
+void paper_table(const Report *rp);            // --paper: the measured accuracy beyond training beside the paper's
 
 // lab/report_text.c: summary.md's section of text
 void text_section(Report *rp, int t);

@@ -126,8 +126,14 @@ void read_results(Report *rp) {
 // steps: validation accuracy V < A" (./train --fit-target A --max-steps N); none: no criterion.
 static void read_fit(const Run *r, RunFacts *f) {
     char line[1024];
+    f->fit = FIT_NONE; f->fit_step = -1; f->val_acc = f->target = NAN; f->best_step = -1;
+    // --select-every: "select: best validation accuracy V at step S of N (checked every K steps)..."
+    last_line(r->dir, "select: best", line, sizeof line);
+    int n;
+    if (*line && sscanf(line, "select: best validation accuracy %lf at step %d of %d", &f->val_acc, &f->best_step, &n) != 3)
+        CHECK(0, "%s/train.log: cannot read its line '%s' (expected 'select: best validation accuracy V at step S of N')",
+              r->dir, line);
     last_line(r->dir, "fit:", line, sizeof line);
-    f->fit = FIT_NONE; f->fit_step = -1; f->val_acc = f->target = NAN;
     if (!*line) return;
     int step;
     if (sscanf(line, "fit: fitted at step %d: validation accuracy %lf >= %lf", &step, &f->val_acc, &f->target) == 3)
@@ -139,7 +145,11 @@ static void read_fit(const Run *r, RunFacts *f) {
 }
 
 // fitted, or without a criterion: the runs that enter the comparisons
-int run_counts(const Report *rp, int run) { return run_has_results(&rp->runs[run]) && rp->facts[run].fit != FIT_NO; }
+// (with rp->floor_on, also at or above the --floor in-distribution validation accuracy)
+int run_counts(const Report *rp, int run) {
+    if (!run_has_results(&rp->runs[run]) || rp->facts[run].fit == FIT_NO) return 0;
+    return !rp->floor_on || rp->facts[run].val_acc >= rp->c->floor;
+}
 
 // Each task run's fit, accuracies and degenerate lengths.
 void run_facts(Report *rp) {
@@ -149,6 +159,7 @@ void run_facts(Report *rp) {
         RunFacts *f = &rp->facts[i];
         f->acc[0] = f->acc[1] = NAN;
         f->fit = FIT_NONE; f->fit_step = -1; f->val_acc = f->target = NAN;   // a run without results has no fit
+        f->best_step = -1;
         if (!run_has_results(&rp->runs[i])) continue;
         read_fit(&rp->runs[i], f);
         long long num[2] = { 0 }, den[2] = { 0 };
@@ -207,7 +218,7 @@ void write_runs_csv(const Report *rp) {
     snprintf(path, sizeof path, "%s/runs.csv", c->out);
     FILE *f = fopen(path, "w");
     CHECK(f, "cannot write '%s'", path);
-    fprintf(f, "task,scheme,seed,fitted,fit_step,val_accuracy,id_accuracy,ood_accuracy,degenerate_lengths\n");
+    fprintf(f, "task,scheme,seed,fitted,fit_step,val_accuracy,id_accuracy,ood_accuracy,degenerate_lengths,best_step\n");
     for (int i = 0; i < rp->n; i++) {
         const Run *u = &rp->runs[i];
         const RunFacts *x = &rp->facts[i];
@@ -218,7 +229,9 @@ void write_runs_csv(const Report *rp) {
         fprintf(f, ",");
         if (!isnan(x->val_acc)) fprintf(f, "%.4f", x->val_acc);
         for (int o = 0; o < 2; o++) { fprintf(f, ","); if (!isnan(x->acc[o])) fprintf(f, "%.6f", x->acc[o] / 100); }
-        fprintf(f, ",%s\n", x->degenerate);
+        fprintf(f, ",%s,", x->degenerate);
+        if (x->best_step >= 0) fprintf(f, "%d", x->best_step);
+        fprintf(f, "\n");
     }
     fclose(f);
 }

@@ -16,7 +16,12 @@ static void fmt_interval(const Interval *iv, double scale, char *out, size_t cap
 static void fit_sentence(const Report *rp, int t, FILE *md) {
     double target = NAN;
     for (int i = 0; i < rp->n; i++) if (rp->runs[i].task == t && !isnan(rp->facts[i].target)) target = rp->facts[i].target;
-    if (isnan(target)) fprintf(md, "No fit criterion (no run has a fit line): every run counts as fitted. ");
+    int selected = 0;
+    for (int i = 0; i < rp->n; i++) selected |= rp->runs[i].task == t && rp->facts[i].best_step >= 0;
+    if (selected) fprintf(md, "Every run trained its whole step budget and is tested with the weights of its best "
+                              "in-distribution validation check (./train --select-every; val: that check's exact match); "
+                              "every run counts in every mean and test (none is left out for its fit). ");
+    else if (isnan(target)) fprintf(md, "No fit criterion (no run has a fit line): every run counts as fitted. ");
     else fprintf(md, "A run is fitted when its in-distribution validation accuracy reached %.4g within its step budget "
                      "(its train.log); a run not fitted is shown but left out of every mean, interval and comparison. ", target);
 }
@@ -30,11 +35,12 @@ static void scheme_table(const Report *rp, int t) {
                 "|---|---|---|---|---|\n");
     SeedBuckets seeds[MAX_ITEMS];
     for (int sc = 0; sc < c->n_schemes; sc++) {
-        int runs = 0, fitted = 0, criterion = 0;
+        int runs = 0, fitted = 0, criterion = 0, selected = 0;
         for (int sd = 0; sd < c->n_seeds; sd++) {
             int ri = run_index(c, t, sc, sd);
             if (!run_has_results(&rp->runs[ri])) continue;
             runs++; fitted += run_counts(rp, ri); criterion |= rp->facts[ri].fit != FIT_NONE;
+            selected |= rp->facts[ri].best_step >= 0;
         }
         char cell[2][96];
         for (int o = 0; o < 2; o++) {
@@ -42,7 +48,8 @@ static void scheme_table(const Report *rp, int t) {
             Interval iv = bootstrap_accuracy(seeds, k, RESAMPLES, stream_seed(c->tasks[t], c->schemes[sc].label, o));
             fmt_interval(&iv, 100, cell[o], sizeof cell[o]);
         }
-        fprintf(md, "| %s | %d of %d%s | %s | %s | ", c->schemes[sc].label, fitted, runs, criterion ? "" : " (no fit criterion)", cell[0], cell[1]);
+        fprintf(md, "| %s | %d of %d%s | %s | %s | ", c->schemes[sc].label, fitted, runs,
+                criterion ? "" : selected ? " (every run counts)" : " (no fit criterion)", cell[0], cell[1]);
         for (int sd = 0, first = 1; sd < c->n_seeds; sd++) {
             int ri = run_index(c, t, sc, sd);
             const RunFacts *f = &rp->facts[ri];
@@ -50,6 +57,7 @@ static void scheme_table(const Report *rp, int t) {
             first = 0;
             if (!run_has_results(&rp->runs[ri])) fprintf(md, "not run");
             else if (f->fit == FIT_NO) fprintf(md, "%.1f (not fitted; in-distribution %.1f)", f->acc[1], f->acc[0]);
+            else if (f->best_step >= 0) fprintf(md, "%.1f (val %.1f)", f->acc[1], 100 * f->val_acc);
             else fprintf(md, "%.1f", f->acc[1]);
         }
         fprintf(md, " |\n");
@@ -122,8 +130,36 @@ static void degenerate_list(const Report *rp, int t) {
 // seed, so a seed's differences on several tasks are not independent of each other, and a test that
 // counted each (task, seed) pair as one unit would claim more than the seeds show. seed_of[k] (when
 // not NULL) gets the seed index of d[k]; d and seed_of hold n_seeds. Returns the count.
+//
+// With --claims-unit task and several tasks the unit is the task instead: d[k] is a task's mean
+// difference over the seeds where both runs counted, unit_of[k] the task (d holds n_tasks). The
+// claim is then one across tasks (does A beat B on a task drawn like these?), and a task's seeds
+// are averaged inside it.
+static int paired_by_task(const Report *rp, int t0, int t1, int a, int b, double *d, int *unit_of) {
+    const Cfg *c = rp->c;
+    int k = 0;
+    for (int t = t0; t < t1; t++) {
+        double sum = 0;
+        int n = 0;
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            int ra = run_index(c, t, a, sd), rb = run_index(c, t, b, sd);
+            if (!run_counts(rp, ra) || !run_counts(rp, rb) || isnan(rp->facts[ra].acc[1]) || isnan(rp->facts[rb].acc[1])) continue;
+            sum += rp->facts[ra].acc[1] - rp->facts[rb].acc[1];
+            n++;
+        }
+        if (!n) continue;
+        if (unit_of) unit_of[k] = t;
+        d[k++] = sum / n;
+    }
+    return k;
+}
+
+// 1 when a pooled test over t0..t1-1 takes the task as its unit
+static int task_units(const Report *rp, int t0, int t1) { return rp->c->unit_task && t1 - t0 > 1; }
+
 static int paired(const Report *rp, int t0, int t1, int a, int b, double *d, int *seed_of) {
     const Cfg *c = rp->c;
+    if (task_units(rp, t0, t1)) return paired_by_task(rp, t0, t1, a, b, d, seed_of);
     int k = 0;
     for (int sd = 0; sd < c->n_seeds; sd++) {
         double sum = 0;
@@ -155,36 +191,42 @@ static void test_cells(FILE *md, const Test *x, double holm) {
 void pair_table(const Report *rp, int t0, int t1) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
-    int pooled = t1 - t0 > 1, np = c->n_schemes * (c->n_schemes - 1) / 2;
-    fprintf(md, "Paired differences of accuracy beyond the training lengths (percentage points, a - b) over the seeds "
-                "where both runs fitted%s: mean, 95%% t-interval, exact sign-flip p (two-sided); a difference counts "
+    int pooled = t1 - t0 > 1, np = c->n_schemes * (c->n_schemes - 1) / 2, tu = task_units(rp, t0, t1);
+    int cap = c->n_seeds > c->n_tasks ? c->n_seeds : c->n_tasks;     // units per pair, at most
+    fprintf(md, "Paired differences of accuracy beyond the training lengths (percentage points, a - b) over the %s "
+                "where both runs %s%s: mean, 95%% t-interval, exact sign-flip p (two-sided); a difference counts "
                 "when the interval excludes 0 and p < 0.05. Holm p: p adjusted for the %d comparisons of this table "
                 "(a verdict whose Holm p is below 0.05 holds with the chance of any false verdict in the table at most "
-                "5%%).\n\n| a - b | %s | seeds | mean | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
+                "5%%).\n\n| a - b | %s | %s | mean | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
+            tu ? "tasks" : "seeds", rp->floor_on ? "reach the floor" : "fitted",
+            tu ? " (each task: the mean of its seeds' differences)" :
             pooled ? " on a task (each seed: the mean of its differences over those tasks)" : "", np,
-            pooled ? "seed means" : "by seed");
-    double *d = xmalloc(sizeof(double) * (size_t)np * c->n_seeds);
-    int *seed_of = xmalloc(sizeof(int) * (size_t)np * c->n_seeds), *k = xmalloc(sizeof(int) * np);
+            tu ? "task means" : pooled ? "seed means" : "by seed", tu ? "tasks" : "seeds");
+    double *d = xmalloc(sizeof(double) * (size_t)np * cap);
+    int *seed_of = xmalloc(sizeof(int) * (size_t)np * cap), *k = xmalloc(sizeof(int) * np);
     Test *x = xmalloc(sizeof(Test) * np);
     double *holm = xmalloc(sizeof(double) * np);
     for (int a = 0, i = 0; a < c->n_schemes; a++)
         for (int b = a + 1; b < c->n_schemes; b++, i++) {
-            k[i] = paired(rp, t0, t1, a, b, d + (size_t)i * c->n_seeds, seed_of + (size_t)i * c->n_seeds);
+            k[i] = paired(rp, t0, t1, a, b, d + (size_t)i * cap, seed_of + (size_t)i * cap);
             char name[160];
             snprintf(name, sizeof name, "%s-%s", c->schemes[a].label, c->schemes[b].label);
-            x[i] = paired_test(d + (size_t)i * c->n_seeds, k[i], stream_seed(pooled ? "" : c->tasks[t0], name, 2));
+            x[i] = paired_test(d + (size_t)i * cap, k[i], stream_seed(pooled ? "" : c->tasks[t0], name, 2));
         }
     holm_of_tests(x, np, holm);
     for (int a = 0, i = 0; a < c->n_schemes; a++)
         for (int b = a + 1; b < c->n_schemes; b++, i++) {
             fprintf(md, "| %s - %s |", c->schemes[a].label, c->schemes[b].label);
-            for (int j = 0; j < k[i]; j++)
-                fprintf(md, "%s%lld: %+.1f", j ? ", " : " ", c->seeds[seed_of[(size_t)i * c->n_seeds + j]], d[(size_t)i * c->n_seeds + j]);
+            for (int j = 0; j < k[i]; j++) {
+                int u = seed_of[(size_t)i * cap + j];
+                if (tu) fprintf(md, "%s%s: %+.1f", j ? ", " : " ", c->tasks[u], d[(size_t)i * cap + j]);
+                else fprintf(md, "%s%lld: %+.1f", j ? ", " : " ", c->seeds[u], d[(size_t)i * cap + j]);
+            }
             fprintf(md, " |");
             test_cells(md, &x[i], holm[i]);
             int dir = direction(&x[i]);
             if (dir) fprintf(md, " %s > %s |\n", c->schemes[dir > 0 ? a : b].label, c->schemes[dir > 0 ? b : a].label);
-            else not_distinguishable(md, k[i], "seed");
+            else not_distinguishable(md, k[i], tu ? "task" : "seed");
         }
     fprintf(md, "\n");
     free(d); free(seed_of); free(k); free(x); free(holm);
@@ -205,9 +247,13 @@ static void add_ranks(Report *rp, int t) {
         if (ranked < 2) continue;
         for (int sc = 0; sc < c->n_schemes; sc++) {
             if (isnan(acc[sc])) continue;
-            int rank = 1;
-            for (int k = 0; k < c->n_schemes; k++) rank += acc[k] > acc[sc];      // NAN compares false
-            rp->rr[((size_t)t * c->n_seeds + sd) * c->n_schemes + sc] = 1.0 / rank;
+            int above = 0, tied = 0;             // NAN compares false
+            for (int k = 0; k < c->n_schemes; k++) { above += acc[k] > acc[sc]; tied += acc[k] == acc[sc]; }
+            // the paper breaks ties arbitrarily: a tie of m schemes at ranks r..r+m-1 gives each the
+            // mean of 1/r .. 1/(r+m-1), its expected reciprocal rank when the tie is broken at random
+            double rr = 0;
+            for (int r = above + 1; r <= above + tied; r++) rr += 1.0 / r;
+            rp->rr[((size_t)t * c->n_seeds + sd) * c->n_schemes + sc] = rr / tied;
         }
     }
 }
@@ -369,7 +415,9 @@ void mrr_table(const Report *rp) {
             configs += ranked > 0;
         }
     fprintf(rp->md, "## Mean reciprocal rank\n\nThe NoPE paper's aggregate, over the fitted runs: for every task and seed the "
-                    "fitted runs are ranked by accuracy on lengths longer than training (1 = best, ties share the better rank); "
+                    "fitted runs are ranked by accuracy on lengths longer than training (1 = best; the paper breaks ties "
+                    "arbitrarily, so m runs tied at ranks r..r+m-1 each get the mean of 1/r..1/(r+m-1), the expected value of "
+                    "a random break); "
                     "a scheme's MRR is its mean 1/rank over the %d task x seed configurations with at least two fitted runs, "
                     "with a 95%% bootstrap interval (%d resamples of the seeds, each bringing all its tasks). Left out: %d "
                     "run%s not fitted, %d fitted run%s with no other fitted run to rank against, %d run%s not finished.\n\n",
@@ -391,15 +439,26 @@ void claims_section(const Report *rp) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
     int nt = c->n_tasks > 1 ? c->n_tasks + 1 : 1;            // rows per claim: pooled, then each task
-    fprintf(md, "## Claims\n\nEach claim A>B says that A's accuracy beyond the training lengths exceeds B's. Over the seeds "
-                "where both runs fitted%s: the mean difference A - B (percentage points), its 95%% t-interval and the exact sign-flip p "
+    int tu = task_units(rp, 0, c->n_tasks);
+    if (rp->floor_on)
+        fprintf(md, "## Claims without the runs below the floor (sensitivity)\n\nThe claims again, leaving out every run whose "
+                    "in-distribution validation accuracy is below %.4g (and its partner in each pair): a check that no verdict "
+                    "rests on runs that did not learn the task. The verdicts above, with every run, are the reported ones.\n\n",
+                c->floor);
+    else
+        fprintf(md, "## Claims\n\nEach claim A>B says that A's accuracy beyond the training lengths exceeds B's. ");
+    fprintf(md, "Over the %s%s: the mean difference A - B (percentage points), its 95%% t-interval and the exact sign-flip p "
                 "(two-sided). Supported: the interval lies above 0 and p < 0.05; contradicted: it lies below 0 and p < "
-                "0.05; otherwise not distinguishable with the seeds at hand. Holm p adjusts p for the family it belongs "
-                "to: the %d claims' %s together%s.\n\n"
-                "| claim | over | seeds | mean A - B | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
+                "0.05; otherwise not distinguishable with the %s at hand. Holm p adjusts p for the family it belongs "
+                "to: the %d claims' %s together%s. Per task, the unit is the seed.\n\n"
+                "| claim | over | units | mean A - B | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
+            tu ? "tasks" : "seeds where both runs counted",
+            tu ? " (pooled: each task's mean difference over its seeds is one unit, so the claim is one across tasks; "
+                 "the seeds of a task are not independent replications of the claim across tasks)" :
             c->n_tasks > 1 ? " (pooled over tasks: each seed's mean difference over its tasks, so the seed stays the unit)" : "",
-            c->n_claims, c->n_tasks > 1 ? "pooled rows" : "rows", c->n_tasks > 1 ? ", and each claim's rows by task together" : "");
-    double *d = xmalloc(sizeof(double) * c->n_seeds);
+            tu ? "tasks" : "seeds", c->n_claims, c->n_tasks > 1 ? "pooled rows" : "rows",
+            c->n_tasks > 1 ? ", and each claim's rows by task together" : "");
+    double *d = xmalloc(sizeof(double) * (c->n_seeds > c->n_tasks ? c->n_seeds : c->n_tasks));
     Test *x = xmalloc(sizeof(Test) * (size_t)c->n_claims * nt);
     int *finished = xmalloc(sizeof(int) * (size_t)c->n_claims * nt);
     for (int k = 0; k < c->n_claims; k++) {
@@ -438,7 +497,7 @@ void claims_section(const Report *rp) {
             test_cells(md, y, holm[k * nt + r]);
             int dir = direction(y);
             if (dir) fprintf(md, " %s |\n", dir > 0 ? "supported" : "contradicted");
-            else not_distinguishable(md, y->iv.n, "seed");
+            else not_distinguishable(md, y->iv.n, tu && pooled ? "task" : "seed");
         }
     }
     // which verdicts hold for the family of claims as a whole
@@ -455,8 +514,51 @@ void claims_section(const Report *rp) {
         int n = 0;
         for (int k = 0; k < c->n_claims; k++) n = x[k * nt].iv.n > n ? x[k * nt].iv.n : n;
         fprintf(md, "none");
-        family_seeds_note(md, n, c->n_claims);
+        family_seeds_note(md, n, c->n_claims, tu ? "task" : "seed");
     }
     fprintf(md, ".\n\n");
     free(d); free(x); free(finished); free(holm); free(fam); free(adj);
+}
+
+// --paper: per task (row) and scheme, the measured accuracy beyond training (mean over the runs that
+// count, 95% bootstrap interval) beside the paper's mean; the paper's models, budget and symbols
+// differ (docs/reproduce-nope.md says how), so the table shows where the orders agree, not a test.
+void paper_table(const Report *rp) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int any = 0;
+    for (int t = 0; t < c->n_tasks; t++) for (int sc = 0; sc < c->n_schemes; sc++) any |= !isnan(c->paper[t][sc]);
+    if (!any) return;
+    fprintf(md, "## Beside the paper\n\nAccuracy beyond the training lengths (%%): measured here (mean over the runs "
+                "that count [95%% bootstrap interval]) and the paper's published mean (--paper; its 3 seeds, its model "
+                "and budget) where it reports one. Same order: of the pairs of schemes that the paper separates (means "
+                "apart), those whose measured means are apart the same way.\n\n| task |");
+    for (int sc = 0; sc < c->n_schemes; sc++) fprintf(md, " %s | paper |", c->schemes[sc].label);
+    fprintf(md, " same order |\n|---|");
+    for (int sc = 0; sc < c->n_schemes; sc++) fprintf(md, "---|---|");
+    fprintf(md, "---|\n");
+    SeedBuckets seeds[MAX_ITEMS];
+    for (int t = 0; t < c->n_tasks; t++) {
+        fprintf(md, "| %s |", c->tasks[t]);
+        double mean[MAX_ITEMS];
+        for (int sc = 0; sc < c->n_schemes; sc++) {
+            int k = fitted_buckets(rp, t, sc, 1, -1, seeds);
+            Interval iv = bootstrap_accuracy(seeds, k, RESAMPLES, stream_seed(c->tasks[t], c->schemes[sc].label, 1));
+            char cell[96];
+            fmt_interval(&iv, 100, cell, sizeof cell);
+            mean[sc] = iv.mean;
+            fprintf(md, " %s |", cell);
+            if (isnan(c->paper[t][sc])) fprintf(md, " |"); else fprintf(md, " %.1f |", c->paper[t][sc]);
+        }
+        int pairs = 0, same = 0;
+        for (int a = 0; a < c->n_schemes; a++)
+            for (int b = a + 1; b < c->n_schemes; b++) {
+                double p = c->paper[t][a] - c->paper[t][b], m = mean[a] - mean[b];
+                if (isnan(p) || isnan(m) || p == 0) continue;
+                pairs++;
+                same += (p > 0 && m > 0) || (p < 0 && m < 0);
+            }
+        if (pairs) fprintf(md, " %d of %d |\n", same, pairs); else fprintf(md, " |\n");
+    }
+    fprintf(md, "\n");
 }

@@ -218,7 +218,7 @@ static void double_length_section(const Report *rp, int t, int T) {
         }
         if (!held) {
             fprintf(md, "none");
-            family_seeds_note(md, most, m);
+            family_seeds_note(md, most, m, "seed");
         }
         fprintf(md, ".\n\n");
     }

@@ -33,6 +33,11 @@ typedef struct {
     const char *launch;                           // --launch 'WORDS': put before each training command
                                                   // (e.g. 'mpirun -np 2': a run on several ranks)
     int context;                                  // text with --double-length: T, the --seq after -- (else 0)
+    const char *protocol;                         // --protocol FILE (lab/protocol.h), NULL: none
+    uint64_t protocol_hash;                       // its FNV-1a 64 hash
+    int unit_task;                                // --claims-unit task: pooled claims over tasks as units
+    double floor;                                 // --floor A: the sensitivity tables' in-distribution floor; NAN: none
+    double paper[MAX_ITEMS][MAX_ITEMS];           // --paper: the paper's mean OOD accuracy (%) [task][scheme]; NAN: none
 } Cfg;
 
 typedef enum {

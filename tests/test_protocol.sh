@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# tests/test_protocol.sh: ./compare --protocol FILE and the report of a fixed-budget grid, against
+# numbers worked out by hand on a hand-made grid (--report-only):
+#  - summary.md names the file and its FNV-1a 64 hash (computed here by Python from the bytes);
+#  - with ./train --select-every every run counts (none left out), each with its best check's
+#    validation accuracy beside it, and runs.csv's best_step;
+#  - --claims-unit task: a pooled claim over tasks takes one unit per task (its seeds' mean);
+#  - the MRR breaks ties as the expected value of a random break;
+#  - --floor: the sensitivity table leaves out the runs below the floor and their partners;
+#  - --paper: the table beside the paper and its "same order" count;
+#  - what a protocol file and its command line may and may not hold;
+# then a tiny real grid from a protocol: runs.csv's best_step is each train.log's selected step.
+. "$(dirname "$0")/lib.sh"
+
+# ---- a hand-made grid: tasks ta, tb, tc x schemes nope, alibi x seeds 1, 2; each run one
+# in-distribution bucket (length 1, 10 of 10) and one beyond (length 2, 10 instances):
+#   ood correct   ta: nope 8 6, alibi 2 2   tb: nope 5 5, alibi 5 1   tc: nope 3 1, alibi 0 1
+#   best validation accuracy: 0.9 for every run but alibi seed 2 on ta (0.3)
+fake="$tmp/fake"
+fake_run() {   # task scheme seed ood_correct val
+  local d="$fake/runs/$1/$2/seed$3"
+  mkdir -p "$d"; : > "$d/done"
+  printf 'step,loss\n1,2.0\n2,1.5\n' > "$d/log.csv"
+  { echo "select: best validation accuracy $5 at step 40 of 100 (checked every 10 steps); the tests use it"
+    echo "accuracy on $1 (exact match of the greedy answer, 10 test instances per bucket; trained on lengths 1-1):"; } > "$d/train.log"
+  { echo "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share"
+    echo "$1,$2,$3,1,,id,10,10,1.000000,0,10,10,0.3000"
+    echo "$1,$2,$3,2,,ood,10,$4,$(awk "BEGIN{printf \"%.6f\", $4/10}"),0,100,10,0.3000"; } > "$d/eval.csv"
+}
+fake_run ta nope 1 8 0.9000; fake_run ta nope 2 6 0.9000; fake_run ta alibi 1 2 0.9000; fake_run ta alibi 2 2 0.3000
+fake_run tb nope 1 5 0.9000; fake_run tb nope 2 5 0.9000; fake_run tb alibi 1 5 0.9000; fake_run tb alibi 2 1 0.9000
+fake_run tc nope 1 3 0.9000; fake_run tc nope 2 1 0.9000; fake_run tc alibi 1 0 0.9000; fake_run tc alibi 2 1 0.9000
+proto="$tmp/proto.txt"
+cat > "$proto" <<'P'
+# the hand-made grid's protocol
+--task ta,tb,tc
+--schemes nope,alibi
+--seeds 1,2
+--claims nope>alibi
+--claims-unit task
+--floor 0.5
+--paper ta:nope=90,alibi=10
+--paper tb:nope=10,alibi=20
+-- --steps 100 --select-every 10
+P
+./compare --protocol "$proto" --out "$fake" --train "$tmp/no-train" --report-only > "$tmp/log" 2>&1
+check $? "--report-only with --protocol on the hand-made grid" || cat "$tmp/log"
+s="$fake/summary.md"
+has() { grep -qF -- "$2" "$1"; check $? "$(basename "$1") lacks: $2"; }
+hash=$(/usr/bin/python3 -c '
+import sys
+h = 14695981039346656037
+for b in open(sys.argv[1], "rb").read(): h = ((h ^ b) * 1099511628211) % 2**64
+print("%016x" % h)' "$proto")
+has "$s" "Protocol: $proto (FNV-1a 64 of its bytes: $hash)."
+# every run counts, its validation accuracy beside it
+has "$s" "| alibi | 2 of 2 (every run counts) | 100.0 [100.0, 100.0] | 20.0 ["
+has "$s" "| 1: 20.0 (val 90.0), 2: 20.0 (val 30.0) |"
+has "$fake/runs.csv" "ta,alibi,2,,,0.3000,1.000000,0.200000,,40"
+# unit task: differences (points) ta 60 40 -> 50, tb 0 40 -> 20, tc 30 0 -> 15: mean 28.3; t(2) =
+# 4.3027, sd 18.93: [-18.7, +75.4]; sign-flip over 3 units all positive: 2/8 = 0.25
+has "$s" "| nope>alibi | all tasks | 3 | +28.3 | [-18.7, +75.4] | 0.25 | 0.25 | not distinguishable with 3 tasks |"
+has "$s" "| nope - alibi | ta: +50.0, tb: +20.0, tc: +15.0 | 3 | +28.3 |"
+# per task the unit stays the seed: ta d = 60, 40
+has "$s" "|  | ta | 2 | +50.0 |"
+# MRR: nope 1, 1 (ta), 0.75 (tb seed 1: a tie of two at ranks 1-2: (1 + 1/2) / 2), 1, 1, 0.75 (tc
+# seed 2) -> 5.5 / 6; alibi 0.5, 0.5, 0.75, 0.5, 0.5, 0.75 -> 3.5 / 6
+has "$s" "| nope | 0.917 |"
+has "$s" "| alibi | 0.583 |"
+# the floor leaves out ta's alibi seed 2 and its partner: ta 60 (one seed), tb 20, tc 15 -> 31.7
+has "$s" "## Claims without the runs below the floor (sensitivity)"
+has "$s" "| nope>alibi | all tasks | 3 | +31.7 |"
+has "$s" "|  | ta | 1 | +60.0 |"
+# the paper: ta same order (nope above alibi both), tb not (the paper has alibi above); the
+# measured means (ta nope 70, alibi 20; tb 50, 30; tc 20, 5) with their bootstrap intervals
+grep -qE '^\| ta \| 70\.0 \[[0-9.]+, [0-9.]+\] \| 90\.0 \| 20\.0 \[[0-9.]+, [0-9.]+\] \| 10\.0 \| 1 of 1 \|$' "$s"
+check $? "the paper's table, ta: $(grep '^| ta |' "$s" | tail -1)"
+grep -qE '^\| tb \| 50\.0 \[[0-9.]+, [0-9.]+\] \| 10\.0 \| 30\.0 \[[0-9.]+, [0-9.]+\] \| 20\.0 \| 0 of 1 \|$' "$s"
+check $? "the paper's table, tb: $(grep '^| tb |' "$s" | tail -1)"
+grep -qE '^\| tc \| 20\.0 \[[0-9.]+, [0-9.]+\] \| \| 5\.0 \[[0-9.]+, [0-9.]+\] \| \| \|$' "$s"
+check $? "the paper's table, tc (no paper numbers): $(grep '^| tc |' "$s" | tail -1)"
+
+# ---- what a protocol and its command line may hold
+expect_fail "an experiment flag next to --protocol" "the experiment is the file's" \
+  ./compare --protocol "$proto" --out "$tmp/x" --seeds 3
+expect_fail "train flags next to --protocol" "drop the -- and what follows" ./compare --protocol "$proto" --out "$tmp/x" -- --steps 5
+printf -- '--task ta\nschemes nope\n' > "$tmp/bad1"
+expect_fail "a line that is not a flag" "line 2: 'schemes nope' is not a flag" ./compare --protocol "$tmp/bad1" --out "$tmp/x"
+printf -- '--task ta\n--jobs 2\n' > "$tmp/bad2"
+expect_fail "a run flag inside a protocol" "line 2: --jobs says where or how a grid runs" ./compare --protocol "$tmp/bad2" --out "$tmp/x"
+printf -- '--task ta\n-- --steps 5\n--seeds 1\n' > "$tmp/bad3"
+expect_fail "a flag after the train line" "line 3: nothing may follow the line of ./train flags" ./compare --protocol "$tmp/bad3" --out "$tmp/x"
+expect_fail "a missing protocol" "cannot be read" ./compare --protocol "$tmp/none" --out "$tmp/x"
+expect_fail "--paper of an unknown task" "'tz' is not one of the tasks" ./compare --out "$tmp/x" --task ta --paper 'tz:nope=1'
+expect_fail "--claims-unit other" "give seed or task" ./compare --out "$tmp/x" --task ta --claims-unit run
+
+# ---- a tiny real grid from a protocol: every run trains its budget and is tested at its best check
+cat > "$tmp/real.txt" <<'P'
+--task copy-repeat
+--schemes nope,alibi
+--seeds 1,2
+--eval-per-length 5
+-- --layers 1 --heads 2 --dim 16 --batch 8 --steps 30 --select-every 10 --lr 1e-2 --alphabet 26 --train-max 4 --test-max 6 --log-every 1000
+P
+./compare --protocol "$tmp/real.txt" --out "$tmp/real" --jobs 2 --quiet > "$tmp/rlog" 2>&1
+check $? "the real grid" || tail "$tmp/rlog"
+ok=1
+for d in "$tmp"/real/runs/copy-repeat/*/seed*; do
+  step=$(grep '^select: best' "$d/train.log" | sed 's/.* at step \([0-9]*\) of 30 .*/\1/')
+  sc=$(basename "$(dirname "$d")"); sd=${d##*seed}
+  [ -n "$step" ] && grep -q "^copy-repeat,$sc,$sd,.*,$step\$" "$tmp/real/runs.csv" || ok=0
+done
+check $((1 - ok)) "runs.csv's best_step is each run's selected step"
+finish
