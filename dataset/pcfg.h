@@ -1,7 +1,7 @@
 // dataset/pcfg.h: PCFG SET, the string-edit language of Hupkes et al. 2020 ("Compositionality
 // decomposed: how do neural networks generalise?", JAIR 67), drawn with an exact number of function
-// words for its productivity split, and evaluated. The task layer (dataset/tasks.c) builds
-// instances and splits from it; this module only provides the data.
+// words for its productivity split, and evaluated. This module provides the language only; the
+// task layer builds the instances and chooses the split.
 //
 // An expression is a function word and its arguments in prefix order; an argument is a string of
 // symbols or another expression; a binary function's two arguments are separated by ",":
@@ -26,16 +26,17 @@
 //
 // so the example is "A w A1 B1 C1 , d D1 E1" (symbols shown by name).
 //
-// The draw (pcfg_draw), for k function words: the root is a function; a function with f function
-// words below and in it is unary with probability 3/5 (the share of unary function words in the
-// released base corpus, measured: 0.60 in its dev and test files), the function uniform in its
-// class (as PCFG SET's generator draws them); a unary's argument gets the other f - 1, a binary
-// splits them uniformly between its two (first 0..f-1); an argument with none is a string of 2-5
-// symbols, length and symbols uniform (the generator's defaults; the released data hold exactly
-// these lengths). The draw is rejected, and drawn again, when
+// The draw (pcfg_draw) of k function words builds the tree from the root: a subtree that is to
+// hold f >= 1 function words is a unary function with probability 3/5 (the share of unary function
+// words in the released base corpus, measured: 0.60 in its dev and test files), else a binary
+// one, the function uniform in its class (as PCFG SET's generator draws them); a unary's argument
+// holds the other f - 1, a binary splits them uniformly between its two arguments (the first gets
+// 0..f-1); an argument that holds none is a string of 2-5 symbols, length and symbols uniform (the
+// generator's defaults; the released data hold exactly these lengths). The draw is rejected, and
+// drawn again, when
 //   - its input is longer than PCFG_MAX_IN tokens: the longest input in the released data (71 in
-//     the dev, test and productivity-test files each), whose lengths were matched to English
-//     sentences (the repository's naturalize.py); or
+//     the dev, test and productivity-test files each), whose lengths and depths were matched to
+//     English sentences (naturalize.py of MathijsMul/pcfg-set); or
 //   - any string it computes, the output or one on the way, is longer than PCFG_MAX_STRING. PCFG
 //     SET bounds only its inputs (repeat can double a string at every step; the productivity test
 //     holds outputs up to 736); this bound keeps an instance in a small model's context. All the
@@ -43,8 +44,8 @@
 //     are within it (measured on i-machine-think/am-i-compositional, data/pcfgset/).
 // So a draw is one of PCFG SET's shapes conditioned on these bounds, as the released data are; it
 // does not reproduce their tree-shape probabilities (the naturalised grammar's), nor their rule
-// that no string argument occurs twice in the whole corpus. The productivity split (Hupkes et al.,
-// section 5.2) trains on 1-8 function words and tests on 9 and more (the released test: 9-35).
+// that no string argument occurs twice in the whole corpus. Hupkes et al.'s productivity test trains
+// on 1-8 function words and tests on 9 and more (their released test: 9-35).
 #ifndef PCFG_H
 #define PCFG_H
 

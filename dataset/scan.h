@@ -1,9 +1,9 @@
 // dataset/scan.h: the whole SCAN language (Lake and Baroni 2018, "Generalization without
 // systematicity", ICML), every command numbered, with its action sequence, written in one-byte
-// tokens. The task layer (dataset/tasks.c) builds instances and splits from it; this module only
-// provides the data.
+// tokens. This module provides the language only; the task layer builds the instances and chooses
+// the split.
 //
-// The grammar (the paper's figure 6; its released tasks.txt holds exactly these 20,910 commands):
+// The paper's grammar (its released tasks.txt holds exactly these 20,910 commands):
 //
 //     C -> S and S | S after S | S          S -> V twice | V thrice | V
 //     V -> X opposite D | X around D | X D | U          X -> U | turn

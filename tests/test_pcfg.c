@@ -29,7 +29,7 @@ static void eval_words(const char *expr, int cap, char *result, int *rc) {
 
 static void test_examples(void) {
     static const struct { const char *expr, *value; } EX[] = {
-        // Hupkes et al. 2020 (section 4), and its dataset page's examples with numbered symbols
+        // Hupkes et al. 2020's example, and its dataset page's with numbered symbols
         {"append swap_first_last A1 B1 C1 , repeat D1 E1", "C1 B1 A1 D1 E1 D1 E1"},
         {"repeat A1 B1 C1", "A1 B1 C1 A1 B1 C1"},
         {"echo remove_first D1 K1 , E1 F1", "E1 F1 F1"},
@@ -77,24 +77,28 @@ static void test_examples(void) {
     EXPECT(pcfg_eval(odd, 3, out, 4) == PCFG_MALFORMED, "a token outside PCFG SET is malformed");
     odd[2] = PCFG_SYMBOL_TOKEN0 + PCFG_SYMBOLS;
     EXPECT(pcfg_eval(odd, 3, out, 4) == PCFG_MALFORMED, "a symbol past the alphabet is malformed");
+}
 
-    // the bound applies to every string on the way, not just the value
-    char got[1024];
-    int rc;
-    eval_words("repeat repeat A1 B1 C1", 11, got, &rc);
-    EXPECT(rc == PCFG_TOO_LONG, "12 symbols with cap 11: %d", rc);
-    eval_words("repeat repeat A1 B1 C1", 12, got, &rc);
-    EXPECT(rc == 12, "12 symbols with cap 12: %d", rc);
-    eval_words("remove_first repeat repeat A1 B1 C1 , D1", 11, got, &rc);
-    EXPECT(rc == PCFG_TOO_LONG, "a 12-symbol string on the way with cap 11: %d", rc);
-    eval_words("remove_first repeat repeat A1 B1 C1 , D1", 12, got, &rc);
-    EXPECT(rc == 1 && strcmp(got, "D1") == 0, "a 12-symbol string on the way with cap 12: %d '%s'", rc, got);
-    eval_words("append A1 B1 C1 , D1 E1", 4, got, &rc);
-    EXPECT(rc == PCFG_TOO_LONG, "append of 3 and 2 symbols with cap 4: %d", rc);
-    eval_words("append A1 B1 C1 , D1 E1", 5, got, &rc);
-    EXPECT(rc == 5, "append of 3 and 2 symbols with cap 5: %d", rc);
-    eval_words("copy A1 B1 C1", 2, got, &rc);
-    EXPECT(rc == PCFG_TOO_LONG, "a 3-symbol argument with cap 2: %d", rc);
+// The cap bounds every string on the way, not just the value: each expression at the largest cap
+// it fails and the smallest it passes.
+static void test_eval_cap(void) {
+    static const struct { const char *expr; int cap, rc; const char *value; } CASES[] = {
+        {"repeat repeat A1 B1 C1", 11, PCFG_TOO_LONG, ""},
+        {"repeat repeat A1 B1 C1", 12, 12, "A1 B1 C1 A1 B1 C1 A1 B1 C1 A1 B1 C1"},
+        {"remove_first repeat repeat A1 B1 C1 , D1", 11, PCFG_TOO_LONG, ""},
+        {"remove_first repeat repeat A1 B1 C1 , D1", 12, 1, "D1"},
+        {"append A1 B1 C1 , D1 E1", 4, PCFG_TOO_LONG, ""},
+        {"append A1 B1 C1 , D1 E1", 5, 5, "A1 B1 C1 D1 E1"},
+        {"copy A1 B1 C1", 2, PCFG_TOO_LONG, ""},
+        {"copy A1 B1 C1", 3, 3, "A1 B1 C1"},
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        char got[1024];
+        int rc;
+        eval_words(CASES[c].expr, CASES[c].cap, got, &rc);
+        EXPECT(rc == CASES[c].rc && strcmp(got, CASES[c].value) == 0, "'%s' with cap %d: %d '%s', expected %d '%s'",
+               CASES[c].expr, CASES[c].cap, rc, got, CASES[c].rc, CASES[c].value);
+    }
 }
 
 static void test_words(void) {
@@ -247,6 +251,7 @@ static void test_refusals(void) {
 
 int main(void) {
     test_examples();
+    test_eval_cap();
     test_words();
     test_draws();
     test_split();

@@ -118,6 +118,8 @@ static int interpret(char **w, int n, char *out) {
     return 1;
 }
 
+static int cmp_string(const void *a, const void *b) { return strcmp(a, b); }
+
 // Every command: its words parse back to it, its actions are the interpreter's, its tokens spell
 // its words one for one, and no two commands share their tokens.
 static void test_all_commands(void) {
@@ -154,7 +156,7 @@ static void test_all_commands(void) {
     EXPECT(bad_tokens == 0, "%d commands' tokens do not spell their words", bad_tokens);
     EXPECT(longest == 48 && scan_max_actions() == 48, "longest %d actions (max %d), expected 48", longest, scan_max_actions());
     EXPECT(longest_cmd == 9 && scan_max_command_tokens() == 9, "longest command %d words, expected 9", longest_cmd);
-    qsort(tokens, SCAN_COMMANDS, sizeof tokens[0], (int (*)(const void *, const void *))strcmp);
+    qsort(tokens, SCAN_COMMANDS, sizeof tokens[0], cmp_string);
     int dup = 0;
     for (int i = 1; i < SCAN_COMMANDS; i++) dup += strcmp(tokens[i - 1], tokens[i]) == 0;
     EXPECT(dup == 0, "%d commands share their tokens with another", dup);
