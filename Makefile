@@ -41,7 +41,7 @@ LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval
 HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h dist/dist.h dist/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe tests/test_scan tests/test_pcfg
 
 .PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-alibi reproduce-collapse
 all: train compare tokenize $(TESTS)
@@ -136,6 +136,13 @@ tests/test_stats: $(call fobj,tests/test_stats.c util/common.c lab/stats.c)
 	$(LINK)
 tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 	$(LINK)
+# SCAN and PCFG SET (dataset/scan.h, dataset/pcfg.h): objects that include them depend on them here
+$(call fobj,tests/test_scan.c dataset/scan.c): dataset/scan.h
+$(call fobj,tests/test_pcfg.c dataset/pcfg.c): dataset/pcfg.h
+tests/test_scan: $(call fobj,tests/test_scan.c util/common.c dataset/scan.c)
+	$(LINK)
+tests/test_pcfg: $(call fobj,tests/test_pcfg.c util/common.c dataset/pcfg.c)
+	$(LINK)
 
 # Fuzzing (docs/tests.md, "Fuzzing"). Each harness fuzz_NAME.c feeds one reader;
 # FUZZ_LIB_NAME is what it links. Two builds of each: build/fuzz/fuzz_NAME with clang, libFuzzer,
@@ -200,7 +207,7 @@ test: all $(FUZZ_SA)
 	  '$(OMP2) ./tests/test_viz' '$(OMP2) ./tests/test_kernels' '$(OMP2) ./tests/test_bf16' ./tests/test_data \
 	  ./tests/test_stream ./tests/test_tasks ./tests/test_tasks_sets ./tests/test_safetensors '$(OMP2) ./tests/test_import' \
 	  '$(OMP2) ./tests/test_train' '$(OMP2) ./tests/test_ppl' '$(OMP2) ./tests/test_eval' ./tests/test_stats \
-	  ./tests/test_bpe $(foreach n,$(FUZZ),'$(SA)/fuzz_$(n) tests/fuzz/regress/$(n)') \
+	  ./tests/test_bpe ./tests/test_scan ./tests/test_pcfg $(foreach n,$(FUZZ),'$(SA)/fuzz_$(n) tests/fuzz/regress/$(n)') \
 	  ./tests/test_cli.sh ./tests/test_longrope.sh ./tests/test_resume.sh ./tests/test_stream.sh \
 	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh ./tests/test_compare.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
