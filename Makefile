@@ -225,7 +225,7 @@ run: train compare
 # make reproduce-nope: the NoPE paper's experiment (Kazemnejad et al. 2023) as one fit-first test of
 # its claims: the paper's five schemes (Rotary as in the paper: 25% of each head, interleaved pairs;
 # APE = sinusoidal) on the three copy tasks that the paper reports numbers for and this
-# budget can fit (copy-repeat, copy-repeat-2x, copy-change: train <= 20, test to 40), 8 seeds (Holm
+# budget can fit (copy-repeat, copy-repeat-2x, copy-successor: train 2-20, test to 40), 8 seeds (Holm
 # over the 6 claims asks the smallest p below 0.05/6, which an exact sign-flip test first gives at 8), every
 # run trained until 90% in-distribution validation accuracy within 1000 steps, with the paper's
 # weight decay and schedule (0.05; polynomial decay after a 6% warm-up). The claims are tested
@@ -233,7 +233,7 @@ run: train compare
 # (section 5.2). dim-64 models (4 layers, 4 heads; at dim 128, 90 runs needed ~4 hours on an AVX2
 # machine). About 2.5 hours for the 120 runs plus 4 minutes of distances on 2 cores of an AVX2 EPYC
 # (results/nope/README.md has the measured parts, docs/reproduce-nope.md the results).
-NOPE_TASKS = copy-repeat,copy-change,copy-repeat-2x
+NOPE_TASKS = copy-repeat,copy-successor,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal'
 NOPE_CLAIMS = nope>t5,t5>alibi,alibi>rotary,rotary>ape,nope>rotary,nope>ape

@@ -92,6 +92,8 @@ void task_help(FILE *f) {
         snprintf(train, sizeof train, "%d-%d", TASKS[i].train_min, TASKS[i].train_max);
         fprintf(f, "  %-18s %-7s %-8d %s\n", TASKS[i].name, train, TASKS[i].test_max, TASKS[i].help);
     }
+    fprintf(f, "  '|' stands between the two halves of a doubled target (the paper's [NEXT]); past --train-max\n"
+               "  every instance is a test instance\n");
     fprintf(f, "  symbols: an alphabet of --alphabet N symbols (default %d): a-z, then tokens <26>, <27>, ...\n"
                "  (ids 256, 257, ...) beyond the bytes; the model's vocabulary is 256 + N - 26\n", TASK_DEFAULT_ALPHABET);
     fprintf(f, "  retrieval: n = haystack tokens, --distractors decoy keys (default 3), tested at\n"
