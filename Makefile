@@ -36,9 +36,10 @@ endif
 LDLIBS = -lm $(LDLIBS_BLAS)
 PYTHON ?= /usr/bin/python3
 
+TASKS_SRC = dataset/tasks.c dataset/tasks_sets.c dataset/tasks_gen.c dataset/tasks_math.c
 CORE = util/common.c util/atomicfile.c model.c model_build.c model_optim.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c dataset/batch.c
-LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/tasks.c
-HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h dist/dist.h dist/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/bpe.h dataset/unicode_classes.h
+LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c $(TASKS_SRC)
+HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h dist/dist.h dist/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe tests/test_scan tests/test_pcfg
@@ -78,7 +79,7 @@ COMPARE_SRC = lab/compare.c lab/compare_options.c lab/protocol.c lab/runs.c lab/
   lab/report_tasks.c lab/report_text.c lab/stats.c util/common.c posenc.c posenc_schemes.c
 COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
 # the headers of lab/ that the pattern rules do not list
-LAB_HDR = lab/runs.h lab/report.h eval/ppl_defaults.h
+LAB_HDR = lab/runs.h lab/report.h lab/protocol.h eval/ppl_defaults.h
 $(call fobj,$(filter lab/%,$(COMPARE_SRC))): $(LAB_HDR)
 ifeq ($(MPI),1)
 train: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o build/mpi-setting
@@ -118,7 +119,7 @@ tests/test_data: $(call fobj,tests/test_data.c util/common.c util/atomicfile.c d
 	$(LINK)
 tests/test_stream: $(call fobj,tests/test_stream.c util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c)
 	$(LINK)
-TASKS_TEST_LIB = tests/task_reader.c util/common.c util/atomicfile.c dataset/tasks.c dataset/batch.c dataset/data.c dataset/corpus.c
+TASKS_TEST_LIB = tests/task_reader.c util/common.c util/atomicfile.c $(TASKS_SRC) dataset/batch.c dataset/data.c dataset/corpus.c
 $(call fobj,tests/test_tasks.c tests/test_tasks_sets.c tests/task_reader.c): tests/task_reader.h
 tests/test_tasks: $(call fobj,tests/test_tasks.c $(TASKS_TEST_LIB))
 	$(LINK)
@@ -128,7 +129,7 @@ tests/test_safetensors: $(call fobj,tests/test_safetensors.c util/common.c util/
 	$(LINK)
 tests/test_import: $(call fobj,tests/test_import.c $(LIB))
 	$(LINK)
-tests/test_eval: $(call fobj,tests/test_eval.c eval/eval.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE))
+tests/test_eval: $(call fobj,tests/test_eval.c eval/eval.c $(TASKS_SRC) dataset/data.c dataset/corpus.c $(CORE))
 	$(LINK)
 tests/st_compare: $(call fobj,tests/st_compare.c util/common.c util/atomicfile.c formats/safetensors.c)
 	$(LINK)
@@ -154,7 +155,7 @@ FUZZ_LIB_checkpoint = formats/checkpoint.c formats/safetensors.c $(CORE)
 FUZZ_LIB_safetensors = util/common.c util/atomicfile.c formats/safetensors.c
 FUZZ_LIB_shard = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
-FUZZ_LIB_train_args = train_options.c eval/perplexity.c dataset/tasks.c dataset/data.c dataset/corpus.c $(CORE)
+FUZZ_LIB_train_args = train_options.c eval/perplexity.c $(TASKS_SRC) dataset/data.c dataset/corpus.c $(CORE)
 FUZZ_LIB_compare_args = lab/compare_options.c lab/protocol.c lab/runs.c util/common.c posenc.c posenc_schemes.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_llmc = formats/llmc_model.c $(CORE)
@@ -193,7 +194,7 @@ $(SA)/fuzz_$(1): $(call sobj,tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz.c $(FUZZ_LIB
 	$$(LINK)
 endef
 $(foreach n,$(FUZZ),$(eval $(call FUZZ_RULES,$(n))))
-$(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c dataset/tasks.c dataset/batch.c $(BPE))
+$(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c $(TASKS_SRC) dataset/batch.c $(BPE))
 	$(LINK)
 
 # tests/run.sh runs every test below to its end and closes with one line: how many passed, which
@@ -231,7 +232,7 @@ run: train compare
 # make reproduce-nope: the NoPE paper's experiment (Kazemnejad et al. 2023) as one fit-first test of
 # its claims: the paper's five schemes (Rotary as in the paper: 25% of each head, interleaved pairs;
 # APE = sinusoidal) on the three copy tasks that the paper reports numbers for and this
-# budget can fit (copy-repeat, copy-repeat-2x, copy-change: train <= 20, test to 40), 8 seeds (Holm
+# budget can fit (copy-repeat, copy-repeat-2x, copy-successor: train 2-20, test to 40), 8 seeds (Holm
 # over the 6 claims asks the smallest p below 0.05/6, which an exact sign-flip test first gives at 8), every
 # run trained until 90% in-distribution validation accuracy within 1000 steps, with the paper's
 # weight decay and schedule (0.05; polynomial decay after a 6% warm-up). The claims are tested
@@ -239,7 +240,7 @@ run: train compare
 # (section 5.2). dim-64 models (4 layers, 4 heads; at dim 128, 90 runs needed ~4 hours on an AVX2
 # machine). About 2.5 hours for the 120 runs plus 4 minutes of distances on 2 cores of an AVX2 EPYC
 # (results/nope/README.md has the measured parts, docs/reproduce-nope.md the results).
-NOPE_TASKS = copy-repeat,copy-change,copy-repeat-2x
+NOPE_TASKS = copy-repeat,copy-successor,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal'
 NOPE_CLAIMS = nope>t5,t5>alibi,alibi>rotary,rotary>ape,nope>rotary,nope>ape

@@ -1,16 +1,20 @@
 // dataset/tasks.h: synthetic length-generalisation tasks and retrieval-with-distractors haystacks,
-// generated deterministically from a seed, in the NoPE paper's protocol (Kazemnejad et al. 2023; docs/lab.md).
+// generated deterministically from a seed, in the NoPE paper's protocol (Kazemnejad et al. 2023;
+// docs/lab.md, and docs/reproduce-nope.md's The tasks for each of the paper's configurations).
 //
 // Every instance is a short string of tokens: bytes, plus the symbols of a large alphabet:
 //
 //     PROMPT '=' TARGET '\n'        e.g.  "copy:kqzd=kqzd\n"   "add:57+968=1025\n"
 //
-// Symbols: the symbol tasks (copy, copy-2x, copy-repeat, copy-repeat-2x, copy-change, reverse,
-// reverse-2x, sort) draw from an alphabet of N symbols (--alphabet; default TASK_DEFAULT_ALPHABET).
-// Symbol k < 26 is the byte 'a' + k; symbol k >= 26 is the token id 256 + (k - 26), beyond the
-// bytes, so the model's vocabulary is task_vocab: 256 + max(0, N - 26). Token order is symbol
-// order. A large alphabet is what makes a test set possible: copy-repeat has exactly N instances
-// per length (the paper draws from T5's 32k-token vocabulary).
+// '=' is the only separator (the paper's [SEP]); a doubled target has '|' between its halves (the
+// paper's [NEXT]: "cp2x:kqz=kqz|kqz").
+//
+// Symbols: the symbol tasks (task_has_symbols: the copy and reverse family, the repeat tasks, sort)
+// draw from an alphabet of N symbols (--alphabet; default TASK_DEFAULT_ALPHABET). Symbol k < 26
+// is the byte 'a' + k; symbol k >= 26 is the token id 256 + (k - 26), beyond the bytes, so the
+// model's vocabulary is task_vocab: 256 + max(0, N - 26). Token order is symbol order. A large
+// alphabet is what makes a test set possible: copy-repeat has exactly N instances per length (the
+// paper draws from T5's 32k-token vocabulary).
 //
 // The prompt starts with the task's tag ("copy:", "rev:", ...), which also anchors position for
 // NoPE (the paper's instruction prefix); the target is the answer followed by the end marker
@@ -18,21 +22,25 @@
 // the token at index t carries weight 1 when token t+1 belongs to the target.
 //
 // Length: each task has a length n (its "size": the number of symbols to copy, digits of the
-// longer operand, bits, ...). Training draws n uniformly from [train_min, train_max]; tests use
-// every n in [1, test_max] (retrieval: a list of haystack sizes). An n <= train_max is
-// in-distribution; longer is out-of-distribution.
+// longer operand, bits, terms, items, variables, ...). Training draws n uniformly from
+// [train_min, train_max]; tests use every n from the task's shortest (1; lego 2) to test_max
+// (retrieval: a list of haystack sizes). An n <= train_max is in-distribution; longer is
+// out-of-distribution.
 //
-// Train, validation and test are disjoint: an instance's content hash h (FNV-1a 64 of its tokens,
-// then the MurmurHash3 fmix64 finaliser; mixed with nothing else, so it does not depend on the
-// seed) gives its class: h % TASK_SPLIT_MOD == 0 is a test instance, == 1 a validation instance
-// (the in-distribution fit check of --fit-target), any other a training one. (The finaliser
-// matters: the low 3 bits of a bare FNV-1a depend only on the low 3 bits of each byte, which
-// leaves some tasks, e.g. reverse, with no test instance at all.) Every draw rejects the other
-// classes, at every length (lengths beyond training are test-only anyway, by the same rule).
+// Train, validation and test are disjoint. Past train_max every instance is a test instance (no
+// length there is ever trained or validated, so a finite pool, e.g. copy-repeat's N per length,
+// gives all of it to the test). At the other lengths an instance's content hash h (FNV-1a 64 of
+// its tokens, then the MurmurHash3 fmix64 finaliser; mixed with nothing else, so it does not
+// depend on the seed) gives its class: h % TASK_SPLIT_MOD == 0 is a test instance, == 1 a
+// validation instance (the in-distribution fit check of --fit-target), any other a training one.
+// (The finaliser matters: the low 3 bits of a bare FNV-1a depend only on the low 3 bits of each
+// byte, which leaves some tasks, e.g. reverse, with no test instance at all.) Every draw rejects
+// the other classes.
 //
 // Pools: the instances of one length are numbered 0..P-1 (task_pool_instance) when there are at
-// most TASK_POOL_MAX of them; evaluation sets (task_eval_set) then enumerate a class exactly, and
-// otherwise sample distinct instances, so no score counts the same instance twice.
+// most TASK_POOL_MAX of them and the task numbers them (lego and retrieval never do); evaluation
+// sets (task_eval_set) then enumerate a class exactly, and otherwise sample distinct instances,
+// so no score counts the same instance twice.
 #ifndef TASKS_H
 #define TASKS_H
 
@@ -54,8 +62,9 @@ typedef struct {
     const char *help;            // one line, with an example instance
 } TaskInfo;
 
-// The tasks, in order: copy, copy-2x, copy-repeat, copy-repeat-2x, copy-change, reverse,
-// reverse-2x, addition, sort, sum, parity, retrieval. NULL past the end.
+// The tasks, in order: copy, copy-2x, copy-repeat, copy-repeat-2x, copy-repeat-change,
+// copy-successor, reverse, reverse-2x, reverse-copy, addition, polynomial, sort, sort-multi, sum,
+// parity, lego, retrieval. NULL past the end.
 const TaskInfo *task_info(int id);
 int task_find(const char *name);          // -1 when unknown
 void task_help(FILE *f);                  // the table of tasks for --help
@@ -74,8 +83,8 @@ typedef struct {
 // Defaults of task `task` (its TaskInfo lengths, 3 distractors, 5 depths, the default alphabet
 // for a symbol task).
 void task_defaults(TaskConfig *c, int task);
-// Checks the ranges (1 <= train_min <= train_max <= test_max, lengths the task can build, an
-// alphabet of 2..TASK_MAX_ALPHABET symbols for a symbol task and none for the others); returns 0
+// Checks the ranges (1 <= train_min <= train_max <= test_max, lengths the task can build: lego
+// from 2 to 26 variables, retrieval at least its keys and filler; an alphabet of 2..TASK_MAX_ALPHABET symbols for a symbol task and none for the others); returns 0
 // with a message naming the flag otherwise.
 int task_check(const TaskConfig *c, char *msg, size_t cap);
 // 1 when the task draws from an alphabet of symbols (--alphabet applies).
@@ -89,7 +98,8 @@ int task_token_text(int tok, char *buf, size_t cap);
 // Prints tokens[0..n-1] through task_token_text.
 void task_print_tokens(FILE *f, const int *tokens, int n);
 
-// The classes of the content hash. TASK_TRAIN draws reject the other two.
+// The classes (the content hash in distribution; past train_max, TASK_TEST only). Draws of a class
+// reject the other two.
 enum { TASK_TRAIN = 0, TASK_TEST = 1, TASK_VAL = 2 };
 
 // Upper bound on the tokens of one instance of length n (prompt + target + end marker).
@@ -99,17 +109,20 @@ int task_max_tokens(const TaskConfig *c, int n);
 // retrieval key's relative depth in [0, 1] (ignored by other tasks; < 0 draws it at random).
 // Writes the tokens to out (at most cap) and returns their number; *prompt_len receives the
 // number of prompt tokens (up to and including '='). Returns 0 when the split has no instance of
-// this length (a length whose every instance hashes to the other split).
+// this length (a length whose every instance hashes to the other split; TASK_TRAIN and TASK_VAL
+// past train_max).
 int task_instance(const TaskConfig *c, int n, double depth, int split, Rng *rng, int *out, int cap, int *prompt_len);
 
 // The number of instances (of every class) of length n when at most TASK_POOL_MAX, else -1
-// (too many to enumerate; retrieval is never enumerated).
+// (too many to enumerate; lego and retrieval are never enumerated).
 long long task_pool_size(const TaskConfig *c, int n);
 // Instance number i (0 <= i < task_pool_size) of length n into out (at most cap tokens; room for
 // task_max_tokens(c, n)); returns its length, *prompt_len as task_instance. Every instance of the
-// length has exactly one number: symbol tasks read i as n base-N digits (copy-repeat and friends:
-// i is the symbol), sum as base-9 digits, parity as bits, addition as the pair (A, B) of numbers
-// without leading zeros whose longer has n digits.
+// length has exactly one number: symbol tasks read i as n base-N digits (copy-repeat,
+// copy-repeat-2x, copy-successor: i is the symbol; copy-repeat-change: X = i / (N-1), Y the
+// (i mod (N-1))-th other symbol), sum as base-9 digits, parity as bits, addition as the pair
+// (A, B) of numbers without leading zeros whose longer has n digits, polynomial as x (i mod 5)
+// then n base-28 (coefficient, degree) digits, sort-multi as n base-9990 digits.
 int task_pool_instance(const TaskConfig *c, int n, long long i, int *out, int cap, int *prompt_len);
 
 // The instances of one class at one length (and depth) for an evaluation, each at most once.
@@ -131,7 +144,7 @@ typedef struct {
 int task_eval_set(const TaskConfig *c, int n, double depth, int split, int count, uint64_t seed, TaskSet *s);
 void task_set_free(TaskSet *s);
 
-// The test lengths, in increasing order: 1..test_max for most tasks; for retrieval a doubling
+// The test lengths, in increasing order: the task's shortest (1; lego 2) .. test_max; for retrieval a doubling
 // list of haystack sizes from train_min up to test_max. Returns the count (at most cap).
 int task_test_lengths(const TaskConfig *c, int *lengths, int cap);
 // The depths tested (retrieval: n_depths evenly spaced in [0, 1]; other tasks: one entry, -1).

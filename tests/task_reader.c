@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const NAMES[N_TASKS] = {"copy", "copy-2x", "copy-repeat", "copy-repeat-2x", "copy-change",
-                                    "reverse", "reverse-2x", "addition", "sort", "sum", "parity", "retrieval"};
+const char *const NAMES[N_TASKS] = {"copy", "copy-2x", "copy-repeat", "copy-repeat-2x", "copy-repeat-change",
+                                    "copy-successor", "reverse", "reverse-2x", "reverse-copy", "addition",
+                                    "polynomial", "sort", "sort-multi", "sum", "parity", "lego", "retrieval"};
 
 uint64_t fnv1a(const char *s, int n) {
     uint64_t h = 14695981039346656037ull;
@@ -22,6 +23,9 @@ int class_of_string(const char *s, int n) {
     return h % TASK_SPLIT_MOD == 0 ? TASK_TEST : h % TASK_SPLIT_MOD == 1 ? TASK_VAL : TASK_TRAIN;
 }
 int is_test_string(const char *s, int n) { return class_of_string(s, n) == TASK_TEST; }
+int class_at(const TaskConfig *c, int n, const char *s, int len) {
+    return n > c->train_max ? TASK_TEST : class_of_string(s, len);
+}
 
 void letters_defaults(TaskConfig *c, int task) {
     task_defaults(c, task);
@@ -60,33 +64,53 @@ static int cmp_char(const void *x, const void *y) { return *(const char *)x - *(
 // bytes, without the '\n') and returns NULL, or what is wrong with the body.
 typedef const char *(*AnswerFn)(int task, const char *body, int bl, Parsed *pr, char *want, int *wl);
 
-// copy, copy-2x, reverse, reverse-2x, sort: random letters
+// Appends body[0..bl-1] to want at *wl, forwards or backwards.
+static void append(char *want, int *wl, const char *body, int bl, int backwards) {
+    for (int i = 0; i < bl; i++) want[(*wl)++] = body[backwards ? bl - 1 - i : i];
+}
+
+// copy, copy-2x, reverse, reverse-2x, reverse-copy, sort: random letters ('|' between halves)
 static const char *answer_letters(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
     if (!all_in(body, bl, 'a', 'z')) return "body is not lowercase letters";
     pr->n = bl;
-    if (task == 0 || task == 1) { memcpy(want, body, (size_t)bl); *wl = bl; }
-    if (task == 1) { memcpy(want + bl, body, (size_t)bl); *wl = 2 * bl; }
-    if (task == 5 || task == 6) {
-        for (int i = 0; i < bl; i++) want[i] = body[bl - 1 - i];
-        *wl = bl;
-    }
-    if (task == 6) { memcpy(want + bl, body, (size_t)bl); *wl = 2 * bl; }
-    if (task == 8) {
+    *wl = 0;
+    if (task == SORT) {
         memcpy(want, body, (size_t)bl);
         qsort(want, (size_t)bl, 1, cmp_char);
         *wl = bl;
+        return NULL;
+    }
+    int first_back = task == REV || task == REV2X || task == REVCP;
+    append(want, wl, body, bl, first_back);
+    if (task == COPY2X || task == REV2X || task == REVCP) {
+        want[(*wl)++] = '|';
+        append(want, wl, body, bl, task == REV2X);
     }
     return NULL;
 }
 
-// copy-repeat, copy-repeat-2x, copy-change: one letter repeated
+// copy-repeat, copy-repeat-2x, copy-successor: one letter repeated
 static const char *answer_repeat(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
     if (!all_in(body, bl, 'a', 'z')) return "body is not lowercase letters";
     for (int i = 1; i < bl; i++)
         if (body[i] != body[0]) return "body is not one letter repeated";
     pr->n = bl;
-    char y = task == 4 ? (body[0] == 'z' ? 'a' : (char)(body[0] + 1)) : body[0];
-    *wl = task == 3 ? 2 * bl : bl;
+    char y = task == SUCC ? (body[0] == 'z' ? 'a' : (char)(body[0] + 1)) : body[0];
+    *wl = task == REP2X ? 2 * bl : bl;
+    memset(want, y, (size_t)*wl);
+    return NULL;
+}
+
+// copy-repeat-change: "X>Y:" then X repeated; the answer Y as often
+static const char *answer_replace(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    (void)task;
+    if (bl < 5 || body[1] != '>' || body[3] != ':') return "body does not open with X>Y:";
+    char x = body[0], y = body[2];
+    if (x < 'a' || x > 'z' || y < 'a' || y > 'z' || x == y) return "X and Y are not two different letters";
+    for (int i = 4; i < bl; i++)
+        if (body[i] != x) return "the repeated part is not X";
+    pr->n = bl - 4;
+    *wl = pr->n;
     memset(want, y, (size_t)*wl);
     return NULL;
 }
@@ -117,11 +141,96 @@ static const char *answer_addition(int task, const char *body, int bl, Parsed *p
 // sum, parity
 static const char *answer_digits(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
     int acc = 0;
-    if (!all_in(body, bl, task == 9 ? '1' : '0', task == 9 ? '9' : '1')) return "body has a wrong digit";
+    if (!all_in(body, bl, task == SUM ? '1' : '0', task == SUM ? '9' : '1')) return "body has a wrong digit";
     for (int i = 0; i < bl; i++) acc += body[i] - '0';
     pr->n = bl;
-    want[0] = task == 9 ? (char)('0' + acc % 10) : (acc % 2 ? 'o' : 'e');
+    want[0] = task == SUM ? (char)('0' + acc % 10) : (acc % 2 ? 'o' : 'e');
     *wl = 1;
+    return NULL;
+}
+
+// A signed digit "+d" / "-d" at s into *v; 0 when malformed.
+static int signed_digit(const char *s, int lo, int hi, int *v) {
+    if ((s[0] != '+' && s[0] != '-') || s[1] < '0' || s[1] > '9') return 0;
+    *v = (s[0] == '-' ? -1 : 1) * (s[1] - '0');
+    return *v >= lo && *v <= hi && !(s[0] == '-' && s[1] == '0');
+}
+
+// polynomial: "+X:" then terms "+Cxd" joined by '+'; the value at X mod 10 in 0..9
+static const char *answer_poly(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    (void)task;
+    int x, c;
+    if (bl < 7 || !signed_digit(body, -2, 2, &x) || body[2] != ':') return "no point +X: in -2..2";
+    if ((bl - 3 + 1) % 5 != 0) return "terms are not 4 tokens joined by '+'";
+    long long v = 0;
+    pr->n = (bl - 3 + 1) / 5;
+    for (int k = 0; k < pr->n; k++) {
+        const char *t = body + 3 + 5 * k;
+        if (k && t[-1] != '+') return "terms not joined by '+'";
+        if (!signed_digit(t, -3, 3, &c) || t[2] != 'x' || t[3] < '0' || t[3] > '3') return "malformed term";
+        long long p = 1;
+        for (int d = 0; d < t[3] - '0'; d++) p *= x;
+        v += c * p;
+    }
+    want[0] = (char)('0' + ((v % 10) + 10) % 10);
+    *wl = 1;
+    return NULL;
+}
+
+static int cmp_long(const void *x, const void *y) {
+    long a = *(const long *)x, b = *(const long *)y;
+    return (a > b) - (a < b);
+}
+
+// sort-multi: integers 10..9999 joined by ','; the answer sorted, joined by ','
+static const char *answer_sortm(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    (void)task;
+    long v[BUF];
+    int k = 0;
+    for (int i = 0; i < bl;) {
+        int j = i;
+        while (j < bl && body[j] != ',') j++;
+        if (j - i < 2 || j - i > 4 || !all_in(body + i, j - i, '0', '9') || body[i] == '0') return "an item is not 10..9999";
+        v[k++] = strtol(body + i, NULL, 10);
+        i = j + 1;
+        if (j + 1 == bl) return "a trailing ','";
+    }
+    pr->n = k;
+    qsort(v, (size_t)k, sizeof *v, cmp_long);
+    *wl = 0;
+    for (int i = 0; i < k; i++) *wl += snprintf(want + *wl, 8, "%s%ld", i ? "," : "", v[i]);
+    return NULL;
+}
+
+// lego: clauses "v:+1" / "v:-1" (the first), then "w:+v" / "w:-v" each naming the variable before,
+// distinct letters, joined by ','; then "?q" with q in the chain's second half; the answer +1 / -1
+static const char *answer_lego(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    (void)task;
+    if (bl < 6 || (bl - 2 + 1) % 5 != 0 || body[bl - 2] != '?') return "not clauses of 4 tokens and a question ?q";
+    int n = (bl - 2 + 1) / 5, val[26], seen[26] = {0};
+    char var[26];
+    if (n > 26) return "more than 26 variables";
+    for (int k = 0; k < n; k++) {
+        const char *t = body + 5 * k;
+        if (k && t[-1] != ',') return "clauses not joined by ','";
+        if (t[0] < 'a' || t[0] > 'z' || t[1] != ':' || (t[2] != '+' && t[2] != '-')) return "malformed clause";
+        if (seen[t[0] - 'a']++) return "a variable assigned twice";
+        var[k] = t[0];
+        int sign = t[2] == '+' ? 1 : -1;
+        if (k == 0 && t[3] != '1') return "the first clause is not +1 or -1";
+        if (k > 0 && t[3] != var[k - 1]) return "a clause does not name the variable before it";
+        val[k] = k == 0 ? sign : sign * val[k - 1];
+    }
+    int q = -1;
+    for (int k = 0; k < n; k++)
+        if (var[k] == body[bl - 1]) q = k;
+    if (q < 0) return "the asked variable is not in the chain";
+    if (2 * q < n) return "the asked variable is in the chain's first half";
+    pr->n = n;
+    pr->asked = q;
+    want[0] = val[q] > 0 ? '+' : '-';
+    want[1] = '1';
+    *wl = 2;
     return NULL;
 }
 
@@ -164,8 +273,9 @@ static const char *answer_retrieval(int task, const char *body, int bl, Parsed *
 }
 
 static const AnswerFn ANSWER[N_TASKS] = {
-    answer_letters, answer_letters, answer_repeat, answer_repeat, answer_repeat, answer_letters,
-    answer_letters, answer_addition, answer_letters, answer_digits, answer_digits, answer_retrieval };
+    answer_letters, answer_letters, answer_repeat, answer_repeat, answer_replace, answer_repeat, answer_letters,
+    answer_letters, answer_letters, answer_addition, answer_poly, answer_letters, answer_sortm, answer_digits,
+    answer_digits, answer_lego, answer_retrieval };
 
 // The form every task shares (the tag, one line, the '=': the only one, in retrieval the last, and
 // the haystack's reader refuses any before it), then the task's answer against the target.

@@ -9,15 +9,22 @@
 
 #include "dataset/tasks.h"
 
-enum { N_TASKS = 12, BUF = 4096 };
+// The task ids, in the order of dataset/tasks.c's table.
+enum {
+    COPY, COPY2X, REP, REP2X, REPL, SUCC, REV, REV2X, REVCP, ADD, POLY, SORT, SORTM, SUM, PAR, LEGO, RETRIEVAL,
+    N_TASKS
+};
+enum { BUF = 4096 };
 extern const char *const NAMES[N_TASKS];   // the task ids' names, in order
-enum { RETRIEVAL = 11 };
 
 uint64_t fnv1a(const char *s, int n);
 // The class rule of tasks.h: FNV-1a 64, MurmurHash3's fmix64, then 0 mod TASK_SPLIT_MOD is test,
 // 1 validation, the rest training.
 int class_of_string(const char *s, int n);
 int is_test_string(const char *s, int n);
+// The class of an instance of length n under config c: every instance past c->train_max is a
+// test one; at the other lengths class_of_string.
+int class_at(const TaskConfig *c, int n, const char *s, int len);
 
 // Defaults with the 26 letters as the alphabet, so every instance is a byte string check_instance reads.
 void letters_defaults(TaskConfig *c, int task);
@@ -26,7 +33,8 @@ void to_bytes(const int *tok, int n, char *s);
 
 // What an instance says about itself, read back by check_instance.
 typedef struct {
-    int n;              // the length: symbols, digits of the longer operand, bits, haystack tokens
+    int n;              // the length: symbols, digits of the longer operand, bits, terms, items,
+                        // variables, haystack tokens
     int prompt_len;     // tokens up to and including the separating '='
     int target_len;     // tokens after it, the final '\n' included
     // retrieval
@@ -36,6 +44,7 @@ typedef struct {
     int filler_before;  // filler tokens before the asked key
     int longer;         // addition: 0 when A is the longer operand (or equal), 1 when B is
     int shorter_len;    // addition: digits of the shorter operand
+    int asked;          // lego: the chain index of the asked variable
 } Parsed;
 
 // Checks that s (len bytes, NUL-terminated) is a correct instance of task `task`; the answer is

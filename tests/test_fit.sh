@@ -8,7 +8,7 @@
 #  - lengths with fewer validation instances than --fit-per-length are named ("fit set: ...").
 . "$(dirname "$0")/lib.sh"
 # copy-repeat with 26 symbols at lengths 1-4 fits 0.4 within tens of steps at this learning rate
-t="--task copy-repeat --alphabet 26 --train-max 4 --test-max 4 --layers 1 --heads 2 --dim 32 --batch 8 --lr 1e-2 --threads 2 --eval-per-length 5 --log-every 1000"
+t="--task copy-repeat --alphabet 26 --train-min 1 --train-max 4 --test-max 4 --layers 1 --heads 2 --dim 32 --batch 8 --lr 1e-2 --threads 2 --eval-per-length 5 --log-every 1000"
 
 ./train $t --fit-target 0.4 --max-steps 200 --fit-every 10 --log "$tmp/fit.csv" --save "$tmp/fit.ckpt" > "$tmp/fit.out" 2>&1
 check $? "the fitted run"

@@ -69,7 +69,7 @@ check $? "a sample after the resumed run must equal the uninterrupted run's"
 grep -q "^---- end of sample" "$tmp/resumed.out"; check $? "the resumed run samples"
 
 # fit-first: the checks read their own instances, never the training stream, so resume stays exact
-fit="--task sum --train-max 3 --layers 1 --heads 2 --dim 32 --batch 8 --lr 1e-2 --threads 2 --eval-per-length 0 --fit-target 1 --max-steps 30 --fit-every 10"
+fit="--task sum --train-min 1 --train-max 3 --layers 1 --heads 2 --dim 32 --batch 8 --lr 1e-2 --threads 2 --eval-per-length 0 --fit-target 1 --max-steps 30 --fit-every 10"
 ./train $fit --log "$tmp/fit.csv" --save "$tmp/fit{step}" --save-every 15 > "$tmp/fit.out"
 check $? "the fit-first run"
 ./train --resume "$tmp/fit15" --threads 2 --eval-per-length 0 --log "$tmp/fitres.csv" > "$tmp/fitres.out"

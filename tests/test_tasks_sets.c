@@ -18,7 +18,7 @@
 // two instances, so whether each class is empty is known here.
 static void test_empty_split(void) {
     TaskConfig c;
-    letters_defaults(&c, 10);
+    letters_defaults(&c, PAR);
     const char *all[2] = {"par:0=e\n", "par:1=o\n"};
     int has[3] = {0, 0, 0};
     for (int i = 0; i < 2; i++) has[class_of_string(all[i], 8)] = 1;
@@ -63,9 +63,9 @@ static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *
 // classes; every instance of the tiny copy-repeat space lands in exactly one.
 static void test_disjoint(void) {
     enum { M = 2000, S = 3 * M };
-    int tasks[] = {0, 8, 10, 2};
-    int lens[] = {3, 4, 12, 4};
-    for (int ti = 0; ti < 4; ti++) {
+    int tasks[] = {COPY, SORT, PAR, REP, REPL, POLY, SORTM, SUM, LEGO};
+    int lens[] = {3, 4, 8, 4, 3, 4, 4, 5, 4};
+    for (int ti = 0; ti < (int)(sizeof tasks / sizeof *tasks); ti++) {
         TaskConfig c;
         letters_defaults(&c, tasks[ti]);
         char **str = xmalloc(S * sizeof(char *));
@@ -127,6 +127,9 @@ static void test_lengths(void) {
     EXPECT(k == 4 && l[0] == 44 && l[3] == 352, "retrieval from 44: 44, 88, 176, 352 (got %d, last %d)", k, l[k - 1]);
     c.n_depths = 1;
     EXPECT(task_test_depths(&c, d, 8) == 1 && d[0] == 0.5, "one depth: the middle");
+    letters_defaults(&c, LEGO);
+    k = task_test_lengths(&c, l, 128);
+    EXPECT(k == 15 && l[0] == 2 && l[14] == 16, "lego test lengths: 2..16, a chain of one has no second half (got %d)", k);
 }
 
 // Packed batches: each row is whole training instances (docs 0, 1, ... with positions from 0),
@@ -216,7 +219,7 @@ static void test_fill_batch(void) {
 
     // nothing is dropped: one batch of 4 rows equals four batches of 1 row from the same seed
     TaskConfig c;
-    letters_defaults(&c, 5);
+    letters_defaults(&c, REV);
     Batch b4, b1;
     batch_alloc(&b4, 4, 50);
     batch_alloc(&b1, 1, 50);
@@ -251,11 +254,12 @@ static void test_fill_batch(void) {
         }
     }
     int lo = n_all, hi = 0;
-    for (int n = 1; n <= 20; n++) {
+    for (int n = 2; n <= 20; n++) {
         if (hist[n] < lo) lo = hist[n];
         if (hist[n] > hi) hi = hist[n];
     }
-    double mean = n_all / 20.0;
+    EXPECT(hist[1] == 0, "copy trains from length 2, yet drew %d instances of length 1", hist[1]);
+    double mean = n_all / 19.0;
     EXPECT(lo > 0.75 * mean && hi < 1.25 * mean, "copy training lengths not uniform: counts %d..%d, mean %.1f", lo, hi, mean);
     batch_free(&b);
 }
@@ -275,9 +279,12 @@ static int cmp_u64(const void *x, const void *y) {
 
 static void test_pools(void) {
     struct { int task, alphabet, n; long long want; } sizes[] = {
-        {10, 0, 3, 8}, {10, 0, 20, 1 << 20}, {10, 0, 21, -1}, {7, 0, 1, 100}, {7, 0, 2, 9900}, {7, 0, 3, 990000},
-        {7, 0, 4, -1}, {9, 0, 2, 81}, {0, 5, 3, 125}, {8, 26, 2, 676}, {2, 640, 40, 640}, {4, 7, 9, 7},
-        {0, 640, 2, 409600}, {0, 640, 3, -1}, {RETRIEVAL, 0, 64, -1},
+        {PAR, 0, 3, 8}, {PAR, 0, 20, 1 << 20}, {PAR, 0, 21, -1}, {ADD, 0, 1, 100}, {ADD, 0, 2, 9900}, {ADD, 0, 3, 990000},
+        {ADD, 0, 4, -1}, {SUM, 0, 2, 81}, {COPY, 5, 3, 125}, {SORT, 26, 2, 676}, {REP, 640, 40, 640}, {SUCC, 7, 9, 7},
+        {COPY, 640, 2, 409600}, {COPY, 640, 3, -1}, {RETRIEVAL, 0, 64, -1},
+        {REPL, 26, 5, 650}, {REPL, 640, 30, 408960}, {REPL, 1024, 2, 1047552}, {REPL, 1025, 2, -1},  // N (N - 1)
+        {POLY, 0, 1, 140}, {POLY, 0, 3, 109760}, {POLY, 0, 4, -1},   // 5 x 28^n: x, then (coefficient, degree)
+        {SORTM, 0, 1, 9990}, {SORTM, 0, 2, -1}, {LEGO, 0, 4, -1}, {COPY2X, 3, 4, 81}, {REVCP, 3, 4, 81},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         TaskConfig c;
@@ -288,7 +295,10 @@ static void test_pools(void) {
                sizes[i].alphabet, got, sizes[i].want);
     }
     // coverage on small pools, byte alphabets so check_instance reads them
-    struct { int task, n; } cover[] = { {0, 2}, {1, 2}, {2, 5}, {3, 3}, {4, 4}, {5, 3}, {6, 2}, {7, 1}, {7, 2}, {8, 3}, {9, 4}, {10, 6} };
+    struct { int task, n; } cover[] = {
+        {COPY, 2}, {COPY2X, 2}, {REP, 5}, {REP2X, 3}, {REPL, 4}, {SUCC, 4}, {REV, 3}, {REV2X, 2}, {REVCP, 2}, {ADD, 1},
+        {ADD, 2}, {SORT, 3}, {SUM, 4}, {PAR, 6}, {POLY, 1}, {POLY, 2}, {SORTM, 1},
+    };
     for (size_t ci = 0; ci < sizeof cover / sizeof *cover; ci++) {
         int task = cover[ci].task, n = cover[ci].n, tok[BUF], p;
         char s[BUF + 1];
@@ -335,7 +345,7 @@ static int set_problems(const TaskConfig *c, int n, int split, const TaskSet *s)
         to_bytes(t, s->len[i], str);
         Parsed pr;
         if (check_instance(c->task, str, s->len[i], &pr) || pr.n != n || pr.prompt_len != s->prompt_len[i] ||
-            class_of_string(str, s->len[i]) != split) bad++;
+            class_at(c, n, str, s->len[i]) != split) bad++;
         h[i] = tok_hash(t, s->len[i]);
     }
     qsort(h, (size_t)s->count, sizeof *h, cmp_u64);
@@ -381,12 +391,12 @@ static void test_eval_sets(void) {
     EXPECT(got == 500 && s.pool == -1 && set_problems(&c, 5, TASK_VAL, &s) == 0, "copy n=5: %d distinct validation instances", got);
     task_set_free(&s);
     // sum n=7 (9^7 > TASK_POOL_MAX): sampled; 2000 distinct of about 600,000 test instances
-    letters_defaults(&c, 9);
+    letters_defaults(&c, SUM);
     got = task_eval_set(&c, 7, -1.0, TASK_TEST, 2000, 3, &s);
     EXPECT(got == 2000 && set_problems(&c, 7, TASK_TEST, &s) == 0, "sum n=7: %d distinct test instances", got);
     task_set_free(&s);
     // parity n=1: a class without an instance gives an empty set, not an error
-    letters_defaults(&c, 10);
+    letters_defaults(&c, PAR);
     int total = 0;
     for (int split = 0; split < 3; split++) {
         total += task_eval_set(&c, 1, -1.0, split, 50, 1, &s);
@@ -415,7 +425,7 @@ static double add_both_long(const int *tok, const int *len, int count, int strid
 // enumerated pool gave 81% at n = 3 (the test at n <= 3 was another distribution than training's).
 static void test_add_eval_distribution(void) {
     TaskConfig c;
-    letters_defaults(&c, 7);
+    letters_defaults(&c, ADD);
     int stride = task_max_tokens(&c, 3), p;
     enum { DRAWS = 3000 };
     int *tok = malloc(sizeof(int) * (size_t)DRAWS * stride), *len = malloc(sizeof(int) * DRAWS);
@@ -444,21 +454,54 @@ static void test_add_eval_distribution(void) {
     task_set_free(&s);
 }
 
-// The smallest test pool over every default test length of every symbol task with N symbols
-// (sampling 50 where the pool is not enumerated).
-static long long min_test_pool(int alphabet, int *worst_task, int *worst_n) {
-    long long worst = -1;
+// Past train-max every instance is a test instance: copy-repeat with 26 symbols has all 26 at
+// n = 30 in its test set and none in training or validation; parity at n = 12 all 4096.
+static void test_untrained_lengths(void) {
+    TaskConfig c;
+    letters_defaults(&c, REP);
+    TaskSet s;
+    int got = task_eval_set(&c, 30, -1.0, TASK_TEST, 1000, 1, &s);
+    EXPECT(got == 26 && s.pool == 26 && set_problems(&c, 30, TASK_TEST, &s) == 0, "copy-repeat n=30: %d test instances "
+           "(pool %lld), want all 26", got, s.pool);
+    task_set_free(&s);
+    for (int split = TASK_TRAIN; split <= TASK_VAL; split += TASK_VAL - TASK_TRAIN) {
+        got = task_eval_set(&c, 30, -1.0, split, 1000, 1, &s);
+        EXPECT(got == 0 && s.pool == 0, "copy-repeat n=30 class %d: %d instances, want none", split, got);
+        task_set_free(&s);
+    }
+    letters_defaults(&c, PAR);
+    got = task_eval_set(&c, 12, -1.0, TASK_TEST, 5000, 1, &s);
+    EXPECT(got == 4096 && s.pool == 4096, "parity n=12: %d test instances, want all 2^12", got);
+    task_set_free(&s);
+    // in-distribution lengths keep the 1-in-8 rule: parity n=8 has far fewer than 256 test instances
+    got = task_eval_set(&c, 8, -1.0, TASK_TEST, 5000, 1, &s);
+    EXPECT(got > 10 && got < 60 && set_problems(&c, 8, TASK_TEST, &s) == 0, "parity n=8: %d test instances of 256", got);
+    task_set_free(&s);
+}
+
+// The distinct test instances at length n of a config (50 asked): the count, and whether that is
+// all of them (an enumerated pool held whole).
+static int test_count(const TaskConfig *c, int n, int *all) {
+    TaskSet s;
+    double depths[TASK_MAX_DEPTHS];
+    task_test_depths(c, depths, TASK_MAX_DEPTHS);
+    int k = task_eval_set(c, n, depths[0], TASK_TEST, 50, 1, &s);
+    *all = s.pool >= 0 && s.count == s.pool;
+    task_set_free(&s);
+    return k;
+}
+
+// The smallest test set over every default test length of every symbol task with N symbols.
+static int min_symbol_tests(int alphabet, int *worst_task, int *worst_n) {
+    int worst = -1, all;
     for (int task = 0; task < N_TASKS; task++) {
         if (!task_has_symbols(task)) continue;
         TaskConfig c;
         task_defaults(&c, task);
         c.alphabet = alphabet;
         for (int n = 1; n <= c.test_max; n++) {
-            TaskSet s;
-            task_eval_set(&c, n, -1.0, TASK_TEST, 50, 1, &s);
-            long long k = s.pool >= 0 ? s.pool : s.count;
+            int k = test_count(&c, n, &all);
             if (worst < 0 || k < worst) { worst = k; *worst_task = task; *worst_n = n; }
-            task_set_free(&s);
         }
     }
     return worst;
@@ -468,10 +511,30 @@ static long long min_test_pool(int alphabet, int *worst_task, int *worst_n) {
 // task, and is the smallest multiple of 128 that does.
 static void test_default_alphabet(void) {
     int t = 0, n = 0;
-    long long k = min_test_pool(TASK_DEFAULT_ALPHABET, &t, &n);
-    EXPECT(k >= 50, "alphabet %d: %s n=%d has %lld test instances, fewer than 50", TASK_DEFAULT_ALPHABET, NAMES[t], n, k);
-    k = min_test_pool(TASK_DEFAULT_ALPHABET - 128, &t, &n);
-    EXPECT(k < 50, "alphabet %d would do (%lld test instances at least): lower TASK_DEFAULT_ALPHABET", TASK_DEFAULT_ALPHABET - 128, k);
+    int k = min_symbol_tests(TASK_DEFAULT_ALPHABET, &t, &n);
+    EXPECT(k >= 50, "alphabet %d: %s n=%d has %d test instances, fewer than 50", TASK_DEFAULT_ALPHABET, NAMES[t], n, k);
+    k = min_symbol_tests(TASK_DEFAULT_ALPHABET - 128, &t, &n);
+    EXPECT(k < 50, "alphabet %d would do (%d test instances at least): lower TASK_DEFAULT_ALPHABET", TASK_DEFAULT_ALPHABET - 128, k);
+}
+
+// Every task with its defaults: >= 50 distinct test instances at every test length, or every one
+// that exists. These have fewer than 50 in all (counted by hand: their lengths are in distribution,
+// where 1 in 8 is test): addition n = 1 (100 pairs), polynomial n = 1 (140), sum n = 1, 2 (9, 81),
+// parity n = 1..8 (2..256).
+static void test_every_task_sets(void) {
+    for (int task = 0; task < N_TASKS; task++) {
+        TaskConfig c;
+        task_defaults(&c, task);
+        int lengths[128], nl = task_test_lengths(&c, lengths, 128), short_lengths = 0;
+        for (int li = 0; li < nl; li++) {
+            int n = lengths[li], all, k = test_count(&c, n, &all);
+            int few = (task == ADD && n == 1) || (task == POLY && n == 1) || (task == SUM && n <= 2) || (task == PAR && n <= 8);
+            EXPECT(k >= 50 || (all && few), "%s n=%d: %d test instances%s", NAMES[task], n, k, all ? " (all there are)" : "");
+            EXPECT(!few || k < 50, "%s n=%d: %d test instances, listed as fewer than 50", NAMES[task], n, k);
+            short_lengths += k < 50;
+        }
+        EXPECT(nl > 0 && short_lengths < nl, "%s: %d of %d test lengths short of 50", NAMES[task], short_lengths, nl);
+    }
 }
 
 int main(void) {
@@ -483,6 +546,8 @@ int main(void) {
     test_pools();
     test_eval_sets();
     test_add_eval_distribution();
+    test_untrained_lengths();
     test_default_alphabet();
+    test_every_task_sets();
     return test_summary("test_tasks_sets");
 }

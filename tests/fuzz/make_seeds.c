@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
     };
     lines("train_args", train, sizeof train / sizeof *train);
     static const char *compare[] = {
-        "--out\nruns/x\n--task\ncopy-repeat,copy-change\n--schemes\nnope,learned,alibi,t5\n--scheme\nrope-full=--pe rope\n"
+        "--out\nruns/x\n--task\ncopy-repeat,copy-successor\n--schemes\nnope,learned,alibi,t5\n--scheme\nrope-full=--pe rope\n"
         "--seeds\n1,2,3\n--jobs\n2\n--eval-per-length\n50\n--fit-target\n0.9\n--claims\nnope>learned,alibi>t5\n--\n--max-steps\n600\n",
         "--out\nruns/y\n--data\n/dev/null\n--schemes\nnope,rope\n--rope-extensions\nlinear,dynamic,yarn\n--rope-factor\n4\n"
         "--eval-flags\n--ppl-tokens 32768\n--quiet\n--threads\n1\n",
