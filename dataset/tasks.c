@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataset/pcfg.h"
 #include "dataset/tasks_impl.h"
 
 enum {
     MAX_INSTANCE_TOKENS = 100000,  // longest instance any length may produce (bounds --test-max)
     INSTANCE_TRIES = 1000,         // draws per task_instance call before a split counts as empty
-    MIN_FILLER = 8,                // filler tokens a haystack holds at least (and >= one per key)
-    LEGO_VARIABLES = 26            // LEGO's variables are the letters a..z
+    MIN_FILLER = 8                 // filler tokens a haystack holds at least (and >= one per key)
 };
 
 // The tasks. The help line ends with an example instance (without its final '\n'); the tests
@@ -47,6 +47,13 @@ static const TaskInfo TASKS[T_COUNT] = {
     {"parity", "par:", 3, 8, 16, "n bits, e(ven) or o(dd) number of 1s, e.g. par:1101=o"},
     {"lego", "lego:", 4, 8, 16, "a chain of n variables, each -1/+1 or +/- the one before, one of its second "
      "half asked, e.g. lego:q:-1,t:-q,c:+t,f:-c,r:+f?f=-1"},
+    // the NoPE paper's SCAN split: commands of up to 25 actions train, 26..48 test (dataset/scan.h)
+    {"scan", "scan:", 1, 25, 48, "a SCAN command and its n actions (jump around right and walk twice), "
+     "e.g. scan:ja>+w2=>J>J>J>JWW"},
+    // PCFG SET's productivity split: 1..8 function words train, 9..35 test (dataset/pcfg.h)
+    {"pcfg", "pcfg:", 1, 8, 35, "a PCFG SET expression of n function words and its value (append "
+     "swap_first_last A1 B1 C1 , repeat D1 E1; symbol s is <26+s>), "
+     "e.g. pcfg:Aw<26><46><66>,d<86><106>=<66><46><26><86><106><86><106>"},
     // 64, not 32: a haystack must hold its 4 keys of 9 tokens (3 distractors) and some filler, so
     // the shortest is 44; 64-128 also makes the test list 64, 128, 256, 512.
     {"retrieval", "find:", 64, 128, 512,
@@ -56,24 +63,26 @@ static const TaskInfo TASKS[T_COUNT] = {
 
 // The operations of each task (dataset/tasks_impl.h), in the order of TASKS.
 const TaskOps TASK_OPS[T_COUNT] = {
-    //  gen                 body_max     pool_size     pool_instance  min symbols uniform
-    {gen_symbols,         max_copy,    size_symbols, pool_symbols,  1, 1, 1},  // copy
-    {gen_symbols,         max_doubled, size_symbols, pool_symbols,  1, 1, 1},  // copy-2x
-    {task_gen_from_pool,  max_repeat,  size_repeat,  pool_repeat,   1, 1, 1},  // copy-repeat
-    {task_gen_from_pool,  max_repeat,  size_repeat,  pool_repeat,   1, 1, 1},  // copy-repeat-2x
-    {gen_replace,         max_replace, size_replace, pool_replace,  1, 1, 1},  // copy-repeat-change
-    {task_gen_from_pool,  max_repeat,  size_repeat,  pool_repeat,   1, 1, 1},  // copy-successor
-    {gen_symbols,         max_copy,    size_symbols, pool_symbols,  1, 1, 1},  // reverse
-    {gen_symbols,         max_doubled, size_symbols, pool_symbols,  1, 1, 1},  // reverse-2x
-    {gen_symbols,         max_doubled, size_symbols, pool_symbols,  1, 1, 1},  // reverse-copy
-    {gen_add,             max_add,     size_add,     pool_add,      1, 0, 0},  // addition
-    {gen_poly,            max_poly,    size_poly,    pool_poly,     1, 0, 1},  // polynomial
-    {gen_symbols,         max_copy,    size_symbols, pool_symbols,  1, 1, 1},  // sort
-    {gen_sortm,           max_sortm,   size_sortm,   pool_sortm,    1, 0, 1},  // sort-multi
-    {gen_digits,          max_digits,  size_digits,  pool_digits,   1, 0, 1},  // sum
-    {gen_digits,          max_digits,  size_digits,  pool_digits,   1, 0, 1},  // parity
-    {gen_lego,            max_lego,    NULL,         NULL,          2, 0, 1},  // lego: a query needs 2
-    {gen_find,            max_find,    NULL,         NULL,          1, 0, 1},  // retrieval: task_min_length
+    // gen              body_max     pool_size     pool_instance  min, symbols, uniform, max_n, weighted, vocab
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // copy
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // copy-2x
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-repeat
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-repeat-2x
+    {gen_replace,        max_replace, size_replace, pool_replace,  1, 1, 1, 0, 0, 0},  // copy-repeat-change
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-successor
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse-2x
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse-copy
+    {gen_add,            max_add,     size_add,     pool_add,      1, 0, 0, 0, 0, 0},  // addition
+    {gen_poly,           max_poly,    size_poly,    pool_poly,     1, 0, 1, 0, 0, 0},  // polynomial
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // sort
+    {gen_sortm,          max_sortm,   size_sortm,   pool_sortm,    1, 0, 1, 0, 0, 0},  // sort-multi
+    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0},  // sum
+    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0},  // parity
+    {gen_lego,           max_lego,    NULL,         NULL,          2, 0, 1, 26, 0, 0},  // lego: a query needs 2
+    {task_gen_from_pool, max_scan,    size_scan,    pool_scan,     1, 0, 1, 48, 1, 0},  // scan: SCAN's training set
+    {gen_pcfg,           max_pcfg,    NULL,         NULL,          1, 0, 1, PCFG_MAX_FUNCTIONS, 0, 256 + PCFG_SYMBOLS},  // pcfg
+    {gen_find,           max_find,    NULL,         NULL,          1, 0, 1, 0, 0, 0},  // retrieval: task_min_length
 };
 
 const TaskInfo *task_info(int id) { return id >= 0 && id < T_COUNT ? &TASKS[id] : NULL; }
@@ -114,7 +123,10 @@ void task_defaults(TaskConfig *c, int task) {
 
 int task_has_symbols(int task) { return task >= 0 && task < T_COUNT && TASK_OPS[task].symbols; }
 
-int task_vocab(const TaskConfig *c) { return 256 + (c->alphabet > 26 ? c->alphabet - 26 : 0); }
+int task_vocab(const TaskConfig *c) {
+    if (!TASK_OPS[c->task].symbols && TASK_OPS[c->task].vocab) return TASK_OPS[c->task].vocab;
+    return 256 + (c->alphabet > 26 ? c->alphabet - 26 : 0);
+}
 
 int task_token_text(int tok, char *buf, size_t cap) {
     if (tok >= 256) return snprintf(buf, cap, "<%d>", tok - 256 + 26);
@@ -195,9 +207,10 @@ int task_check(const TaskConfig *c, char *msg, size_t cap) {
                  c->train_min, name, task_min_length(c));
         return 0;
     }
-    if (c->task == T_LEGO && c->test_max > LEGO_VARIABLES) {
-        snprintf(msg, cap, "--test-max %d: lego chains at most %d variables (the letters a..z); lower --test-max",
-                 c->test_max, LEGO_VARIABLES);
+    if (TASK_OPS[c->task].max_n && c->test_max > TASK_OPS[c->task].max_n) {
+        snprintf(msg, cap, "--test-max %d: %s builds lengths up to %d%s; lower --test-max", c->test_max, name,
+                 TASK_OPS[c->task].max_n, c->task == T_LEGO ? " (its variables are the letters a..z)" :
+                 c->task == T_SCAN ? " (SCAN's longest command has 48 actions)" : "");
         return 0;
     }
     if (c->task == T_FIND) {
@@ -288,8 +301,8 @@ int task_instance(const TaskConfig *c, int n, double depth, int split, Rng *rng,
     const char *name = TASKS[c->task].name;
     CHECK(n >= task_min_length(c) && n <= MAX_INSTANCE_TOKENS, "task %s: length %d outside [%d, %d]", name, n,
           task_min_length(c), MAX_INSTANCE_TOKENS);
-    CHECK(c->task != T_LEGO || n <= LEGO_VARIABLES, "task lego: length %d outside [2, %d] (the letters a..z)", n,
-          LEGO_VARIABLES);
+    CHECK(!TASK_OPS[c->task].max_n || n <= TASK_OPS[c->task].max_n, "task %s: length %d outside [%d, %d]", name, n,
+          task_min_length(c), TASK_OPS[c->task].max_n);
     CHECK(depth <= 1.0, "task %s: depth %g must be in [0, 1] (or < 0 for a random depth)", name,
           depth);
     int need = task_max_tokens(c, n);
@@ -299,6 +312,8 @@ int task_instance(const TaskConfig *c, int n, double depth, int split, Rng *rng,
           name, cap, n, need);
     *prompt_len = 0;
     if (n > c->train_max && split != TASK_TEST) return 0;  // untrained lengths: test instances only
+    // a length the task has no instance of (SCAN: no command has 23 actions)
+    if (TASK_OPS[c->task].gen == task_gen_from_pool && TASK_OPS[c->task].pool_size(c, n) == 0) return 0;
     for (int t = 0; t < INSTANCE_TRIES; t++) {
         int p = 0, len = generate(c, n, depth, rng, out, &p);
         if (task_class_of(c, n, out, len) == split) {

@@ -47,7 +47,7 @@ enum {
 // The task ids, in the order of the table in tasks.c.
 enum {
     T_COPY, T_COPY2X, T_REP, T_REP2X, T_REPL, T_SUCC, T_REV, T_REV2X, T_REVCP, T_ADD, T_POLY, T_SORT, T_SORTM,
-    T_SUM, T_PAR, T_LEGO, T_FIND, T_COUNT
+    T_SUM, T_PAR, T_LEGO, T_SCAN, T_PCFG, T_FIND, T_COUNT
 };
 
 // The operations of one task. Every function writes after the tag (already in o) and before the
@@ -64,6 +64,10 @@ typedef struct {
     int min_n;       // the shortest length the task builds (retrieval: see task_min_length)
     int symbols;     // 1: draws from the alphabet (--alphabet applies)
     int uniform;     // 1: gen draws every instance of a length's pool with the same probability
+    int max_n;       // the longest length it builds; 0: no bound of its own
+    int weighted;    // 1: training draws a length with probability proportional to its pool (a fixed
+                     // language, as SCAN: every training instance then equally likely), else uniformly
+    int vocab;       // the model's vocabulary when the task has no alphabet; 0: 256 (bytes)
 } TaskOps;
 
 extern const TaskOps TASK_OPS[];  // (task count,) in the order of the task table
@@ -114,5 +118,12 @@ long long size_digits(const TaskConfig *c, int n);
 int max_digits(const TaskConfig *c, int n);
 void gen_lego(const TaskConfig *c, int n, double depth, Rng *r, Out *o, int *prompt_len);
 int max_lego(const TaskConfig *c, int n);
+
+// tasks_lang.c: SCAN's commands (dataset/scan.h) and PCFG SET's expressions (dataset/pcfg.h)
+void pool_scan(const TaskConfig *c, int n, long long i, Out *o, int *prompt_len);
+long long size_scan(const TaskConfig *c, int n);
+int max_scan(const TaskConfig *c, int n);
+void gen_pcfg(const TaskConfig *c, int n, double depth, Rng *r, Out *o, int *prompt_len);
+int max_pcfg(const TaskConfig *c, int n);
 
 #endif

@@ -147,9 +147,24 @@ int task_eval_set(const TaskConfig *c, int n, double depth, int split, int count
 
 // A training instance at a uniform length in [train_min, train_max]; a length with no training
 // instance (all its draws hash to test or validation) is redrawn, a bounded number of times.
+// A training length: uniform in [train_min, train_max], or, for a task whose table weighs lengths
+// by their pools (SCAN), length n with probability pool(n) / (the pools of the range), so that
+// every instance of the language is equally likely (as in its training set).
+static int draw_training_length(const TaskConfig *c, Rng *rng) {
+    if (!TASK_OPS[c->task].weighted) return c->train_min + draw(rng, c->train_max - c->train_min + 1);
+    long long total = 0;
+    for (int n = c->train_min; n <= c->train_max; n++) total += TASK_OPS[c->task].pool_size(c, n);
+    CHECK(total > 0, "task %s has no instance at lengths %d..%d; widen --train-min/--train-max", task_info(c->task)->name,
+          c->train_min, c->train_max);
+    long long x = (long long)(rng_u64(rng) % (uint64_t)total);
+    int n = c->train_min;
+    for (; x >= TASK_OPS[c->task].pool_size(c, n); n++) x -= TASK_OPS[c->task].pool_size(c, n);
+    return n;
+}
+
 static int draw_training_instance(const TaskConfig *c, Rng *rng, int *inst, int cap, int *prompt_len) {
     for (int k = 0; k < LENGTH_TRIES; k++) {
-        int n = c->train_min + draw(rng, c->train_max - c->train_min + 1);
+        int n = draw_training_length(c, rng);
         int len = task_instance(c, n, -1.0, TASK_TRAIN, rng, inst, cap, prompt_len);
         if (len > 0) return len;
     }

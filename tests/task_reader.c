@@ -8,7 +8,8 @@
 
 const char *const NAMES[N_TASKS] = {"copy", "copy-2x", "copy-repeat", "copy-repeat-2x", "copy-repeat-change",
                                     "copy-successor", "reverse", "reverse-2x", "reverse-copy", "addition",
-                                    "polynomial", "sort", "sort-multi", "sum", "parity", "lego", "retrieval"};
+                                    "polynomial", "sort", "sort-multi", "sum", "parity", "lego", "scan", "pcfg",
+                                    "retrieval"};
 
 uint64_t fnv1a(const char *s, int n) {
     uint64_t h = 14695981039346656037ull;
@@ -23,6 +24,26 @@ int class_of_string(const char *s, int n) {
     return h % TASK_SPLIT_MOD == 0 ? TASK_TEST : h % TASK_SPLIT_MOD == 1 ? TASK_VAL : TASK_TRAIN;
 }
 int is_test_string(const char *s, int n) { return class_of_string(s, n) == TASK_TEST; }
+int class_of_tokens(const int *tok, int n) {
+    uint64_t h = 14695981039346656037ull;
+    for (int i = 0; i < n; i++) { h ^= (uint64_t)tok[i]; h *= 1099511628211ull; }
+    h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdull;
+    h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h % TASK_SPLIT_MOD == 0 ? TASK_TEST : h % TASK_SPLIT_MOD == 1 ? TASK_VAL : TASK_TRAIN;
+}
+int pcfg_text_tokens(const char *text, int *out, int cap) {
+    int n = 0;
+    for (const char *p = text; *p && n < cap; n++) {
+        if (*p != '<' || !(p[1] >= '0' && p[1] <= '9')) { out[n] = (unsigned char)*p++; continue; }
+        char *end;
+        long k = strtol(p + 1, &end, 10);
+        if (*end != '>' || k < 26) return -1;
+        out[n] = 256 + (int)k - 26;
+        p = end + 1;
+    }
+    return n;
+}
 int class_at(const TaskConfig *c, int n, const char *s, int len) {
     return n > c->train_max ? TASK_TEST : class_of_string(s, len);
 }
@@ -272,10 +293,69 @@ static const char *answer_retrieval(int task, const char *body, int bl, Parsed *
     return NULL;
 }
 
+// SCAN: a phrase "U", "X D", "X o D", "X a D" (X = U or t, D = < or >) and its actions: "U" is U's
+// action; "X D" is the turn D then X's action (none for t); "X o D" turns twice first; "X a D" is
+// "X D" four times (Lake and Baroni 2018). *p advances past the phrase; returns the actions written.
+static int scan_phrase(const char **p, const char *end, char *out) {
+    static const char verbs[] = "wlrj", acts[] = "WLRJ";
+    const char *s = *p;
+    if (s >= end) return -1;
+    const char *v = strchr(verbs, *s);
+    int turn = *s == 't';
+    if (!*s || (!v && !turn)) return -1;
+    char act = v ? acts[v - verbs] : 0;
+    s++;
+    char form = s < end && (*s == 'o' || *s == 'a') ? *s++ : 0;
+    char dir = s < end && (*s == '<' || *s == '>') ? *s++ : 0;
+    if ((form && !dir) || (turn && !dir)) return -1;
+    int k = 0;
+    if (!dir) out[k++] = act;
+    else if (form == 'a') for (int r = 0; r < 4; r++) { out[k++] = dir; if (act) out[k++] = act; }
+    else {
+        if (form == 'o') out[k++] = dir;
+        out[k++] = dir;
+        if (act) out[k++] = act;
+    }
+    *p = s;
+    return k;
+}
+
+// A phrase with its optional twice (2) or thrice (3).
+static int scan_repeated(const char **p, const char *end, char *out) {
+    int k = scan_phrase(p, end, out);
+    if (k < 0) return -1;
+    int times = *p < end && (**p == '2' || **p == '3') ? *(*p)++ - '0' : 1;
+    for (int r = 1; r < times; r++) memcpy(out + r * k, out, (size_t)k);
+    return k * times;
+}
+
+static const char *answer_scan(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    (void)task;
+    const char *p = body, *end = body + bl;
+    char a[64], b[64];
+    int ka = scan_repeated(&p, end, a), kb = 0;
+    if (ka < 0) return "not a SCAN command";
+    char join = p < end ? *p++ : 0;
+    if (join && join != '+' && join != '@') return "not a SCAN command (expected and '+' or after '@')";
+    if (join && (kb = scan_repeated(&p, end, b)) < 0) return "not a SCAN command after its conjunction";
+    if (p != end) return "text after the SCAN command";
+    // "x and y": x then y; "x after y": y then x
+    memcpy(want, join == '@' ? b : a, (size_t)(join == '@' ? kb : ka));
+    memcpy(want + (join == '@' ? kb : ka), join == '@' ? a : b, (size_t)(join == '@' ? ka : kb));
+    *wl = ka + kb;
+    pr->n = ka + kb;
+    return NULL;
+}
+
+static const char *answer_tokens(int task, const char *body, int bl, Parsed *pr, char *want, int *wl) {
+    (void)task; (void)body; (void)bl; (void)pr; (void)want; (void)wl;
+    return "pcfg instances hold tokens past the bytes: check them as tokens";
+}
+
 static const AnswerFn ANSWER[N_TASKS] = {
     answer_letters, answer_letters, answer_repeat, answer_repeat, answer_replace, answer_repeat, answer_letters,
     answer_letters, answer_letters, answer_addition, answer_poly, answer_letters, answer_sortm, answer_digits,
-    answer_digits, answer_lego, answer_retrieval };
+    answer_digits, answer_lego, answer_scan, answer_tokens, answer_retrieval };
 
 // The form every task shares (the tag, one line, the '=': the only one, in retrieval the last, and
 // the haystack's reader refuses any before it), then the task's answer against the target.

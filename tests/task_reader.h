@@ -11,8 +11,8 @@
 
 // The task ids, in the order of dataset/tasks.c's table.
 enum {
-    COPY, COPY2X, REP, REP2X, REPL, SUCC, REV, REV2X, REVCP, ADD, POLY, SORT, SORTM, SUM, PAR, LEGO, RETRIEVAL,
-    N_TASKS
+    COPY, COPY2X, REP, REP2X, REPL, SUCC, REV, REV2X, REVCP, ADD, POLY, SORT, SORTM, SUM, PAR, LEGO, SCAN, PCFG,
+    RETRIEVAL, N_TASKS
 };
 enum { BUF = 4096 };
 extern const char *const NAMES[N_TASKS];   // the task ids' names, in order
@@ -31,6 +31,12 @@ void letters_defaults(TaskConfig *c, int task);
 // tokens -> bytes (every token must be a byte)
 void to_bytes(const int *tok, int n, char *s);
 
+// Tokens of a text where "<k>" is the token 256 + k - 26 (task_token_text's form) and any other
+// character its byte; returns the count (at most cap), -1 on a malformed "<...>".
+int pcfg_text_tokens(const char *text, int *out, int cap);
+// The class rule of tasks.h over tokens (a token past the bytes xored in whole).
+int class_of_tokens(const int *tok, int n);
+
 // What an instance says about itself, read back by check_instance.
 typedef struct {
     int n;              // the length: symbols, digits of the longer operand, bits, terms, items,
@@ -48,7 +54,8 @@ typedef struct {
 } Parsed;
 
 // Checks that s (len bytes, NUL-terminated) is a correct instance of task `task`; the answer is
-// recomputed from the prompt. Returns NULL when it is, else a description of what is wrong (a
+// recomputed from the prompt (SCAN: by this file's own reading of the command). PCFG's symbols are
+// tokens past the bytes: its instances are checked as tokens (tests/test_tasks.c), and here refused. Returns NULL when it is, else a description of what is wrong (a
 // static buffer for a wrong target: valid until the next call).
 const char *check_instance(int task, const char *s, int len, Parsed *pr);
 

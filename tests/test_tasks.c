@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "util/common.h"
+#include "dataset/pcfg.h"
 #include "dataset/tasks.h"
 #include "tests/task_reader.h"
 #include "tests/testutil.h"
@@ -28,7 +29,13 @@ static void test_table(void) {
         // the help line's example is a correct instance
         const char *eg = strstr(t->help, "e.g. ");
         EXPECT(eg != NULL, "%s: help has no example", t->name);
-        if (eg) {
+        if (eg && i == PCFG) {
+            int tok[256], k = pcfg_text_tokens(eg + 5 + 5, tok, 256), p = 0;   // after "pcfg:"
+            while (p < k && tok[p] != '=') p++;
+            int val[256], nv = p < k ? pcfg_eval(tok, p, val, 256) : -1;
+            EXPECT(!strncmp(eg + 5, "pcfg:", 5) && nv == k - p - 1 && !memcmp(val, tok + p + 1, sizeof(int) * (size_t)(nv > 0 ? nv : 0)),
+                   "pcfg: help example '%s' is not an expression and its value", eg + 5);
+        } else if (eg) {
             char s[256];
             snprintf(s, sizeof s, "%s\n", eg + 5);
             Parsed pr;
@@ -42,10 +49,13 @@ static void test_table(void) {
         // the paper's lengths (its code, McGill-NLP/length-generalization): the copy/reverse family
         // validates at 2..20 and tests to 40; addition 1..8 digits; the others train to 8 from the
         // data builders' default shortest length (4, parity 3) and test to 16
-        int want_min = i == RETRIEVAL ? 64 : i <= REVCP ? 2 : i == ADD ? 1 : i == PAR ? 3 : 4;
-        int want_max = i == RETRIEVAL ? 128 : i <= REVCP ? 20 : 8;
+        // SCAN: commands of up to 25 actions train, 26..48 test; PCFG SET's productivity split:
+        // 1..8 function words train, 9..35 test
+        int want_min = i == RETRIEVAL ? 64 : i <= REVCP ? 2 : i == ADD || i == SCAN || i == PCFG ? 1 : i == PAR ? 3 : 4;
+        int want_max = i == RETRIEVAL ? 128 : i <= REVCP ? 20 : i == SCAN ? 25 : 8;
+        int want_test = i == RETRIEVAL ? 512 : i == SCAN ? 48 : i == PCFG ? 35 : 2 * want_max;
         EXPECT(c.task == i && c.train_min == want_min && c.train_max == want_max &&
-               c.test_max == (i == RETRIEVAL ? 512 : 2 * want_max) && c.distractors == 3 && c.n_depths == 5,
+               c.test_max == want_test && c.distractors == 3 && c.n_depths == 5,
                "%s: defaults %d-%d test %d distractors %d depths %d", t->name, c.train_min, c.train_max, c.test_max,
                c.distractors, c.n_depths);
         int symbols = i <= REVCP || i == SORT;
@@ -77,6 +87,7 @@ static void test_instances(void) {
     Rng r;
     rng_seed(&r, 11);
     for (int task = 0; task < N_TASKS; task++) {
+        if (task == PCFG) continue;              // tokens past the bytes: test_pcfg_instances
         TaskConfig c;
         letters_defaults(&c, task);
         int lengths[64], nl = 0;
@@ -92,14 +103,16 @@ static void test_instances(void) {
             for (int split = 0; split < 3; split++) {  // TASK_TRAIN, TASK_TEST, TASK_VAL
                 for (int rep = 0; rep < 6; rep++) {
                     int p = -1, len = task_instance(&c, n, -1.0, split, &r, tok, BUF, &p);
-                    if (n > c.train_max) {  // past training: test instances only
-                        EXPECT((len > 0) == (split == TASK_TEST), "%s n=%d > train-max %d, split %d: %d tokens",
+                    if (n > c.train_max) {  // past training: test instances only (SCAN: where a command has n actions)
+                        int none = task == SCAN && task_pool_size(&c, n) == 0;
+                        EXPECT((len > 0) == (split == TASK_TEST && !none), "%s n=%d > train-max %d, split %d: %d tokens",
                                NAMES[task], n, c.train_max, split, len);
                         if (len == 0) break;
                     }
                     if (len == 0) {  // allowed only where the split may really be empty (tiny spaces)
                         empty++;
-                        EXPECT(task == REP || task == REP2X || task == SUCC || task == SUM || task == PAR || n == 1,
+                        EXPECT(task == REP || task == REP2X || task == SUCC || task == SUM || task == PAR || n == 1 ||
+                               (task == SCAN && (n <= 2 || n == 21 || task_pool_size(&c, n) == 0)),
                                "%s n=%d split %d: no instance", NAMES[task], n, split);
                         break;
                     }
@@ -108,7 +121,7 @@ static void test_instances(void) {
                     Parsed pr;
                     const char *why = check_instance(task, s, len, &pr);
                     if (why || pr.n != n || pr.prompt_len != p || class_at(&c, n, s, len) != split ||
-                        len > task_max_tokens(&c, n) || (task != ADD && task != SORTM && len != task_max_tokens(&c, n)) ||
+                        len > task_max_tokens(&c, n) || (task != ADD && task != SORTM && task != SCAN && len != task_max_tokens(&c, n)) ||
                         (task == RETRIEVAL && pr.keys != 1 + c.distractors)) {
                         if (bad++ < 5)
                             fprintf(stderr, "  %s n=%d split %d: %s (n read %d, prompt %d/%d, len %d, max %d): %.80s\n",
@@ -119,7 +132,7 @@ static void test_instances(void) {
             }
         }
         EXPECT(bad == 0, "%s: %d bad instances out of %d", NAMES[task], bad, count);
-        EXPECT(empty < nl / 2 + 1, "%s: %d empty (length, split) pairs", NAMES[task], empty);
+        EXPECT(empty < nl / 2 + 1 + (task == SCAN ? nl / 2 : 0), "%s: %d empty (length, split) pairs", NAMES[task], empty);
         if (task == RETRIEVAL) continue;
         EXPECT(count > 0, "%s: no instance", NAMES[task]);
     }
@@ -242,12 +255,13 @@ static uint64_t stream_hash(int task, uint64_t seed, int count) {
 static void test_determinism(void) {
     uint64_t all = 0;
     for (int task = 0; task < N_TASKS; task++) {
+        if (task == PCFG) continue;              // tokens past the bytes: test_pcfg_instances
         uint64_t a = stream_hash(task, 5, 30), b = stream_hash(task, 5, 30), d = stream_hash(task, 6, 30);
         EXPECT(a == b, "%s: the same seed gives different instances", NAMES[task]);
         EXPECT(a != d, "%s: seeds 5 and 6 give the same instances", NAMES[task]);
         if (task != RETRIEVAL) all = all * 1000003 + stream_hash(task, 1, 40);
     }
-    const uint64_t pinned = 0xa68b0e318f73b8c8ull;
+    const uint64_t pinned = 0x013cd38618aff03aull;   // SCAN joined the stream
     EXPECT(all == pinned, "the instance stream changed: hash 0x%016llx, pinned 0x%016llx (update the pin only "
            "for an intended change of the generators)", (unsigned long long)all, (unsigned long long)pinned);
 }
@@ -332,7 +346,7 @@ static void test_check(void) {
         {SORT, 1, 8, 16, 3, 5, 0, "--alphabet 0"},
         {ADD, 1, 8, 16, 3, 5, 26, "--alphabet applies to the symbol tasks (copy, "},
         {LEGO, 1, 8, 16, 3, 5, 0, "--train-min 1 is below the shortest lego instance (length 2)"},
-        {LEGO, 4, 8, 27, 3, 5, 0, "--test-max 27: lego chains at most 26 variables"},
+        {LEGO, 4, 8, 27, 3, 5, 0, "--test-max 27: lego builds lengths up to 26"},
         {RETRIEVAL, 64, 128, 512, 3, 5, 30, "not retrieval"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -464,7 +478,45 @@ static void test_alphabet(void) {
     fclose(f);
 }
 
+// PCFG, as tokens (its symbols are past the bytes): at every length and class, the tag, an
+// expression of exactly n function words, '=', its value by pcfg_eval (tested on the paper's
+// examples in tests/test_pcfg.c), '\n'; the class rule; within task_max_tokens and the vocabulary;
+// the same seed, the same instances.
+static int class_at_tokens(const TaskConfig *c, int n, const int *tok, int len) {
+    return n > c->train_max ? TASK_TEST : class_of_tokens(tok, len);
+}
+
+static void test_pcfg_instances(void) {
+    TaskConfig c;
+    task_defaults(&c, PCFG);
+    EXPECT(task_vocab(&c) == 256 + 520, "pcfg: vocabulary %d, expected 256 + 520 symbols", task_vocab(&c));
+    int tok[BUF], val[BUF], bad = 0, count = 0;
+    uint64_t h[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        Rng r;
+        rng_seed(&r, 17);
+        for (int n = 1; n <= c.test_max; n++)
+            for (int split = 0; split < 3; split++) {
+                int p = -1, len = task_instance(&c, n, -1.0, split, &r, tok, BUF, &p);
+                if (n > c.train_max && split != TASK_TEST) { bad += len != 0; continue; }
+                if (!len) { bad++; continue; }
+                count += pass == 0;
+                for (int i = 0; i < len; i++) h[pass] = h[pass] * 1000003 + (uint64_t)tok[i];
+                int ok = len >= 8 && !memcmp((int[]){'p', 'c', 'f', 'g', ':'}, tok, 5 * sizeof(int)) && tok[p - 1] == '=' &&
+                         tok[len - 1] == '\n' && len <= task_max_tokens(&c, n) && class_at_tokens(&c, n, tok, len) == split;
+                int nv = pcfg_eval(tok + 5, p - 6, val, BUF);
+                ok = ok && pcfg_functions(tok + 5, p - 6) == n && nv == len - p - 1 &&
+                     !memcmp(val, tok + p, sizeof(int) * (size_t)nv);
+                for (int i = 0; i < len; i++) ok = ok && tok[i] >= 0 && tok[i] < task_vocab(&c);
+                if (!ok && bad++ < 3) fprintf(stderr, "  pcfg n=%d split %d: a bad instance (%d tokens, prompt %d)\n", n, split, len, p);
+            }
+    }
+    EXPECT(bad == 0 && count == 8 * 3 + 27, "pcfg: %d bad instances of %d (expected one at each of 8 training lengths x 3 classes and 27 test lengths)", bad, count);
+    EXPECT(h[0] == h[1], "pcfg: the same seed gives different instances");
+}
+
 int main(void) {
+    test_pcfg_instances();
     test_table();
     test_instances();
     test_forms();
