@@ -29,7 +29,7 @@ const Flag FLAGS[] = {
     { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1",
       "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
     { "shuffle", F_SWITCH, O(shuffle), 0, 1, K_TRAIN, "",
-      "train on the data in a new order every epoch, from --seed: the files, and windows of --seq + 1 tokens within "
+      "train on the data in a new order every epoch, from --seed (or --data-seed): the files, and windows of --seq + 1 tokens within "
       "each file (default: in order)" },
     { "bos", F_SWITCH, O(bos), 0, 1, K_TRAIN, "",
       "start every window of text (training and evaluation) with the boundary token: the data's end of text, or "
@@ -105,7 +105,11 @@ const Flag FLAGS[] = {
     { "beta1", F_DBL, O(beta1), 0, 0.999999, K_TRAIN, "X", "AdamW beta1 (0.9)" },
     { "beta2", F_DBL, O(beta2), 0, 0.999999, K_TRAIN, "X", "AdamW beta2 (0.95)" },
     { "eps", F_DBL, O(eps), 1e-30, 1, K_TRAIN, "X", "AdamW epsilon (1e-8)" },
-    { "seed", F_LL, O(seed), 0, 9.2e18, K_TRAIN, "N", "seed of the initial weights and of sampling (1337)" },
+    { "seed", F_LL, O(seed), 0, 9.2e18, K_TRAIN, "N",
+      "seed of the initial weights and of sampling, and of the training data unless --data-seed (1337)" },
+    { "data-seed", F_LL, O(data_seed), 0, 9.2e18, K_TRAIN, "N",
+      "seed of the training data alone: a --task's instance stream, --shuffle's order, --dropout's masks; the "
+      "initial weights, evaluation and validation instances stay --seed's (0 = --seed, the default)" },
     { "val-every", F_INT, O(val_every), 0, 1e9, K_TRAIN, "N",
       "validation loss every N steps, 0 = only at the end (100)" },
     { "val-batches", F_INT, O(val_batches), 1, 1e6, K_TRAIN, "N", "micro-batches per validation (8)" },
