@@ -464,7 +464,7 @@ expect_fail "--fit-target 0" "--fit-target 0: the validation accuracy to reach i
 expect_fail "--max-steps without --fit-target" "--max-steps is the budget of --fit-target" ./train $t --max-steps 5 --save "$tmp/keep"
 expect_fail "--steps and --max-steps" "drop --steps" ./train $t --fit-target 0.5 --max-steps 5 --steps 5 --save "$tmp/keep"
 expect_fail "--fit-every without --fit-target" "--fit-every applies to fit-first training" ./train $t --fit-every 5 --save "$tmp/keep"
-expect_fail "--fit-per-length without --fit-target" "--fit-per-length applies to fit-first training" ./train $t --fit-per-length 5 --save "$tmp/keep"
+expect_fail "--fit-per-length without --fit-target" "--fit-per-length sizes the validation check of --fit-target or --select-every" ./train $t --fit-per-length 5 --save "$tmp/keep"
 ./train $t --alphabet 30 --steps 1 --save "$tmp/a30.ckpt" > /dev/null
 expect_fail "--load with another --alphabet" "the model's is 260" ./train --load "$tmp/a30.ckpt" --task copy-repeat --alphabet 40 --eval-per-length 1 --save "$tmp/keep"
 ./train --load "$tmp/a30.ckpt" --task copy-repeat --eval-per-length 2 > "$tmp/a30out" 2>&1 && grep -q "accuracy on copy-repeat" "$tmp/a30out"
