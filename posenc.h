@@ -16,8 +16,10 @@ enum { PE_HOOK_INPUT = 1, PE_HOOK_QK = 2, PE_HOOK_BIAS = 4 };
 enum { PE_MAX_LAYERS = 64 };
 enum { PE_MAX_FACTORS = 128 };   // longrope: d_rot/2 factors per list, rotated widths up to 256
 
-// Scheme ids index the table returned by posenc_scheme(); 0 is always "nope".
-enum { PE_NOPE = 0 };
+// Scheme ids index the table returned by posenc_scheme(); 0 is always "nope". PE_T5: the one other
+// scheme the lab names (the attention distance's claim "NoPE's attention is nearest to T5's");
+// tests/test_posenc.c checks that the table's row PE_T5 is "t5".
+enum { PE_NOPE = 0, PE_T5 = 5 };
 
 // The schemes a comparison runs when not told which (./compare without --schemes)
 #define PE_DEFAULT_COMPARISON "nope,learned,sinusoidal,rope,alibi,t5"

@@ -282,13 +282,13 @@ static void check_with_model(Session *s) {
           "not bytes; pass --tokenizer FILE to encode the prompt and print the sample", cfg->vocab_size);
 }
 
-// The random streams, from --seed (sampling) and --seed ^ TASK_DATA_SALT (task instances), or
+// The random streams, from --seed (sampling) and the data seed ^ TASK_DATA_SALT (task instances), or
 // where a --resume left them.
 static void seed_streams(Session *s) {
     const Options *o = s->o;
     rng_seed(&s->rng, (uint64_t)o->seed);
     if (o->resume) s->rng.s = s->st.rng;
-    rng_seed(&s->task_rng, (uint64_t)o->seed ^ TASK_DATA_SALT);
+    rng_seed(&s->task_rng, data_seed(o) ^ TASK_DATA_SALT);
     if (o->resume && o->task) s->task_rng.s = s->st.data_pos;
 }
 
@@ -376,7 +376,7 @@ static void split_text(Session *s) {
 static void start_stream(Session *s) {
     const Options *o = s->o;
     const TrainState *st = &s->st;
-    s->loader = (Loader){ .d = &s->train, .pack = o->pack, .bos = o->bos, .shuffle = o->shuffle, .seed = (uint64_t)o->seed ^ SHUFFLE_SALT };
+    s->loader = (Loader){ .d = &s->train, .pack = o->pack, .bos = o->bos, .shuffle = o->shuffle, .seed = data_seed(o) ^ SHUFFLE_SALT };
     if (!o->resume || o->task || !s->need_data) return;
     CHECK(!st->data_tokens || (st->data_tokens == s->train.n && st->data_files == (uint64_t)s->train.n_files),
           "--resume: '%s' was trained on %llu tokens in %llu files, but the training data now (%s) hold %llu tokens in %d "
@@ -384,15 +384,17 @@ static void start_stream(Session *s) {
           (unsigned long long)st->data_tokens, (unsigned long long)st->data_files, s->data_name,
           (unsigned long long)s->train.n, s->train.n_files);
     // the stored position means a token offset in order, or a window of the permutation drawn from
-    // --seed over windows of --seq + 1 tokens when shuffled: another reading would go on silently
-    // with windows read twice or never
+    // the data seed over windows of --seq + 1 tokens when shuffled: another reading would go on
+    // silently with windows read twice or never
     const Options *was = &s->a.stored;
     CHECK(was->shuffle == o->shuffle, "--resume: '%s' read its text %s; resuming it %s would take its place in the "
           "stream for another kind of position; drop --shuffle (or start a new run)", o->resume,
           was->shuffle ? "shuffled" : "in order", o->shuffle ? "shuffled" : "in order");
-    CHECK(!o->shuffle || (was->seed == o->seed && was->seq == o->seq), "--resume: '%s' reads its text shuffled, in an "
-          "order drawn from --seed %lld over windows of --seq %d; --seed %lld --seq %d would go on in another order, "
-          "reading windows twice or never; drop --seed and --seq", o->resume, was->seed, was->seq, o->seed, o->seq);
+    CHECK(!o->shuffle || (data_seed(was) == data_seed(o) && was->seq == o->seq), "--resume: '%s' reads its text "
+          "shuffled, in an order drawn from --seed %llu over windows of --seq %d; --seed %llu --seq %d would go on in "
+          "another order (the order's seed is --data-seed where one is given), reading windows twice or never; drop "
+          "--seed, --data-seed and --seq", o->resume, (unsigned long long)data_seed(was), was->seq,
+          (unsigned long long)data_seed(o), o->seq);
     s->loader.pos = (StreamPos){ st->data_epoch, st->data_shard, st->data_pos };
     loader_check_pos(&s->loader, o->seq, o->resume);
 }
@@ -489,8 +491,8 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     gpt_set_detect_anomaly(&s->model, o->detect_anomaly);   // validation and evaluation are not checked
     double loss = 0;
     for (int k = 0; k < o->accum; k++) {
-        // --dropout: masks from (--seed, step, micro-batch), so a resumed run drops what this one did
-        gpt_set_dropout(&s->model, o->dropout, gpt_dropout_key((uint64_t)o->seed, step, k));
+        // --dropout: masks from (data seed, step, micro-batch), so a resumed run drops what this one did
+        gpt_set_dropout(&s->model, o->dropout, gpt_dropout_key(data_seed(o), step, k));
         gpt_set_dropout_rows(&s->model, (uint64_t)s->rank * o->batch);   // this rank's rows of the global batch
         gpt_forward(&s->model, &mb[k]);
         stop_on_anomaly(&s->model, step);

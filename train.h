@@ -23,7 +23,9 @@
 
 // Seed salts: each random stream is seeded by --seed combined with its own salt, so the streams are
 // independent of each other and, for one seed, the same whatever the scheme (the fair comparison).
-// Sampling (--sample) uses --seed itself. Changing a salt changes the instances drawn: the losses,
+// Sampling (--sample) uses --seed itself. The training data's streams (task instances, --shuffle's
+// orders, --dropout's masks) take data_seed(o) in place of --seed: --data-seed N trains a model from
+// the same initial weights on another stream of data (./compare's NoPE twin). Changing a salt changes the instances drawn: the losses,
 // accuracies and checkpoints of every --task run, or the pictures and examples shown.
 static const uint64_t TASK_DATA_SALT = 0x7A5C0FFEEull;    // a --task's training instances: seed ^ salt
 static const uint64_t SHOW_SALT = 77;                    // --show's examples: seed + salt (+ 1 at the test length)
@@ -31,6 +33,9 @@ static const uint64_t ATTENTION_MAP_SALT = 4242;         // --attention-map's ta
 static const uint64_t FIT_SALT = 0xF17F17ull;             // --fit-target's validation instances: (seed ^ salt) + length
 static const uint64_t SHUFFLE_SALT = 0x5B0FF1Eull;        // --shuffle's orders of files and windows: seed ^ salt
 static const uint64_t DISTANCE_SALT = 0xD157ull;           // --attention-distance's test instances: salt + length
+
+// The seed of the training data's streams: --data-seed, or --seed when it is 0 (the default).
+static inline uint64_t data_seed(const Options *o) { return (uint64_t)(o->data_seed ? o->data_seed : o->seed); }
 
 // Everything one ./train invocation builds, in the order it is built.
 typedef struct {

@@ -269,7 +269,9 @@ static void attention_map(GPT *m, const Tokenizer *tok, const Options *o, const 
 // --attention-distance FILE --distance-to B: the NoPE paper's attention distance (eval/attndist.h) of the
 // --load model (A) to B, on --distance-per-length distinct test instances at every test length (the
 // same instances for every pair of models: they depend on the task and the length only), each layer
-// averaged over the instances of the training lengths ("in") and of the longer ones ("longer").
+// averaged over the instances of the training lengths ("in") and of the longer ones ("longer"), in
+// both definitions: jsd (textbook, each of A's heads to B's nearest) and jsd_paper (the paper's code:
+// the nearest pair of B's head g and A's head h, g < h; empty when A has one head).
 static void check_distance_flags(const Args *a) {
     const Options *o = &a->o;
     CHECK(o->attention_distance || (!o->distance_to && !flag_set(a, "distance-per-length")), "--distance-to and "
@@ -291,7 +293,7 @@ static void run_attention_distance(GPT *m, const TaskConfig *tc, const Options *
           "train both on the same task (and --alphabet)", o->distance_to, other.cfg.vocab_size, o->load, m->cfg.vocab_size);
     int lengths[EVAL_MAX_LENGTHS];
     int nl = task_test_lengths(tc, lengths, EVAL_MAX_LENGTHS);
-    double depths[TASK_MAX_DEPTHS], *sum = xcalloc((size_t)2 * L, sizeof(double)), *d = xmalloc(sizeof(double) * (size_t)L);
+    double depths[TASK_MAX_DEPTHS], *sum = xcalloc((size_t)4 * L, sizeof(double)), *d = xmalloc(sizeof(double) * (size_t)2 * L);
     task_test_depths(tc, depths, TASK_MAX_DEPTHS);
     long count[2] = { 0, 0 }, skipped = 0;
     int limit = gpt_position_limit(m) < gpt_position_limit(&other) ? gpt_position_limit(m) : gpt_position_limit(&other);
@@ -302,8 +304,9 @@ static void run_attention_distance(GPT *m, const TaskConfig *tc, const Options *
         for (int i = 0; i < n; i++) {
             int T = set.len[i];
             if (T > limit) { skipped++; continue; }
-            attention_distance(m, &other, set.tokens + (size_t)i * set.stride, T, d);
-            for (int l = 0; l < L; l++) sum[split * L + l] += d[l];
+            attention_distance(m, &other, set.tokens + (size_t)i * set.stride, T, d, d + L);
+            // sum[(def * 2 + split) * L + l]: def 0 the textbook JSD, 1 the paper's
+            for (int l = 0; l < 2 * L; l++) sum[((l / L) * 2 + split) * L + l % L] += d[l];
             count[split]++;
         }
         task_set_free(&set);
@@ -311,17 +314,20 @@ static void run_attention_distance(GPT *m, const TaskConfig *tc, const Options *
     CHECK(count[0] + count[1] > 0, "--attention-distance: no test instance fits both models' positions (%d)", limit);
     AtomicFile af;
     FILE *f = af_open(&af, o->attention_distance, "attention distance CSV", "w");
-    fprintf(f, "layer,split,instances,jsd\n");
-    printf("attention distance (JSD, nats; each of A's heads to B's nearest head) of %s to %s, %d test instances per length:\n",
+    fprintf(f, "layer,split,instances,jsd,jsd_paper\n");
+    printf("attention distance (nats) of %s to %s, %d test instances per length; JSD: each of A's heads to B's "
+           "nearest head; paper: the nearest pair (B's head g, A's head h), g < h, of the paper's code\n",
            o->load, o->distance_to, o->distance_per_length);
-    printf("  layer | lengths <= %d (%ld instances) | longer (%ld)\n", tc->train_max, count[0], count[1]);
+    printf("  layer | lengths <= %d (%ld instances): JSD, paper | longer (%ld): JSD, paper\n", tc->train_max, count[0], count[1]);
     for (int l = 0; l < L; l++) {
         printf("  %5d |", l);
         for (int sp = 0; sp < 2; sp++) {
             if (!count[sp]) { printf(" %s", sp ? "-" : "- |"); continue; }
-            double v = sum[sp * L + l] / (double)count[sp];
-            fprintf(f, "%d,%s,%ld,%.9f\n", l, sp ? "longer" : "in", count[sp], v);
-            printf(sp ? " %.4f" : " %.4f |", v);
+            double v = sum[sp * L + l] / (double)count[sp], vp = sum[(2 + sp) * L + l] / (double)count[sp];
+            fprintf(f, "%d,%s,%ld,%.9f,", l, sp ? "longer" : "in", count[sp], v);
+            if (!isnan(vp)) fprintf(f, "%.9f", vp);
+            fprintf(f, "\n");
+            printf(sp ? " %.4f, %.4f" : " %.4f, %.4f |", v, vp);
         }
         printf("\n");
     }

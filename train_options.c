@@ -29,8 +29,8 @@ const Flag FLAGS[] = {
     { "pack", F_INT, O(pack), 0, 1, K_TRAIN, "0|1",
       "1: isolate documents (after end-of-text, or a blank line in bytes) and restart their positions (0)" },
     { "shuffle", F_SWITCH, O(shuffle), 0, 1, K_TRAIN, "",
-      "train on the data in a new order every epoch, from --seed: the files, and windows of --seq + 1 tokens within "
-      "each file (default: in order)" },
+      "train on the data in a new order every epoch, from --seed (or --data-seed): the files, and windows of "
+      "--seq + 1 tokens within each file (default: in order)" },
     { "bos", F_SWITCH, O(bos), 0, 1, K_TRAIN, "",
       "start every window of text (training and evaluation) with the boundary token: the data's end of text, or "
       "byte 2 (STX) in byte data, followed by --seq - 1 tokens of text; stored for --resume (with --load, give it "
@@ -105,7 +105,11 @@ const Flag FLAGS[] = {
     { "beta1", F_DBL, O(beta1), 0, 0.999999, K_TRAIN, "X", "AdamW beta1 (0.9)" },
     { "beta2", F_DBL, O(beta2), 0, 0.999999, K_TRAIN, "X", "AdamW beta2 (0.95)" },
     { "eps", F_DBL, O(eps), 1e-30, 1, K_TRAIN, "X", "AdamW epsilon (1e-8)" },
-    { "seed", F_LL, O(seed), 0, 9.2e18, K_TRAIN, "N", "seed of the initial weights and of sampling (1337)" },
+    { "seed", F_LL, O(seed), 0, 9.2e18, K_TRAIN, "N",
+      "seed of the initial weights and of sampling, and of the training data unless --data-seed (1337)" },
+    { "data-seed", F_LL, O(data_seed), 0, 9.2e18, K_TRAIN, "N",
+      "seed of the training data alone: a --task's instance stream, --shuffle's order, --dropout's masks; the "
+      "initial weights, evaluation and validation instances stay --seed's (0 = --seed, the default)" },
     { "val-every", F_INT, O(val_every), 0, 1e9, K_TRAIN, "N",
       "validation loss every N steps, 0 = only at the end (100)" },
     { "val-batches", F_INT, O(val_batches), 1, 1e6, K_TRAIN, "N", "micro-batches per validation (8)" },
@@ -148,9 +152,10 @@ const Flag FLAGS[] = {
     { "ppl-stride", F_DBL, O(ppl_stride), 0, 1, K_RUN, "F",
       "sliding-window stride as a fraction of the window, in (0, 1] (0.5)" },
     { "attention-distance", F_STR, O(attention_distance), 0, 0, K_RUN, "FILE",
-      "the NoPE paper's attention distance: with --load A --task NAME --distance-to B, each layer's mean over A's "
-      "heads of the Jensen-Shannon divergence to B's nearest head, on the same test instances, as CSV "
-      "(layer,split,instances,jsd), then exit" },
+      "the NoPE paper's attention distance: with --load A --task NAME --distance-to B, on the same test instances, "
+      "each layer's mean over A's heads of the Jensen-Shannon divergence to B's nearest head (jsd), and the paper's "
+      "code's: the nearest pair of B's head g and A's head h with g < h of 0.5 (KL(m||p) + KL(m||q)) (jsd_paper), "
+      "as CSV (layer,split,instances,jsd,jsd_paper), then exit" },
     { "distance-to", F_STR, O(distance_to), 0, 0, K_RUN, "CKPT",
       "with --attention-distance: model B (a checkpoint with as many layers, trained on the same task)" },
     { "distance-per-length", F_INT, O(distance_per_length), 1, 10000, K_RUN, "N",

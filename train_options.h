@@ -25,6 +25,7 @@ typedef struct {
     const char *schedule;                      // the lr decay: "cosine" or "poly"
     const char *precision;                     // the linear layers' products: "fp32" or "bf16"
     long long seed;
+    long long data_seed;                       // --data-seed: the training data's stream; 0 = --seed
     const char *ppl_out, *ppl_positions, *ppl_windows;   // perplexity against window length
     double ppl_stride;
     int ppl_tokens;

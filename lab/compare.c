@@ -17,7 +17,10 @@
 // Folder layout (OUT):
 //   runs/TASK/SCHEME/seedN/   train.log (everything ./train printed), log.csv (loss per step),
 //                             model.ckpt, eval.csv (task accuracy) or ppl*.csv (text), done,
-//                             attention.csv (text with --attention-stats)
+//                             attention.csv (text with --attention-stats), distance.csv
+//                             (--attention-distance: NoPE's model against this run's)
+//   runs/TASK/nope-twin/seedN/  --attention-distance: NoPE's twin (lab/runs.h), as a run, and the
+//                             distance.csv of NoPE to it (the baseline of the same initial weights)
 //   results.csv               one row per run and length bucket (tasks) or window (text)
 //   runs.csv                  tasks: one row per run (fitted, steps to fit, accuracies, degenerate lengths)
 //   summary.md                per task: fitted runs, means with 95% bootstrap intervals, test pools,
@@ -150,6 +153,7 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     if (c->fit_target) { arg(a, "--fit-target"); arg(a, "%s", c->fit_target); }
     arg_words(a, c->schemes[r->scheme].flags);
     arg(a, "--seed"); arg(a, "%lld", c->seeds[r->seed]);
+    if (r->twin) { arg(a, "--data-seed"); arg(a, "%lld", twin_data_seed(c->seeds[r->seed])); }
     arg(a, "--threads"); arg(a, "%d", c->threads);
     arg(a, "--log"); arg(a, "%s/log.csv", r->dir);
     arg(a, "--save"); arg(a, "%s/model.ckpt", r->dir);
@@ -266,8 +270,10 @@ static int run_all(const Cfg *c, Run *runs, int n) {
         done += runs[i].state == RUN_FOUND_DONE;
         elsewhere += runs[i].state == RUN_ELSEWHERE;
     }
-    printf("compare: %d runs (%d tasks x %d schemes x %d seeds), %d already done, %d to train", n, c->n_tasks,
-           c->n_schemes, c->n_seeds, done, todo);
+    int twins = n_twin_runs(c);
+    printf("compare: %d runs (%d tasks x %d schemes x %d seeds", n, c->n_tasks, c->n_schemes, c->n_seeds);
+    if (twins) printf(", and %d NoPE twins for the attention distance's baseline", twins);
+    printf("), %d already done, %d to train", done, todo);
     if (elsewhere) printf(" here (rank 0; %d on the other ranks)", elsewhere);
     printf("; %d at a time, %d threads each\n", c->jobs, c->threads);
     fflush(stdout);
@@ -299,9 +305,10 @@ static int run_all(const Cfg *c, Run *runs, int n) {
             fmt_duration(dt, took, sizeof took);
             fmt_duration(busy / finished * (todo - finished) / c->jobs, eta, sizeof eta);
             last_line(r->dir, c->data ? "step" : "in-distribution", res, sizeof res);
+            char label[96];
             if (!c->quiet || !ok)
                 printf("[%d/%d] %s %s seed %lld: %s in %s | %s | ETA %s\n", finished, todo, c->tasks[r->task],
-                       c->schemes[r->scheme].label, c->seeds[r->seed], ok ? "done" : "FAILED", took,
+                       run_label(c, r, label, sizeof label), c->seeds[r->seed], ok ? "done" : "FAILED", took,
                        ok ? res : "see train.log", eta);
             if (!ok) printf("        log: %s/train.log\n", r->dir);
             fflush(stdout);
@@ -313,58 +320,72 @@ static int run_all(const Cfg *c, Run *runs, int n) {
     return failed;
 }
 
-// --attention-distance, after training: for every task and seed, ./train --attention-distance of
-// nope's model to each scheme's model of the seed, and to nope's of the next seed (the baseline),
-// into the other run's distance.csv (nope's own folder holds the baseline). Both runs must be
-// finished; a distance.csv already there is kept. Returns the number that failed.
+// The weights a run is tested with: model.ckpt.best when ./train --select-every wrote it, else model.ckpt.
+static void tested_ckpt(const Run *r, char *out, size_t cap) {
+    snprintf(out, cap, "%s/model.ckpt.best", r->dir);
+    if (access(out, F_OK) != 0) snprintf(out, cap, "%s/model.ckpt", r->dir);
+}
+
+// ./train --attention-distance of a's tested model to b's, into home's distance.csv, unless one of
+// that pair is there. Returns 1 when made, 0 when kept or left out, -1 when it failed.
+static int distance_pair(const Cfg *c, int t, const Run *a, const Run *b, const Run *home) {
+    if (!run_has_results(a) || !run_has_results(b)) return 0;
+    char out[4200], log[4200], pair_path[4200], pair[8500], was[8500] = "", ck_a[4200], ck_b[4200];
+    tested_ckpt(a, ck_a, sizeof ck_a);
+    tested_ckpt(b, ck_b, sizeof ck_b);
+    snprintf(out, sizeof out, "%s/distance.csv", home->dir);
+    // distance.pair names the two models a distance.csv was computed from: one kept from another
+    // pairing (another seed list gives NoPE another partner, a best checkpoint written since) is
+    // computed again
+    snprintf(pair_path, sizeof pair_path, "%s/distance.pair", home->dir);
+    snprintf(pair, sizeof pair, "%s %s\n", ck_a, ck_b);
+    FILE *pf = fopen(pair_path, "r");
+    if (pf) { if (!fgets(was, sizeof was, pf)) was[0] = 0; fclose(pf); }
+    int stale = pf && strcmp(was, pair) != 0;
+    if (access(out, F_OK) == 0 && !stale) return 0;   // (a distance.csv without distance.pair: kept)
+    if (stale) { remove(out); remove(pair_path); }
+    if (access(ck_a, R_OK) != 0 || access(ck_b, R_OK) != 0) {   // runs restored without their checkpoints
+        printf("attention distance of %s to %s: no model.ckpt (its checkpoint was not kept), left out%s\n", a->dir,
+               b->dir, stale ? " (the one kept was of another pair, and is removed)" : "");
+        return 0;
+    }
+    snprintf(log, sizeof log, "%s/distance.log", home->dir);
+    remove(log);
+    Argv *cmd = xcalloc(1, sizeof(Argv));
+    arg(cmd, "%s", c->train_bin);
+    arg(cmd, "--load"); arg(cmd, "%s", ck_a);
+    arg(cmd, "--task"); arg(cmd, "%s", c->tasks[t]);
+    arg(cmd, "--attention-distance"); arg(cmd, "%s", out);
+    arg(cmd, "--distance-to"); arg(cmd, "%s", ck_b);
+    arg(cmd, "--threads"); arg(cmd, "%d", c->threads);
+    int rc = run_cmd(cmd, log);
+    free(cmd);
+    if (rc) { printf("attention distance of %s to %s FAILED: see %s\n", a->dir, b->dir, log); return -1; }
+    FILE *w = fopen(pair_path, "w");
+    CHECK(w && fputs(pair, w) >= 0 && fclose(w) == 0, "cannot write '%s'", pair_path);
+    return 1;
+}
+
+// --attention-distance, after training: for every task and seed, the NoPE paper's attention distance
+// (./train --attention-distance) of nope's model to each scheme's model of the seed, to its twin's
+// (the baseline of the same initial weights) and to nope's of the next seed (the baseline of
+// another start), each into the other run's distance.csv (nope's own folder holds the next seed's).
+// Both runs must be finished; a distance.csv already there is kept. Returns the number that failed.
 static int attention_distances(const Cfg *c, const Run *runs) {
     int ns = nope_scheme(c), failed = 0, made = 0;
     double t0 = now_seconds();
     for (int t = 0; t < c->n_tasks; t++)
-        for (int sd = 0; sd < c->n_seeds; sd++)
-            for (int sc = 0; sc < c->n_schemes; sc++) {
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            const Run *a = &runs[run_index(c, t, ns, sd)];
+            for (int sc = 0; sc <= c->n_schemes; sc++) {          // sc == n_schemes: the twin
                 if (sc == ns && c->n_seeds < 2) continue;
-                const Run *a = &runs[run_index(c, t, ns, sd)];
-                const Run *b = &runs[run_index(c, t, sc, sc == ns ? (sd + 1) % c->n_seeds : sd)];
-                const Run *home = &runs[run_index(c, t, sc, sd)];
-                if (!run_has_results(a) || !run_has_results(b)) continue;
-                char out[4200], log[4200], pair_path[4200], pair[8500], was[8500] = "";
-                snprintf(out, sizeof out, "%s/distance.csv", home->dir);
-                // distance.pair names the two models a distance.csv was computed from: one kept from
-                // another pairing (another seed list gives NoPE another partner) is computed again
-                snprintf(pair_path, sizeof pair_path, "%s/distance.pair", home->dir);
-                snprintf(pair, sizeof pair, "%s/model.ckpt %s/model.ckpt\n", a->dir, b->dir);
-                FILE *pf = fopen(pair_path, "r");
-                if (pf) { if (!fgets(was, sizeof was, pf)) was[0] = 0; fclose(pf); }
-                int stale = pf && strcmp(was, pair) != 0;
-                if (access(out, F_OK) == 0 && !stale) continue;   // (a distance.csv without distance.pair: kept)
-                if (stale) { remove(out); remove(pair_path); }
-                char ck_a[4200], ck_b[4200];
-                snprintf(ck_a, sizeof ck_a, "%s/model.ckpt", a->dir);
-                snprintf(ck_b, sizeof ck_b, "%s/model.ckpt", b->dir);
-                if (access(ck_a, R_OK) != 0 || access(ck_b, R_OK) != 0) {   // runs restored without their checkpoints
-                    printf("attention distance of %s to %s: no model.ckpt (its checkpoint was not kept), left out%s\n", a->dir,
-                           b->dir, stale ? " (the one kept was of another pair, and is removed)" : "");
-                    continue;
-                }
-                snprintf(log, sizeof log, "%s/distance.log", home->dir);
-                remove(log);
-                Argv *cmd = xcalloc(1, sizeof(Argv));
-                arg(cmd, "%s", c->train_bin);
-                arg(cmd, "--load"); arg(cmd, "%s", ck_a);
-                arg(cmd, "--task"); arg(cmd, "%s", c->tasks[t]);
-                arg(cmd, "--attention-distance"); arg(cmd, "%s", out);
-                arg(cmd, "--distance-to"); arg(cmd, "%s", ck_b);
-                arg(cmd, "--threads"); arg(cmd, "%d", c->threads);
-                int rc = run_cmd(cmd, log);
-                free(cmd);
-                if (rc) { failed++; printf("attention distance of %s to %s FAILED: see %s\n", a->dir, b->dir, log); }
-                else {
-                    made++;
-                    FILE *w = fopen(pair_path, "w");
-                    CHECK(w && fputs(pair, w) >= 0 && fclose(w) == 0, "cannot write '%s'", pair_path);
-                }
+                const Run *b = sc == c->n_schemes ? &runs[twin_index(c, t, sd)]
+                             : &runs[run_index(c, t, sc, sc == ns ? (sd + 1) % c->n_seeds : sd)];
+                const Run *home = sc == c->n_schemes ? b : &runs[run_index(c, t, sc, sd)];
+                int k = distance_pair(c, t, a, b, home);
+                made += k > 0; failed += k < 0;
             }
+        }
     char took[32];
     fmt_duration(now_seconds() - t0, took, sizeof took);
     if (made || failed) printf("compare: %d attention distances in %s%s\n", made, took, failed ? " (some failed)" : "");
@@ -391,36 +412,39 @@ int main(int argc, char **argv) {
         CHECK(access(c.train_bin, X_OK) == 0, "cannot run the trainer '%s' (build it with make, or give --train PATH)", c.train_bin);
         mkdirs(c.out);
     }
-    int n = c.n_tasks * c.n_schemes * c.n_seeds;
-    Run *runs = xcalloc(n, sizeof(Run));
+    int n = n_grid_runs(&c), n_all = n + n_twin_runs(&c);       // the grid, then NoPE's twins
+    Run *runs = xcalloc(n_all, sizeof(Run));
     for (int t = 0; t < c.n_tasks; t++)
         for (int sd = 0; sd < c.n_seeds; sd++)
-            for (int sc = 0; sc < c.n_schemes; sc++) {
-                Run *r = &runs[run_index(&c, t, sc, sd)];
-                r->task = t; r->scheme = sc; r->seed = sd;
-                snprintf(r->dir, sizeof r->dir, "%s/runs/%s/%s/seed%lld", c.out, c.tasks[t], c.schemes[sc].label, c.seeds[sd]);
+            for (int sc = 0; sc <= c.n_schemes; sc++) {
+                if (sc == c.n_schemes && !n_twin_runs(&c)) continue;
+                Run *r = &runs[sc < c.n_schemes ? run_index(&c, t, sc, sd) : twin_index(&c, t, sd)];
+                r->task = t; r->scheme = sc < c.n_schemes ? sc : nope_scheme(&c); r->seed = sd; r->twin = sc == c.n_schemes;
+                char label[96];
+                snprintf(r->dir, sizeof r->dir, "%s/runs/%s/%s/seed%lld", c.out, c.tasks[t], run_label(&c, r, label, sizeof label),
+                         c.seeds[sd]);
                 r->state = finished(&c, r) ? RUN_FOUND_DONE : RUN_TODO;
             }
     // under mpirun: the runs still to train, dealt out in turn (the i-th goes to rank i % ranks)
     int todo = 0;
-    for (int i = 0; i < n && !c.report_only; i++)
+    for (int i = 0; i < n_all && !c.report_only; i++)
         if (runs[i].state == RUN_TODO && todo++ % ranks != rank) runs[i].state = RUN_ELSEWHERE;
     int failed = 0;
     if (c.report_only) {
         int done = 0;
-        for (int i = 0; i < n; i++) done += runs[i].state == RUN_FOUND_DONE;
+        for (int i = 0; i < n_all; i++) done += runs[i].state == RUN_FOUND_DONE;
         CHECK(done, "--report-only: no finished run in %s (a run is finished when its folder has a done file)", c.out);
-        printf("compare: --report-only: %d of %d runs finished%s\n", done, n, done < n ? "; the others are left out (nothing is trained)" : "");
-    } else failed = run_all(&c, runs, n);
+        printf("compare: --report-only: %d of %d runs finished%s\n", done, n_all, done < n_all ? "; the others are left out (nothing is trained)" : "");
+    } else failed = run_all(&c, runs, n_all);
     if (ranks > 1) {
         dist_idle_barrier();                // every rank waits here (asleep) until the last run is done
         failed = (int)dist_sum(failed);
-        for (int i = 0; i < n; i++)         // the others' runs, back from their done files
+        for (int i = 0; i < n_all; i++)     // the others' runs, back from their done files
             if (runs[i].state == RUN_ELSEWHERE) runs[i].state = finished(&c, &runs[i]) ? RUN_FOUND_DONE : RUN_FAILED;
         if (rank == 0) printf("compare: %d ranks trained %d runs\n", ranks, todo);
     }
     if (rank == 0 && c.attention_distance && !c.report_only) failed += attention_distances(&c, runs);
-    if (rank == 0) report(&c, runs, n);     // rank 0 alone writes the report
+    if (rank == 0) report(&c, runs, n);     // rank 0 alone writes the report (the twins after runs[n - 1])
     free(runs);
     dist_finalize();
     if (failed) { fprintf(stderr, "compare: %d runs failed; their train.log says why; run the command again to retry them\n", failed); return 1; }

@@ -287,9 +287,13 @@ static const CompareFlag FLAGS[] = {
       "text: also measure each run's attention (./train --attention-stats, with --bos when\n"
       "the run trained with it) and add the collapsed fraction of heads by layer to summary.md" },
     { "attention-distance", NULL, ARG_SWITCH, O(attention_distance), NULL,
-      "task: the NoPE paper's attention distance (JSD to the nearest head, by layer) of\n"
-      "nope's runs to every scheme's run of the same seed, and to nope's of the next\n"
-      "seed (the baseline), after training; a table and a plot by layer in summary.md" },
+      "task: the NoPE paper's attention distance by layer (the textbook JSD to the nearest\n"
+      "head, and the paper's code's: 0.5 (KL(m||p) + KL(m||q)), pairs i < j) of nope's\n"
+      "runs to every scheme's run of the same seed; also trains NoPE's twin per task and\n"
+      "seed (runs/TASK/nope-twin/seedN: the same --seed, --data-seed SEED + 1000003),\n"
+      "the baseline of the same initial weights; the tested weights (model.ckpt.best\n"
+      "when there is one); tables, paired tests, the claim that NoPE is nearest to t5\n"
+      "(with a scheme labelled t5) and a plot in summary.md" },
     { "jobs", "N", ARG_COUNT, O(jobs), NULL, "runs at a time (default 1)" },
     { "threads", "N", ARG_COUNT, O(threads), NULL, "OpenMP threads per run (default: cores / jobs)" },
     { "train", "PATH", ARG_TEXT, O(train_bin), NULL, "the ./train binary (default: next to ./compare)" },
@@ -377,6 +381,9 @@ static void complete(Cfg *c, Parse *p, char *claims, char *doubled) {
           "--attention-distance measures every scheme's attention against NoPE's: give a scheme labelled nope "
           "(--schemes nope,...) and another scheme or a second seed");
     if (!c->n_seeds) { c->seeds[0] = 1; c->n_seeds = 1; }
+    for (int k = 0; k < c->n_seeds && c->attention_distance; k++)      // ./train takes seeds up to 9.2e18
+        CHECK(c->seeds[k] <= 9200000000000000000LL - TWIN_DATA_SEED_OFFSET, "--seeds: %lld is too large for "
+              "--attention-distance, whose NoPE twin trains on --data-seed SEED + %lld", c->seeds[k], TWIN_DATA_SEED_OFFSET);
     if (!c->threads) {
         // the cores this process may run on (under mpirun: the rank's binding), else all online
         cpu_set_t set;
@@ -392,7 +399,7 @@ static void check_extra(const Cfg *c) {
     for (int k = 0; k < c->n_extra; k++)
         for (const char *const *f = (const char *const[]){ "--task", "--pe", "--pe-layers", "--input-pe", "--seed", "--save", "--log", "--eval-out",
                                                     "--eval-per-length", "--data", "--val-data", "--load", "--resume", "--threads",
-                                                    "--fit-target", NULL }; *f; f++)
+                                                    "--fit-target", "--data-seed", NULL }; *f; f++)
             CHECK(strcmp(c->extra[k], *f), "%s after -- is set by ./compare itself; use its own flags", *f);
     // a scheme setting after -- would go to every run and override a scheme's own (it follows them)
     for (int k = 0; k < c->n_extra; k++)

@@ -5,7 +5,8 @@
 // paired test of every two schemes; then the paired tests pooled over tasks, the MRR with its
 // interval and the --claims verdicts. The statistics are lab/stats.c's. The stages are here, with
 // the paired tests that the tables of tasks and of text share; the reading, the plots and the
-// sections are in lab/report_read.c, report_plots.c, report_tasks.c and report_text.c (lab/report.h).
+// sections are in lab/report_read.c, report_plots.c, report_tasks.c, report_distance.c and
+// report_text.c (lab/report.h).
 #include <math.h>
 #include <string.h>
 
@@ -86,6 +87,7 @@ void report(const Cfg *c, const Run *runs, int n) {
         size_t n_rr = (size_t)c->n_tasks * c->n_seeds * c->n_schemes;
         rp.rr = xmalloc(sizeof(double) * n_rr);
         for (size_t i = 0; i < n_rr; i++) rp.rr[i] = NAN;
+        if (c->attention_distance) distance_values(&rp);
     }
 
     char path[4200];
@@ -112,6 +114,7 @@ void report(const Cfg *c, const Run *runs, int n) {
     }
     if (!c->data) {
         if (c->n_tasks > 1 && c->n_schemes > 1) { fprintf(rp.md, "## Paired comparisons over all tasks\n\n"); pair_table(&rp, 0, c->n_tasks); }
+        if (c->attention_distance && n_twin_runs(c)) distance_pooled(&rp);
         mrr_table(&rp);
         paper_table(&rp);
         if (c->n_claims) claims_section(&rp);
@@ -122,7 +125,7 @@ void report(const Cfg *c, const Run *runs, int n) {
         }
     }
     fclose(rp.md);
-    free(rp.rr); free(rp.buf); free(rp.facts); free(rp.row0); free(rp.nrow);
+    free(rp.rr); free(rp.buf); free(rp.facts); free(rp.twin_facts); free(rp.dist); free(rp.row0); free(rp.nrow);
     free(rp.rs.r);
     print_summary(c, rp.made);
 }

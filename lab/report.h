@@ -2,8 +2,9 @@
 // (report()) and holds the paired tests that both kinds of table give; lab/report_read.c reads the
 // runs' files (results, train.log, distances, attention statistics) and writes results.csv and
 // runs.csv; lab/report_plots.c writes the gnuplot scripts and their .dat files; lab/report_tasks.c the
-// task tables (accuracy, test pools, paired tests, MRR, claims, attention distance); lab/report_text.c
-// the tables of text (perplexity by window, the test at twice the context, heads collapsed).
+// task tables (accuracy, test pools, paired tests, MRR, claims); lab/report_distance.c the attention
+// distance's; lab/report_text.c the tables of text (perplexity by window, the test at twice the
+// context, heads collapsed).
 #ifndef REPORT_H
 #define REPORT_H
 
@@ -11,7 +12,7 @@
 #include "lab/stats.h"
 
 // Reads every finished run's results and writes OUT/results.csv, OUT/summary.md and the plots,
-// then prints the summary.
+// then prints the summary. runs: the n runs of the grid, then (--attention-distance) NoPE's twins.
 void report(const Cfg *c, const Run *runs, int n);
 
 // ----------------------------------------------------------------------------------------------
@@ -69,6 +70,8 @@ typedef struct {
     Rows rs;             // every row of every finished run, run by run
     int *row0, *nrow;    // (n,) each run's first row in rs and its row count
     RunFacts *facts;     // (n,) tasks
+    RunFacts *twin_facts;// (n_tasks, n_seeds) --attention-distance: NoPE's twins' fit (runs[twin_index]); else NULL
+    double *dist;        // --attention-distance: (2, n_tasks, n_schemes + 1, n_seeds) distance_values; else NULL
     Bucket *buf;         // (rs.n,) scratch for the bootstraps
     FILE *md;            // summary.md
     int plots, made;     // gnuplot is installed; plots made
@@ -79,8 +82,9 @@ typedef struct {
 typedef struct { Interval iv; double p; } Test;     // a paired test: mean, 95% t-interval, sign-flip p
 
 // --attention-distance, one task: x[scheme][split][layer][k] the JSD to NoPE of the k-th pair of runs
-// where both fitted (split 0: at the training lengths, 1: longer), nx[scheme] such pairs, and the layers.
-typedef struct { double x[MAX_ITEMS][2][DIST_MAX_LAYERS][MAX_ITEMS]; int nx[MAX_ITEMS], layers; } Distances;
+// where both fitted (split 0: at the training lengths, 1: longer), nx[scheme] such pairs, and the
+// layers; scheme n_schemes is NoPE's twin.
+typedef struct { double x[MAX_ITEMS + 1][2][DIST_MAX_LAYERS][MAX_ITEMS]; int nx[MAX_ITEMS + 1], layers; } Distances;
 
 // --attention-stats: one (run, window, layer) of an attention.csv: the windows averaged, the layer's
 // fraction of heads collapsed (NAN and the note for a window the model could not take)
@@ -110,13 +114,15 @@ void write_results_csv(const Report *rp);      // OUT/results.csv: a row per run
 void write_runs_csv(const Report *rp);         // OUT/runs.csv: a row per finished task run
 // fitted, or without a criterion: the runs that enter the comparisons
 int run_counts(const Report *rp, int run);
+int twin_counts(const Report *rp, int t, int sd);   // the same for NoPE's twin of task t and seed sd
 // The buckets of the counted runs of scheme sc on task t, one SeedBuckets per run: ood 0 or 1 when
 // length < 0, else every bucket of that length (rp->buf holds them). Returns the runs.
 int fitted_buckets(const Report *rp, int t, int sc, int ood, int length, SeedBuckets *seeds);
 int task_train_max(const Run *r);              // the longest training length of a task run (train.log)
 int text_context(const Run *r);                // the context of a text run's model (train.log)
-// jsd[split][layer] of one distance.csv; returns the layers read, 0 when the file is missing
-int read_distance(const char *path, double jsd[2][DIST_MAX_LAYERS]);
+// jsd[def][split][layer] of one distance.csv (def 0 the textbook JSD, 1 the paper's; NAN: none);
+// returns the layers read, 0 when the file is missing
+int read_distance(const char *path, double jsd[2][2][DIST_MAX_LAYERS]);
 void read_attention(const char *path, int run, LayerRows *ls);   // one run's attention.csv, appended to ls
 
 // lab/report_plots.c: each plot's .gp script (and .dat), drawn when plots (gnuplot is installed), and
@@ -135,6 +141,11 @@ void pair_table(const Report *rp, int t0, int t1);
 void mrr_table(const Report *rp);              // the mean reciprocal rank of each scheme (add_ranks' ranks)
 void claims_section(const Report *rp);         // the --claims verdicts (with rp->floor_on: the sensitivity table)
 void paper_table(const Report *rp);            // --paper: the measured accuracy beyond training beside the paper's
+
+// lab/report_distance.c: --attention-distance's sections
+void distance_values(Report *rp);             // every pair's distance into rp->dist (both definitions)
+void distance_section(Report *rp, int t);     // a task's tables (by layer, paired with the twin, the T5 claim), plot
+void distance_pooled(const Report *rp);       // the paired tables and the claim over every task
 
 // lab/report_text.c: summary.md's section of text
 void text_section(Report *rp, int t);

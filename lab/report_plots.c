@@ -172,8 +172,9 @@ void plot_accuracy(Report *rp, int t, int train_max) {
     fprintf(rp->md, "![accuracy](%s.png)\n\n", name);
 }
 
-// --attention-distance: the JSD to NoPE by layer at the training lengths, each scheme's mean with its
-// 95% t-interval over the pairs (lo = hi = the mean with one pair), into distance_TASK.dat, and its plot.
+// --attention-distance: the JSD to NoPE by layer at the training lengths, each scheme's (and NoPE's
+// twin's) mean with its 95% t-interval over the pairs (lo = hi = the mean with one pair), into
+// distance_TASK.dat, and its plot.
 void plot_distance(Report *rp, int t, const Distances *ds) {
     const Cfg *c = rp->c;
     int ns = nope_scheme(c), layers = ds->layers;
@@ -183,13 +184,18 @@ void plot_distance(Report *rp, int t, const Distances *ds) {
     snprintf(path, sizeof path, "%s/%s.dat", c->out, name);
     FILE *d = fopen(path, "w");
     CHECK(d, "cannot write '%s'", path);
+    // the rows: every scheme, then NoPE's twin when there are twins
+    int rows = c->n_schemes + (n_twin_runs(c) > 0);
+    char twin[96], label[MAX_ITEMS + 1][96];
+    snprintf(twin, sizeof twin, "%s-twin", posenc_scheme(PE_NOPE)->name);
+    for (int sc = 0; sc < rows; sc++) snprintf(label[sc], sizeof label[sc], "%s", sc < c->n_schemes ? c->schemes[sc].label : twin);
     fprintf(d, "# layer, then per scheme: mean, lo, hi of the JSD to NoPE at the training lengths (nope: NoPE of "
-               "another seed); 95%% t-interval over the seeds where both runs fitted\n# layer");
-    for (int sc = 0; sc < c->n_schemes; sc++) fprintf(d, " %s %s_lo %s_hi", c->schemes[sc].label, c->schemes[sc].label, c->schemes[sc].label);
+               "another seed; %s: NoPE's twin, the same start); 95%% t-interval over the seeds where both runs fitted\n# layer", twin);
+    for (int sc = 0; sc < rows; sc++) fprintf(d, " %s %s_lo %s_hi", label[sc], label[sc], label[sc]);
     fprintf(d, "\n");
     for (int l = 0; l < layers; l++) {
         fprintf(d, "%d", l);
-        for (int sc = 0; sc < c->n_schemes; sc++) {
+        for (int sc = 0; sc < rows; sc++) {
             Interval iv = mean_t_interval(ds->x[sc][0][l], nx[sc]);
             if (!nx[sc] || isnan(iv.mean)) fprintf(d, " NaN NaN NaN");
             else fprintf(d, " %.6g %.6g %.6g", iv.mean, nx[sc] > 1 ? iv.lo : iv.mean, nx[sc] > 1 ? iv.hi : iv.mean);
@@ -201,10 +207,10 @@ void plot_distance(Report *rp, int t, const Distances *ds) {
     snprintf(title, sizeof title, "%s: attention distance to NoPE by layer (JSD to the nearest head; mean, 95%% t-interval)", c->tasks[t]);
     FILE *g = gp_open(c->out, name, title, "layer", "JSD (nats)");
     fprintf(g, "set xtics 1\nset offsets 0.3, 0.3, 0, 0\nplot ");
-    for (int sc = 0; sc < c->n_schemes; sc++)
+    for (int sc = 0; sc < rows; sc++)
         fprintf(g, "%s'%s.dat' using ($1 + %g):%d:%d:%d with yerrorlines lw 2 pt 7 ps 0.6 lc rgb '%s' title '%s%s'", sc ? ", \\\n     " : "",
-                name, 0.04 * (sc - (c->n_schemes - 1) / 2.0), 2 + 3 * sc, 3 + 3 * sc, 4 + 3 * sc, COLORS[sc % 10],
-                c->schemes[sc].label, sc == ns ? " (another seed)" : "");
+                name, 0.04 * (sc - (rows - 1) / 2.0), 2 + 3 * sc, 3 + 3 * sc, 4 + 3 * sc, COLORS[sc % 10],
+                label[sc], sc == ns ? " (another seed)" : sc == c->n_schemes ? " (same start)" : "");
     fprintf(g, "\n");
     gp_again_svg(g, name);
     fclose(g);

@@ -11,7 +11,8 @@
 // the header lines of the CSVs that ./train writes and the report reads: eval.csv (--eval-out),
 // distance.csv (--attention-distance), attention.csv (--attention-stats)
 #define EVAL_COLUMNS "task,scheme,seed,length,depth,split,n,correct,accuracy,skipped,pool,distinct,top_share"
-#define DIST_COLUMNS "layer,split,instances,jsd"
+#define DIST_COLUMNS "layer,split,instances,jsd,jsd_paper"
+#define DIST_COLUMNS_OLD "layer,split,instances,jsd"      // before the paper's definition: read, its column empty
 #define ATTN_COLUMNS "window,layer,head,windows,rows,sink_mass,entropy,distance,collapsed,layer_collapsed_frac,note"
 
 static void push(Rows *rs, const Row *r) {
@@ -151,6 +152,12 @@ int run_counts(const Report *rp, int run) {
     return !rp->floor_on || rp->facts[run].val_acc >= rp->c->floor;
 }
 
+int twin_counts(const Report *rp, int t, int sd) {
+    int k = t * rp->c->n_seeds + sd;
+    if (!rp->twin_facts || !run_has_results(&rp->runs[twin_index(rp->c, t, sd)]) || rp->twin_facts[k].fit == FIT_NO) return 0;
+    return !rp->floor_on || rp->twin_facts[k].val_acc >= rp->c->floor;
+}
+
 // Each task run's fit, accuracies and degenerate lengths.
 void run_facts(Report *rp) {
     rp->facts = xcalloc(rp->n, sizeof(RunFacts));
@@ -173,6 +180,13 @@ void run_facts(Report *rp) {
         fmt_ranges(deg, nd, " ", f->degenerate, sizeof f->degenerate);
     }
     free(deg);
+    int nt = n_twin_runs(rp->c);                 // NoPE's twins (--attention-distance): their fit only
+    rp->twin_facts = nt ? xcalloc(nt, sizeof(RunFacts)) : NULL;
+    for (int k = 0; k < nt; k++) {
+        const Run *r = &rp->runs[n_grid_runs(rp->c) + k];
+        rp->twin_facts[k].fit = FIT_NONE; rp->twin_facts[k].val_acc = NAN;
+        if (run_has_results(r)) read_fit(r, &rp->twin_facts[k]);
+    }
 }
 
 // results.csv: one row per run and bucket (task length, or text window and mode).
@@ -255,19 +269,23 @@ int fitted_buckets(const Report *rp, int t, int sc, int ood, int length, SeedBuc
     return k;
 }
 
-// jsd[split][layer] of one distance.csv; returns the layers read, 0 when the file is missing
-int read_distance(const char *path, double jsd[2][DIST_MAX_LAYERS]) {
+// jsd[def][split][layer] of one distance.csv (def 0: the textbook JSD, 1: the paper's; NAN where a
+// cell is empty, or the file has no jsd_paper column); returns the layers read, 0 when the file is missing
+int read_distance(const char *path, double jsd[2][2][DIST_MAX_LAYERS]) {
     if (access(path, F_OK) != 0) return 0;
     char line[512], *fl[8];
-    for (int sp = 0; sp < 2; sp++) for (int l = 0; l < DIST_MAX_LAYERS; l++) jsd[sp][l] = NAN;
-    FILE *f = open_result(path, DIST_COLUMNS, line, sizeof line);
+    for (int d = 0; d < 2; d++) for (int sp = 0; sp < 2; sp++) for (int l = 0; l < DIST_MAX_LAYERS; l++) jsd[d][sp][l] = NAN;
+    FILE *f = open_result(path, NULL, line, sizeof line);
+    int cols = !strcmp(line, DIST_COLUMNS) ? 5 : !strcmp(line, DIST_COLUMNS_OLD) ? 4 : 0;
+    CHECK(cols, "'%s' has the columns '%s', expected '" DIST_COLUMNS "' (or '" DIST_COLUMNS_OLD "')", path, line);
     int layers = 0;
     while (fgets(line, sizeof line, f)) {
         int k = fields(line, fl, 8);
-        CHECK(k == 4, "'%s': a row has %d fields, expected 4 (" DIST_COLUMNS ")", path, k);
+        CHECK(k == cols, "'%s': a row has %d fields, expected %d (its header's)", path, k, cols);
         int l = atoi(fl[0]), sp = !strcmp(fl[1], "longer");
         CHECK(l >= 0 && l < DIST_MAX_LAYERS && (sp || !strcmp(fl[1], "in")), "'%s': bad row (layer %s, split %s)", path, fl[0], fl[1]);
-        jsd[sp][l] = atof(fl[3]);
+        jsd[0][sp][l] = atof(fl[3]);
+        if (cols == 5 && *fl[4]) jsd[1][sp][l] = atof(fl[4]);
         if (l + 1 > layers) layers = l + 1;
     }
     fclose(f);

@@ -1,7 +1,8 @@
 // lab/report_tasks.c: summary.md's sections of tasks: per task the scheme table (fitted runs, means
 // with 95% bootstrap intervals), the test pools, the degenerate runs, the paired test of every two
-// schemes with Holm's adjustment, the retrieval depth tables and the attention distance to NoPE;
-// then the paired tests pooled over tasks, the mean reciprocal rank and the --claims verdicts.
+// schemes with Holm's adjustment, the retrieval depth tables (and the attention distance to NoPE,
+// lab/report_distance.c); then the paired tests pooled over tasks, the mean reciprocal rank and the
+// --claims verdicts.
 #include <math.h>
 #include <string.h>
 
@@ -302,75 +303,6 @@ static void depth_tables(const Report *rp, int task, FILE *md) {
         }
         fprintf(md, "\n");
     }
-}
-
-// --attention-distance: each scheme's distance.csv (layer,split,instances,jsd: nope's model of the
-// seed against this run's; in nope's own folder, against nope of the next seed) as a table by layer,
-// mean over the seeds where both runs fitted with the 95% t-interval (nope's baseline: disjoint pairs
-// of seeds), and a plot by layer.
-static void distance_section(Report *rp, int t) {
-    const Cfg *c = rp->c;
-    FILE *md = rp->md;
-    static Distances ds;                         // (4 MB)
-    double (*x)[2][DIST_MAX_LAYERS][MAX_ITEMS] = ds.x;       // x[sc][split][layer][pair]
-    int *nx = ds.nx, ns = nope_scheme(c), layers = 0, missing = 0, unfitted = 0;
-    memset(ds.nx, 0, sizeof ds.nx);
-    for (int sc = 0; sc < c->n_schemes; sc++)
-        for (int sd = 0; sd < c->n_seeds; sd++) {
-            // the baseline in disjoint pairs of seeds (1-2, 3-4, ...): with the cyclic pairs that
-            // ./compare measures (each NoPE run against the next seed's) every run would count twice,
-            // and the t-interval would take 6 overlapping pairs for 6 independent values
-            if (sc == ns && (sd % 2 || sd + 1 >= c->n_seeds)) continue;
-            int a = run_index(c, t, ns, sd), b = run_index(c, t, sc, sc == ns ? sd + 1 : sd);
-            char path[4200];
-            snprintf(path, sizeof path, "%s/distance.csv", rp->runs[run_index(c, t, sc, sd)].dir);
-            double jsd[2][DIST_MAX_LAYERS];
-            int L = run_has_results(&rp->runs[a]) && run_has_results(&rp->runs[b]) ? read_distance(path, jsd) : 0;
-            if (!L) { missing++; continue; }
-            if (!run_counts(rp, a) || !run_counts(rp, b)) { unfitted++; continue; }
-            if (L > layers) layers = L;
-            for (int sp = 0; sp < 2; sp++) for (int l = 0; l < L; l++) x[sc][sp][l][nx[sc]] = jsd[sp][l];
-            nx[sc]++;
-        }
-    ds.layers = layers;
-    if (!layers) return;
-    fprintf(md, "### Attention distance to NoPE\n\nThe NoPE paper's measure (Kazemnejad et al. 2023, section 5.2; "
-                "docs/lab.md, \"The NoPE paper's attention distance\"): for each of NoPE's heads, the Jensen-Shannon "
-                "divergence (nats; 0 = the same attention, ln 2 = 0.693 = disjoint) to the nearest head of the other "
-                "model in the same layer, averaged over the query rows of 5 test instances per test length and over "
-                "NoPE's heads. Each scheme's run is compared with NoPE's run of the same seed; the nope row is the "
-                "baseline, NoPE against NoPE of another seed, in disjoint pairs of seeds (the first with the second, "
-                "the third with the fourth, ...). A scheme's run shares its seed's initial weights with NoPE's run "
-                "where the baseline's two runs do not, so the baseline is the distance of NoPE models from different "
-                "starts, and a scheme inside its interval is at most that far from NoPE. Mean over the pairs where "
-                "both runs fitted [95%% t-interval], at the training lengths (in) by layer, and over all layers at "
-                "the training lengths and beyond them.\n\n| scheme | pairs |");
-    for (int l = 0; l < layers; l++) fprintf(md, " layer %d (in) |", l);
-    fprintf(md, " all layers (in) | all layers (longer) |\n|---|---|");
-    for (int l = 0; l < layers + 2; l++) fprintf(md, "---|");
-    fprintf(md, "\n");
-    for (int sc = 0; sc < c->n_schemes; sc++) {
-        fprintf(md, "| %s%s | %d |", c->schemes[sc].label, sc == ns ? " (vs nope, another seed)" : "", nx[sc]);
-        for (int l = 0; l < layers + 2; l++) {
-            double v[MAX_ITEMS];
-            int sp = l == layers + 1;
-            for (int k = 0; k < nx[sc]; k++) {
-                if (l < layers) { v[k] = x[sc][0][l][k]; continue; }
-                double s = 0;                       // the mean over layers of this pair
-                for (int j = 0; j < layers; j++) s += x[sc][sp][j][k];
-                v[k] = s / layers;
-            }
-            Interval iv = mean_t_interval(v, nx[sc]);
-            if (!nx[sc] || isnan(iv.mean)) fprintf(md, " n/a |");
-            else if (nx[sc] > 1) fprintf(md, " %.4f [%.4f, %.4f] |", iv.mean, iv.lo, iv.hi);
-            else fprintf(md, " %.4f |", iv.mean);
-        }
-        fprintf(md, "\n");
-    }
-    fprintf(md, "\n");
-    if (unfitted || missing) fprintf(md, "Left out: %d pairs with a run not fitted, %d without a distance (a run not "
-                                         "finished).\n\n", unfitted, missing);
-    plot_distance(rp, t, &ds);
 }
 
 // A task's section: the scheme table, the test pools, the degenerate runs, the paired tests, its

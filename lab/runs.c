@@ -1,6 +1,6 @@
 // lab/runs.c: the helpers of lab/runs.h that ./compare's command line, its runner and its report
 // share: which schemes take the RoPE extensions, window lists halved for the runs at 2T, the value of
-// a flag among words or in --eval-flags, and the last line of a run's train.log with a prefix.
+// a flag among words or in --eval-flags, the last line of a run's train.log with a prefix, a run's label.
 #include <string.h>
 
 #include "lab/runs.h"
@@ -56,4 +56,10 @@ void last_line(const char *dir, const char *prefix, char *out, size_t cap) {
     while (fgets(line, sizeof line, f))
         if (!strncmp(line, prefix, strlen(prefix))) { line[strcspn(line, "\n")] = 0; snprintf(out, cap, "%s", line); }
     fclose(f);
+}
+
+const char *run_label(const Cfg *c, const Run *r, char *buf, size_t cap) {
+    if (!r->twin) return c->schemes[r->scheme].label;
+    snprintf(buf, cap, "%s-twin", posenc_scheme(PE_NOPE)->name);
+    return buf;
 }

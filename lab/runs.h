@@ -51,6 +51,7 @@ typedef enum {
 
 typedef struct {
     int task, scheme, seed;
+    int twin;          // --attention-distance: NoPE's twin of (task, seed), scheme the nope one (see twin_index)
     char dir[4096];
     pid_t pid;
     double t0;
@@ -66,10 +67,27 @@ static inline int nope_scheme(const Cfg *c) {
     return -1;
 }
 
+// The scheme labelled with T5's name (the attention distance's claim), or -1.
+static inline int t5_scheme(const Cfg *c) {
+    for (int k = 0; k < c->n_schemes; k++) if (!strcmp(c->schemes[k].label, posenc_scheme(PE_T5)->name)) return k;
+    return -1;
+}
+
 // runs[] is ordered task, then seed, then scheme.
 static inline int run_index(const Cfg *c, int task, int scheme, int seed) {
     return (task * c->n_seeds + seed) * c->n_schemes + scheme;
 }
+
+// --attention-distance: NoPE's twin of every task and seed, a run outside the grid (runs/TASK/
+// nope-twin/seedN) trained with the nope scheme's flags and every run's, the same --seed (so the
+// same initial weights) and --data-seed twin_data_seed(seed) (another stream of instances): the
+// distance of NoPE to its twin is the baseline that shares initial weights, as NoPE and every
+// scheme of the seed do. The twins follow the grid's runs in runs[].
+#define TWIN_DATA_SEED_OFFSET 1000003LL      // a prime, far from the small seeds grids use
+static inline long long twin_data_seed(long long seed) { return seed + TWIN_DATA_SEED_OFFSET; }
+static inline int n_grid_runs(const Cfg *c) { return c->n_tasks * c->n_schemes * c->n_seeds; }
+static inline int n_twin_runs(const Cfg *c) { return c->attention_distance ? c->n_tasks * c->n_seeds : 0; }
+static inline int twin_index(const Cfg *c, int task, int seed) { return n_grid_runs(c) + task * c->n_seeds + seed; }
 
 // lab/runs.c
 // 1 when a scheme's flags put a RoPE-family scheme in some layer: those runs are also evaluated
@@ -89,5 +107,7 @@ const char *last_value(char *const *w, int n, const char *flag);
 const char *eval_flag(const Cfg *c, const char *flag, char *buf, size_t cap);
 // The last line of a run's train.log that starts with prefix ("" into out when none).
 void last_line(const char *dir, const char *prefix, char *out, size_t cap);
+// A run's label: its scheme's, or "NOPE-twin" (NoPE's name) for a twin.
+const char *run_label(const Cfg *c, const Run *r, char *buf, size_t cap);
 
 #endif

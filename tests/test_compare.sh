@@ -399,14 +399,15 @@ expect_fail "a failing run" "failed" ./compare --out "$tmp/y" --task nosuchtask 
 grep -q "is not a task" "$tmp/y/runs/nosuchtask/nope/seed1/train.log"; check $? "the failing run's train.log lacks the reason"
 
 # ---- --attention-distance: nope's model against each scheme's of the seed and nope's of the next seed
+# (its twins, the paired tables and the claim: tests/test_distance.sh)
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
   --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
 check $? "compare --attention-distance failed" || tail -5 "$tmp/dist.out"
 for r in nope/seed1 nope/seed2 alibi/seed1 alibi/seed2; do
-  [ "$(head -1 "$tmp/dist/runs/copy-repeat/$r/distance.csv" 2> /dev/null)" = "layer,split,instances,jsd" ]
+  [ "$(head -1 "$tmp/dist/runs/copy-repeat/$r/distance.csv" 2> /dev/null)" = "layer,split,instances,jsd,jsd_paper" ]
   check $? "--attention-distance: no distance.csv in $r"
 done
-grep -q "the nope row is the baseline" "$tmp/dist/summary.md" && grep -q "^| nope (vs nope, another seed) | 1 |" "$tmp/dist/summary.md" &&
+grep -q "the nope row, NoPE against NoPE of another seed" "$tmp/dist/summary.md" && grep -q "^| nope (vs nope, another seed) | 1 |" "$tmp/dist/summary.md" &&
   grep -q "^| alibi | 2 |" "$tmp/dist/summary.md"; check $? "summary.md lacks the attention distance table"
 # the baseline in disjoint pairs: with 2 seeds the one pair 1-2 (nope seed 1's file), not also 2-1
 want=$(awk -F, '$1 == 0 && $2 == "in" { printf "%.4f", $4 }' "$tmp/dist/runs/copy-repeat/nope/seed1/distance.csv")

@@ -599,6 +599,9 @@ static void test_settings(void) {
 
 int main(void) {
     rng_seed(&rng, 7);
+    EXPECT(!strcmp(posenc_scheme(PE_NOPE)->name, "nope") && !strcmp(posenc_scheme(PE_T5)->name, "t5"),
+           "the ids the lab names: PE_NOPE is nope's row, PE_T5 t5's (got %s, %s)", posenc_scheme(PE_NOPE)->name,
+           posenc_scheme(PE_T5)->name);
     test_sinusoid_table();
     test_sinusoid_shift();
     for (int il = 0; il < 2; il++) { test_rope_relative(il, 1.0); test_rope_relative(il, 0.5); }

@@ -8,7 +8,8 @@
 #    losses and the same validation checks as the uninterrupted run.
 #  - the same with --dropout 0.1 and --schedule poly --warmup-frac 0.06 (masks and lr resume exactly),
 #    and with --bos (stored: the resumed rows open with the boundary token too), and with --precision
-#    bf16 on the portable and both emulated paths (stored: the resumed run computes in bf16).
+#    bf16 on the portable and both emulated paths (stored: the resumed run computes in bf16), and with
+#    --data-seed (stored: the resumed task run draws from the data seed's stream, not --seed's).
 . "$(dirname "$0")/lib.sh"
 # step,loss,val_loss without the timing columns
 losses() { cut -d, -f1-3 "$1"; }
@@ -63,6 +64,18 @@ for path in portable avx512bf16-emulated amx-emulated; do
   ! diff <(losses "$tmp/full.csv") <(losses "$tmp/h$path.csv") > /dev/null
   check $? "bf16 ($path) must change the losses"
 done
+
+# --data-seed is a training setting stored in the checkpoint: a task run resumed without it goes on
+# with its stream (instances and dropout masks), not --seed's
+ds="--task copy --layers 1 --heads 2 --dim 16 --batch 4 --steps 12 --threads 2 --eval-per-length 0 --dropout 0.1 --seed 5 --data-seed 77"
+./train $ds --log "$tmp/dsfull.csv" --save "$tmp/dsck{step}" --save-every 6 > /dev/null
+check $? "the full run with --data-seed 77"
+./train --resume "$tmp/dsck6" --threads 2 --eval-per-length 0 --log "$tmp/dsres.csv" > /dev/null
+diff <(losses "$tmp/dsfull.csv" | sed -n '8,13p') <(losses "$tmp/dsres.csv" | tail -n +2) > "$tmp/diff"
+check $? "with --data-seed, resumed losses (steps 7..12) must equal the uninterrupted run's: $(head -4 "$tmp/diff")"
+./train ${ds% --data-seed 77} --log "$tmp/dsnone.csv" > /dev/null
+! diff <(losses "$tmp/dsfull.csv") <(losses "$tmp/dsnone.csv") > /dev/null
+check $? "--data-seed 77 must change the losses of --seed 5"
 
 diff <(sed -n '/^---- sample/,$p' "$tmp/again.out") <(sed -n '/^---- sample/,$p' "$tmp/resumed.out") > /dev/null
 check $? "a sample after the resumed run must equal the uninterrupted run's"

@@ -13,9 +13,12 @@
 //     pos_bias_layer*.dat the bias hook key by key, and for alibi, t5 and kerple their formulas
 //     (Raffel et al. 2020); pos_rope_layer*.dat cos(p theta_k) (times xpos's zeta_k^(p/gamma),
 //     theta_k = 0 for the frequencies p-rope drops) and the all-ones score;
-//   - the NoPE paper's attention distance (eval/attndist.h): the JSD against hand-computed values, a
-//     model against itself 0 for four schemes, against a model with layer 0's heads swapped 0 (each
-//     head finds its twin), against another scheme's model above 0 and below ln 2.
+//   - the NoPE paper's attention distance (eval/attndist.h): the JSD and the paper's J' (KL(m||.), with
+//     its floor for a 0 against a non-0) against hand-computed values, both layer distances of hand-made
+//     rows (3 heads: the paper's minimum over the pairs g < h only, NAN with one head), a model
+//     against itself 0 for four schemes (the paper's above 0: its pairs are of different heads),
+//     against a model with layer 0's heads swapped 0 in both (each head finds its twin), against
+//     another scheme's model above 0 and below ln 2.
 #include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,6 +45,27 @@ static void build(GPT *m, const char *pe_layers, const char *input_pe) {
     for (size_t i = 0; i < m->weights.num_params; i++) m->weights.params[i] += (real)(0.3 * (2 * rng_uniform(&rng) - 1));
 }
 
+// attn_layer_distance on hand-made rows: T = 2 (row 0 is (1) in every head, distance 0; row 1 below),
+// 3 heads each. A (NoPE): (.5,.5), (.9,.1), (.2,.8); B: (.6,.4), (.3,.7), (.5,.5). Worked out with
+// /usr/bin/python3 from the formulas (the row mean halves every row-1 value):
+//   textbook: h0 -> B's head 2 (equal: 0), h1 -> head 0 (.010503), h2 -> head 1 (.003351); D = .0116649
+//   paper: the pairs (g, h) with g < h are (0,1) .035547, (0,2) .046436, (1,2) .003387: D' = .0033866.
+//   All 9 pairs would give 0 (B's head 2 = A's head 0, g > h), g <= h .002539 (B's 0 vs A's 0).
+static void test_layer_distance(void) {
+    const double a1[3][2] = { { 0.5, 0.5 }, { 0.9, 0.1 }, { 0.2, 0.8 } }, b1[3][2] = { { 0.6, 0.4 }, { 0.3, 0.7 }, { 0.5, 0.5 } };
+    real pa[3 * 4], pb[3 * 4];                      // (3, T, T), row i at i * T: row 0 = (1, 0), row 1
+    for (int h = 0; h < 3; h++) {
+        pa[h * 4 + 0] = 1; pa[h * 4 + 1] = 0; pa[h * 4 + 2] = (real)a1[h][0]; pa[h * 4 + 3] = (real)a1[h][1];
+        pb[h * 4 + 0] = 1; pb[h * 4 + 1] = 0; pb[h * 4 + 2] = (real)b1[h][0]; pb[h * 4 + 3] = (real)b1[h][1];
+    }
+    double jsd, paper;
+    attn_layer_distance(pa, 3, pb, 3, 2, &jsd, &paper);
+    EXPECT_NEAR(jsd, 0.011664934373453941, 1e-15, 0, "textbook D of the hand-made layer");
+    EXPECT_NEAR(paper, 0.0033865653480247438, 1e-15, 0, "paper's D' of the hand-made layer: only pairs g < h");
+    attn_layer_distance(pa, 1, pb, 3, 2, &jsd, &paper);
+    EXPECT(isnan(paper), "paper's D' with one head of A: no pair g < h, NAN (got %g)", paper);
+}
+
 static void test_distance(void) {
     real p[3] = { 0.5, 0.5, 0 }, q[3] = { 1, 0, 0 }, r[3] = { 0, 0, 1 }, u[3] = { 0.2, 0.3, 0.5 };
     // JSD((1/2, 1/2), (1, 0)): m = (3/4, 1/4); (1/2)[(1/2)ln(2/3) + (1/2)ln 2] + (1/2)ln(4/3)
@@ -49,15 +73,30 @@ static void test_distance(void) {
     EXPECT_NEAR(attn_jsd(q, p, 3), attn_jsd(p, q, 3), 1e-15, 0, "JSD is symmetric");
     EXPECT_NEAR(attn_jsd(q, r, 3), log(2.0), 1e-15, 0, "JSD of disjoint rows is ln 2");
     EXPECT(attn_jsd(u, u, 3) == 0, "JSD of equal rows is 0");
+    // the paper's J' = KL(m||p)/2 + KL(m||q)/2: (.2, .8) and (.6, .4), m = (.4, .6):
+    // [.4 ln 2 + .6 ln .75]/2 + [.4 ln(2/3) + .6 ln 1.5]/2 = 0.0928713 (the textbook JSD is 0.0863046)
+    real a2[2] = { 0.2, 0.8 }, b2[2] = { 0.6, 0.4 };
+    EXPECT_NEAR(attn_jsd_paper(a2, b2, 2), 0.5 * (0.4 * log(2.0) + 0.6 * log(0.75)) + 0.5 * (0.4 * log(2.0 / 3) + 0.6 * log(1.5)),
+                1e-15, 0, "paper's J'((.2,.8),(.6,.4))");
+    EXPECT_NEAR(attn_jsd_paper(a2, b2, 2), 0.092871325187271314, 1e-15, 0, "paper's J' (python3's value)");
+    EXPECT_NEAR(attn_jsd(a2, b2, 2), 0.086304621735534187, 1e-15, 0, "textbook JSD((.2,.8),(.6,.4)) (python3's value)");
+    EXPECT_NEAR(attn_jsd_paper(b2, a2, 2), attn_jsd_paper(a2, b2, 2), 1e-15, 0, "J' is symmetric");
+    EXPECT(attn_jsd_paper(u, u, 3) == 0, "J' of equal rows is 0");
+    // a zero against a non-zero: KL(m||q) takes q's 0 at FLT_MIN: .25 ln(.25 / 1.17549435e-38)
+    EXPECT_NEAR(attn_jsd_paper(p, q, 3), 0.5 * (0.75 * log(1.5) + 0.25 * log(0.5)) + 0.5 * (0.75 * log(0.75) + 0.25 * log(0.25 / 1.17549435e-38)),
+                1e-12, 0, "J'((.5,.5),(1,0)) with the floor");
+    test_layer_distance();
     int tokens[T];
     for (int t = 0; t < T; t++) tokens[t] = (int)(rng_u64(&rng) % V);
-    double d[NL];
+    double d[NL], dp[NL];
     const char *schemes[] = { "nope,nope", "rope,rope", "alibi,alibi", "t5,t5" };
     for (int k = 0; k < 4; k++) {
         GPT a;
         build(&a, schemes[k], "none");
-        attention_distance(&a, &a, tokens, T, d);
+        attention_distance(&a, &a, tokens, T, d, dp);
         for (int l = 0; l < NL; l++) EXPECT(d[l] == 0, "%s against itself: layer %d distance %g", schemes[k], l, d[l]);
+        // the paper's: head 0 of B against head 1 of A (g < h), different heads, so above 0
+        for (int l = 0; l < NL; l++) EXPECT(dp[l] > 0 && isfinite(dp[l]), "%s against itself: layer %d paper's %g", schemes[k], l, dp[l]);
         gpt_free(&a);
     }
     // layer 0's two heads swapped in a copy: the q, k and v rows of head 0 and 1, and the columns of
@@ -81,11 +120,16 @@ static void test_distance(void) {
             real t = bp->attprojw[(size_t)o * C + i]; bp->attprojw[(size_t)o * C + i] = bp->attprojw[(size_t)o * C + i + hs];
             bp->attprojw[(size_t)o * C + i + hs] = t;
         }
-    attention_distance(&a, &b, tokens, T, d);
+    double self[NL];
+    attention_distance(&a, &a, tokens, T, d, self);
+    attention_distance(&a, &b, tokens, T, d, dp);
     for (int l = 0; l < NL; l++) EXPECT(fabs(d[l]) < 1e-12, "heads swapped: layer %d distance %g, expected 0", l, d[l]);
+    // layer 0 swapped: B's head 0 is A's head 1, the one pair g < h of 2 heads: 0; layer 1 as against itself
+    EXPECT(fabs(dp[0]) < 1e-12, "heads swapped: layer 0 paper's distance %g, expected 0", dp[0]);
+    EXPECT(fabs(dp[1] - self[1]) < 1e-12, "heads swapped: layer 1 paper's distance %g, expected %g", dp[1], self[1]);
     gpt_free(&b);
     build(&b, "alibi,alibi", "none");                        // another scheme, other weights
-    attention_distance(&a, &b, tokens, T, d);
+    attention_distance(&a, &b, tokens, T, d, dp);
     for (int l = 0; l < NL; l++)
         EXPECT(d[l] > 1e-4 && d[l] < log(2.0), "nope against alibi: layer %d distance %g, expected in (0, ln 2)", l, d[l]);
     gpt_free(&a); gpt_free(&b);
