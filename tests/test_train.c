@@ -182,7 +182,7 @@ static void test_checkpoint_roundtrip(void) {
     char path[] = "/tmp/test_train_ckpt_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    TrainState st = { 1, 3, 12345, 678, 4, 2, 99999, 3 }, st2;
+    TrainState st = { 1, 3, 12345, 678, 4, 2, 99999, 3, 2, 0.625 }, st2;
     ckpt_save(path, &m, "train.steps=9\n", &st);
     GPT m2; char *kv = NULL;
     ckpt_load(path, &m2, 0, &kv, &st2, NULL, NULL);
@@ -194,6 +194,7 @@ static void test_checkpoint_roundtrip(void) {
     EXPECT(st2.step == 3 && st2.rng == 12345 && st2.data_pos == 678, "step, RNG and data position restored");
     EXPECT(st2.data_epoch == 4 && st2.data_shard == 2 && st2.data_tokens == 99999 && st2.data_files == 3,
            "the data stream's epoch, shard and size restored (data.* lines)");
+    EXPECT(st2.select_step == 2 && st2.select_acc == 0.625, "--select-every's best check restored (select.* lines)");
     EXPECT(kv && strcmp(kv, "train.steps=9\n") == 0, "training settings restored: %s", kv ? kv : "(null)");
     EXPECT(m2.cfg.pe.rope_interleaved == 1 && m2.cfg.pe.rope_fraction == 0.5 && m2.cfg.pe.rope_base == 500 &&
            m2.cfg.pe.input == posenc_find("sinusoidal") && m2.cfg.pe.layer[1] == PE_NOPE, "scheme settings restored");
