@@ -2,7 +2,8 @@
 // (posenc_schemes.c: the schemes' hooks and tables; posenc.c: settings, schedule, serialisation).
 //
 // Position can enter a GPT at three hook points (README.md, Adding a scheme):
-//   1. input:  x(N,C) += a vector per position            (learned, sinusoidal)
+//   1. input:  x(N,C) += a vector per position            (learned, sinusoidal; the token
+//              embeddings in x first times the scheme's embed_scale: sinusoidal's sqrt(C))
 //   2. q/k:    rotate each head's q and k before scores    (rope)
 //   3. scores: add b_h(i, j) to the pre-softmax scores      (alibi)
 // A scheme fills in only the hooks it uses; the model calls whatever is non-NULL and never looks
