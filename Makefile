@@ -211,7 +211,8 @@ test: all $(FUZZ_SA)
 	  '$(OMP2) ./tests/test_train' '$(OMP2) ./tests/test_ppl' '$(OMP2) ./tests/test_eval' ./tests/test_stats \
 	  ./tests/test_bpe ./tests/test_scan ./tests/test_pcfg $(foreach n,$(FUZZ),'$(SA)/fuzz_$(n) tests/fuzz/regress/$(n)') \
 	  ./tests/test_cli.sh ./tests/test_longrope.sh ./tests/test_resume.sh ./tests/test_stream.sh \
-	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh ./tests/test_compare.sh ./tests/test_distance.sh \
+	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh \
+	  ./tests/test_compare.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
 	  ./tests/test_rules.sh
 

@@ -134,6 +134,10 @@ static void residual_add(real *out, const real *a, const real *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+// The factor on the token embeddings before hook 1 (1 but for a sinusoidal input's sqrt(C)): the
+// embedding's forward multiplies wte's rows by it, its backward the gradient that reaches them.
+static real embed_scale(const GPTConfig *c) { return (real)posenc_embed_scale(&c->pe, c->n_embd); }
+
 static void check_positions(const GPT *m, const int *pos, size_t N) {
     int limit = gpt_position_limit(m);
     for (size_t n = 0; n < N; n++)
@@ -434,7 +438,7 @@ double gpt_forward(GPT *m, const Batch *b) {
     const ParamTensors *p = &m->weights.p;
     begin_checks(m, "forward", s->detect_anomaly);
 
-    encoder_forward(a->encoded, b->tokens, p->wte, N, C);
+    encoder_forward(a->encoded, b->tokens, p->wte, embed_scale(c), N, C);   // scale * wte rows
     if (watch(m, -1, "encoded", a->encoded, btc(B, T, C))) return forward_stopped(m);
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_forward) {
@@ -528,7 +532,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     const ParamTensors *p = &m->weights.p;
     for (int t = 0; t < T; t++) { kc->pos[P + t] = pos[t]; kc->doc[P + t] = 0; }
 
-    encoder_forward(a->encoded, tokens, p->wte, T, C);
+    encoder_forward(a->encoded, tokens, p->wte, embed_scale(c), T, C);
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_forward) in->input_forward(&m->pt, p->pe_input, a->encoded, pos, T);
     const real *residual = a->encoded;
@@ -624,7 +628,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     }
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
-    encoder_backward(dp->wte, demb, b->tokens, N, C);      // dwte's rows of the batch's tokens += demb
+    encoder_backward(dp->wte, demb, b->tokens, embed_scale(c), N, C);   // dwte's rows of the batch's tokens += scale * demb
     if (watch_tensors(m, -1, w->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
     gpt_norm_gather_layer(m, -1, 0);
     gpt_norm_end(m);

@@ -15,6 +15,7 @@
 // the settings: a new one is a row here (and a field of PosConfig), then its use in the scheme
 
 static const char *const PAIRING_NAMES[] = { "split", "interleaved", NULL };             // rope_interleaved 0, 1
+static const char *const EMBED_SCALE_NAMES[] = { "none", "sqrt", NULL };                // sinusoidal_scale 0, 1
 static const char *const SCALING_NAMES[] = { "none", "linear", "dynamic", "yarn", "llama3", "longrope", NULL };   // RopeScaling
 _Static_assert(sizeof(RopeScaling) == sizeof(int), "rope_scaling is set through an int");
 
@@ -62,6 +63,11 @@ static const PosSetting SETTINGS[] = {
       .arg = "N", .help = "T5 distance buckets (32)", .metadata = 1 },
     { .key = "t5_max_distance", .type = PE_SET_INT, .offset = PC(t5_max_distance), .def = 128, .lo = 2, .hi = INT_MAX,
       .arg = "N", .help = "T5: distances from here on share the last bucket (128)", .metadata = 1 },
+    // a model stored before this setting existed added the table to unscaled embeddings
+    { .key = "sinusoidal_scale", .type = PE_SET_ENUM, .offset = PC(sinusoidal_scale), .def = 1,
+      .names = EMBED_SCALE_NAMES, .absent = "none", .arg = "S",
+      .help = "sqrt: token embeddings x sqrt(dim) before the sinusoid is added (Vaswani et al.), or none (sqrt)",
+      .metadata = 1 },
 };
 #undef PC
 enum { N_SETTINGS = (int)(sizeof(SETTINGS) / sizeof(SETTINGS[0])) };
@@ -135,6 +141,16 @@ void posenc_defaults(PosConfig *c, int n_layer) {
         else if (s->type == PE_SET_LIST) list_at(c, s)->n = 0;     // none
         else *int_at(c, s) = (int)s->def;
     }
+}
+
+static int set_value(PosConfig *c, const PosSetting *s, const char *value, char *msg, size_t cap);   // (serialisation)
+
+void posenc_stored_defaults(PosConfig *c, int n_layer) {
+    char msg[256];
+    posenc_defaults(c, n_layer);
+    for (int i = 0; i < N_SETTINGS; i++)
+        if (SETTINGS[i].absent)
+            CHECK(set_value(c, &SETTINGS[i], SETTINGS[i].absent, msg, sizeof msg), "internal: %s", msg);
 }
 
 void posenc_resolve(PosConfig *c, int context) {
@@ -265,6 +281,12 @@ void posenc_label(const PosConfig *c, char *buf, size_t cap) {
         k += snprintf(buf + k, cap - k, "%s%s", l ? "/" : "", posenc_scheme(c->layer[l])->name);
 }
 
+
+double posenc_embed_scale(const PosConfig *c, int n_embd) {
+    const PosScheme *in = posenc_scheme(c->input);
+    PosDims d = { .n_layer = c->n_layer, .n_embd = n_embd };
+    return in->embed_scale ? in->embed_scale(c, &d) : 1;
+}
 
 const PosScheme *posenc_fixed_table(const PosConfig *c) {
     const PosScheme *in = posenc_scheme(c->input);

@@ -2,7 +2,8 @@
 // (posenc_schemes.c: the schemes' hooks and tables; posenc.c: settings, schedule, serialisation).
 //
 // Position can enter a GPT at three hook points (README.md, Adding a scheme):
-//   1. input:  x(N,C) += a vector per position            (learned, sinusoidal)
+//   1. input:  x(N,C) += a vector per position            (learned, sinusoidal; the token
+//              embeddings in x first times the scheme's embed_scale: sinusoidal's sqrt(C))
 //   2. q/k:    rotate each head's q and k before scores    (rope)
 //   3. scores: add b_h(i, j) to the pre-softmax scores      (alibi)
 // A scheme fills in only the hooks it uses; the model calls whatever is non-NULL and never looks
@@ -53,6 +54,7 @@ typedef struct {
     double p_rope_fraction;     // p-rope keeps floor(fraction * d_rot/2) highest frequencies (0.25)
     int t5_num_buckets;         // (32)
     int t5_max_distance;        // (128)
+    int sinusoidal_scale;       // token embeddings x sqrt(C) before the sinusoid is added: 1 (sqrt), 0 (none)
 } PosConfig;
 
 // Model dimensions a scheme may need.
@@ -100,6 +102,8 @@ typedef struct PosScheme {
     void (*init)(const PosConfig *c, const PosDims *d, real *p, Rng *rng);   // ... or its own init
     // Keeps parameters in their domain after each optimiser step (NULL: nothing to do).
     void (*project)(const PosConfig *c, const PosDims *d, real *p);
+    // The factor on the token embeddings before hook 1 adds its row (NULL: 1; posenc_embed_scale).
+    double (*embed_scale)(const PosConfig *c, const PosDims *d);
     // Fills the scheme's part of PosTables (its cos/sin tables, slopes, ...); NULL if it needs none.
     void (*build)(PosTables *t);
     // Returns NULL if the scheme can run with this config, else a sentence saying what to change.
@@ -154,12 +158,18 @@ typedef struct {
     const char *arg, *help;     // --help: "--rope-base X   help"
     int eval;                   // 1: how a trained model is run (context extension), may change with --load
     int metadata;               // 1: also a top-level safetensors metadata entry
+    const char *absent;         // the value meant by a stored config without this key (written before the
+                                // setting existed, so its model ran as this value); NULL: the default
 } PosSetting;
 int posenc_setting_count(void);
 const PosSetting *posenc_setting(int i);
 
 // Defaults: learned input, nope layers, every setting its row's default.
 void posenc_defaults(PosConfig *c, int n_layer);
+// A stored config's starting point (checkpoints, exports), before its key=value lines are read:
+// posenc_defaults, then each setting with an `absent` value takes it, so that a file written before
+// the setting existed loads as the model it was (sinusoidal_scale: none).
+void posenc_stored_defaults(PosConfig *c, int n_layer);
 // Fills the settings whose default depends on the model's context (RoPE's L0 = the context).
 void posenc_resolve(PosConfig *c, int context);
 
@@ -250,6 +260,10 @@ void posenc_label(const PosConfig *c, char *buf, size_t cap);
 int posenc_is_flag(const char *flag);
 // Expands a one-word schedule preset ("smollm3") for n layers into a comma list; 0 if not a preset.
 int posenc_preset(const char *name, int n_layer, char *out, size_t cap);
+// The factor on the token embeddings (wte rows) before the input scheme adds its row: sqrt(n_embd)
+// for a sinusoidal input with --sinusoidal-scale sqrt (Vaswani et al. 2017; fairseq's embed_scale),
+// else 1. The LM head, tied to wte, is not scaled.
+double posenc_embed_scale(const PosConfig *c, int n_embd);
 // 1 for plain GPT-2 positions: learned input, every layer nope (transformers can load it).
 int posenc_is_gpt2(const PosConfig *c);
 // Prints the schemes and the scheme flags (--rope-base ...) for --help.

@@ -56,6 +56,14 @@ static const char *sinusoidal_check(const PosConfig *c, const PosDims *d, char *
     return NULL;
 }
 
+// The table's entries are O(1), GPT-2's token embeddings N(0, 0.02): added as they are, position
+// would outweigh the token ~50x at the start. The original Transformer (Vaswani et al. 2017, 3.4)
+// and fairseq (embed_scale) multiply the embeddings by sqrt(d_model) first; --sinusoidal-scale none
+// keeps them unscaled (the form of models stored before the setting existed).
+static double sinusoidal_embed_scale(const PosConfig *c, const PosDims *d) {
+    return c->sinusoidal_scale ? sqrt((double)d->n_embd) : 1;
+}
+
 static void sinusoidal_build(PosTables *t) {
     int C = t->d.n_embd;
     t->sinusoid = xmalloc(sizeof(real) * (size_t)t->max_pos * C);
@@ -534,10 +542,10 @@ static const PosScheme SCHEMES[] = {
       .hooks = PE_HOOK_INPUT, .fixed_context = 1, .param_shape = learned_shape,
       .export_name = "transformer.wpe.weight", .init_std = 0.01,
       .input_forward = learned_input_forward, .input_backward = learned_input_backward },
-    { .name = "sinusoidal", .summary = "fixed sin/cos table added to the token embeddings "
-                                       "(Vaswani et al. 2017)",
-      .hooks = PE_HOOK_INPUT, .check = sinusoidal_check, .build = sinusoidal_build,
-      .input_forward = sinusoidal_input_forward },
+    { .name = "sinusoidal", .summary = "fixed sin/cos table added to the token embeddings x sqrt(dim) "
+                                       "(Vaswani et al. 2017); --sinusoidal-scale",
+      .hooks = PE_HOOK_INPUT, .embed_scale = sinusoidal_embed_scale, .check = sinusoidal_check,
+      .build = sinusoidal_build, .input_forward = sinusoidal_input_forward },
     { .name = "rope", .summary = "rotate q and k by position in every layer (Su et al. 2021); "
                                  "--rope-base, --rope-fraction, --rope-pairing, --rope-scaling",
       .hooks = PE_HOOK_QK, .takes_extension = 1, .check = rope_check, .build = rope_build,

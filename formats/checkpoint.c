@@ -134,7 +134,7 @@ static int parse_data_key(const char *path, const char *key, const char *val, Tr
 static void parse_config(const char *path, const char *kind, char *text, GPTConfig *cfg, char **train_kv,
                          TrainState *stream) {
     memset(cfg, 0, sizeof *cfg);
-    posenc_defaults(&cfg->pe, 1);
+    posenc_stored_defaults(&cfg->pe, 1);    // a setting the file predates: what its model was
     cfg->pe.input = PE_NOPE;
     size_t tlen = 0, tcap = strlen(text) + 1;
     char *train = xcalloc(tcap, 1);

@@ -12,19 +12,26 @@
 #include <tgmath.h>   // sqrt, tanh follow the type of `real` (sqrtf in the float build)
 
 // ----------------------------------------------------------------------------------------------
-// encoder: out (N,C) = wte[inp[n]]; wte is (Vp,C). The input positional hook is applied after.
+// encoder: out (N,C) = scale * wte[inp[n]]; wte is (Vp,C). The input positional hook is applied after.
+// scale is 1 except for an input scheme that asks for another (posenc_embed_scale): a plain copy then.
 
-void encoder_forward(real *out, const int *inp, const real *wte, int N, int C) {
+void encoder_forward(real *out, const int *inp, const real *wte, real scale, int N, int C) {
     #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) memcpy(out + (size_t)n * C, wte + (size_t)inp[n] * C, sizeof(real) * C);
+    for (int n = 0; n < N; n++) {
+        real *o = out + (size_t)n * C;
+        const real *w = wte + (size_t)inp[n] * C;
+        if (scale == 1) memcpy(o, w, sizeof(real) * C);
+        else for (int c = 0; c < C; c++) o[c] = scale * w[c];
+    }
 }
 
-// dwte[inp[n]] += dout[n]; serial so that repeated tokens never race
-void encoder_backward(real *dwte, const real *dout, const int *inp, int N, int C) {
+// dwte[inp[n]] += scale * dout[n]; serial so that repeated tokens never race
+void encoder_backward(real *dwte, const real *dout, const int *inp, real scale, int N, int C) {
     for (int n = 0; n < N; n++) {
         real *row = dwte + (size_t)inp[n] * C;
         const real *d = dout + (size_t)n * C;
-        for (int c = 0; c < C; c++) row[c] += d[c];
+        if (scale == 1) for (int c = 0; c < C; c++) row[c] += d[c];
+        else for (int c = 0; c < C; c++) row[c] += scale * d[c];
     }
 }
 

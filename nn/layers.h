@@ -11,9 +11,10 @@
 
 #include "util/common.h"
 
-// token embedding: out (N,C) = wte[inp[n]], wte (Vp,C), inp (N,); dwte += dout (N,C) row by row
-void encoder_forward(real *out, const int *inp, const real *wte, int N, int C);
-void encoder_backward(real *dwte, const real *dout, const int *inp, int N, int C);
+// token embedding: out (N,C) = scale * wte[inp[n]], wte (Vp,C), inp (N,); dwte += scale * dout (N,C)
+// row by row. scale: posenc_embed_scale (1 but for a sinusoidal input with its sqrt(C))
+void encoder_forward(real *out, const int *inp, const real *wte, real scale, int N, int C);
+void encoder_backward(real *dwte, const real *dout, const int *inp, real scale, int N, int C);
 // LayerNorm: out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N,) kept for the backward;
 // weight, bias (C). Backward: dinp (N,C) +=, dweight (C) and dbias (C) += (acc = 1) or = (acc = 0);
 // dout (N,C).

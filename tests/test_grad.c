@@ -138,17 +138,22 @@ static void test_gelu(void) {
 }
 
 // ---- encoder ----------------------------------------------------------------------------------
-typedef struct { int N, C; int *tok; real *wte, *out, *R; } EncCtx;
-static double enc_loss(void *p) { EncCtx *c = p; encoder_forward(c->out, c->tok, c->wte, c->N, c->C); return dot(c->out, c->R, (size_t)c->N * c->C); }
-static void test_encoder(void) {
+typedef struct { int N, C; int *tok; real *wte, *out, *R, scale; } EncCtx;
+static double enc_loss(void *p) { EncCtx *c = p; encoder_forward(c->out, c->tok, c->wte, c->scale, c->N, c->C); return dot(c->out, c->R, (size_t)c->N * c->C); }
+// scale 1 (a copy) and 2.5 (a sinusoidal input's sqrt(C) is such a factor): out = scale * wte rows
+static void test_encoder(real scale) {
     int tok[6] = { 3, 1, 3, 0, 2, 3 };   // repeated ids must accumulate
-    EncCtx c = { .N = 6, .C = 4, .tok = tok };
+    EncCtx c = { .N = 6, .C = 4, .tok = tok, .scale = scale };
     c.wte = xmalloc(5 * 4 * sizeof(real)); c.out = xmalloc(24 * sizeof(real)); c.R = xmalloc(24 * sizeof(real));
     fill(c.wte, 20, 1); fill(c.R, 24, 1);
     real *dw = xcalloc(20, sizeof(real));
     enc_loss(&c);
-    encoder_backward(dw, c.R, tok, 6, 4);
-    check_grad("encoder dwte", c.wte, dw, 20, enc_loss, &c);
+    EXPECT(c.out[5] == scale * c.wte[1 * 4 + 1], "encoder scale %g: out[1][1] is %g, scale * wte[1][1] = %g", (double)scale,
+           (double)c.out[5], (double)(scale * c.wte[5]));
+    encoder_backward(dw, c.R, tok, scale, 6, 4);
+    char what[64];
+    snprintf(what, sizeof what, "encoder dwte (scale %g)", (double)scale);
+    check_grad(what, c.wte, dw, 20, enc_loss, &c);
     EXPECT(dw[16] == 0 && dw[19] == 0, "encoder: the row of an unused token must get zero gradient");
     free(c.wte); free(c.out); free(c.R); free(dw);
 }
@@ -354,9 +359,10 @@ static void expect_gathered_norm(GPT *m, const char *label) {
 typedef struct { GPT *m; Batch *b; } ModelCtx;
 static double model_loss(void *p) { ModelCtx *c = p; return gpt_forward(c->m, c->b); }
 
-// dropout: the rate of every forward of the check, at one fixed key
+// dropout: the rate of every forward of the check, at one fixed key; setting: NULL or one scheme
+// setting "key=value" (posenc_set)
 static void model_case(const char *label, const char *pe, const char *pe_layers, const char *input_pe,
-                       int interleaved, double fraction, int n_head, double dropout) {
+                       int interleaved, double fraction, int n_head, double dropout, const char *setting) {
     GPTConfig cfg = { .vocab_size = 19, .n_layer = 3, .n_head = n_head, .n_embd = 4 * n_head, .max_seq_len = 9 };
     posenc_defaults(&cfg.pe, cfg.n_layer);
     char msg[256];
@@ -364,6 +370,12 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     cfg.pe.rope_interleaved = interleaved; cfg.pe.rope_fraction = fraction;
     cfg.pe.t5_num_buckets = 6; cfg.pe.t5_max_distance = 8;   // several buckets within 6 positions
     cfg.pe.p_rope_fraction = 0.5; cfg.pe.xpos_scale_base = 4;
+    if (setting) {
+        char key[64];
+        const char *eq = strchr(setting, '=');
+        snprintf(key, sizeof key, "%.*s", (int)(eq - setting), setting);
+        EXPECT(posenc_set(&cfg.pe, key, eq + 1, msg, sizeof msg) == 1, "%s: %s", label, msg);
+    }
     GPT m; gpt_build(&m, &cfg, 1234, 0);
     // move every parameter off its initial value so LayerNorm gains, biases etc. are generic
     for (size_t i = 0; i < m.weights.num_params; i++) m.weights.params[i] += (real)(0.1 * uni());
@@ -549,7 +561,8 @@ int main(void) {
     test_layernorm(5, 7);
     test_matmul();
     test_gelu();
-    test_encoder();
+    test_encoder(1);
+    test_encoder(2.5);
     for (int s = 0; s < posenc_count(); s++) {
         if (posenc_scheme(s)->hooks & PE_HOOK_INPUT) continue;     // input schemes: model cases
         test_attention(s, 0, 1.0, 6, 1, 0, 0);
@@ -564,14 +577,14 @@ int main(void) {
     // every scheme in the table, through --pe
     for (int s = 0; s < posenc_count(); s++) {
         const char *name = posenc_scheme(s)->name;
-        model_case(name, name, NULL, NULL, 0, 1.0, 2, 0);
+        model_case(name, name, NULL, NULL, 0, 1.0, 2, 0, NULL);
     }
-    model_case("rope interleaved, fraction 0.5", "rope", NULL, NULL, 1, 0.5, 2, 0);
-    model_case("alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3, 0);
-    model_case("mixed: learned input + rope,alibi,nope", NULL, "rope,alibi,nope", "learned", 0, 1.0, 2, 0);
-    model_case("mixed: sinusoidal input + alibi,rope,rope", NULL, "alibi,rope,rope", "sinusoidal", 1, 1.0, 2, 0);
-    model_case("mixed: one t5 table shared by two layers + fire", NULL, "t5,fire,t5", NULL, 0, 1.0, 2, 0);
-    model_case("mixed: xpos,p-rope,kerple with a learned input", NULL, "xpos,p-rope,kerple", "learned", 1, 1.0, 2, 0);
+    model_case("rope interleaved, fraction 0.5", "rope", NULL, NULL, 1, 0.5, 2, 0, NULL);
+    model_case("alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3, 0, NULL);
+    model_case("mixed: learned input + rope,alibi,nope", NULL, "rope,alibi,nope", "learned", 0, 1.0, 2, 0, NULL);
+    model_case("mixed: sinusoidal input + alibi,rope,rope", NULL, "alibi,rope,rope", "sinusoidal", 1, 1.0, 2, 0, NULL);
+    model_case("mixed: one t5 table shared by two layers + fire", NULL, "t5,fire,t5", NULL, 0, 1.0, 2, 0, NULL);
+    model_case("mixed: xpos,p-rope,kerple with a learned input", NULL, "xpos,p-rope,kerple", "learned", 1, 1.0, 2, 0, NULL);
     // dropout, after the rest (which so draw the random numbers they drew before it existed): the
     // layer; attention, finite differences at a fixed mask and the plain attention with the mask;
     // the whole model (every site: embedding, attention, both residual branches), every tensor
@@ -584,13 +597,16 @@ int main(void) {
         test_attention(s, 0, 1.0, 70, 0, 0, 0.5);
         test_attention(s, 0, 1.0, 70, 0, 1, 0.1);
     }
-    model_case("dropout 0.1: learned input + rope,alibi,t5", NULL, "rope,alibi,t5", "learned", 0, 1.0, 2, 0.1);
-    model_case("dropout 0.5: sinusoidal input + t5,rope,alibi", NULL, "t5,rope,alibi", "sinusoidal", 1, 1.0, 2, 0.5);
-    model_case("dropout 0.1: alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3, 0.1);
+    model_case("dropout 0.1: learned input + rope,alibi,t5", NULL, "rope,alibi,t5", "learned", 0, 1.0, 2, 0.1, NULL);
+    model_case("dropout 0.5: sinusoidal input + t5,rope,alibi", NULL, "t5,rope,alibi", "sinusoidal", 1, 1.0, 2, 0.5, NULL);
+    model_case("dropout 0.1: alibi with 3 heads", "alibi", NULL, NULL, 0, 1.0, 3, 0.1, NULL);
     test_dropout_rates(0.1);
     test_dropout_rates(0.5);
     test_dropout_model();
     // after the rest too: C = 150, blocks of 64 + 64 + 22 channels in the parameter gradients
     test_layernorm(9, 150);
+    // the sinusoidal input with unscaled embeddings (--sinusoidal-scale none; "sinusoidal" above is
+    // the default, sqrt(C)), last so that the cases above draw what they drew before it
+    model_case("sinusoidal, unscaled embeddings", "sinusoidal", NULL, NULL, 0, 1.0, 2, 0, "sinusoidal_scale=none");
     return test_summary("test_grad");
 }

@@ -9,6 +9,8 @@
 //    one and exporting it again gives the same file; parameters, loss and logits bit for bit.
 //  - bad files of both formats, each refused with a message naming the file and the problem, before
 //    the model is allocated where the file states a model larger than itself.
+//  - a checkpoint written before the sinusoidal_scale setting existed (no line of it) loads as the
+//    model it was: unscaled embeddings (the reader shared with the safetensors import).
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -212,6 +214,7 @@ static void test_safetensors_identity(void) {
         { "rope, yarn-extended, interleaved half", config(2, "rope", NULL, NULL,
           "rope_scaling=yarn rope_factor=4 rope_original_context=6 rope_pairing=interleaved rope_fraction=0.5 rope_base=500") },
         { "sinusoidal + t5 shared by two layers + alibi", config(3, NULL, "t5,alibi,t5", "sinusoidal", "t5_num_buckets=8 t5_max_distance=20") },
+        { "sinusoidal unscaled", config(2, "sinusoidal", NULL, NULL, "sinusoidal_scale=none") },
         { "kerple, fire", config(2, NULL, "kerple,fire", NULL, NULL) },
         { "the smollm3 preset, llama3 extension", config(4, NULL, "smollm3", "none", "rope_scaling=llama3 rope_factor=8") },
         { "xpos, p-rope", config(2, NULL, "xpos,p-rope", NULL, "xpos_scale_base=64 p_rope_fraction=0.5") },
@@ -243,6 +246,57 @@ static void test_safetensors_identity(void) {
         batch_free(&bt);
         gpt_free(&a); gpt_free(&b);
     }
+}
+
+// ---- a checkpoint older than a setting ---------------------------------------------------------
+
+// Removes the config line `line` (with its newline) from checkpoint `path`: 8 bytes of magic, the
+// version, the flags, the config's length (uint32 each), the config text, the rest. Returns 1 if found.
+static int remove_config_line(const char *path, const char *line) {
+    size_t n, len = strlen(line);
+    unsigned char *b = slurp(path, &n);
+    CHECK(b && n > 20, "test: cannot read %s", path);
+    uint32_t k = (uint32_t)b[16] | (uint32_t)b[17] << 8 | (uint32_t)b[18] << 16 | (uint32_t)b[19] << 24;
+    b[n] = 0;
+    unsigned char *at = (unsigned char *)strstr((char *)b + 20, line);
+    if (!at || at + len > b + 20 + k) { free(b); return 0; }
+    k -= (uint32_t)len;
+    for (int i = 0; i < 4; i++) b[16 + i] = (unsigned char)(k >> (8 * i));
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(b, 1, (size_t)(at - b), f) == (size_t)(at - b) &&
+          fwrite(at + len, 1, n - (size_t)(at - b) - len, f) == n - (size_t)(at - b) - len && fclose(f) == 0,
+          "test: cannot write %s", path);
+    free(b);
+    return 1;
+}
+
+// Before sinusoidal_scale, a sinusoidal input was added to unscaled embeddings: a checkpoint without
+// the line must load as that model. Saved with none, the line removed: the same model, bit for bit.
+// Saved with sqrt (the default now), the line removed: it loads unscaled, so another loss.
+static void test_checkpoint_before_sinusoidal_scale(void) {
+    const char *values[2] = { "none", "sqrt" };
+    for (int k = 0; k < 2; k++) {
+        char kv[64], line[80];
+        snprintf(kv, sizeof kv, "sinusoidal_scale=%s", values[k]);
+        snprintf(line, sizeof line, "%s\n", kv);
+        GPTConfig c = config(2, NULL, "alibi,nope", "sinusoidal", kv);
+        GPT a, b;
+        gpt_build(&a, &c, 5, 0);
+        ckpt_save(path_of("old.ckpt"), &a, NULL, NULL);
+        EXPECT(remove_config_line(path_of("old.ckpt"), line), "checkpoint of %s: it holds the line %s", values[k], kv);
+        model_load(path_of("old.ckpt"), &b, 0, NULL, NULL, NULL);
+        EXPECT(posenc_embed_scale(&b.cfg.pe, b.cfg.n_embd) == 1, "%s, its line removed: loads unscaled (factor %g)",
+               values[k], posenc_embed_scale(&b.cfg.pe, b.cfg.n_embd));
+        Batch bt;
+        batch_alloc(&bt, 2, a.cfg.max_seq_len);
+        random_batch(&bt, a.cfg.vocab_size, 9);
+        double la = gpt_forward(&a, &bt), lb = gpt_forward(&b, &bt);
+        EXPECT(k == 0 ? la == lb : la != lb, "%s, its line removed: loss %.9g, saved model's %.9g (%s)", values[k], lb, la,
+               k == 0 ? "the same model" : "unscaled now, another loss");
+        batch_free(&bt);
+        gpt_free(&a); gpt_free(&b);
+    }
+    remove(path_of("old.ckpt"));
 }
 
 // ---- bad files ----------------------------------------------------------------------------------
@@ -392,6 +446,7 @@ int main(void) {
     CHECK(mkdtemp(dir), "test: cannot create a temporary folder");
     test_llmc();
     test_safetensors_identity();
+    test_checkpoint_before_sinusoidal_scale();
     test_llmc_refusals();
     test_safetensors_refusals();
     const char *names[] = { "v3.bin", "v3-again.bin", "v5.bin", "v5-twin.bin", "v5-again.bin", "nopad.bin", "nopad-again.bin",

@@ -58,6 +58,30 @@ static void test_sinusoid_shift(void) {
     posenc_tables_free(&t);
 }
 
+// The factor on the token embeddings before hook 1 (Vaswani et al. 2017, 3.4: x sqrt(d_model)):
+// sinusoidal's default sqrt(C), 8 at C = 64; 1 with --sinusoidal-scale none, for every other input
+// (learned, none) and for a stored config that predates the setting (posenc_stored_defaults).
+static void test_embed_scale(void) {
+    char msg[256];
+    PosConfig c;
+    posenc_defaults(&c, 2);
+    EXPECT(posenc_embed_scale(&c, 64) == 1, "learned input: embeddings unscaled");
+    EXPECT(posenc_schedule(&c, 2, "sinusoidal", NULL, NULL, msg, sizeof msg), "%s", msg);
+    EXPECT(posenc_embed_scale(&c, 64) == 8 && posenc_embed_scale(&c, 6) == sqrt(6.0),
+           "sinusoidal: sqrt(C) by default (%g at C = 64)", posenc_embed_scale(&c, 64));
+    EXPECT(posenc_set(&c, "sinusoidal_scale", "none", msg, sizeof msg) == 1 && posenc_embed_scale(&c, 64) == 1,
+           "sinusoidal_scale none: unscaled");
+    EXPECT(posenc_set(&c, "sinusoidal_scale", "sqrt", msg, sizeof msg) == 1, "%s", msg);
+    EXPECT(posenc_schedule(&c, 2, "rope", NULL, NULL, msg, sizeof msg) && posenc_embed_scale(&c, 64) == 1,
+           "no input scheme (rope layers): unscaled, whatever sinusoidal_scale says");
+    EXPECT(posenc_set(&c, "sinusoidal_scale", "sqrt(C)", msg, sizeof msg) == -1 && strstr(msg, "--sinusoidal-scale must be"),
+           "a bad value is refused naming the flag: %s", msg);
+    PosConfig old;
+    posenc_stored_defaults(&old, 2);
+    EXPECT(posenc_schedule(&old, 2, "sinusoidal", NULL, NULL, msg, sizeof msg) && posenc_embed_scale(&old, 64) == 1,
+           "a stored config without the line: unscaled (the form before the setting existed)");
+}
+
 static double dot(const real *a, const real *b, int n) { double s = 0; for (int i = 0; i < n; i++) s += a[i] * b[i]; return s; }
 
 // RoPE: <R(m)q, R(n)k> depends only on n - m, for both pairings and partial rotation.
@@ -560,7 +584,7 @@ static void test_settings(void) {
             snprintf(value, sizeof value, "%.17g,2,0.3", s->lo + 0.3);
             snprintf(bad, sizeof bad, "1,%.17g", s->lo);
         } else {
-            snprintf(value, sizeof value, "%s", s->names[n_names - 1]);
+            snprintf(value, sizeof value, "%s", s->names[(int)s->def == n_names - 1 ? 0 : n_names - 1]);   // not the default
             snprintf(bad, sizeof bad, "bogus");
         }
         size_t size = s->type == PE_SET_DOUBLE ? sizeof(double) : s->type == PE_SET_LIST ? sizeof(PosFactors) : sizeof(int);
@@ -604,6 +628,7 @@ int main(void) {
            posenc_scheme(PE_T5)->name);
     test_sinusoid_table();
     test_sinusoid_shift();
+    test_embed_scale();
     for (int il = 0; il < 2; il++) { test_rope_relative(il, 1.0); test_rope_relative(il, 0.5); }
     test_rope_pairings(1.0);
     test_rope_pairings(0.25);

@@ -204,6 +204,10 @@ def parse_config(metadata, path):
     c["p_rope_fraction"] = opt("p_rope_fraction", float, 0.25)
     c["t5_num_buckets"] = opt("t5_num_buckets", int, 32)
     c["t5_max_distance"] = opt("t5_max_distance", int, 128)
+    # An export written before the key existed added the sinusoid to unscaled embeddings: "none"
+    c["sinusoidal_scale"] = opt("sinusoidal_scale", str, "none")
+    if c["sinusoidal_scale"] not in ("none", "sqrt"):
+        raise RefError("export %s: sinusoidal_scale %r is not none or sqrt" % (path, c["sinusoidal_scale"]))
 
     def bad(why):
         raise RefError("export %s: %s" % (path, why))
@@ -241,7 +245,7 @@ def parse_config(metadata, path):
              "rope_base", "rope_fraction", "rope_pairing", "rope_scaling", "rope_factor",
              "rope_original_context", "yarn_beta_fast", "yarn_beta_slow", "llama3_low_freq_factor",
              "llama3_high_freq_factor", "xpos_scale_base", "p_rope_fraction", "t5_num_buckets",
-             "t5_max_distance", "longrope_short", "longrope_long", "longrope_attention"}
+             "t5_max_distance", "longrope_short", "longrope_long", "longrope_attention", "sinusoidal_scale"}
     c["ignored_keys"] = sorted(k for k in cfg if k not in known)
     return c
 

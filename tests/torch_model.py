@@ -32,6 +32,10 @@ def forward(P, c, tokens, targets):
     if c["input_pe"] == "learned":
         x = x + P["transformer.wpe.weight"][pos][None]
     elif c["input_pe"] == "sinusoidal":
+        # sinusoidal_scale "sqrt": the embeddings times sqrt(d_model) first (Vaswani et al. 2017,
+        # section 3.4; fairseq's embed_scale); the LM head below uses wte unscaled
+        if c["sinusoidal_scale"] == "sqrt":
+            x = x * math.sqrt(C)
         x = x + sinusoidal_table(T, C)[None]
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
     for i in range(c["n_layer"]):

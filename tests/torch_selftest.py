@@ -121,6 +121,8 @@ def naive_forward(P, c, tokens):
             if c["input_pe"] == "learned":
                 x = x + P["transformer.wpe.weight"][t]
             elif c["input_pe"] == "sinusoidal":
+                if c["sinusoidal_scale"] == "sqrt":
+                    x = x * math.sqrt(C)
                 x = x + np.array([math.sin(t / 10000 ** ((ch - ch % 2) / C)) if ch % 2 == 0
                                   else math.cos(t / 10000 ** ((ch - ch % 2) / C)) for ch in range(C)])
             xs.append(x)
@@ -328,9 +330,9 @@ def self_test(prefix):
          input_pe="learned", layer_pe=["nope", "nope"], rope_base=10000.0, rope_fraction=1.0, rope_pairing="split"), 3, 6),
         ("t5 (shared by two layers) / kerple / fire", dict(vocab_size=9, n_layer=4, n_head=3, n_embd=12, max_seq_len=16,
          input_pe="none", layer_pe=["t5", "kerple", "t5", "fire"], t5_num_buckets=8, t5_max_distance=8), 1, 9),
-        ("sinusoidal, xpos / p-rope / rope interleaved", dict(vocab_size=8, n_layer=3, n_head=2, n_embd=32, max_seq_len=16,
-         input_pe="sinusoidal", layer_pe=["xpos", "p-rope", "rope"], rope_base=100.0, rope_fraction=1.0,
-         rope_pairing="interleaved", p_rope_fraction=0.5, xpos_scale_base=8.0), 2, 7),
+        ("sinusoidal x sqrt(C), xpos / p-rope / rope interleaved", dict(vocab_size=8, n_layer=3, n_head=2, n_embd=32,
+         max_seq_len=16, input_pe="sinusoidal", sinusoidal_scale="sqrt", layer_pe=["xpos", "p-rope", "rope"], rope_base=100.0,
+         rope_fraction=1.0, rope_pairing="interleaved", p_rope_fraction=0.5, xpos_scale_base=8.0), 2, 7),
     ]
     rope_common = dict(vocab_size=7, n_layer=2, n_head=2, n_embd=32, input_pe="none", rope_base=100.0,
                        rope_fraction=1.0, rope_pairing="split")
