@@ -229,7 +229,7 @@ RUN_SCHEMES = --schemes nope,learned,alibi,t5 --scheme 'rope-full=--pe rope'
 RUN_CLAIMS = nope>learned,nope>rope-full,nope>alibi,nope>t5
 run: train compare
 	./compare --out runs/default --task copy-repeat $(RUN_SCHEMES) --seeds 1,2,3,4,5,6,7,8 --jobs 2 \
-	  --eval-per-length 50 --fit-target 0.9 --claims '$(RUN_CLAIMS)' -- --dim 64 --layers 2 --batch 8 \
+	  --eval-per-length 50 --fit-target 0.9 --claims '$(RUN_CLAIMS)' -- --dim 64 --layers 2 --batch 8 --train-min 1 \
 	  --max-steps 1200 --lr 3e-3 --log-every 100
 
 # make reproduce-nope: the NoPE paper's experiment (Kazemnejad et al. 2023) as the committed protocol
