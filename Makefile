@@ -247,10 +247,11 @@ NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fractio
 NOPE_CLAIMS = nope>t5,t5>alibi,alibi>rotary,rotary>ape,nope>rotary,nope>ape
 reproduce-nope: train compare
 	./compare --protocol protocols/nope.txt --out runs/nope17 --jobs 2
-# make reproduce-nope-distance: protocols/nope-distance.txt, the attention distance on SCAN paired with
-# NoPE's twin (about 20 minutes on 2 cores); runs/nope-distance/
+# make reproduce-nope-distance: protocols/nope-distance-8.txt, the attention distance on SCAN paired with
+# NoPE's twin, 8 seeds (about 40 minutes on 2 cores); runs/nope-distance-8/ (the 3-seed first run of
+# protocols/nope-distance.txt is in results/nope-distance/)
 reproduce-nope-distance: train compare
-	./compare --protocol protocols/nope-distance.txt --out runs/nope-distance --jobs 2
+	./compare --protocol protocols/nope-distance-8.txt --out runs/nope-distance-8 --jobs 2
 reproduce-nope-fitfirst: train compare
 	./compare --out runs/nope --task $(NOPE_TASKS) $(NOPE_SCHEMES) --seeds 1,2,3,4,5,6,7,8 --jobs 2 \
 	  --eval-per-length 50 --fit-target 0.9 --claims '$(NOPE_CLAIMS)' --attention-distance \
