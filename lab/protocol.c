@@ -129,7 +129,11 @@ int protocol_expand(int argc, char **argv, int *out_argc, char ***out_argv, Prot
     p->hash = protocol_hash(text, len);
     p->path = path;
     file_words(path, text, &v, &n, &cap, &extra);     // (the words point into text, kept for the run)
+    static char *kept_text, **kept_argv;              // reachable until exit: not a leak
+    kept_text = text;
+    kept_argv = v;
     *out_argc = n;
-    *out_argv = v;
+    *out_argv = kept_argv;
+    (void)kept_text;
     return 1;
 }
