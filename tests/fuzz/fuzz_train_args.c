@@ -58,7 +58,7 @@ void fuzz_one(const uint8_t *data, size_t size) {
         const char *x = (const char *)o + f->off, *y = (const char *)&b.o + f->off;
         if (f->type == F_STR) FUZZ_ASSERT(!strcmp(*(const char *const *)x, *(const char *const *)y));
         else if (f->type == F_DBL) FUZZ_ASSERT(*(const double *)x == *(const double *)y);
-        else if (f->type == F_INT) FUZZ_ASSERT(*(const int *)x == *(const int *)y);
+        else if (f->type == F_INT || f->type == F_SWITCH) FUZZ_ASSERT(*(const int *)x == *(const int *)y);   // (an int, as train_kv writes it)
         else FUZZ_ASSERT(*(const long long *)x == *(const long long *)y);
     }
     free(lines);
