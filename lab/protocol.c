@@ -95,6 +95,7 @@ static void file_words(const char *path, char *text, char ***v, int *n, int *cap
         }
         CHECK(!is_run_flag(line), "--protocol %s line %d: %s says where or how a grid runs, not what it tests; give it "
               "on the command line", path, line_no, line);
+        CHECK(strcmp(line, "--help"), "--protocol %s line %d: --help is not part of an experiment", path, line_no);
         push(v, n, cap, line);
         if (sp) { while (*sp == ' ' || *sp == '\t') sp++; push(v, n, cap, sp); }
     }
