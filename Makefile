@@ -237,7 +237,7 @@ run: train compare
 # (Rotary 25% interleaved; APE = sinusoidal with embeddings x sqrt(C)), 3 seeds, every run the same
 # 2000-step budget and tested at its best in-distribution validation check, the 10 pairwise claims of
 # its ranking with the task configuration as unit, a sensitivity table, the paper's means beside, and
-# not the attention distance (reproduce-nope-distance). About 2.5 hours on 2 cores; stopped, it continues
+# not the attention distance (reproduce-nope-distance). About 3 hours on 2 cores; stopped, it continues
 # where it stopped (finished runs kept). Writes runs/nope17/ (docs/reproduce-nope.md).
 # reproduce-nope-fitfirst: the earlier, narrowed design (3 copy tasks, 8 seeds, fit-first; its runs in
 # results/nope/), kept to redo those numbers; its selection on fit is what the protocol replaced.
