@@ -85,7 +85,9 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
     Args *a = ctx;
     Options *o = &a->o;
     char msg[512];
-    if (o->new_schedule) { check_memory(cfg, 0, 0, 0); return; }
+    // --new-schedule: the flags are the new schedule's (new_schedule); --continue: they are checked
+    // against the model (continue_check_model)
+    if (o->new_schedule || a->continuing) { check_memory(cfg, 0, 0, 0); return; }
     if (a->set[find_flag("context") - FLAGS] && o->context != cfg->max_seq_len) {
         CHECK(!o->resume, "--context %d differs from the context %d of the checkpoint; --resume continues "
               "the same run (use --load to change the context)", o->context, cfg->max_seq_len);
@@ -183,7 +185,15 @@ static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int 
         if (o->resume) {
             CHECK(st->has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
                   "use --load to fine-tune from it", ckpt);
+            if (a->continuing) CHECK(a->continued_kv = strdup(*stored), "out of memory");
             apply_stored(a, *stored, ckpt);
+        }
+        if (a->continuing) {              // the model the flags describe must be the one stored
+            GPTConfig want = { .vocab_size = model->cfg.vocab_size, .n_layer = o->layers, .n_head = o->heads,
+                               .n_embd = o->dim, .max_seq_len = o->context ? o->context : o->seq };
+            schedule_from_flags(a, &want);
+            continue_check_model(&want, &model->cfg, ckpt);
+            return;
         }
         refuse_schedule_flags(a, model, ckpt);
         refuse_model_flags(a, ckpt);
@@ -268,7 +278,7 @@ static void check_with_model(Session *s) {
     // (less 1e-9: 0.07 x 100 is 7.000000000000001 in doubles, and ceil would make it 8)
     if (flag_set(&s->a, "warmup-frac")) o->warmup = (int)ceil(o->warmup_frac * o->steps - 1e-9);
     if (o->warmup < 0) o->warmup = o->steps / 10;
-    CHECK(!o->resume || o->dump || o->sample || eval_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
+    CHECK(!o->resume || s->a.continuing || o->dump || o->sample || eval_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
     CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !eval_requested(o) &&
           !o->attention_map && !o->export_path && !o->export_llmc), "--detect-anomaly checks training steps and this run trains none; "
@@ -406,7 +416,7 @@ static void prepare_data(Session *s) {
     s->train_steps = o->dump || o->eval_batches || eval_requested(o) ? 0 : o->steps - (int)s->st.step;
     s->need_data = o->dump || o->eval_batches || eval_requested(o) || s->train_steps > 0;
     // a checkpoint or a loss log of a run that trains nothing would silently not be written
-    CHECK(s->train_steps > 0 || (!o->save && !o->log), "--save and --log keep what training steps make, and this run "
+    CHECK(s->train_steps > 0 || s->a.continuing || (!o->save && !o->log), "--save and --log keep what training steps make, and this run "
           "trains none (%s); drop them, or give --steps N to train", o->dump || o->eval_batches || eval_requested(o) ?
           "it evaluates" : o->load ? "--load trains only with --steps" : "--steps 0");
     if (s->need_data && !s->have_data && !o->task) {   // --resume without --data: the stored data path
@@ -567,7 +577,11 @@ static void interrupt_exit(Session *s, int step, FILE *log, char *kv) {
 // the progress line, the --log row and the checkpoints (--save, --save-every).
 static void train(Session *s) {
     const Options *o = s->o;
-    if (s->train_steps <= 0) return;
+    if (s->a.continuing) continue_check_training(&s->a, s->st.step);
+    if (s->train_steps <= 0) {          // --continue after the last step (stopped while testing): test again
+        if (s->a.continuing && o->select_every && s->rank == 0) select_restore(s);
+        return;
+    }
     GPTMemory held = gpt_memory(&s->model.cfg, 1, 1, 0, 1);       // the weights and gradients exist
     check_memory(&s->model.cfg, o->batch, o->seq, held.params + held.grads);
     print_setup(s);
@@ -703,6 +717,7 @@ int main(int argc, char **argv) {
     // the default action of SIGXFSZ would kill the process without a word
     signal(SIGXFSZ, SIG_IGN);
     check_flags(&s.a);
+    continue_or_start(&s.a);
     check_ranks(&s);
 #ifdef _OPENMP
     if (s.o->threads) omp_set_num_threads(s.o->threads);

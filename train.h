@@ -83,6 +83,15 @@ void remove_stale_temporaries(const char *pattern);
 // A resumed run's --log: rows past the checkpoint's step (of a run killed after it) cut off.
 void drop_log_rows_after(const char *path, int step);
 
+// --continue (with --save FILE): when FILE exists, the run goes on from it: continue_or_start sets
+// --resume FILE and a->continuing (else it says the run starts afresh); continue_check_model exits
+// when the model the flags describe (want) is not the checkpoint's (have); continue_check_training
+// when the training flags (train_kv after the stored ones applied, as a fresh run would store them)
+// are not those stored.
+void continue_or_start(Args *a);
+void continue_check_model(const GPTConfig *want, const GPTConfig *have, const char *ckpt);
+void continue_check_training(const Args *a, uint64_t step);
+
 // Interruption: SIGINT (Ctrl-C) or SIGTERM (a scheduler's time limit) during training finish the
 // step, save a checkpoint when --save is given, and exit with EXIT_INTERRUPTED; a second signal
 // ends the process at once (the default action, so the shell sees the signal).
@@ -130,6 +139,9 @@ void select_init(Select *sl, Session *s);                   // on --resume, the 
 void select_check(Select *sl, Session *s, int step, const char *kv);
 // After training: the best weights into the model (the tests use them); prints the "select:" line.
 void select_finish(Select *sl, Session *s);
+// A run continued after its last step (killed while testing): the best check's weights from
+// SAVE.best into the model, as select_finish left them.
+void select_restore(Session *s);
 
 // ---- train_modes.c
 

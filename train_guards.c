@@ -16,6 +16,57 @@
 #include "dist/dist.h"
 #include "train.h"
 
+// ---- --continue: a run of a grid goes on from its checkpoint when the same command runs again
+
+void continue_or_start(Args *a) {
+    Options *o = &a->o;
+    if (!o->cont) return;
+    CHECK(o->save && !strstr(o->save, "{step}"), "--continue goes on from the checkpoint --save FILE writes; give "
+          "--save with a fixed path (no {step})");
+    CHECK(!o->resume && !o->load, "--continue decides itself whether to resume (from --save FILE); drop --resume and --load");
+    if (access(o->save, F_OK) != 0) {
+        printf("continue: no checkpoint %s yet; starting from step 0\n", o->save);
+        return;
+    }
+    o->resume = o->save;
+    a->continuing = 1;
+}
+
+static void write_pe(const PosConfig *c, char *buf, size_t cap) {
+    FILE *f = fmemopen(buf, cap, "w");
+    CHECK(f, "internal: fmemopen");
+    posenc_write_kv(c, f);
+    fclose(f);
+}
+
+void continue_check_model(const GPTConfig *want, const GPTConfig *have, const char *ckpt) {
+    CHECK(want->n_layer == have->n_layer && want->n_head == have->n_head && want->n_embd == have->n_embd &&
+          want->max_seq_len == have->max_seq_len, "--continue: '%s' holds a model of %d layers, %d heads, %d channels "
+          "and context %d; the flags give %d, %d, %d and %d. It is another run's: give its flags, or delete it to start "
+          "afresh", ckpt, have->n_layer, have->n_head, have->n_embd, have->max_seq_len, want->n_layer, want->n_head,
+          want->n_embd, want->max_seq_len);
+    static char a[16384], b[16384];
+    write_pe(&want->pe, a, sizeof a);
+    write_pe(&have->pe, b, sizeof b);
+    CHECK(!strcmp(a, b), "--continue: the positional settings of '%s' are not those the flags give:\n%s\nflags:\n%s"
+          "It is another run's: give its flags, or delete it to start afresh", ckpt, b, a);
+}
+
+void continue_check_training(const Args *a, uint64_t step) {
+    char *now = train_kv(&a->o);
+    const char *was = a->continued_kv;
+    // the first line that differs, for the message
+    size_t i = 0, line = 0;
+    for (; now[i] && now[i] == was[i]; i++) if (now[i] == '\n') line = i + 1;
+    if (now[i] || was[i]) {
+        int n1 = (int)strcspn(was + line, "\n"), n2 = (int)strcspn(now + line, "\n");
+        CHECK(0, "--continue: '%s' was trained with other settings: it stores %.*s, the flags give %.*s. It is another "
+              "run's: give its flags, or delete it to start afresh", a->o.resume, n1, was + line, n2, now + line);
+    }
+    free(now);
+    printf("continue: going on from %s after step %llu of %d\n", a->o.resume, (unsigned long long)step, a->o.steps);
+}
+
 // ---- memory: a model or batch too large for the machine is refused with the sizes it asked for,
 // before the allocation, instead of being killed by the kernel (Linux hands out memory it does not
 // have and kills the process when the pages are first touched).
