@@ -25,6 +25,7 @@
 #include "dataset/tasks.h"
 #include "formats/llmc_model.h"
 #include "formats/modelfile.h"
+#include "eval/eval.h"
 #include "model.h"
 #include "train_options.h"
 #include "train.h"
@@ -69,6 +70,7 @@ double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int ran
     for (int i = 0, nb = val_whole_batches(val, o, ranks); i < nb; i++) {
         loader_next_slice(&l, b, rank, ranks);
         gpt_forward(m, b);
+        eval_stop_on_anomaly(m, "the validation loss");
         sum += m->state.loss * m->state.weight_sum; wsum += m->state.weight_sum;
     }
     sum = dist_sum(sum); wsum = dist_sum(wsum);
@@ -280,9 +282,14 @@ static void check_with_model(Session *s) {
     if (o->warmup < 0) o->warmup = o->steps / 10;
     CHECK(!o->resume || s->a.continuing || o->dump || o->sample || eval_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
-    CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !eval_requested(o) &&
-          !o->attention_map && !o->export_path && !o->export_llmc), "--detect-anomaly checks training steps and this run trains none; "
-          "give --steps N (with --load) or drop the flag");
+    // checked: the training steps and the evaluations (--eval-batches, perplexity, attention
+    // statistics, LongRoPE's search, a task's accuracy, sampling through the KV cache)
+    CHECK(!o->detect_anomaly || !(o->dump || o->attention_map || o->attention_distance || o->export_path || o->export_llmc),
+          "--detect-anomaly checks training steps and evaluations; --dump-step, --attention-map, --attention-distance, "
+          "--export and --export-llmc are not checked: drop the flag");
+    CHECK(!o->detect_anomaly || o->steps > s->st.step || o->eval_batches || eval_requested(o) || o->sample || o->task,
+          "--detect-anomaly checks training steps and evaluations, and this run has neither; give --steps N (with --load), "
+          "an evaluation or --sample, or drop the flag");
     CHECK(!strcmp(o->precision, "fp32") || !strcmp(o->precision, "bf16"), "--precision %s: give fp32 or bf16", o->precision);
     gpt_set_bf16(&s->model, !strcmp(o->precision, "bf16"));
     if (s->model.state.bf16) bf16_path();            // a PEGPT_BF16_PATH the CPU cannot run stops here, before any work
@@ -474,6 +481,8 @@ static void print_setup(const Session *s) {
                s->ranks, o->batch, o->accum, o->zero ? " | ZeRO-1: AdamW moments sharded over the ranks" : "");
     else printf("threads: %d\n", omp_get_max_threads());
 #endif
+    if (memory_sharers() > 1)
+        printf("memory: checked against a 1/%d share of this machine's (the ranks and runs that share it)\n", memory_sharers());
 }
 
 // --detect-anomaly: the first NaN or Inf of the model's last checked call stops the run, named
@@ -716,6 +725,7 @@ int main(int argc, char **argv) {
     // past a file-size limit (ulimit -f) a write fails with EFBIG and is reported (util/atomicfile.h);
     // the default action of SIGXFSZ would kill the process without a word
     signal(SIGXFSZ, SIG_IGN);
+    guard_memory();                              // every allocation of activations or a KV cache is checked first
     check_flags(&s.a);
     continue_or_start(&s.a);
     check_ranks(&s);
@@ -728,8 +738,10 @@ int main(int argc, char **argv) {
     seed_streams(&s);
     if (!model_only_modes(&s)) {
         prepare_data(&s);
+        gpt_set_detect_anomaly(&s.model, s.o->detect_anomaly);   // the evaluations of the data modes
         data_modes(&s);
         train(&s);
+        gpt_set_detect_anomaly(&s.model, s.o->detect_anomaly);   // the evaluations after training
         if (s.rank == 0) after_training(&s);    // rank 0 alone evaluates and samples
     }
     session_free(&s);

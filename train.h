@@ -73,6 +73,12 @@ double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int ran
 // Refuses a model of cfg, trained on (B, T) batches when B > 0 (else only its weights and
 // gradients), when it cannot fit; `allocated` bytes of it exist already.
 void check_memory(const GPTConfig *cfg, int B, int T, double allocated);
+// Sets the model's memory check (gpt_set_memory_check) to one with check_memory's reckoning: the
+// evaluations' activations (a longer window) and KV caches are refused with a message, not killed.
+void guard_memory(void);
+// The processes that share this machine's memory with this one, itself included: the ranks of
+// this run here times PEGPT_MEMORY_SHARE (./compare sets it to the runs it trains at once here).
+int memory_sharers(void);
 // The folder an output file goes into: "." for a bare name, "/" for a file at the root.
 void folder_of(const char *path, char *dir, size_t cap);
 // Refuse an output (--flag path) whose folder (dir, or path's) cannot take a new file now.

@@ -84,16 +84,26 @@ static double proc_field(const char *file, const char *key) {
     return v;
 }
 
-// The bytes this process can still get: MemAvailable + SwapFree (under mpirun: its share, divided
-// by the ranks on this machine), or what the address-space limit (ulimit -v, per process) leaves,
-// whichever is smaller; *why names it. Infinity when nothing says.
+// The processes that share this machine's memory with this one, itself included: the ranks of this
+// run on the machine (under mpirun) times PEGPT_MEMORY_SHARE, which ./compare sets to the runs it
+// trains at once on the machine (--jobs x its ranks there): they start together, and each must
+// fit in its share before the others have taken theirs.
+int memory_sharers(void) {
+    const char *e = getenv("PEGPT_MEMORY_SHARE");
+    long share = e ? strtol(e, NULL, 10) : 1;
+    return dist_node_size() * (int)(share >= 1 && share <= 1000000 ? share : 1);
+}
+
+// The bytes this process can still get: MemAvailable + SwapFree (shared: divided by the processes
+// that share the machine, memory_sharers), or what the address-space limit (ulimit -v, per
+// process) leaves, whichever is smaller; *why names it. Infinity when nothing says.
 static double memory_available(const char **why) {
     double avail = INFINITY, mem = proc_field("/proc/meminfo", "MemAvailable"), swap = proc_field("/proc/meminfo", "SwapFree");
     *why = "";
-    int local = dist_node_size();     // ranks on this machine share its memory, not their address-space limits
+    int local = memory_sharers();     // they share the machine's memory, not their address-space limits
     if (mem >= 0) {
         avail = (mem + (swap > 0 ? swap : 0)) / local;
-        *why = local > 1 ? "rank's share of the available memory (MemAvailable + SwapFree, over the ranks on this machine)"
+        *why = local > 1 ? "share of the available memory (MemAvailable + SwapFree, over the ranks and runs on this machine)"
                          : "available memory (MemAvailable + SwapFree)";
     }
     struct rlimit rl;
@@ -122,13 +132,26 @@ void check_memory(const GPTConfig *cfg, int B, int T, double allocated) {
     if (B) snprintf(shape, sizeof shape, ", AdamW moments %.2f, activations %.2f for --batch %d x --seq %d", m.adam / GiB,
                     m.acts / GiB, B, T);
     char share[64] = "";
-    if (dist_node_size() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", dist_node_size());
+    if (memory_sharers() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", memory_sharers());
     CHECK(0, "out of memory: this model%s %.2f GiB (parameters %.2f, gradients %.2f%s; %d layers, dim %d, "
           "vocabulary %d) but the %s is %.2f GiB%s%s; %s", B ? " and batch need" : " needs", need / GiB, m.params / GiB,
           m.grads / GiB, shape, cfg->n_layer, cfg->n_embd, cfg->vocab_size, why, (avail + allocated) / GiB, share,
           allocated > 0 ? " (counting what it holds already)" : "",
           B ? "lower --batch or --seq (--accum keeps the tokens per step), or use a smaller model" : "use a smaller model");
 }
+
+static void memory_hook(double bytes, double freed, const char *what) {
+    const char *why;
+    double avail = memory_available(&why), GiB = 1024.0 * 1024 * 1024;
+    if (bytes - freed <= avail) return;
+    char share[64] = "";
+    if (memory_sharers() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", memory_sharers());
+    CHECK(0, "out of memory for %s: %.3f GiB needed%s, but the %s is %.3f GiB%s; evaluate fewer tokens at once or "
+          "shorter lengths (--ppl-windows, --attention-lengths, --test-max, --sample), or use a smaller model", what,
+          bytes / GiB, freed > 0 ? " (in place of the smaller buffers)" : "", why, (avail + freed) / GiB, share);
+}
+
+void guard_memory(void) { gpt_set_memory_check(memory_hook); }
 
 // ---- output files: checked before any work, so a long run does not fail at its end
 

@@ -537,6 +537,13 @@ int main(int argc, char **argv) {
     }
     if (rank == 0) lock_out(&c);
     catch_stop();
+    // the runs trained at once on this machine (--jobs x the ranks here) share its memory: each run's
+    // memory checks count on its share (./train's PEGPT_MEMORY_SHARE; one set above multiplies)
+    const char *had = getenv("PEGPT_MEMORY_SHARE");
+    long share = (had && atol(had) >= 1 ? atol(had) : 1) * c.jobs * dist_node_size();
+    char sh[32];
+    snprintf(sh, sizeof sh, "%ld", share);
+    setenv("PEGPT_MEMORY_SHARE", sh, 1);
     int n = n_grid_runs(&c), n_all = n + n_twin_runs(&c);       // the grid, then NoPE's twins
     Run *runs = xcalloc(n_all, sizeof(Run));
     for (int t = 0; t < c.n_tasks; t++)

@@ -8,7 +8,8 @@
 #    (log.csv) and test accuracies (eval.csv) too;
 #  - runs did continue from a checkpoint (their train.log says where), so the test saw a stop;
 #  - while a ./compare works in a folder, a second one there is refused (OUT/.lock);
-#  - a stopped run whose `started` file holds other settings is refused, not continued.
+#  - a stopped run whose `started` file holds other settings is refused, not continued;
+#  - the runs, 2 at a time, check their memory against half the machine's.
 . "$(dirname "$0")/lib.sh"
 
 have flock "the interruption test (flock waits for a stopped grid's runs)" "apt-get install util-linux" || finish
@@ -71,6 +72,8 @@ done
 n_cont=$(cat "$tmp"/B/runs/parity/*/seed*/train.log | grep -c "^continue: going on from .* after step [1-9][0-9]* of 200")
 [ "$n_cont" -ge 2 ]; check $? "runs continued from their checkpoints at least twice ($n_cont)"
 grep -q "interrupted by SIGTERM" "$tmp"/B/runs/parity/*/seed*/train.log; check $? "a run checkpointed on SIGTERM"
+grep -q "^memory: checked against a 1/2 share of this machine's" "$tmp/A/runs/parity/nope/seed1/train.log"
+check $? "the runs of --jobs 2 check their memory against half the machine's (PEGPT_MEMORY_SHARE)"
 ! grep -q "interrupted by SIGTERM" "$tmp"/A/runs/parity/*/seed*/train.log; check $? "the uninterrupted grid was not stopped"
 
 # a stopped run started with other settings is not continued
