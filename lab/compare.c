@@ -292,6 +292,28 @@ static void run_child(const Cfg *c, const Run *r, pid_t compare_pid) {
     _exit(write_marker(r->dir, "done", set) ? 1 : 0);
 }
 
+// A run's settings as stored, with its folder as it is now: a grid folder moved or copied
+// (results/NAME from runs/NAME, tools/keep_results.sh) keeps its runs. The stored folder is the one
+// of the training command's --log (FOLDER/log.csv); every occurrence of it is replaced. The caller frees.
+static char *relocated(const char *stored, const Run *r) {
+    const char *at = strstr(stored, " --log "), *file = "/log.csv";
+    if (!at) return strdup(stored);
+    at += 7;
+    size_t n = strcspn(at, " \n");
+    if (n <= strlen(file) || strncmp(at + n - strlen(file), file, strlen(file))) return strdup(stored);
+    n -= strlen(file);
+    char *old = strndup(at, n);
+    size_t cap = strlen(stored) * (strlen(r->dir) / (n ? n : 1) + 2) + strlen(r->dir) + 1, used = 0;
+    char *out = xmalloc(cap);
+    for (const char *p = stored; *p;) {
+        if (!strncmp(p, old, n)) { used += (size_t)snprintf(out + used, cap - used, "%s", r->dir); p += n; }
+        else out[used++] = *p++;
+    }
+    out[used] = 0;
+    free(old);
+    return out;
+}
+
 // A stopped run (a `started` file, no `done`) continues from its checkpoint: exits with a message
 // when it was started with other settings.
 static void check_started(const Cfg *c, const Run *r) {
@@ -302,11 +324,11 @@ static void check_started(const Cfg *c, const Run *r) {
     char *stored = NULL; size_t cap = 0;
     ssize_t k = getdelim(&stored, &cap, 0, f);
     fclose(f);
-    char *want = run_settings(c, r);
-    CHECK(k > 0 && !strcmp(stored, want), "%s was started with other settings (its commands are in %s) and stopped "
+    char *want = run_settings(c, r), *moved = k > 0 ? relocated(stored, r) : NULL;
+    CHECK(k > 0 && !strcmp(moved, want), "%s was started with other settings (its commands are in %s) and stopped "
           "before its end; it would continue from its checkpoint:\n%s\nnow:\n%s"
           "give another --out, or delete that folder to start the run afresh", r->dir, path, k > 0 ? stored : "", want);
-    free(stored); free(want);
+    free(stored); free(want); free(moved);
 }
 
 // 1 when the run finished with these settings; exits with a message when it finished with others
@@ -324,7 +346,9 @@ static int finished(const Cfg *c, const Run *r) {
     // --report-only takes (./compare writes its markers whole, with the settings)
     CHECK(k > 0 || c->report_only, "%s is empty: it records no settings, so the run cannot be checked against these "
           "(made by hand, or by an older ./compare cut short); delete %s to redo the run, or use --report-only", path, r->dir);
-    int same = k <= 0 || strcmp(stored, want) == 0;
+    char *moved = k > 0 ? relocated(stored, r) : NULL;
+    int same = k <= 0 || strcmp(moved, want) == 0;
+    free(moved);
     CHECK(same, "%s was made with other settings (its commands are in %s):\n%s\nnow:\n%s"
           "give another --out, or delete that folder to redo the run", r->dir, path, stored, want);
     free(stored); free(want);

@@ -9,7 +9,9 @@
 #  - runs did continue from a checkpoint (their train.log says where), so the test saw a stop;
 #  - while a ./compare works in a folder, a second one there is refused (OUT/.lock);
 #  - a stopped run whose `started` file holds other settings is refused, not continued;
-#  - the runs, 2 at a time, check their memory against half the machine's.
+#  - the runs, 2 at a time, check their memory against half the machine's;
+#  - tools/keep_results.sh keeps no checkpoint, and --report-only on what it kept writes the
+#    grid's results.csv, runs.csv and summary.md byte for byte, and its plots.
 . "$(dirname "$0")/lib.sh"
 
 have flock "the interruption test (flock waits for a stopped grid's runs)" "apt-get install util-linux" || finish
@@ -75,6 +77,20 @@ grep -q "interrupted by SIGTERM" "$tmp"/B/runs/parity/*/seed*/train.log; check $
 grep -q "^memory: checked against a 1/2 share of this machine's" "$tmp/A/runs/parity/nope/seed1/train.log"
 check $? "the runs of --jobs 2 check their memory against half the machine's (PEGPT_MEMORY_SHARE)"
 ! grep -q "interrupted by SIGTERM" "$tmp"/A/runs/parity/*/seed*/train.log; check $? "the uninterrupted grid was not stopped"
+
+# tools/keep_results.sh keeps what the report needs (no checkpoint) and the report written from it
+# is the grid's, byte for byte (the loss plot from log.csv thinned to every 50th step)
+tools/keep_results.sh "$tmp/A" "$tmp/K" > "$tmp/keep.out" 2>&1; check $? "tools/keep_results.sh" || cat "$tmp/keep.out"
+! find "$tmp/K" -name 'model.ckpt*' | grep -q .; check $? "no checkpoint kept"
+[ "$(wc -l < "$tmp/K/runs/parity/nope/seed1/log.csv")" = 5 ]; check $? "log.csv thinned to its header and steps 50, 100, 150, 200"
+rm "$tmp"/K/*.png
+./compare --out "$tmp/K" --report-only "${flags[@]}" > "$tmp/K.out" 2>&1; check $? "the report from the kept files" || cat "$tmp/K.out"
+for f in results.csv runs.csv summary.md; do
+    cmp -s "$tmp/A/$f" "$tmp/K/$f"; check $? "$f from the kept files is the grid's, byte for byte"
+done
+if have gnuplot "the plots from the kept files" "apt-get install gnuplot-nox"; then
+    [ -s "$tmp/K/loss_parity.png" ] && [ -s "$tmp/K/accuracy_parity.png" ]; check $? "the plots drawn again from the kept files"
+fi
 
 # a stopped run started with other settings is not continued
 mkdir -p "$tmp/C/runs/parity/nope/seed1"
