@@ -151,8 +151,8 @@ typedef struct {
 // loss, the anomaly record, the profiler and the backward's grad_ready hook.
 typedef struct {
     // activations, allocated for the largest B*T seen so far
-    int act_B, act_T, act_threads;
-    double act_bytes;                // what the activation buffers hold, in bytes   // act_threads: rows of the per-thread scratch
+    int act_B, act_T, act_threads;   // act_threads: rows of the per-thread scratch
+    double act_bytes;                // what the activation buffers hold, in bytes
     int forward_only;                // gpt_set_forward_only: the next forwards keep one layer's activations
     int act_forward_only;            // the mode the activations were allocated in
     Activations a;

@@ -24,6 +24,8 @@ void continue_or_start(Args *a) {
     CHECK(o->save && !strstr(o->save, "{step}"), "--continue goes on from the checkpoint --save FILE writes; give "
           "--save with a fixed path (no {step})");
     CHECK(!o->resume && !o->load, "--continue decides itself whether to resume (from --save FILE); drop --resume and --load");
+    CHECK(!(o->fit_target > 0), "--continue with --fit-target: a fit-first run stops at a step its checkpoint does not "
+          "record as the end, so going on from it could train past that step; run it again from the start");
     if (access(o->save, F_OK) != 0) {
         printf("continue: no checkpoint %s yet; starting from step 0\n", o->save);
         return;
@@ -32,11 +34,14 @@ void continue_or_start(Args *a) {
     a->continuing = 1;
 }
 
-static void write_pe(const PosConfig *c, char *buf, size_t cap) {
-    FILE *f = fmemopen(buf, cap, "w");
-    CHECK(f, "internal: fmemopen");
+static char *pe_text(const PosConfig *c) {        // the caller frees
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    CHECK(f, "out of memory");
     posenc_write_kv(c, f);
     fclose(f);
+    return buf;
 }
 
 void continue_check_model(const GPTConfig *want, const GPTConfig *have, const char *ckpt) {
@@ -45,11 +50,10 @@ void continue_check_model(const GPTConfig *want, const GPTConfig *have, const ch
           "and context %d; the flags give %d, %d, %d and %d. It is another run's: give its flags, or delete it to start "
           "afresh", ckpt, have->n_layer, have->n_head, have->n_embd, have->max_seq_len, want->n_layer, want->n_head,
           want->n_embd, want->max_seq_len);
-    static char a[16384], b[16384];
-    write_pe(&want->pe, a, sizeof a);
-    write_pe(&have->pe, b, sizeof b);
+    char *a = pe_text(&want->pe), *b = pe_text(&have->pe);
     CHECK(!strcmp(a, b), "--continue: the positional settings of '%s' are not those the flags give:\n%s\nflags:\n%s"
           "It is another run's: give its flags, or delete it to start afresh", ckpt, b, a);
+    free(a); free(b);
 }
 
 void continue_check_training(const Args *a, uint64_t step) {

@@ -117,14 +117,37 @@ static void child_on_signal(int sig) {
     if (child_cmd > 0) kill(child_cmd, SIGTERM);
 }
 
+// SIGINT, SIGTERM and SIGCHLD, blocked around each fork (and while ./compare decides whether to
+// wait): the child starts with them held, sets its own actions, then lets them in, so a signal
+// that came meanwhile is acted on by the process that knows what to do with it.
+static sigset_t stop_set(void) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT); sigaddset(&s, SIGTERM); sigaddset(&s, SIGCHLD);
+    return s;
+}
+
+static void unblock_all(void) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static int run_cmd(Argv *a, const char *log) {
+    if (child_stop) return 128;                    // stopped before this command started
+    sigset_t block = stop_set(), was;
+    sigprocmask(SIG_BLOCK, &block, &was);
     pid_t parent = getpid(), pid = fork();
     CHECK(pid >= 0, "fork failed: %s", strerror(errno));
     if (pid == 0) {
+        signal(SIGINT, SIG_DFL); signal(SIGTERM, SIG_DFL); signal(SIGCHLD, SIG_DFL);
 #ifdef __linux__
         prctl(PR_SET_PDEATHSIG, SIGTERM);          // its run's process killed: this command stops too
 #endif
         if (getppid() != parent) _exit(128);       // (killed before the line above)
+        unblock_all();                             // a SIGTERM held since the fork ends it here
+        int in = open("/dev/null", O_RDONLY);      // a run in a background group must not read the terminal
+        if (in >= 0) { dup2(in, 0); close(in); }   // (mpirun under --launch reads its stdin)
         FILE *f = fopen(log, "a");
         if (!f) _exit(127);
         fprintf(f, "$");
@@ -138,7 +161,7 @@ static int run_cmd(Argv *a, const char *log) {
         _exit(127);
     }
     child_cmd = pid;
-    if (child_stop) kill(pid, SIGTERM);            // a signal came before child_cmd was set
+    sigprocmask(SIG_SETMASK, &was, NULL);          // a signal held since the fork reaches child_on_signal now
     int status;
     while (waitpid(pid, &status, 0) < 0) CHECK(errno == EINTR, "waitpid failed: %s", strerror(errno));
     child_cmd = 0;
@@ -276,10 +299,12 @@ static void run_child(const Cfg *c, const Run *r, pid_t compare_pid) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    signal(SIGCHLD, SIG_DFL);
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGTERM);              // ./compare killed (kill -9): the run stops at a checkpoint
 #endif
     if (getppid() != compare_pid) _exit(1);        // (killed before the line above)
+    unblock_all();                                 // (held since the fork: a stop that came meanwhile arrives now)
     char log[4200], ckpt[4200];
     snprintf(log, sizeof log, "%s/train.log", r->dir);
     snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", r->dir);
@@ -326,7 +351,7 @@ static void check_started(const Cfg *c, const Run *r) {
     fclose(f);
     char *want = run_settings(c, r), *moved = k > 0 ? relocated(stored, r) : NULL;
     CHECK(k > 0 && !strcmp(moved, want), "%s was started with other settings (its commands are in %s) and stopped "
-          "before its end; it would continue from its checkpoint:\n%s\nnow:\n%s"
+          "before its end; it would go on from where it stopped:\n%s\nnow:\n%s"
           "give another --out, or delete that folder to start the run afresh", r->dir, path, k > 0 ? stored : "", want);
     free(stored); free(want); free(moved);
 }
@@ -360,6 +385,7 @@ static int finished(const Cfg *c, const Run *r) {
 // finishes its step, checkpoints and stops), and ./compare exits without a report once they have.
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int sig) { stop_signal = sig; }
+static void on_child(int sig) { (void)sig; }      // wakes run_all's sigsuspend
 
 static void catch_stop(void) {
     struct sigaction sa = { .sa_handler = on_stop };      // no SA_RESTART: waitpid returns EINTR
@@ -395,6 +421,12 @@ static int run_all(const Cfg *c, Run *runs, int n) {
     int running = 0, finished = 0, next = 0;
     double t_start = now_seconds(), busy = 0;
     pid_t self = getpid();
+    // the signals stay blocked but in sigsuspend, so none falls between a check and the wait
+    struct sigaction sc = { .sa_handler = on_child, .sa_flags = SA_NOCLDSTOP };
+    sigemptyset(&sc.sa_mask);
+    sigaction(SIGCHLD, &sc, NULL);
+    sigset_t block = stop_set(), was;
+    sigprocmask(SIG_BLOCK, &block, &was);
     while (finished < todo) {
         while (!stop_signal && running < c->jobs && next < n) {
             Run *r = &runs[next++];
@@ -409,7 +441,8 @@ static int run_all(const Cfg *c, Run *runs, int n) {
         if (stop_signal && !told) told = stop_runs(runs, n) + 1;
         if (stop_signal && !running) break;
         int status;
-        pid_t pid = waitpid(-1, &status, 0);
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid == 0) { sigsuspend(&was); continue; }      // until a run ends or a stop comes
         if (pid < 0 && errno == EINTR) continue;
         CHECK(pid > 0, "waitpid failed: %s", strerror(errno));
         for (int i = 0; i < n; i++) {
@@ -440,6 +473,8 @@ static int run_all(const Cfg *c, Run *runs, int n) {
             fflush(stdout);
         }
     }
+    sigprocmask(SIG_SETMASK, &was, NULL);
+    signal(SIGCHLD, SIG_DFL);
     char total[32];
     fmt_duration(now_seconds() - t_start, total, sizeof total);
     if (stop_signal) { printf("compare: stopped after %s: %d of %d runs trained now\n", total, finished - failed, todo); return failed; }

@@ -19,7 +19,7 @@
 // The unit of a claim at one size is a (task, seed) pair: the difference A - B of their OOD accuracies
 // (percentage points); the exact sign-flip test over the pairs, Holm over the claims. The trend of a
 // claim: per pair, the least-squares slope of that difference against log10(parameters) over the
-// sizes (pairs with a run missing at some size are left out), the mean slope (points per decade)
+// sizes where it has both runs (at least two; its task's parameter counts), the mean slope (points per decade)
 // with its t-interval and the sign-flip test of the slopes, Holm over the claims.
 #include <math.h>
 #include <string.h>
@@ -64,25 +64,25 @@ static void read_runs(Size *z) {
     fclose(f);
 }
 
-// The parameter count of the size's model: its NoPE run's (no positional parameters) on the first
-// task whose train.log has one ("| N parameters"); else the first scheme's.
+// The parameter counts of the size's model, per task (its vocabulary differs by task): the NoPE
+// run's (no positional parameters; the first scheme's without one) of any seed, from its
+// train.log ("| N parameters"); the size's count is the first task's that has one.
 static void read_params(Size *z) {
     const Cfg *c = &z->c;
-    int ns = nope_scheme(c);
-    for (int pick = 0; pick < 2 && !(z->params > 0); pick++)
-        for (int t = 0; t < c->n_tasks && !(z->params > 0); t++)
-            for (int sd = 0; sd < c->n_seeds && !(z->params > 0); sd++) {
-                char path[4400], line[1024];
-                snprintf(path, sizeof path, "%s/runs/%s/%s/seed%lld/train.log", z->dir, c->tasks[t],
-                         c->schemes[pick == 0 && ns >= 0 ? ns : 0].label, c->seeds[sd]);
-                FILE *f = fopen(path, "r");
-                if (!f) continue;
-                while (fgets(line, sizeof line, f)) {
-                    char *bar = strstr(line, "| ");
-                    if (!strncmp(line, "model: ", 7) && bar && strstr(bar, " parameters")) { z->params = atof(bar + 2); break; }
-                }
-                fclose(f);
+    int ns = nope_scheme(c) >= 0 ? nope_scheme(c) : 0;
+    for (int t = 0; t < c->n_tasks; t++)
+        for (int sd = 0; sd < c->n_seeds && !(z->task_params[t] > 0); sd++) {
+            char path[4400], line[1024];
+            snprintf(path, sizeof path, "%s/runs/%s/%s/seed%lld/train.log", z->dir, c->tasks[t], c->schemes[ns].label, c->seeds[sd]);
+            FILE *f = fopen(path, "r");
+            if (!f) continue;
+            while (fgets(line, sizeof line, f)) {
+                char *bar = strstr(line, "| ");
+                if (!strncmp(line, "model: ", 7) && bar && strstr(bar, " parameters")) { z->task_params[t] = atof(bar + 2); break; }
             }
+            fclose(f);
+        }
+    for (int t = 0; t < c->n_tasks && !(z->params > 0); t++) z->params = z->task_params[t];
 }
 
 // The sizes must be one grid at several sizes: the same tasks, schemes (labels), seeds and claims.
@@ -164,12 +164,12 @@ void ladder_claims(Ladder *L) {
                 int m = 0;
                 for (int s = 0; s < L->n; s++) {
                     const Size *z = &L->z[s];
-                    double x = *cell(z->ood, z, t, a, sd), y = *cell(z->ood, z, t, b, sd), lx = log10(z->params);
-                    if (isnan(x) || isnan(y) || !(z->params > 0)) break;
-                    double v = 100 * (x - y);
+                    double x = *cell(z->ood, z, t, a, sd), y = *cell(z->ood, z, t, b, sd);
+                    if (isnan(x) || isnan(y) || !(z->task_params[t] > 0)) continue;
+                    double v = 100 * (x - y), lx = log10(z->task_params[t]);
                     sx += lx; sy += v; sxx += lx * lx; sxy += lx * v; m++;
                 }
-                if (m < L->n) continue;
+                if (m < 2) continue;
                 sl[n++] = (sxy - sx * sy / m) / (sxx - sx * sx / m);
             }
         TrendTest *r = &L->trend[k];

@@ -13,7 +13,8 @@ typedef struct {
     char name[256];              // the protocol's file name without .txt
     char dir[4096];              // OUT/NAME: its runs
     Cfg c;                       // the protocol, as ./compare reads it
-    double params;               // the model's parameter count (NoPE's run; 0 before a run finished)
+    double params;               // the model's parameter count: its NoPE run's on the first task with one (0: none yet)
+    double task_params[MAX_ITEMS];   // per task: its NoPE run's count (the vocabulary differs by task); 0: none yet
     double *ood, *id;            // (task, scheme, seed): accuracy (fraction), NAN while not finished
     int finished;                // runs in its runs.csv
 } Size;

@@ -27,7 +27,7 @@ static void write_csvs(const Ladder *L) {
             for (int sc = 0; sc < c->n_schemes; sc++) {
                 const Size *z = &L->z[s];
                 Interval o = ladder_accuracy(z, t, sc, 1), i = ladder_accuracy(z, t, sc, 0);
-                fprintf(f, "%s,%.0f,%s,%s,%d,", z->name, z->params, c->tasks[t], c->schemes[sc].label, o.n);
+                fprintf(f, "%s,%.0f,%s,%s,%d,", z->name, z->task_params[t], c->tasks[t], c->schemes[sc].label, o.n);
                 num(f, o.mean, "%.4f"); fprintf(f, ","); num(f, o.lo, "%.4f"); fprintf(f, ","); num(f, o.hi, "%.4f");
                 fprintf(f, ","); num(f, i.mean, "%.4f"); fprintf(f, "\n");
             }
@@ -92,8 +92,9 @@ static void write_dat(const Ladder *L, const char *name, int task) {
     FILE *d = fopen(path, "w");
     CHECK(d, "cannot write '%s'", path);
     for (int s = 0; s < L->n; s++) {
-        if (!(L->z[s].params > 0)) continue;
-        fprintf(d, "%.0f", L->z[s].params);
+        double params = task >= 0 ? L->z[s].task_params[task] : L->z[s].params;
+        if (!(params > 0)) continue;
+        fprintf(d, "%.0f", params);
         for (int sc = 0; sc < c->n_schemes; sc++) {
             Interval v = task >= 0 ? ladder_accuracy(&L->z[s], task, sc, 1) : L->mrr[s][sc];
             double lo = isnan(v.lo) ? v.mean : v.lo, hi = isnan(v.hi) ? v.mean : v.hi;   // one seed: no bar
@@ -110,22 +111,33 @@ static void cell_iv(FILE *md, Interval v) {
     else fprintf(md, " %.1f [%.1f, %.1f] |", v.mean, v.lo, v.hi);
 }
 
-static void sizes_header(const Ladder *L, FILE *md, const char *first) {
+// task >= 0: its parameter counts (its vocabulary); -1: the sizes' own
+static void sizes_header(const Ladder *L, FILE *md, const char *first, int task) {
     fprintf(md, "| %s |", first);
-    for (int s = 0; s < L->n; s++) fprintf(md, " %s (%.2gM) |", L->z[s].name, L->z[s].params / 1e6);
+    for (int s = 0; s < L->n; s++)
+        fprintf(md, " %s (%.2gM) |", L->z[s].name, (task >= 0 ? L->z[s].task_params[task] : L->z[s].params) / 1e6);
     fprintf(md, "\n|---|");
     for (int s = 0; s < L->n; s++) fprintf(md, "---|");
     fprintf(md, "\n");
 }
 
-// Per claim: the same verdict at every size, or where it changes.
+// Per claim, over the sizes where it has units: the same verdict at every one, or the first size
+// where it changes (a change may be one of power, not of the claim: the intervals tell).
 static void stability(const Ladder *L, FILE *md, int k) {
-    const char *v0 = ladder_verdict(L->at[0][k].iv.mean, L->at[0][k].holm);
-    int s = 1;
-    while (s < L->n && !strcmp(ladder_verdict(L->at[s][k].iv.mean, L->at[s][k].holm), v0)) s++;
-    if (s == L->n) { fprintf(md, "stable: %s at every size", v0); return; }
-    fprintf(md, "changes: %s at %s, %s from %s (%.2gM parameters)", v0, L->z[0].name,
-            ladder_verdict(L->at[s][k].iv.mean, L->at[s][k].holm), L->z[s].name, L->z[s].params / 1e6);
+    int s0 = 0, tested = 0;
+    while (s0 < L->n && !L->at[s0][k].iv.n) s0++;
+    if (s0 == L->n) { fprintf(md, "no size has units yet"); return; }
+    const char *v0 = ladder_verdict(L->at[s0][k].iv.mean, L->at[s0][k].holm);
+    for (int s = s0; s < L->n; s++) {
+        if (!L->at[s][k].iv.n) continue;
+        tested++;
+        const char *v = ladder_verdict(L->at[s][k].iv.mean, L->at[s][k].holm);
+        if (strcmp(v, v0)) {
+            fprintf(md, "changes: %s at %s, %s from %s (%.2gM parameters)", v0, L->z[s0].name, v, L->z[s].name, L->z[s].params / 1e6);
+            return;
+        }
+    }
+    fprintf(md, "stable: %s at %s", v0, tested == L->n ? "every size" : "every size with runs");
 }
 
 static void write_summary(const Ladder *L) {
@@ -146,14 +158,14 @@ static void write_summary(const Ladder *L) {
                 "over the finished seeds with its 95%% t-interval; the in-distribution accuracy (mean) in the table under it.\n\n");
     for (int t = 0; t < c->n_tasks; t++) {
         fprintf(md, "## %s\n\n", c->tasks[t]);
-        sizes_header(L, md, "scheme (OOD %)");
+        sizes_header(L, md, "scheme (OOD %)", t);
         for (int sc = 0; sc < c->n_schemes; sc++) {
             fprintf(md, "| %s |", c->schemes[sc].label);
             for (int s = 0; s < L->n; s++) cell_iv(md, ladder_accuracy(&L->z[s], t, sc, 1));
             fprintf(md, "\n");
         }
         fprintf(md, "\n");
-        sizes_header(L, md, "scheme (in-distribution %)");
+        sizes_header(L, md, "scheme (in-distribution %)", t);
         for (int sc = 0; sc < c->n_schemes; sc++) {
             fprintf(md, "| %s |", c->schemes[sc].label);
             for (int s = 0; s < L->n; s++) { Interval v = ladder_accuracy(&L->z[s], t, sc, 0); v.lo = v.hi = NAN; cell_iv(md, v); }
@@ -169,7 +181,7 @@ static void write_summary(const Ladder *L) {
     fprintf(md, "## MRR\n\nThe mean reciprocal rank of each scheme's OOD accuracy in every (task, seed) configuration "
                 "(ties: the expected reciprocal rank of a random break), with its %d-resample bootstrap interval over "
                 "the seeds.\n\n", RESAMPLES);
-    sizes_header(L, md, "scheme");
+    sizes_header(L, md, "scheme", -1);
     for (int sc = 0; sc < c->n_schemes; sc++) {
         fprintf(md, "| %s |", c->schemes[sc].label);
         for (int s = 0; s < L->n; s++) {
@@ -184,7 +196,7 @@ static void write_summary(const Ladder *L) {
     fprintf(md, "## The claims at each size\n\nUnit: a (task, seed) pair, the difference A - B of its two runs' OOD "
                 "accuracy (points); the mean, the exact sign-flip p, Holm over the %d claims at each size; supported or "
                 "contradicted at Holm p < 0.05.\n\n", c->n_claims);
-    sizes_header(L, md, "claim");
+    sizes_header(L, md, "claim", -1);
     for (int k = 0; k < c->n_claims; k++) {
         fprintf(md, "| %s > %s |", c->schemes[c->claims[k][0]].label, c->schemes[c->claims[k][1]].label);
         for (int s = 0; s < L->n; s++) {
@@ -194,7 +206,7 @@ static void write_summary(const Ladder *L) {
         }
         fprintf(md, "\n");
     }
-    fprintf(md, "\n## The trend of each claim with size\n\nPer (task, seed) pair with a run at every size: the "
+    fprintf(md, "\n## The trend of each claim with size\n\nPer (task, seed) pair with both runs at two sizes or more: the "
                 "least-squares slope of A - B (points) against log10(parameters); the mean slope (points per tenfold "
                 "parameters) with its 95%% t-interval, the exact sign-flip p of the slopes, Holm over the %d claims.\n\n"
                 "| claim | units | slope | 95%% interval | p | Holm p | trend | across sizes |\n|---|---|---|---|---|---|---|---|\n",

@@ -92,6 +92,9 @@ if have gnuplot "the plots from the kept files" "apt-get install gnuplot-nox"; t
     [ -s "$tmp/K/loss_parity.png" ] && [ -s "$tmp/K/accuracy_parity.png" ]; check $? "the plots drawn again from the kept files"
 fi
 
+expect_fail "./train --continue with --fit-target" "--continue with --fit-target" \
+    ./train --task parity --fit-target 0.5 --max-steps 10 --save "$tmp/fit.ckpt" --continue
+
 # a stopped run started with other settings is not continued
 mkdir -p "$tmp/C/runs/parity/nope/seed1"
 echo "./train --other settings" > "$tmp/C/runs/parity/nope/seed1/started"
