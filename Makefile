@@ -46,8 +46,8 @@ HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h dist/dist.h dist/dist_
 BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe tests/test_scan tests/test_pcfg
 
-.PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-alibi reproduce-collapse
-all: train compare tokenize $(TESTS)
+.PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse
+all: train compare ladder tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
 # link those objects (a program per source list compiled the model ten times over: make took
@@ -78,7 +78,7 @@ $(F)/%_mpi.o: %.c $(HDR)
 TRAIN_OBJ = $(call fobj,train.c train_guards.c train_tasks.c train_select.c train_modes.c train_options.c $(LIB))
 # compare asks posenc which schemes the RoPE context-extension settings act on
 COMPARE_SRC = lab/compare.c lab/compare_options.c lab/protocol.c lab/runs.c lab/report.c lab/report_read.c lab/report_plots.c \
-  lab/report_tasks.c lab/report_distance.c lab/report_text.c lab/stats.c util/common.c posenc.c posenc_schemes.c
+  lab/report_tasks.c lab/report_distance.c lab/report_text.c lab/stats.c util/common.c util/atomicfile.c posenc.c posenc_schemes.c
 COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
 # the headers of lab/ that the pattern rules do not list
 LAB_HDR = lab/runs.h lab/report.h lab/protocol.h eval/ppl_defaults.h
@@ -94,6 +94,12 @@ train: $(TRAIN_OBJ) $(F)/dist/dist.o $(F)/dist/dist_grad.o build/mpi-setting
 compare: $(COMPARE_OBJ) $(F)/dist/dist.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 endif
+# ./ladder reads the protocols as ./compare does, and the grids' runs.csv; no model code
+LADDER_SRC = lab/ladder.c lab/ladder_report.c lab/compare_options.c lab/protocol.c lab/runs.c lab/stats.c util/common.c \
+  util/atomicfile.c posenc.c posenc_schemes.c
+$(call fobj,lab/ladder.c lab/ladder_report.c): lab/ladder.h $(LAB_HDR)
+ladder: $(call fobj,$(LADDER_SRC))
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 tests/train_mpi: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 tests/compare_mpi: $(COMPARE_OBJ) $(F)/dist/dist_mpi.o
@@ -212,7 +218,7 @@ test: all $(FUZZ_SA)
 	  '$(OMP2) ./tests/test_train' '$(OMP2) ./tests/test_ppl' '$(OMP2) ./tests/test_eval' ./tests/test_stats \
 	  ./tests/test_bpe ./tests/test_scan ./tests/test_pcfg $(foreach n,$(FUZZ),'$(SA)/fuzz_$(n) tests/fuzz/regress/$(n)') \
 	  ./tests/test_cli.sh ./tests/test_longrope.sh ./tests/test_resume.sh ./tests/test_stream.sh \
-	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh \
+	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_interrupt.sh ./tests/test_ladder.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh \
 	  ./tests/test_compare.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
 	  ./tests/test_rules.sh
@@ -252,6 +258,15 @@ reproduce-nope: train compare
 # protocols/nope-distance.txt is in results/nope-distance/)
 reproduce-nope-distance: train compare
 	./compare --protocol protocols/nope-distance-8.txt --out runs/nope-distance-8 --jobs 2
+# make reproduce-scale: the scale ladder (docs/scale.md): protocols/scale-s1.txt .. s4.txt, one grid
+# (copy-repeat, copy-repeat-change, reverse, scan x the paper's five schemes x 3 seeds) at 4 model
+# sizes from 0.16M to 6.4M parameters, then ./ladder's report across them in runs/scale/. Days of 2
+# cores: stopped at any point, the same command continues (finished runs kept, stopped runs from
+# their checkpoints). On K machines: mpirun -np K ./compare --protocol ... (docs/scale.md).
+SCALE_SIZES = s1 s2 s3 s4
+reproduce-scale: train compare ladder
+	for s in $(SCALE_SIZES); do ./compare --protocol protocols/scale-$$s.txt --out runs/scale/scale-$$s --jobs 2 || exit 1; done
+	./ladder --out runs/scale $(SCALE_SIZES:%=protocols/scale-%.txt)
 reproduce-nope-fitfirst: train compare
 	./compare --out runs/nope --task $(NOPE_TASKS) $(NOPE_SCHEMES) --seeds 1,2,3,4,5,6,7,8 --jobs 2 \
 	  --eval-per-length 50 --fit-target 0.9 --claims '$(NOPE_CLAIMS)' --attention-distance \
@@ -385,4 +400,4 @@ fixtures: train tests/st_compare
 
 # build/npm/ (downloads, not build outputs) is kept, so the tests do not fetch them again
 clean:
-	rm -rf train compare tokenize bench tests/train_mpi tests/compare_mpi $(TESTS) $(filter-out $(NPM_DIR),$(wildcard build/*))
+	rm -rf train compare ladder tokenize bench tests/train_mpi tests/compare_mpi $(TESTS) $(filter-out $(NPM_DIR),$(wildcard build/*))

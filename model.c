@@ -495,6 +495,12 @@ void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
 // incremental decoding with a KV cache
 
 void kv_cache_init(KVCache *c, const GPT *m, int cap) {
+    GptMemoryCheck check = gpt_memory_check();
+    if (check) {
+        char what[96];
+        snprintf(what, sizeof what, "the KV cache of %d tokens", cap);
+        check((double)sizeof(real) * ((2.0 * m->cfg.n_layer * m->cfg.n_embd + max_threads()) * cap) + 2.0 * sizeof(int) * cap, 0, what);
+    }
     memset(c, 0, sizeof *c);
     c->cap = cap; c->C = m->cfg.n_embd; c->L = m->cfg.n_layer;
     c->k = xmalloc(sizeof(real) * (size_t)c->L * cap * c->C);
@@ -522,7 +528,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     check_positions(m, pos, (size_t)T);
     gpt_alloc_acts(m, 1, T);
     m->state.batch = NULL;                       // no backward through a cached forward
-    begin_checks(m, "forward", 0);         // and no anomaly detection
+    begin_checks(m, "cached forward", m->state.detect_anomaly);
     if (max_threads() > kc->threads) {     // the thread count grew since kv_cache_init
         free(kc->att_row);
         kc->threads = max_threads();
@@ -532,17 +538,25 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     const ParamTensors *p = &m->weights.p;
     for (int t = 0; t < T; t++) { kc->pos[P + t] = pos[t]; kc->doc[P + t] = 0; }
 
+    // with detection on, a bad value stops the call (the cache is not advanced); the caller looks
     encoder_forward(a->encoded, tokens, p->wte, embed_scale(c), T, C);
+    if (watch(m, -1, "encoded", a->encoded, btc(1, T, C))) return;
     const PosScheme *in = posenc_scheme(c->pe.input);
-    if (in->input_forward) in->input_forward(&m->pt, p->pe_input, a->encoded, pos, T);
+    if (in->input_forward) {
+        in->input_forward(&m->pt, p->pe_input, a->encoded, pos, T);
+        if (watch(m, -1, "encoded after hook 1", a->encoded, btc(1, T, C))) return;
+    }
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
         AttnPos ap = { .pos = pos, .doc = kc->doc + P, .scheme = posenc_scheme(c->pe.layer[l]), .tables = &m->pt,
                        .pe_params = m->weights.p.pe_layer[l] };
         residual = block_forward(m, l, residual, &ap, 1, T, kc);
+        if (!residual) return;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, T, C);
+    if (watch(m, -1, "lnf", a->lnf, btc(1, T, C))) return;
     MATMUL_FORWARD(m)(a->logits, a->lnf, p->wte, NULL, T, C, Vp);
+    if (watch(m, -1, "logits", a->logits, dims("b t v", 1, T, Vp, 0))) return;
     kc->len = P + T;
 }
 

@@ -152,6 +152,7 @@ typedef struct {
 typedef struct {
     // activations, allocated for the largest B*T seen so far
     int act_B, act_T, act_threads;   // act_threads: rows of the per-thread scratch
+    double act_bytes;                // what the activation buffers hold, in bytes
     int forward_only;                // gpt_set_forward_only: the next forwards keep one layer's activations
     int act_forward_only;            // the mode the activations were allocated in
     Activations a;
@@ -205,6 +206,14 @@ void gpt_build(GPT *m, const GPTConfig *cfg, uint64_t seed, int max_pos);
 // be set (gpt_config_check). The same sums gpt_build and the first forward allocate.
 typedef struct { double params, grads, adam, acts; } GPTMemory;
 GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int threads);
+// Memory is checked before it is allocated: a program may set a check that gpt_alloc_acts (a
+// larger batch, a longer window) and kv_cache_init call with the bytes they are about to allocate,
+// the bytes they free first and what they are for; it exits with a message when they do not fit
+// (./train's: train_guards.c). NULL, the default: no check.
+typedef void (*GptMemoryCheck)(double bytes, double freed, const char *what);
+void gpt_set_memory_check(GptMemoryCheck check);
+// The check set (NULL: none); kv_cache_init and gpt_alloc_acts call it.
+GptMemoryCheck gpt_memory_check(void);
 void gpt_free(GPT *m);
 // The tensors a model of cfg has (names, shapes, offsets: what gpt_build lays out) without building
 // it, so a reader can check a file against them before allocating; *n of them, the parameter count
@@ -277,7 +286,8 @@ void gpt_zero_grad(GPT *m);
 // returns NaN (no backward of it may follow), a backward stops at it; nothing exits, the caller
 // decides (./train --detect-anomaly stops). Values are never changed: with finite values every loss
 // and gradient is bit-identical to detection off, which costs one branch per tensor.
-// gpt_forward_cached is not checked.
+// gpt_forward_cached is checked too (pass "cached forward"; it stops at the bad value, its cache
+// not advanced): the evaluations look after each forward (eval_stop_on_anomaly, eval/eval.h).
 void gpt_set_detect_anomaly(GPT *m, int on);
 // Scans every parameter (the weights a run starts from, say) as above: m->state.anomaly, pass
 // "parameters"; returns found. Runs whether or not detection is on.

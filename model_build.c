@@ -247,6 +247,7 @@ static void free_acts(GPT *m) {
     real **g = (real **)&s->ga;
     for (size_t i = 0; i < sizeof(GradActivations) / sizeof(real *); i++) free(g[i]);
     memset(&s->a, 0, sizeof s->a); memset(&s->ga, 0, sizeof s->ga);
+    s->act_bytes = 0;
 }
 
 void gpt_free(GPT *m) {
@@ -303,6 +304,10 @@ static int act_buffers(GPT *m, size_t B, size_t T, int threads, real **slot[ACT_
     return n;
 }
 
+static GptMemoryCheck memory_check;
+void gpt_set_memory_check(GptMemoryCheck check) { memory_check = check; }
+GptMemoryCheck gpt_memory_check(void) { return memory_check; }
+
 // Activations are sized for (act_B, act_T) and reused by any batch that fits in both. Forward-only
 // (gpt_set_forward_only): one layer's slices, which every layer reuses, and no gradient buffers.
 void gpt_alloc_acts(GPT *m, int B, int T) {
@@ -312,12 +317,21 @@ void gpt_alloc_acts(GPT *m, int B, int T) {
         if (B < s->act_B) B = s->act_B;
         if (T < s->act_T) T = s->act_T;
     }
-    free_acts(m);
     real **slot[ACT_MAX];
     size_t count[ACT_MAX];
     int n = act_buffers(m, (size_t)B, (size_t)T, max_threads(), slot, count);
+    double bytes = 0;
+    for (int i = 0; i < n; i++) bytes += (double)sizeof(real) * count[i];
+    if (memory_check) {
+        char what[160];
+        snprintf(what, sizeof what, s->forward_only ? "the evaluation's activations (one layer's, for %d x %d tokens)"
+                                                    : "the activations of a %d x %d batch", B, T);
+        memory_check(bytes, s->act_bytes, what);
+    }
+    free_acts(m);
     for (int i = 0; i < n; i++) *slot[i] = xmalloc_big(sizeof(real) * count[i]);
     s->act_B = B; s->act_T = T; s->act_threads = max_threads(); s->act_forward_only = s->forward_only;
+    s->act_bytes = bytes;
 }
 
 GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int threads) {

@@ -25,6 +25,7 @@
 #include "dataset/tasks.h"
 #include "formats/llmc_model.h"
 #include "formats/modelfile.h"
+#include "eval/eval.h"
 #include "model.h"
 #include "train_options.h"
 #include "train.h"
@@ -69,6 +70,7 @@ double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int ran
     for (int i = 0, nb = val_whole_batches(val, o, ranks); i < nb; i++) {
         loader_next_slice(&l, b, rank, ranks);
         gpt_forward(m, b);
+        eval_stop_on_anomaly(m, "the validation loss");
         sum += m->state.loss * m->state.weight_sum; wsum += m->state.weight_sum;
     }
     sum = dist_sum(sum); wsum = dist_sum(wsum);
@@ -85,7 +87,9 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
     Args *a = ctx;
     Options *o = &a->o;
     char msg[512];
-    if (o->new_schedule) { check_memory(cfg, 0, 0, 0); return; }
+    // --new-schedule: the flags are the new schedule's (new_schedule); --continue: they are checked
+    // against the model (continue_check_model)
+    if (o->new_schedule || a->continuing) { check_memory(cfg, 0, 0, 0); return; }
     if (a->set[find_flag("context") - FLAGS] && o->context != cfg->max_seq_len) {
         CHECK(!o->resume, "--context %d differs from the context %d of the checkpoint; --resume continues "
               "the same run (use --load to change the context)", o->context, cfg->max_seq_len);
@@ -183,7 +187,15 @@ static void build_model(Args *a, GPT *model, TrainState *st, char **stored, int 
         if (o->resume) {
             CHECK(st->has_opt, "--resume: '%s' holds weights only (it was saved without optimiser state); "
                   "use --load to fine-tune from it", ckpt);
+            if (a->continuing) CHECK(a->continued_kv = strdup(*stored), "out of memory");
             apply_stored(a, *stored, ckpt);
+        }
+        if (a->continuing) {              // the model the flags describe must be the one stored
+            GPTConfig want = { .vocab_size = model->cfg.vocab_size, .n_layer = o->layers, .n_head = o->heads,
+                               .n_embd = o->dim, .max_seq_len = o->context ? o->context : o->seq };
+            schedule_from_flags(a, &want);
+            continue_check_model(&want, &model->cfg, ckpt);
+            return;
         }
         refuse_schedule_flags(a, model, ckpt);
         refuse_model_flags(a, ckpt);
@@ -268,11 +280,16 @@ static void check_with_model(Session *s) {
     // (less 1e-9: 0.07 x 100 is 7.000000000000001 in doubles, and ceil would make it 8)
     if (flag_set(&s->a, "warmup-frac")) o->warmup = (int)ceil(o->warmup_frac * o->steps - 1e-9);
     if (o->warmup < 0) o->warmup = o->steps / 10;
-    CHECK(!o->resume || o->dump || o->sample || eval_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
+    CHECK(!o->resume || s->a.continuing || o->dump || o->sample || eval_requested(o) || o->steps > s->st.step, "--resume: '%s' has already done %lld steps "
           "and --steps is %d; give a larger --steps (--max-steps with --fit-target) to train further", o->resume, (long long)s->st.step, o->steps);
-    CHECK(!o->detect_anomaly || (o->steps > s->st.step && !o->dump && !o->eval_batches && !eval_requested(o) &&
-          !o->attention_map && !o->export_path && !o->export_llmc), "--detect-anomaly checks training steps and this run trains none; "
-          "give --steps N (with --load) or drop the flag");
+    // checked: the training steps and the evaluations (--eval-batches, perplexity, attention
+    // statistics, LongRoPE's search, a task's accuracy, sampling through the KV cache)
+    CHECK(!o->detect_anomaly || !(o->dump || o->attention_map || o->attention_distance || o->export_path || o->export_llmc),
+          "--detect-anomaly checks training steps and evaluations; --dump-step, --attention-map, --attention-distance, "
+          "--export and --export-llmc are not checked: drop the flag");
+    CHECK(!o->detect_anomaly || o->steps > s->st.step || o->eval_batches || eval_requested(o) || o->sample || o->task,
+          "--detect-anomaly checks training steps and evaluations, and this run has neither; give --steps N (with --load), "
+          "an evaluation or --sample, or drop the flag");
     CHECK(!strcmp(o->precision, "fp32") || !strcmp(o->precision, "bf16"), "--precision %s: give fp32 or bf16", o->precision);
     gpt_set_bf16(&s->model, !strcmp(o->precision, "bf16"));
     if (s->model.state.bf16) bf16_path();            // a PEGPT_BF16_PATH the CPU cannot run stops here, before any work
@@ -406,7 +423,7 @@ static void prepare_data(Session *s) {
     s->train_steps = o->dump || o->eval_batches || eval_requested(o) ? 0 : o->steps - (int)s->st.step;
     s->need_data = o->dump || o->eval_batches || eval_requested(o) || s->train_steps > 0;
     // a checkpoint or a loss log of a run that trains nothing would silently not be written
-    CHECK(s->train_steps > 0 || (!o->save && !o->log), "--save and --log keep what training steps make, and this run "
+    CHECK(s->train_steps > 0 || s->a.continuing || (!o->save && !o->log), "--save and --log keep what training steps make, and this run "
           "trains none (%s); drop them, or give --steps N to train", o->dump || o->eval_batches || eval_requested(o) ?
           "it evaluates" : o->load ? "--load trains only with --steps" : "--steps 0");
     if (s->need_data && !s->have_data && !o->task) {   // --resume without --data: the stored data path
@@ -464,6 +481,8 @@ static void print_setup(const Session *s) {
                s->ranks, o->batch, o->accum, o->zero ? " | ZeRO-1: AdamW moments sharded over the ranks" : "");
     else printf("threads: %d\n", omp_get_max_threads());
 #endif
+    if (memory_sharers() > 1)
+        printf("memory: checked against a 1/%d share of this machine's (the ranks and runs that share it)\n", memory_sharers());
 }
 
 // --detect-anomaly: the first NaN or Inf of the model's last checked call stops the run, named
@@ -567,7 +586,11 @@ static void interrupt_exit(Session *s, int step, FILE *log, char *kv) {
 // the progress line, the --log row and the checkpoints (--save, --save-every).
 static void train(Session *s) {
     const Options *o = s->o;
-    if (s->train_steps <= 0) return;
+    if (s->a.continuing) continue_check_training(&s->a, s->st.step);
+    if (s->train_steps <= 0) {          // --continue after the last step (stopped while testing): test again
+        if (s->a.continuing && o->select_every && s->rank == 0) select_restore(s);
+        return;
+    }
     GPTMemory held = gpt_memory(&s->model.cfg, 1, 1, 0, 1);       // the weights and gradients exist
     check_memory(&s->model.cfg, o->batch, o->seq, held.params + held.grads);
     print_setup(s);
@@ -702,7 +725,9 @@ int main(int argc, char **argv) {
     // past a file-size limit (ulimit -f) a write fails with EFBIG and is reported (util/atomicfile.h);
     // the default action of SIGXFSZ would kill the process without a word
     signal(SIGXFSZ, SIG_IGN);
+    guard_memory();                              // every allocation of activations or a KV cache is checked first
     check_flags(&s.a);
+    continue_or_start(&s.a);
     check_ranks(&s);
 #ifdef _OPENMP
     if (s.o->threads) omp_set_num_threads(s.o->threads);
@@ -713,8 +738,10 @@ int main(int argc, char **argv) {
     seed_streams(&s);
     if (!model_only_modes(&s)) {
         prepare_data(&s);
+        gpt_set_detect_anomaly(&s.model, s.o->detect_anomaly);   // the evaluations of the data modes
         data_modes(&s);
         train(&s);
+        gpt_set_detect_anomaly(&s.model, s.o->detect_anomaly);   // the evaluations after training
         if (s.rank == 0) after_training(&s);    // rank 0 alone evaluates and samples
     }
     session_free(&s);

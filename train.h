@@ -73,6 +73,12 @@ double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int ran
 // Refuses a model of cfg, trained on (B, T) batches when B > 0 (else only its weights and
 // gradients), when it cannot fit; `allocated` bytes of it exist already.
 void check_memory(const GPTConfig *cfg, int B, int T, double allocated);
+// Sets the model's memory check (gpt_set_memory_check) to one with check_memory's reckoning: the
+// evaluations' activations (a longer window) and KV caches are refused with a message, not killed.
+void guard_memory(void);
+// The processes that share this machine's memory with this one, itself included: the ranks of
+// this run here times PEGPT_MEMORY_SHARE (./compare sets it to the runs it trains at once here).
+int memory_sharers(void);
 // The folder an output file goes into: "." for a bare name, "/" for a file at the root.
 void folder_of(const char *path, char *dir, size_t cap);
 // Refuse an output (--flag path) whose folder (dir, or path's) cannot take a new file now.
@@ -82,6 +88,15 @@ void check_output_file(const char *flag, const char *path);
 void remove_stale_temporaries(const char *pattern);
 // A resumed run's --log: rows past the checkpoint's step (of a run killed after it) cut off.
 void drop_log_rows_after(const char *path, int step);
+
+// --continue (with --save FILE): when FILE exists, the run goes on from it: continue_or_start sets
+// --resume FILE and a->continuing (else it says the run starts afresh); continue_check_model exits
+// when the model the flags describe (want) is not the checkpoint's (have); continue_check_training
+// when the training flags (train_kv after the stored ones applied, as a fresh run would store them)
+// are not those stored.
+void continue_or_start(Args *a);
+void continue_check_model(const GPTConfig *want, const GPTConfig *have, const char *ckpt);
+void continue_check_training(const Args *a, uint64_t step);
 
 // Interruption: SIGINT (Ctrl-C) or SIGTERM (a scheduler's time limit) during training finish the
 // step, save a checkpoint when --save is given, and exit with EXIT_INTERRUPTED; a second signal
@@ -130,6 +145,9 @@ void select_init(Select *sl, Session *s);                   // on --resume, the 
 void select_check(Select *sl, Session *s, int step, const char *kv);
 // After training: the best weights into the model (the tests use them); prints the "select:" line.
 void select_finish(Select *sl, Session *s);
+// A run continued after its last step (killed while testing): the best check's weights from
+// SAVE.best into the model, as select_finish left them.
+void select_restore(Session *s);
 
 // ---- train_modes.c
 

@@ -16,6 +16,61 @@
 #include "dist/dist.h"
 #include "train.h"
 
+// ---- --continue: a run of a grid goes on from its checkpoint when the same command runs again
+
+void continue_or_start(Args *a) {
+    Options *o = &a->o;
+    if (!o->cont) return;
+    CHECK(o->save && !strstr(o->save, "{step}"), "--continue goes on from the checkpoint --save FILE writes; give "
+          "--save with a fixed path (no {step})");
+    CHECK(!o->resume && !o->load, "--continue decides itself whether to resume (from --save FILE); drop --resume and --load");
+    CHECK(!(o->fit_target > 0), "--continue with --fit-target: a fit-first run stops at a step its checkpoint does not "
+          "record as the end, so going on from it could train past that step; run it again from the start");
+    if (access(o->save, F_OK) != 0) {
+        printf("continue: no checkpoint %s yet; starting from step 0\n", o->save);
+        return;
+    }
+    o->resume = o->save;
+    a->continuing = 1;
+}
+
+static char *pe_text(const PosConfig *c) {        // the caller frees
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    CHECK(f, "out of memory");
+    posenc_write_kv(c, f);
+    fclose(f);
+    return buf;
+}
+
+void continue_check_model(const GPTConfig *want, const GPTConfig *have, const char *ckpt) {
+    CHECK(want->n_layer == have->n_layer && want->n_head == have->n_head && want->n_embd == have->n_embd &&
+          want->max_seq_len == have->max_seq_len, "--continue: '%s' holds a model of %d layers, %d heads, %d channels "
+          "and context %d; the flags give %d, %d, %d and %d. It is another run's: give its flags, or delete it to start "
+          "afresh", ckpt, have->n_layer, have->n_head, have->n_embd, have->max_seq_len, want->n_layer, want->n_head,
+          want->n_embd, want->max_seq_len);
+    char *a = pe_text(&want->pe), *b = pe_text(&have->pe);
+    CHECK(!strcmp(a, b), "--continue: the positional settings of '%s' are not those the flags give:\n%s\nflags:\n%s"
+          "It is another run's: give its flags, or delete it to start afresh", ckpt, b, a);
+    free(a); free(b);
+}
+
+void continue_check_training(const Args *a, uint64_t step) {
+    char *now = train_kv(&a->o);
+    const char *was = a->continued_kv;
+    // the first line that differs, for the message
+    size_t i = 0, line = 0;
+    for (; now[i] && now[i] == was[i]; i++) if (now[i] == '\n') line = i + 1;
+    if (now[i] || was[i]) {
+        int n1 = (int)strcspn(was + line, "\n"), n2 = (int)strcspn(now + line, "\n");
+        CHECK(0, "--continue: '%s' was trained with other settings: it stores %.*s, the flags give %.*s. It is another "
+              "run's: give its flags, or delete it to start afresh", a->o.resume, n1, was + line, n2, now + line);
+    }
+    free(now);
+    printf("continue: going on from %s after step %llu of %d\n", a->o.resume, (unsigned long long)step, a->o.steps);
+}
+
 // ---- memory: a model or batch too large for the machine is refused with the sizes it asked for,
 // before the allocation, instead of being killed by the kernel (Linux hands out memory it does not
 // have and kills the process when the pages are first touched).
@@ -33,16 +88,26 @@ static double proc_field(const char *file, const char *key) {
     return v;
 }
 
-// The bytes this process can still get: MemAvailable + SwapFree (under mpirun: its share, divided
-// by the ranks on this machine), or what the address-space limit (ulimit -v, per process) leaves,
-// whichever is smaller; *why names it. Infinity when nothing says.
+// The processes that share this machine's memory with this one, itself included: the ranks of this
+// run on the machine (under mpirun) times PEGPT_MEMORY_SHARE, which ./compare sets to the runs it
+// trains at once on the machine (--jobs x its ranks there): they start together, and each must
+// fit in its share before the others have taken theirs.
+int memory_sharers(void) {
+    const char *e = getenv("PEGPT_MEMORY_SHARE");
+    long share = e ? strtol(e, NULL, 10) : 1;
+    return dist_node_size() * (int)(share >= 1 && share <= 1000000 ? share : 1);
+}
+
+// The bytes this process can still get: MemAvailable + SwapFree (shared: divided by the processes
+// that share the machine, memory_sharers), or what the address-space limit (ulimit -v, per
+// process) leaves, whichever is smaller; *why names it. Infinity when nothing says.
 static double memory_available(const char **why) {
     double avail = INFINITY, mem = proc_field("/proc/meminfo", "MemAvailable"), swap = proc_field("/proc/meminfo", "SwapFree");
     *why = "";
-    int local = dist_node_size();     // ranks on this machine share its memory, not their address-space limits
+    int local = memory_sharers();     // they share the machine's memory, not their address-space limits
     if (mem >= 0) {
         avail = (mem + (swap > 0 ? swap : 0)) / local;
-        *why = local > 1 ? "rank's share of the available memory (MemAvailable + SwapFree, over the ranks on this machine)"
+        *why = local > 1 ? "share of the available memory (MemAvailable + SwapFree, over the ranks and runs on this machine)"
                          : "available memory (MemAvailable + SwapFree)";
     }
     struct rlimit rl;
@@ -71,13 +136,26 @@ void check_memory(const GPTConfig *cfg, int B, int T, double allocated) {
     if (B) snprintf(shape, sizeof shape, ", AdamW moments %.2f, activations %.2f for --batch %d x --seq %d", m.adam / GiB,
                     m.acts / GiB, B, T);
     char share[64] = "";
-    if (dist_node_size() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", dist_node_size());
+    if (memory_sharers() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", memory_sharers());
     CHECK(0, "out of memory: this model%s %.2f GiB (parameters %.2f, gradients %.2f%s; %d layers, dim %d, "
           "vocabulary %d) but the %s is %.2f GiB%s%s; %s", B ? " and batch need" : " needs", need / GiB, m.params / GiB,
           m.grads / GiB, shape, cfg->n_layer, cfg->n_embd, cfg->vocab_size, why, (avail + allocated) / GiB, share,
           allocated > 0 ? " (counting what it holds already)" : "",
           B ? "lower --batch or --seq (--accum keeps the tokens per step), or use a smaller model" : "use a smaller model");
 }
+
+static void memory_hook(double bytes, double freed, const char *what) {
+    const char *why;
+    double avail = memory_available(&why), GiB = 1024.0 * 1024 * 1024;
+    if (bytes - freed <= avail) return;
+    char share[64] = "";
+    if (memory_sharers() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", memory_sharers());
+    CHECK(0, "out of memory for %s: %.3f GiB needed%s, but the %s is %.3f GiB%s; evaluate fewer tokens at once or "
+          "shorter lengths (--ppl-windows, --attention-lengths, --test-max, --sample), or use a smaller model", what,
+          bytes / GiB, freed > 0 ? " (in place of the smaller buffers)" : "", why, (avail + freed) / GiB, share);
+}
+
+void guard_memory(void) { gpt_set_memory_check(memory_hook); }
 
 // ---- output files: checked before any work, so a long run does not fail at its end
 

@@ -135,6 +135,10 @@ const Flag FLAGS[] = {
       "new positional parameters start from --seed" },
     { "resume", F_STR, O(resume), 0, 0, K_RUN, "FILE",
       "continue a run exactly: weights, optimiser, step, data position" },
+    { "continue", F_SWITCH, O(cont), 0, 1, K_RUN, "",
+      "with --save FILE (no {step}): when FILE exists, go on from it as --resume FILE does, after checking that the "
+      "model and training flags given are the ones it was made with; else start afresh. With --save-every, a run "
+      "killed at any point continues from its last checkpoint when the same command is run again (./compare does)" },
     { "sample", F_INT, O(sample), 0, 1e7, K_RUN, "N", "generate N tokens after training (or from --load)" },
     { "prompt", F_STR, O(prompt), 0, 0, K_RUN, "TEXT", "text to continue when sampling" },
     { "temperature", F_DBL, O(temperature), 0, 100, K_RUN, "X", "sampling temperature, 0 = greedy (1.0)" },
@@ -312,6 +316,7 @@ void resume_command(const Args *a, const char *prog, const char *ckpt, char *buf
         const Flag *f = &FLAGS[i];
         // --load and --new-schedule made the model the checkpoint now holds
         if (!a->set[i] || f->kind != K_RUN || !strcmp(f->name, "resume") || !strcmp(f->name, "load") ||
+            !strcmp(f->name, "continue") ||
             !strcmp(f->name, "new-schedule")) continue;
         const void *p = (const char *)&a->o + f->off;
         if (f->type == F_SWITCH) {                 // a switch takes no value

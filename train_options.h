@@ -19,6 +19,7 @@ typedef struct {
     int select_every;                                     // --select-every K: best-validation checkpoint; 0 = off
     int steps, batch, seq, context, layers, heads, dim, accum, warmup, val_every, val_batches;
     int threads, sample, top_k, save_every, log_every, pack, shuffle, eval_batches;
+    int cont;                                  // --continue (the word is taken in C)
     int bos;                                   // --bos: every text window starts with the boundary token
     double lr, min_lr_frac, wd, clip, beta1, beta2, eps, val_frac, temperature;
     double dropout, warmup_frac, poly_power;   // training dropout; lr warm-up as a fraction, poly decay
@@ -69,6 +70,10 @@ typedef struct {
     int n_pe;
     Options stored;                        // the training settings the checkpoint of --resume or --load stored,
     int has_stored;                        // over the defaults (apply_stored, read_stored); 0: none read
+    int continuing;                        // --continue found its --save file: the run goes on from it (as
+                                           // --resume), the flags given checked against it (train_guards.c)
+    char *continued_kv;                    // then: the checkpoint's train.* lines as stored (apply_stored cuts
+                                           // its copy up)
 } Args;
 
 // The defaults, then argv; --help prints the usage and exits, any bad flag or value exits with a

@@ -98,3 +98,9 @@ void select_finish(Select *sl, Session *s) {
     fit_free(&sl->set);
     memset(sl, 0, sizeof *sl);
 }
+
+void select_restore(Session *s) {
+    static Select sl;
+    select_init(&sl, s);
+    select_finish(&sl, s);
+}

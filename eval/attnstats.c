@@ -2,6 +2,7 @@
 #include "eval/attnstats.h"
 
 #include "util/atomicfile.h"
+#include "eval/eval.h"
 #include "eval/perplexity.h"
 
 #include <math.h>
@@ -40,6 +41,7 @@ void astats_evaluate(GPT *m, const int *tokens, int W, int nwin, int bos, AStats
             else memcpy(row, src, sizeof(int) * (size_t)text);
         }
         gpt_forward(m, &b);
+        eval_stop_on_anomaly(m, "the attention statistics");
     }
     gpt_set_attention_stats(m, NULL);
     b.targets = targets; b.B = Bmax;

@@ -20,12 +20,14 @@ int greedy_decode(GPT *m, const int *prompt, int np, int max_new, int stop, int 
     KVCache kc;
     kv_cache_init(&kc, m, cap);
     gpt_forward_cached(m, &kc, prompt, pos, np);                  // the prompt as one chunk
+    eval_stop_on_anomaly(m, "greedy decoding");
     int n = 0, next = argmax_token(m->state.a.logits + (size_t)(np - 1) * Vp, V);
     for (;;) {
         out[n++] = next;
         if (next == stop || n == max_new || kc.len == cap) break;
         int p = kc.len;                                           // the next position
         gpt_forward_cached(m, &kc, &next, &p, 1);
+        eval_stop_on_anomaly(m, "greedy decoding");
         next = argmax_token(m->state.a.logits, V);
     }
     kv_cache_free(&kc);
@@ -77,6 +79,7 @@ int sample_tokens(GPT *m, int *ctx, int n, int count, double temp, int top_k, Rn
         int chunk = n - fed, P = kc.len;
         for (int t = 0; t < chunk; t++) pos[t] = P + t;          // positions P .. P+chunk-1
         gpt_forward_cached(m, &kc, ctx + fed, pos, chunk);
+        eval_stop_on_anomaly(m, "sampling");
         fed = n;
         const real *logits = m->state.a.logits + (size_t)(chunk - 1) * Vp;
         int next = sample_token(logits, V, temp, top_k, rng);
@@ -118,6 +121,7 @@ void task_exact_match(GPT *m, int *const *inst, const int *len, const int *plen,
         if (r == 0) continue;
         b.B = r;
         gpt_forward(m, &b);
+        eval_stop_on_anomaly(m, "the task evaluation");
         for (int j = first, row = 0; j < i; j++) {
             if (len[j] > limit) continue;
             ok[j] = 1;

@@ -61,6 +61,12 @@ void task_exact_match(GPT *m, int *const *inst, const int *len, const int *plen,
 // cache: appends tokens until `stop` is emitted (it is included) or max_new tokens; returns their
 // number. Positions past the model's limit (gpt_position_limit) end the decoding early.
 int greedy_decode(GPT *m, const int *prompt, int np, int max_new, int stop, int *out);
+// With anomaly detection on (gpt_set_detect_anomaly, ./train --detect-anomaly): after an
+// evaluation's forward, stops the program at the first NaN or Inf it met, naming the evaluation,
+// the layer, the pass and the tensor. One branch when none was found.
+static inline void eval_stop_on_anomaly(const GPT *m, const char *what) {
+    CHECK(!m->state.anomaly.found, "anomaly in %s: %s (--detect-anomaly)", what, m->state.anomaly.msg);
+}
 
 // Index of the largest of logits[0..V-1] (the first one on ties): the greedy choice.
 int argmax_token(const real *logits, int V);

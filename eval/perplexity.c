@@ -2,6 +2,7 @@
 #include "eval/perplexity.h"
 
 #include "util/atomicfile.h"
+#include "eval/eval.h"
 
 #include <errno.h>
 #include <math.h>
@@ -161,6 +162,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
             }
         }
         gpt_forward(m, &b);
+        eval_stop_on_anomaly(m, "the perplexity evaluation");
         for (int rr = 0; rr < rows; rr++) {
             const Window *w = &win[i + rr];
             for (int t = w->from; t < len; t++) {

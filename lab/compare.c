@@ -28,11 +28,21 @@
 //                             MRR with its interval, the --claims verdicts
 //   *.png, *.svg, *.gp, *.dat loss curves and accuracy (or perplexity) against length, via gnuplot
 // A run whose `done` file exists is not redone: run the command again to finish an interrupted grid.
+// A run stopped before its end (Ctrl-C or SIGTERM to ./compare, kill -9, a reboot) goes on from its
+// last checkpoint (./train --save-every K --continue; lab/compare.c's run_child) and ends with the
+// same bits as a run never stopped; its `started` file holds its settings, so a later command with
+// other settings is refused instead of continuing it. OUT/.lock keeps two ./compare off one folder.
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -97,10 +107,47 @@ static void forget_mpi_job(void) {
     }
 }
 
+// A run's process (run_child) stops its command with SIGTERM when it gets SIGTERM or SIGINT
+// itself, from ./compare or, through the parent-death signal, when ./compare died (kill -9).
+static volatile sig_atomic_t child_stop;
+static volatile pid_t child_cmd;
+static void child_on_signal(int sig) {
+    (void)sig;
+    child_stop = 1;
+    if (child_cmd > 0) kill(child_cmd, SIGTERM);
+}
+
+// SIGINT, SIGTERM and SIGCHLD, blocked around each fork (and while ./compare decides whether to
+// wait): the child starts with them held, sets its own actions, then lets them in, so a signal
+// that came meanwhile is acted on by the process that knows what to do with it.
+static sigset_t stop_set(void) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT); sigaddset(&s, SIGTERM); sigaddset(&s, SIGCHLD);
+    return s;
+}
+
+static void unblock_all(void) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static int run_cmd(Argv *a, const char *log) {
-    pid_t pid = fork();
+    if (child_stop) return 128;                    // stopped before this command started
+    sigset_t block = stop_set(), was;
+    sigprocmask(SIG_BLOCK, &block, &was);
+    pid_t parent = getpid(), pid = fork();
     CHECK(pid >= 0, "fork failed: %s", strerror(errno));
     if (pid == 0) {
+        signal(SIGINT, SIG_DFL); signal(SIGTERM, SIG_DFL); signal(SIGCHLD, SIG_DFL);
+#ifdef __linux__
+        prctl(PR_SET_PDEATHSIG, SIGTERM);          // its run's process killed: this command stops too
+#endif
+        if (getppid() != parent) _exit(128);       // (killed before the line above)
+        unblock_all();                             // a SIGTERM held since the fork ends it here
+        int in = open("/dev/null", O_RDONLY);      // a run in a background group must not read the terminal
+        if (in >= 0) { dup2(in, 0); close(in); }   // (mpirun under --launch reads its stdin)
         FILE *f = fopen(log, "a");
         if (!f) _exit(127);
         fprintf(f, "$");
@@ -113,8 +160,11 @@ static int run_cmd(Argv *a, const char *log) {
         fprintf(stderr, "cannot run %s: %s\n", a->v[0], strerror(errno));
         _exit(127);
     }
+    child_cmd = pid;
+    sigprocmask(SIG_SETMASK, &was, NULL);          // a signal held since the fork reaches child_on_signal now
     int status;
-    waitpid(pid, &status, 0);
+    while (waitpid(pid, &status, 0) < 0) CHECK(errno == EINTR, "waitpid failed: %s", strerror(errno));
+    child_cmd = 0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
@@ -143,7 +193,9 @@ static void eval_command(Argv *a, const Cfg *c, const Run *r) {
 // The commands of one run: the training (which also writes the task accuracy to eval.csv), then
 // for text one perplexity evaluation per RoPE extension and, with --attention-stats, the attention
 // statistics (attention.csv). cmds holds MAX_CMDS; returns the count.
-static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
+// exec: the commands as run, with the training's checkpoints to continue from (--save-every K
+// --continue: no bit of the results changes, so the settings, exec = 0, leave them out).
+static int build_cmds(const Cfg *c, const Run *r, Argv *cmds, int exec) {
     Argv *a = &cmds[0];
     if (c->launch) arg_words(a, c->launch);
     arg(a, "%s", c->train_bin);
@@ -157,6 +209,8 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
     arg(a, "--threads"); arg(a, "%d", c->threads);
     arg(a, "--log"); arg(a, "%s/log.csv", r->dir);
     arg(a, "--save"); arg(a, "%s/model.ckpt", r->dir);
+    if (exec && c->save_every && !c->fit_target) { arg(a, "--save-every"); arg(a, "%d", c->save_every); }
+    if (exec && !c->fit_target) arg(a, "--continue");    // (fit-first runs stop at a step a checkpoint does not record)
     for (int k = 0; k < c->n_extra; k++) arg(a, "%s", c->extra[k]);
     const Scheme *sch = &c->schemes[r->scheme];
     if (*sch->post) arg_words(a, sch->post);
@@ -209,7 +263,7 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds) {
 // command with other settings does not mix its runs in silently.
 static char *run_settings(const Cfg *c, const Run *r) {
     Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
-    int n = build_cmds(c, r, cmds);
+    int n = build_cmds(c, r, cmds, 0);
     char *buf = NULL; size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
     for (int i = 0; i < n; i++) {
@@ -221,32 +275,94 @@ static char *run_settings(const Cfg *c, const Run *r) {
     return buf;
 }
 
-// The child process of one run: every command, then `done` (holding the settings) marks success.
-static void run_child(const Cfg *c, const Run *r) {
-    char log[4200], path[4200];
-    snprintf(log, sizeof log, "%s/train.log", r->dir);
-    remove(log);
-    Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
-    int n = build_cmds(c, r, cmds);
-    for (int i = 0; i < n; i++) if (run_cmd(&cmds[i], log)) _exit(1);
-    char *set = run_settings(c, r), tmp[4300];
-    snprintf(path, sizeof path, "%s/done", r->dir);
+// DIR/NAME holding text, whole or not at all (written, synced, renamed): a marker cut short would
+// record no settings. Returns 0 on success.
+static int write_marker(const char *dir, const char *name, const char *text) {
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    // whole or not at all (written, synced, renamed): a marker cut short would record no settings
     FILE *f = fopen(tmp, "w");
-    if (!f || fputs(set, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+    if (!f || fputs(text, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
         fprintf(stderr, "compare: cannot write %s: %s\n", path, strerror(errno));
-        _exit(1);
+        return -1;
     }
-    _exit(0);
+    return 0;
+}
+
+// The child process of one run: `started` (its settings), every command, then `done` (the settings
+// again) marks success. A run that has a checkpoint (it was stopped) continues from it and appends
+// to its train.log. In a process group of its own: a terminal's Ctrl-C reaches ./compare alone,
+// which stops each run once, with SIGTERM.
+static void run_child(const Cfg *c, const Run *r, pid_t compare_pid) {
+    setpgid(0, 0);
+    struct sigaction sa = { .sa_handler = child_on_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGCHLD, SIG_DFL);
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGTERM);              // ./compare killed (kill -9): the run stops at a checkpoint
+#endif
+    if (getppid() != compare_pid) _exit(1);        // (killed before the line above)
+    unblock_all();                                 // (held since the fork: a stop that came meanwhile arrives now)
+    char log[4200], ckpt[4200];
+    snprintf(log, sizeof log, "%s/train.log", r->dir);
+    snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", r->dir);
+    if (c->fit_target || access(ckpt, F_OK) != 0) remove(log);
+    char *set = run_settings(c, r);
+    if (write_marker(r->dir, "started", set)) _exit(1);
+    Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
+    int n = build_cmds(c, r, cmds, 1);
+    for (int i = 0; i < n; i++) if (run_cmd(&cmds[i], log) || child_stop) _exit(1);
+    _exit(write_marker(r->dir, "done", set) ? 1 : 0);
+}
+
+// A run's settings as stored, with its folder as it is now: a grid folder moved or copied
+// (results/NAME from runs/NAME, tools/keep_results.sh) keeps its runs. The stored folder is the one
+// of the training command's --log (FOLDER/log.csv); every occurrence of it is replaced. The caller frees.
+static char *relocated(const char *stored, const Run *r) {
+    const char *at = strstr(stored, " --log "), *file = "/log.csv";
+    if (!at) return strdup(stored);
+    at += 7;
+    size_t n = strcspn(at, " \n");
+    if (n <= strlen(file) || strncmp(at + n - strlen(file), file, strlen(file))) return strdup(stored);
+    n -= strlen(file);
+    char *old = strndup(at, n);
+    size_t cap = strlen(stored) * (strlen(r->dir) / (n ? n : 1) + 2) + strlen(r->dir) + 1, used = 0;
+    char *out = xmalloc(cap);
+    for (const char *p = stored; *p;) {
+        if (!strncmp(p, old, n)) { used += (size_t)snprintf(out + used, cap - used, "%s", r->dir); p += n; }
+        else out[used++] = *p++;
+    }
+    out[used] = 0;
+    free(old);
+    return out;
+}
+
+// A stopped run (a `started` file, no `done`) continues from its checkpoint: exits with a message
+// when it was started with other settings.
+static void check_started(const Cfg *c, const Run *r) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/started", r->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char *stored = NULL; size_t cap = 0;
+    ssize_t k = getdelim(&stored, &cap, 0, f);
+    fclose(f);
+    char *want = run_settings(c, r), *moved = k > 0 ? relocated(stored, r) : NULL;
+    CHECK(k > 0 && !strcmp(moved, want), "%s was started with other settings (its commands are in %s) and stopped "
+          "before its end; it would go on from where it stopped:\n%s\nnow:\n%s"
+          "give another --out, or delete that folder to start the run afresh", r->dir, path, k > 0 ? stored : "", want);
+    free(stored); free(want); free(moved);
 }
 
 // 1 when the run finished with these settings; exits with a message when it finished with others
+// (or was started with others: check_started)
 static int finished(const Cfg *c, const Run *r) {
     char path[4200];
     snprintf(path, sizeof path, "%s/done", r->dir);
     FILE *f = fopen(path, "r");
-    if (!f) return 0;
+    if (!f) { if (!c->report_only) check_started(c, r); return 0; }
     char *stored = NULL; size_t cap = 0;
     ssize_t k = getdelim(&stored, &cap, 0, f);
     fclose(f);
@@ -255,7 +371,9 @@ static int finished(const Cfg *c, const Run *r) {
     // --report-only takes (./compare writes its markers whole, with the settings)
     CHECK(k > 0 || c->report_only, "%s is empty: it records no settings, so the run cannot be checked against these "
           "(made by hand, or by an older ./compare cut short); delete %s to redo the run, or use --report-only", path, r->dir);
-    int same = k <= 0 || strcmp(stored, want) == 0;
+    char *moved = k > 0 ? relocated(stored, r) : NULL;
+    int same = k <= 0 || strcmp(moved, want) == 0;
+    free(moved);
     CHECK(same, "%s was made with other settings (its commands are in %s):\n%s\nnow:\n%s"
           "give another --out, or delete that folder to redo the run", r->dir, path, stored, want);
     free(stored); free(want);
@@ -263,8 +381,31 @@ static int finished(const Cfg *c, const Run *r) {
 }
 
 
+// SIGINT or SIGTERM to ./compare: no new run starts, each run in progress gets SIGTERM (./train
+// finishes its step, checkpoints and stops), and ./compare exits without a report once they have.
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+static void on_child(int sig) { (void)sig; }      // wakes run_all's sigsuspend
+
+static void catch_stop(void) {
+    struct sigaction sa = { .sa_handler = on_stop };      // no SA_RESTART: waitpid returns EINTR
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+// Tells the runs in progress to stop (once); returns how many it told.
+static int stop_runs(const Run *runs, int n) {
+    int told = 0;
+    for (int i = 0; i < n; i++) if (runs[i].state == RUN_RUNNING) { kill(runs[i].pid, SIGTERM); told++; }
+    printf("compare: %s: stopping the %d runs in progress at their checkpoints; the same command continues the grid\n",
+           stop_signal == SIGINT ? "SIGINT" : "SIGTERM", told);
+    fflush(stdout);
+    return told;
+}
+
 static int run_all(const Cfg *c, Run *runs, int n) {
-    int todo = 0, failed = 0, done = 0, elsewhere = 0;
+    int todo = 0, failed = 0, done = 0, elsewhere = 0, told = 0;
     for (int i = 0; i < n; i++) {
         todo += runs[i].state == RUN_TODO;
         done += runs[i].state == RUN_FOUND_DONE;
@@ -279,26 +420,44 @@ static int run_all(const Cfg *c, Run *runs, int n) {
     fflush(stdout);
     int running = 0, finished = 0, next = 0;
     double t_start = now_seconds(), busy = 0;
+    pid_t self = getpid();
+    // the signals stay blocked but in sigsuspend, so none falls between a check and the wait
+    struct sigaction sc = { .sa_handler = on_child, .sa_flags = SA_NOCLDSTOP };
+    sigemptyset(&sc.sa_mask);
+    sigaction(SIGCHLD, &sc, NULL);
+    sigset_t block = stop_set(), was;
+    sigprocmask(SIG_BLOCK, &block, &was);
     while (finished < todo) {
-        while (running < c->jobs && next < n) {
+        while (!stop_signal && running < c->jobs && next < n) {
             Run *r = &runs[next++];
             if (r->state != RUN_TODO) continue;
             mkdirs(r->dir);
             fflush(stdout);
             r->pid = fork();
             CHECK(r->pid >= 0, "fork failed: %s", strerror(errno));
-            if (r->pid == 0) run_child(c, r);
+            if (r->pid == 0) run_child(c, r, self);
             r->state = RUN_RUNNING; r->t0 = now_seconds(); running++;
         }
+        if (stop_signal && !told) told = stop_runs(runs, n) + 1;
+        if (stop_signal && !running) break;
         int status;
-        pid_t pid = waitpid(-1, &status, 0);
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid == 0) { sigsuspend(&was); continue; }      // until a run ends or a stop comes
+        if (pid < 0 && errno == EINTR) continue;
         CHECK(pid > 0, "waitpid failed: %s", strerror(errno));
         for (int i = 0; i < n; i++) {
             Run *r = &runs[i];
             if (r->state != RUN_RUNNING || r->pid != pid) continue;
             int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            running--;
+            if (!ok && stop_signal) {          // stopped: it continues from its checkpoint next time
+                r->state = RUN_TODO;
+                char label[96];
+                printf("        %s %s seed %lld: stopped\n", c->tasks[r->task], run_label(c, r, label, sizeof label), c->seeds[r->seed]);
+                continue;
+            }
             r->state = ok ? RUN_DONE : RUN_FAILED;
-            running--; finished++; failed += !ok;
+            finished++; failed += !ok;
             double dt = now_seconds() - r->t0;
             busy += dt;
             char took[32], eta[32], res[1024];
@@ -314,8 +473,11 @@ static int run_all(const Cfg *c, Run *runs, int n) {
             fflush(stdout);
         }
     }
+    sigprocmask(SIG_SETMASK, &was, NULL);
+    signal(SIGCHLD, SIG_DFL);
     char total[32];
     fmt_duration(now_seconds() - t_start, total, sizeof total);
+    if (stop_signal) { printf("compare: stopped after %s: %d of %d runs trained now\n", total, finished - failed, todo); return failed; }
     if (todo) printf("compare: trained %d runs in %s%s\n", todo, total, failed ? " (some failed)" : "");
     return failed;
 }
@@ -392,6 +554,26 @@ static int attention_distances(const Cfg *c, const Run *runs) {
     return failed;
 }
 
+// OUT/.lock, held (flock) while this ./compare and its runs live: a second ./compare on the same
+// folder would train the same runs at once. The runs' processes hold it too (inherited), so a
+// ./compare killed with kill -9 keeps the folder until its runs have stopped at their checkpoints.
+static void lock_out(const Cfg *c) {
+    char path[4200], was[32] = "";
+    snprintf(path, sizeof path, "%s/.lock", c->out);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    CHECK(fd >= 0, "cannot open '%s': %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ssize_t k = read(fd, was, sizeof was - 1);
+        was[k > 0 ? k : 0] = 0;
+        was[strcspn(was, "\n")] = 0;
+        CHECK(0, "another ./compare (process %s) is working in %s, or its runs are still stopping; wait for it to end "
+              "(or stop it: its runs stop at their checkpoints), then run this again", *was ? was : "?", c->out);
+    }
+    char pid[32];
+    int k = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    CHECK(ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)k, 0) == k, "cannot write '%s': %s", path, strerror(errno));
+}
+
 int main(int argc, char **argv) {
     Cfg c;
     dist_init(&argc, &argv);          // under mpirun (make MPI=1): the runs are shared out over the ranks
@@ -412,6 +594,15 @@ int main(int argc, char **argv) {
         CHECK(access(c.train_bin, X_OK) == 0, "cannot run the trainer '%s' (build it with make, or give --train PATH)", c.train_bin);
         mkdirs(c.out);
     }
+    if (rank == 0) lock_out(&c);
+    catch_stop();
+    // the runs trained at once on this machine (--jobs x the ranks here) share its memory: each run's
+    // memory checks count on its share (./train's PEGPT_MEMORY_SHARE; one set above multiplies)
+    const char *had = getenv("PEGPT_MEMORY_SHARE");
+    long share = (had && atol(had) >= 1 ? atol(had) : 1) * c.jobs * dist_node_size();
+    char sh[32];
+    snprintf(sh, sizeof sh, "%ld", share);
+    setenv("PEGPT_MEMORY_SHARE", sh, 1);
     int n = n_grid_runs(&c), n_all = n + n_twin_runs(&c);       // the grid, then NoPE's twins
     Run *runs = xcalloc(n_all, sizeof(Run));
     for (int t = 0; t < c.n_tasks; t++)
@@ -443,7 +634,12 @@ int main(int argc, char **argv) {
             if (runs[i].state == RUN_ELSEWHERE) runs[i].state = finished(&c, &runs[i]) ? RUN_FOUND_DONE : RUN_FAILED;
         if (rank == 0) printf("compare: %d ranks trained %d runs\n", ranks, todo);
     }
-    if (rank == 0 && c.attention_distance && !c.report_only) failed += attention_distances(&c, runs);
+    if (rank == 0 && c.attention_distance && !c.report_only && !stop_signal) failed += attention_distances(&c, runs);
+    if (stop_signal) {                    // the next command reports, from every run
+        fprintf(stderr, "compare: stopped by %s before the end; no report written now; the same command continues\n",
+                stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+        return 128 + stop_signal;
+    }
     if (rank == 0) report(&c, runs, n);     // rank 0 alone writes the report (the twins after runs[n - 1])
     free(runs);
     dist_finalize();

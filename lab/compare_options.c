@@ -153,6 +153,13 @@ static void set_floor(Parse *p, char *v) {
     p->c->floor = a;
 }
 
+static void set_save_every(Parse *p, char *v) {
+    char *end;
+    long k = strtol(v, &end, 10);
+    CHECK(*v && !*end && k >= 0 && k <= 1000000000, "--save-every %s must be a step count in [0, 1e9] (0: only at the end)", v);
+    p->c->save_every = (int)k;
+}
+
 static void set_paper(Parse *p, char *v) {
     CHECK(p->n_paper < MAX_ITEMS, "--paper: at most %d lines (one per task)", MAX_ITEMS);
     p->paper[p->n_paper++] = v;
@@ -273,7 +280,7 @@ static const CompareFlag FLAGS[] = {
     { "protocol", "FILE", ARG_TEXT, O(protocol), NULL,
       "the experiment from FILE (these flags, one per line, then '-- TRAIN FLAGS'); the\n"
       "command line adds only --out, --jobs, --threads, --train, --launch, --quiet,\n"
-      "--report-only; summary.md names the file and its hash" },
+      "--save-every, --report-only; summary.md names the file and its hash" },
     { "report-only", NULL, ARG_SWITCH, O(report_only), NULL,
       "write the report from the finished runs in --out (give the flags that trained\n"
       "them); train nothing" },
@@ -301,6 +308,10 @@ static const CompareFlag FLAGS[] = {
       "put WORDS before each training command, e.g. 'mpirun -np 2 --bind-to core' to\n"
       "train each run on 2 ranks (./train built with make MPI=1); not under mpirun" },
     { "quiet", NULL, ARG_SWITCH, O(quiet), NULL, "no per-run progress lines" },
+    { "save-every", "K", ARG_CALL, 0, set_save_every,
+      "every run checkpoints each K steps (default 100; 0: only at its end), and a run\n"
+      "stopped by Ctrl-C, SIGTERM, kill -9 or a reboot continues from its checkpoint when\n"
+      "the command runs again (not with --fit-target: those runs start again)" },
 };
 #undef O
 enum { N_FLAGS = (int)(sizeof FLAGS / sizeof FLAGS[0]) };
@@ -399,7 +410,7 @@ static void check_extra(const Cfg *c) {
     for (int k = 0; k < c->n_extra; k++)
         for (const char *const *f = (const char *const[]){ "--task", "--pe", "--pe-layers", "--input-pe", "--seed", "--save", "--log", "--eval-out",
                                                     "--eval-per-length", "--data", "--val-data", "--load", "--resume", "--threads",
-                                                    "--fit-target", "--data-seed", NULL }; *f; f++)
+                                                    "--fit-target", "--data-seed", "--save-every", "--continue", NULL }; *f; f++)
             CHECK(strcmp(c->extra[k], *f), "%s after -- is set by ./compare itself; use its own flags", *f);
     // a scheme setting after -- would go to every run and override a scheme's own (it follows them)
     for (int k = 0; k < c->n_extra; k++)
@@ -417,7 +428,7 @@ static void check_extra(const Cfg *c) {
 void compare_parse(Cfg *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
     Parse p = { .c = c };
-    c->jobs = 1; c->per_length = 100; c->ext_factor = 8; c->floor = NAN;
+    c->jobs = 1; c->save_every = 100; c->per_length = 100; c->ext_factor = 8; c->floor = NAN;
     for (int t = 0; t < MAX_ITEMS; t++) for (int sc = 0; sc < MAX_ITEMS; sc++) c->paper[t][sc] = NAN;
     Protocol pr = { 0 };
     if (protocol_expand(argc, argv, &argc, &argv, &pr)) { c->protocol = pr.path; c->protocol_hash = pr.hash; }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lab/report.h"
+#include "util/atomicfile.h"
 
 // A seed for each bootstrap, from the names it concerns: adding a scheme or task leaves every
 // other interval as it was.
@@ -92,8 +93,8 @@ void report(const Cfg *c, const Run *runs, int n) {
 
     char path[4200];
     snprintf(path, sizeof path, "%s/summary.md", c->out);
-    rp.md = fopen(path, "w");
-    CHECK(rp.md, "cannot write '%s'", path);
+    AtomicFile md;                        // whole or not at all: a report cut short keeps the last one
+    rp.md = af_open(&md, path, "report", "w");
     if (c->protocol)
         fprintf(rp.md, "Protocol: %s (FNV-1a 64 of its bytes: %016llx). Its tasks, schemes, seeds, training and claims are "
                        "this report's; a verdict below is one of its claims.\n\n", c->protocol, (unsigned long long)c->protocol_hash);
@@ -124,7 +125,7 @@ void report(const Cfg *c, const Run *runs, int n) {
             rp.floor_on = 0;
         }
     }
-    fclose(rp.md);
+    af_commit(&md);
     free(rp.rr); free(rp.buf); free(rp.facts); free(rp.twin_facts); free(rp.dist); free(rp.row0); free(rp.nrow);
     free(rp.rs.r);
     print_summary(c, rp.made);

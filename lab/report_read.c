@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lab/report.h"
+#include "util/atomicfile.h"
 
 // the header lines of the CSVs that ./train writes and the report reads: eval.csv (--eval-out),
 // distance.csv (--attention-distance), attention.csv (--attention-stats)
@@ -195,8 +196,8 @@ void write_results_csv(const Report *rp) {
     char path[4200];
     int text = c->data != NULL;
     snprintf(path, sizeof path, "%s/results.csv", c->out);
-    FILE *f = fopen(path, "w");
-    CHECK(f, "cannot write '%s'", path);
+    AtomicFile af;
+    FILE *f = af_open(&af, path, "results file", "w");
     if (text) fprintf(f, "data,scheme,seed,window,mode,tokens,loss,ppl,note\n");
     else fprintf(f, "task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share\n");
     for (int i = 0; i < rp->rs.n; i++) {
@@ -222,7 +223,7 @@ void write_results_csv(const Report *rp) {
             fprintf(f, "\n");
         }
     }
-    fclose(f);
+    af_commit(&af);
 }
 
 // runs.csv: one row per finished task run: its fit, accuracies (fractions) and degenerate lengths.
@@ -230,8 +231,8 @@ void write_runs_csv(const Report *rp) {
     const Cfg *c = rp->c;
     char path[4200];
     snprintf(path, sizeof path, "%s/runs.csv", c->out);
-    FILE *f = fopen(path, "w");
-    CHECK(f, "cannot write '%s'", path);
+    AtomicFile af;
+    FILE *f = af_open(&af, path, "results file", "w");
     fprintf(f, "task,scheme,seed,fitted,fit_step,val_accuracy,id_accuracy,ood_accuracy,degenerate_lengths,best_step\n");
     for (int i = 0; i < rp->n; i++) {
         const Run *u = &rp->runs[i];
@@ -247,7 +248,7 @@ void write_runs_csv(const Report *rp) {
         if (x->best_step >= 0) fprintf(f, "%d", x->best_step);
         fprintf(f, "\n");
     }
-    fclose(f);
+    af_commit(&af);
 }
 
 // The buckets of the counted (fitted) runs of scheme sc on task t, one SeedBuckets per run: ood 0

@@ -24,6 +24,8 @@ typedef struct {
     char *extensions[MAX_ITEMS]; int n_ext;      // text: RoPE context-extension methods at evaluation
     double ext_factor;
     int jobs, threads, per_length, quiet;
+    int save_every;                               // --save-every K: every training run checkpoints each K steps and
+                                                  // continues from its checkpoint when the grid runs again (0: off)
     int report_only;                              // report the finished runs, train nothing
     int attention_stats;                          // text: also ./train --attention-stats per run (attention.csv)
     int attention_distance;                       // tasks: the NoPE paper's attention distance to nope (distance.csv)

@@ -244,8 +244,23 @@ expect_fail "the same run without --detect-anomaly" "training diverged" ./train 
 ./train $small --steps 3 --dropout 0.1 --detect-anomaly --log "$tmp/d2.csv" > /dev/null
 [ "$(cut -d, -f2 "$tmp/d1.csv")" = "$(cut -d, -f2 "$tmp/d2.csv")" ]
 check $? "--detect-anomaly must not change a finite run's losses" || paste "$tmp/d1.csv" "$tmp/d2.csv"
-./train $small --steps 1 --save "$tmp/da.ckpt" > /dev/null
-expect_fail "--detect-anomaly without training" "--detect-anomaly checks training steps and this run trains none" ./train --load "$tmp/da.ckpt" --detect-anomaly --sample 5
+# the evaluations are checked too: a NaN planted in layer 0's ln_1 weight of a checkpoint (byte-vocabulary
+# model, C = 32: parameter 256 x 32, after wte) stops the perplexity evaluation (gpt_forward) and
+# sampling (the cached forward), naming them, the layer, the pass and the tensor; a healthy model
+# samples the same tokens with and without the flag
+./train --layers 1 --heads 2 --dim 32 --seq 16 --batch 2 --steps 1 --threads 1 --save "$tmp/da.ckpt" > /dev/null
+cp "$tmp/da.ckpt" "$tmp/nan.ckpt"
+K=$(od -An -tu4 -j16 -N4 "$tmp/da.ckpt" | tr -d ' ')
+printf '\x00\x00\xc0\x7f' | dd of="$tmp/nan.ckpt" bs=1 seek=$((20 + K + 8 + 4 * 256 * 32)) conv=notrunc 2> /dev/null
+expect_fail "--detect-anomaly in the perplexity evaluation" "anomaly in the perplexity evaluation: layer 0 forward: ln1 has NaN at (b=0, t=0, c=0)" \
+    ./train --load "$tmp/nan.ckpt" --ppl-out "$tmp/nan_ppl.csv" --ppl-windows 1 --ppl-tokens 64 --threads 1 --detect-anomaly
+expect_fail "--detect-anomaly in sampling (the cached forward)" "anomaly in sampling: layer 0 cached forward: ln1 has NaN at (b=0, t=0, c=0)" \
+    ./train --load "$tmp/nan.ckpt" --sample 5 --threads 1 --detect-anomaly
+./train --load "$tmp/da.ckpt" --sample 20 --threads 1 > "$tmp/s0.out" &&
+    ./train --load "$tmp/da.ckpt" --sample 20 --threads 1 --detect-anomaly > "$tmp/s1.out" && cmp -s "$tmp/s0.out" "$tmp/s1.out"
+check $? "--detect-anomaly must not change a healthy model's sample"
+expect_fail "--detect-anomaly with a mode it does not check" "--export and --export-llmc are not checked" ./train --load "$tmp/da.ckpt" --detect-anomaly --export "$tmp/da.st"
+expect_fail "--detect-anomaly with nothing to check" "this run has neither" ./train --load "$tmp/da.ckpt" --detect-anomaly
 
 # ---- --save and --log with nothing to train: refused, not silently unwritten
 expect_fail "--save with --steps 0" "--save and --log keep what training steps make, and this run trains none (--steps 0)" ./train $small --steps 0 --save "$tmp/keep"

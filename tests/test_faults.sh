@@ -91,4 +91,21 @@ if ! nm ./train 2> /dev/null | grep __asan_init > /dev/null; then   # (not -q: w
     check $? "a batch beyond ulimit -v is refused with the sizes (rc $rc: $(tail -1 "$tmp/err"))"
 fi
 
+# the evaluations' allocations are checked too (gpt_set_memory_check): a KV cache and a long
+# perplexity window too large for this run's share of the memory are refused, naming what for.
+# PEGPT_MEMORY_SHARE (what ./compare sets to the runs it trains at once) divides the available
+# memory: here about 4 MiB each, room for the model (0.3 MiB) but not for a 16 MiB cache of 65536
+# tokens or a 16384-token window's activations
+./train --layers 1 --heads 2 --dim 32 --pe nope --context 65536 --seq 16 --batch 2 --steps 1 --threads 1 --save "$tmp/long.ckpt" > /dev/null 2>&1
+check $? "a model of context 65536"
+share=$(( $(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) / 4096 ))
+PEGPT_MEMORY_SHARE=$share ./train --load "$tmp/long.ckpt" --sample 5 --threads 1 > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -q "out of memory for the KV cache of 65536 tokens: 0.016 GiB needed, but the share of the available memory .* (1/$share)" "$tmp/err"
+check $? "a KV cache beyond the run's share is refused (rc $rc: $(tail -1 "$tmp/err"))"
+PEGPT_MEMORY_SHARE=$share ./train --load "$tmp/long.ckpt" --ppl-out "$tmp/long.csv" --ppl-windows 0.25 --ppl-tokens 16384 --threads 1 > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -q "out of memory for the evaluation's activations (one layer's, for 1 x 16384 tokens): .* GiB needed" "$tmp/err" && [ ! -e "$tmp/long.csv" ]
+check $? "a perplexity window beyond the run's share is refused before it writes (rc $rc: $(tail -1 "$tmp/err"))"
+./train --load "$tmp/long.ckpt" --ppl-out "$tmp/long.csv" --ppl-windows 0.25 --ppl-tokens 16384 --threads 1 > /dev/null 2>&1
+check $? "the same window with the whole memory"
+
 finish
