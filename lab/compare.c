@@ -638,6 +638,7 @@ int main(int argc, char **argv) {
     if (stop_signal) {                    // the next command reports, from every run
         fprintf(stderr, "compare: stopped by %s before the end; no report written now; the same command continues\n",
                 stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+        free(runs);
         return 128 + stop_signal;
     }
     if (rank == 0) report(&c, runs, n);     // rank 0 alone writes the report (the twins after runs[n - 1])

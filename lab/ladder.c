@@ -111,7 +111,7 @@ void ladder_load(Ladder *L, const char *out, char **protocols, int n) {
                  strlen(base) - 4 : strlen(base)), base);
         snprintf(z->dir, sizeof z->dir, "%s/%s", out, z->name);
         // compare_parse keeps pointers into its argv: one that lives as long as the ladder
-        char **argv = xcalloc(8, sizeof(char *));
+        char **argv = z->argv = xcalloc(8, sizeof(char *));
         argv[0] = "compare"; argv[1] = "--protocol"; argv[2] = protocols[i]; argv[3] = "--out"; argv[4] = z->dir;
         argv[5] = "--report-only";
         compare_parse(&z->c, 6, argv);
@@ -230,7 +230,7 @@ const char *ladder_verdict(double mean, double holm) {
 }
 
 void ladder_free(Ladder *L) {
-    for (int s = 0; s < L->n; s++) { free(L->z[s].ood); free(L->z[s].id); }
+    for (int s = 0; s < L->n; s++) { free(L->z[s].ood); free(L->z[s].id); free(L->z[s].argv); }
 }
 
 static void usage(FILE *f) {

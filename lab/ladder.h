@@ -17,6 +17,7 @@ typedef struct {
     double task_params[MAX_ITEMS];   // per task: its NoPE run's count (the vocabulary differs by task); 0: none yet
     double *ood, *id;            // (task, scheme, seed): accuracy (fraction), NAN while not finished
     int finished;                // runs in its runs.csv
+    char **argv;                 // the command line compare_parse read (its strings outlive the ladder)
 } Size;
 
 typedef struct { Interval iv; double p, holm; } ClaimTest;     // iv: mean A - B (points) over the units
