@@ -17,6 +17,7 @@
 #endif
 
 #include "nn/bf16.h"
+#include "nn/kernels.h"
 #include "formats/checkpoint.h"
 #include "dataset/data.h"
 #include "dist/dist.h"
@@ -481,6 +482,7 @@ static void print_setup(const Session *s) {
                s->ranks, o->batch, o->accum, o->zero ? " | ZeRO-1: AdamW moments sharded over the ranks" : "");
     else printf("threads: %d\n", omp_get_max_threads());
 #endif
+    print_machine();
     if (memory_sharers() > 1)
         printf("memory: checked against a 1/%d share of this machine's (the ranks and runs that share it)\n", memory_sharers());
 }

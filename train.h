@@ -79,6 +79,8 @@ void guard_memory(void);
 // The processes that share this machine's memory with this one, itself included: the ranks of
 // this run here times PEGPT_MEMORY_SHARE (./compare sets it to the runs it trains at once here).
 int memory_sharers(void);
+// The line "machine: CPU MODEL | matmul: PATH" of a run's setup.
+void print_machine(void);
 // The folder an output file goes into: "." for a bare name, "/" for a file at the root.
 void folder_of(const char *path, char *dir, size_t cap);
 // Refuse an output (--flag path) whose folder (dir, or path's) cannot take a new file now.

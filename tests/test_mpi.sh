@@ -150,7 +150,7 @@ if ! nm ./tests/train_mpi 2> /dev/null | grep __asan_init > /dev/null; then
     per100k=$(sed -n 's/.*activations \([0-9.]*\) for --batch 100000.*/\1/p' "$tmp/huge.err")
     rows=$(awk -v a="$avail_kb" -v p="${per100k:-0}" 'BEGIN { if (p > 0) printf "%d", 0.7 * a / 1048576 / (p / 100000); else print 0 }')
     ( ulimit -v $((avail_kb * 9 / 10)); $MPIRUN ./tests/train_mpi $mem --batch "$rows" ) > "$tmp/share.out" 2>&1; rc=$?
-    [ "$rows" -gt 0 ] && [ $rc != 0 ] && grep -q "rank's share of the available memory (MemAvailable + SwapFree, over the ranks on this machine) is [0-9.]* GiB (1/2)" "$tmp/share.out"
+    [ "$rows" -gt 0 ] && [ $rc != 0 ] && grep -q "share of the available memory (MemAvailable + SwapFree, over the ranks and runs on this machine) is [0-9.]* GiB (1/2)" "$tmp/share.out"
     check $? "2 ranks with a batch of ~70% of the machine's memory each must be refused as beyond a rank's share (rows $rows, rc $rc): $(grep -m1 error "$tmp/share.out")"
 fi
 
