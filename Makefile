@@ -3,7 +3,7 @@
 #   make            build ./train, ./compare, ./tokenize and the test programs
 #   make run        the comparison: five schemes x 8 seeds on copy-repeat, fit-first (~16 min), results in runs/default/
 #   make reproduce-nope   the NoPE paper's experiment as protocols/nope.txt fixes it: 17 configurations x 5
-#                   schemes x 3 seeds, a fixed budget, best-validation selection (~3 h), runs/nope17/
+#                   schemes x 3 seeds, a fixed budget, best-validation selection (hours, in sittings), runs/nope17/
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x: 9 seeds (~1.5 h; needs make kjv), runs/alibi/
 #   make reproduce-collapse  heads collapsed onto BOS by layer in deep narrow models: 4 schemes x 3 seeds
 #                   (~26 min; needs make kjv), runs/collapse/
@@ -243,7 +243,7 @@ run: train compare
 # (Rotary 25% interleaved; APE = sinusoidal with embeddings x sqrt(C)), 3 seeds, every run the same
 # 2000-step budget and tested at its best in-distribution validation check, the 10 pairwise claims of
 # its ranking with the task configuration as unit, a sensitivity table, the paper's means beside, and
-# not the attention distance (reproduce-nope-distance). About 3 hours on 2 cores; stopped, it continues
+# not the attention distance (reproduce-nope-distance). Hours of 2 cores (planned as 3; docs/reproduce-nope.md); stopped, it continues
 # where it stopped (finished runs kept). Writes runs/nope17/ (docs/reproduce-nope.md).
 # reproduce-nope-fitfirst: the earlier, narrowed design (3 copy tasks, 8 seeds, fit-first; its runs in
 # results/nope/), kept to redo those numbers; its selection on fit is what the protocol replaced.
