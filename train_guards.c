@@ -101,21 +101,25 @@ int memory_sharers(void) {
 
 // The bytes this process can still get: MemAvailable + SwapFree (shared: divided by the processes
 // that share the machine, memory_sharers), or what the address-space limit (ulimit -v, per
-// process) leaves, whichever is smaller; *why names it. Infinity when nothing says.
-static double memory_available(const char **why) {
+// process) leaves, whichever is smaller; *why names it, and share (cap >= 32) says " (1/N)" when it
+// is a share of the machine's. Infinity when nothing says.
+static double memory_available(const char **why, char *share) {
     double avail = INFINITY, mem = proc_field("/proc/meminfo", "MemAvailable"), swap = proc_field("/proc/meminfo", "SwapFree");
     *why = "";
+    share[0] = 0;
     int local = memory_sharers();     // they share the machine's memory, not their address-space limits
     if (mem >= 0) {
         avail = (mem + (swap > 0 ? swap : 0)) / local;
         *why = local > 1 ? "share of the available memory (MemAvailable + SwapFree, over the ranks and runs on this machine)"
                          : "available memory (MemAvailable + SwapFree)";
+        if (local > 1) snprintf(share, 32, " (1/%d)", local);
     }
     struct rlimit rl;
     double used = proc_field("/proc/self/status", "VmSize");
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && used >= 0 && (double)rl.rlim_cur - used < avail) {
         avail = (double)rl.rlim_cur - used;
         *why = "address space left under the limit (ulimit -v)";
+        share[0] = 0;
     }
     return avail;
 }
@@ -131,13 +135,12 @@ void check_memory(const GPTConfig *cfg, int B, int T, double allocated) {
     GPTMemory m = gpt_memory(cfg, B ? B : 1, B ? T : 1, 0, threads);
     double need = m.params + m.grads + (B ? m.adam + m.acts : 0), GiB = 1024.0 * 1024 * 1024;
     const char *why;
-    double avail = memory_available(&why);
+    char share[32];
+    double avail = memory_available(&why, share);
     if (need - allocated <= avail) return;     // (under ZeRO-1 a rank holds fewer moments: this errs on the safe side)
     char shape[96] = "";
     if (B) snprintf(shape, sizeof shape, ", AdamW moments %.2f, activations %.2f for --batch %d x --seq %d", m.adam / GiB,
                     m.acts / GiB, B, T);
-    char share[64] = "";
-    if (memory_sharers() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", memory_sharers());
     CHECK(0, "out of memory: this model%s %.2f GiB (parameters %.2f, gradients %.2f%s; %d layers, dim %d, "
           "vocabulary %d) but the %s is %.2f GiB%s%s; %s", B ? " and batch need" : " needs", need / GiB, m.params / GiB,
           m.grads / GiB, shape, cfg->n_layer, cfg->n_embd, cfg->vocab_size, why, (avail + allocated) / GiB, share,
@@ -147,10 +150,9 @@ void check_memory(const GPTConfig *cfg, int B, int T, double allocated) {
 
 static void memory_hook(double bytes, double freed, const char *what) {
     const char *why;
-    double avail = memory_available(&why), GiB = 1024.0 * 1024 * 1024;
+    char share[32];
+    double avail = memory_available(&why, share), GiB = 1024.0 * 1024 * 1024;
     if (bytes - freed <= avail) return;
-    char share[64] = "";
-    if (memory_sharers() > 1 && strstr(why, "share")) snprintf(share, sizeof share, " (1/%d)", memory_sharers());
     CHECK(0, "out of memory for %s: %.3f GiB needed%s, but the %s is %.3f GiB%s; evaluate fewer tokens at once or "
           "shorter lengths (--ppl-windows, --attention-lengths, --test-max, --sample), or use a smaller model", what,
           bytes / GiB, freed > 0 ? " (in place of the smaller buffers)" : "", why, (avail + freed) / GiB, share);

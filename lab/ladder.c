@@ -183,17 +183,6 @@ void ladder_claims(Ladder *L) {
     free(d); free(sl);
 }
 
-// The expected reciprocal rank of a value among vals[n] when ties are broken at random (NAN: not
-// ranked): with g values above it and e equal to it (itself included), its rank is g+1..g+e.
-static double expected_rr(const double *vals, int n, int i) {
-    if (isnan(vals[i])) return NAN;
-    int g = 0, e = 0;
-    for (int j = 0; j < n; j++) if (!isnan(vals[j])) { g += vals[j] > vals[i]; e += vals[j] == vals[i]; }
-    double s = 0;
-    for (int r = g + 1; r <= g + e; r++) s += 1.0 / r;
-    return s / e;
-}
-
 void ladder_mrr(Ladder *L) {
     const Cfg *c = &L->z[0].c;
     int ns = c->n_schemes;
@@ -205,7 +194,7 @@ void ladder_mrr(Ladder *L) {
                 int have = 0;
                 for (int sc = 0; sc < ns; sc++) { v[sc] = *cell(z->ood, z, t, sc, sd); have += !isnan(v[sc]); }
                 for (int sc = 0; sc < ns; sc++)   // a configuration with fewer than two runs ranks nothing
-                    rr[((size_t)t * c->n_seeds + sd) * ns + sc] = have >= 2 ? expected_rr(v, ns, sc) : NAN;
+                    rr[((size_t)t * c->n_seeds + sd) * ns + sc] = have >= 2 ? expected_reciprocal_rank(v, ns, sc) : NAN;
             }
         bootstrap_mrr(rr, c->n_tasks, c->n_seeds, ns, RESAMPLES, 3000 + s, L->mrr[s]);
     }

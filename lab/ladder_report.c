@@ -144,7 +144,7 @@ static void write_summary(const Ladder *L) {
     const Cfg *c = &L->z[0].c;
     AtomicFile af;
     FILE *md = open_out(&af, L, "summary.md");
-    int plots = system("command -v gnuplot > /dev/null 2>&1") == 0, expected = c->n_tasks * c->n_schemes * c->n_seeds;
+    int plots = have_gnuplot(), expected = c->n_tasks * c->n_schemes * c->n_seeds;
     fprintf(md, "# The ladder: %d sizes of one grid\n\n| size | protocol (FNV-1a 64) | model flags | parameters | runs finished |\n"
                 "|---|---|---|---|---|\n", L->n);
     for (int s = 0; s < L->n; s++) {

@@ -127,7 +127,6 @@ void read_attention(const char *path, int run, LayerRows *ls);   // one run's at
 
 // lab/report_plots.c: each plot's .gp script (and .dat), drawn when plots (gnuplot is installed), and
 // its picture line in summary.md
-int have_gnuplot(void);
 void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plots, int *made);
 void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, int *made);
 void plot_accuracy(Report *rp, int t, int train_max);

@@ -7,7 +7,6 @@
 
 #include "lab/report.h"
 
-int have_gnuplot(void) { return system("command -v gnuplot > /dev/null 2>&1") == 0; }
 
 static void gnuplot(const char *out, const char *name, int *made) {
     char cmd[8400];

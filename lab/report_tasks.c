@@ -246,16 +246,8 @@ static void add_ranks(Report *rp, int t) {
             ranked += !isnan(acc[sc]);
         }
         if (ranked < 2) continue;
-        for (int sc = 0; sc < c->n_schemes; sc++) {
-            if (isnan(acc[sc])) continue;
-            int above = 0, tied = 0;             // NAN compares false
-            for (int k = 0; k < c->n_schemes; k++) { above += acc[k] > acc[sc]; tied += acc[k] == acc[sc]; }
-            // the paper breaks ties arbitrarily: a tie of m schemes at ranks r..r+m-1 gives each the
-            // mean of 1/r .. 1/(r+m-1), its expected reciprocal rank when the tie is broken at random
-            double rr = 0;
-            for (int r = above + 1; r <= above + tied; r++) rr += 1.0 / r;
-            rp->rr[((size_t)t * c->n_seeds + sd) * c->n_schemes + sc] = rr / tied;
-        }
+        for (int sc = 0; sc < c->n_schemes; sc++)       // ties: the expected rank of a random break
+            if (!isnan(acc[sc])) rp->rr[((size_t)t * c->n_seeds + sd) * c->n_schemes + sc] = expected_reciprocal_rank(acc, c->n_schemes, sc);
     }
 }
 

@@ -58,6 +58,8 @@ void last_line(const char *dir, const char *prefix, char *out, size_t cap) {
     fclose(f);
 }
 
+int have_gnuplot(void) { return system("command -v gnuplot > /dev/null 2>&1") == 0; }
+
 const char *run_label(const Cfg *c, const Run *r, char *buf, size_t cap) {
     if (!r->twin) return c->schemes[r->scheme].label;
     snprintf(buf, cap, "%s-twin", posenc_scheme(PE_NOPE)->name);

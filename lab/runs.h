@@ -109,6 +109,8 @@ const char *last_value(char *const *w, int n, const char *flag);
 const char *eval_flag(const Cfg *c, const char *flag, char *buf, size_t cap);
 // The last line of a run's train.log that starts with prefix ("" into out when none).
 void last_line(const char *dir, const char *prefix, char *out, size_t cap);
+// 1 when gnuplot is installed (the reports draw their plots with it).
+int have_gnuplot(void);
 // A run's label: its scheme's, or "NOPE-twin" (NoPE's name) for a twin.
 const char *run_label(const Cfg *c, const Run *r, char *buf, size_t cap);
 

@@ -121,6 +121,15 @@ void holm_adjust(const double *p, int m, double *adj) {
     free(order);
 }
 
+double expected_reciprocal_rank(const double *vals, int n, int i) {
+    if (isnan(vals[i])) return NAN;
+    int above = 0, tied = 0;                     // NAN compares false
+    for (int k = 0; k < n; k++) { above += vals[k] > vals[i]; tied += vals[k] == vals[i]; }
+    double rr = 0;
+    for (int r = above + 1; r <= above + tied; r++) rr += 1.0 / r;
+    return rr / tied;
+}
+
 double percentile(double *x, int n, double q) {
     qsort(x, n, sizeof *x, cmp_double);
     double h = (n - 1) * q;

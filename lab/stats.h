@@ -47,6 +47,12 @@ int binomial_draw(Rng *r, int n, double p);
 // between order statistics at (n - 1) q.
 double percentile(double *x, int n, double q);
 
+// The reciprocal rank of vals[i] among vals[n] (higher ranks first; NAN entries are not ranked) in
+// expectation over a random break of ties, as the NoPE paper breaks them arbitrarily: with g
+// values above it and e equal to it (itself included), its rank is g+1 .. g+e, each equally
+// likely, so the mean of 1/r over them. NAN when vals[i] is NAN.
+double expected_reciprocal_rank(const double *vals, int n, int i);
+
 // One length bucket of a run: n instances scored, correct of them right.
 typedef struct { int n, correct; } Bucket;
 // One run (seed) of a scheme: its buckets (those with n = 0 are ignored).
