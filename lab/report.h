@@ -114,6 +114,7 @@ void write_results_csv(const Report *rp);      // OUT/results.csv: a row per run
 void write_runs_csv(const Report *rp);         // OUT/runs.csv: a row per finished task run
 // fitted, or without a criterion: the runs that enter the comparisons
 int run_counts(const Report *rp, int run);
+const char *counted_runs(const Report *rp);   // "fitted runs", "runs" (every run counts), ...
 int twin_counts(const Report *rp, int t, int sd);   // the same for NoPE's twin of task t and seed sd
 // The buckets of the counted runs of scheme sc on task t, one SeedBuckets per run: ood 0 or 1 when
 // length < 0, else every bucket of that length (rp->buf holds them). Returns the runs.

@@ -139,7 +139,7 @@ void plot_accuracy(Report *rp, int t, int train_max) {
         if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
     }
     sort_ints(lengths, nl);
-    fprintf(d, "# length, then per scheme: mean, lo, hi (fraction; mean over the fitted runs, 95%% bootstrap interval)\n# length");
+    fprintf(d, "# length, then per scheme: mean, lo, hi (fraction; mean over the %s, 95%% bootstrap interval)\n# length", counted_runs(rp));
     for (int sc = 0; sc < c->n_schemes; sc++) fprintf(d, " %s %s_lo %s_hi", c->schemes[sc].label, c->schemes[sc].label, c->schemes[sc].label);
     fprintf(d, "\n");
     SeedBuckets seeds[MAX_ITEMS];
@@ -154,8 +154,8 @@ void plot_accuracy(Report *rp, int t, int train_max) {
     }
     fclose(d);
     char title[256];
-    snprintf(title, sizeof title, "%s: accuracy against length (trained on <= %d; fitted runs: mean and 95%% bootstrap band)",
-             c->tasks[t], train_max);
+    snprintf(title, sizeof title, "%s: accuracy against length (trained on <= %d; %s: mean and 95%% bootstrap band)",
+             c->tasks[t], train_max, counted_runs(rp));
     FILE *g = gp_open(c->out, name, title, "length", "accuracy");
     fprintf(g, "set yrange [-0.02:1.02]\nset arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\nplot ", train_max + 0.5, train_max + 0.5);
     for (int sc = 0; sc < c->n_schemes; sc++) {

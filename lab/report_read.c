@@ -153,6 +153,20 @@ int run_counts(const Report *rp, int run) {
     return !rp->floor_on || rp->facts[run].val_acc >= rp->c->floor;
 }
 
+// What the means are over, for the report's sentences: the fitted runs under a fit criterion;
+// every run when each was tested at its best validation check (--select-every); with the floor,
+// the runs at or above it.
+const char *counted_runs(const Report *rp) {
+    if (rp->floor_on) return "runs at or above the floor";
+    int finished = 0;
+    for (int i = 0; i < rp->n; i++) {
+        if (!run_has_results(&rp->runs[i])) continue;
+        finished++;
+        if (rp->facts[i].fit != FIT_NONE || rp->facts[i].best_step < 0) return "fitted runs";
+    }
+    return finished ? "runs" : "fitted runs";
+}
+
 int twin_counts(const Report *rp, int t, int sd) {
     int k = t * rp->c->n_seeds + sd;
     if (!rp->twin_facts || !run_has_results(&rp->runs[twin_index(rp->c, t, sd)]) || rp->twin_facts[k].fit == FIT_NO) return 0;

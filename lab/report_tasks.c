@@ -9,7 +9,7 @@
 #include "lab/report.h"
 
 static void fmt_interval(const Interval *iv, double scale, char *out, size_t cap) {
-    if (isnan(iv->mean)) snprintf(out, cap, "no fitted run");
+    if (isnan(iv->mean)) snprintf(out, cap, "no run counted");
     else snprintf(out, cap, "%.1f [%.1f, %.1f]", scale * iv->mean, scale * iv->lo, scale * iv->hi);
 }
 
@@ -308,8 +308,8 @@ void task_section(Report *rp, int t) {
                 "in-distribution: lengths <= %d, longer: the rest up to the longest test length, every instance "
                 "weighted equally. ", c->tasks[t], c->n_seeds, c->n_seeds > 1 ? "s" : "", train_max);
     fit_sentence(rp, t, md);
-    fprintf(md, "Mean over the fitted runs with its 95%% bootstrap interval (%d resamples of the seeds, then of the "
-                "instances within each seed).\n\n", RESAMPLES);
+    fprintf(md, "Mean over the %s with its 95%% bootstrap interval (%d resamples of the seeds, then of the "
+                "instances within each seed).\n\n", counted_runs(rp), RESAMPLES);
     scheme_table(rp, t);
     pool_table(rp, t);
     degenerate_list(rp, t);
@@ -338,14 +338,14 @@ void mrr_table(const Report *rp) {
             }
             configs += ranked > 0;
         }
-    fprintf(rp->md, "## Mean reciprocal rank\n\nThe NoPE paper's aggregate, over the fitted runs: for every task and seed the "
-                    "fitted runs are ranked by accuracy on lengths longer than training (1 = best; the paper breaks ties "
+    fprintf(rp->md, "## Mean reciprocal rank\n\nThe NoPE paper's aggregate, over the %s: for every task and seed those "
+                    "runs are ranked by accuracy on lengths longer than training (1 = best; the paper breaks ties "
                     "arbitrarily, so m runs tied at ranks r..r+m-1 each get the mean of 1/r..1/(r+m-1), the expected value of "
                     "a random break); "
                     "a scheme's MRR is its mean 1/rank over the %d task x seed configurations with at least two fitted runs, "
                     "with a 95%% bootstrap interval (%d resamples of the seeds, each bringing all its tasks). Left out: %d "
                     "run%s not fitted, %d fitted run%s with no other fitted run to rank against, %d run%s not finished.\n\n",
-            configs, RESAMPLES, not_fitted, not_fitted == 1 ? "" : "s", alone, alone == 1 ? "" : "s", missing, missing == 1 ? "" : "s");
+            counted_runs(rp), configs, RESAMPLES, not_fitted, not_fitted == 1 ? "" : "s", alone, alone == 1 ? "" : "s", missing, missing == 1 ? "" : "s");
     if (!configs) return;
     Interval *m = xcalloc(c->n_schemes, sizeof(Interval));
     bootstrap_mrr(rp->rr, c->n_tasks, c->n_seeds, c->n_schemes, RESAMPLES, stream_seed("", "mrr", 3), m);
