@@ -630,15 +630,18 @@ int main(int argc, char **argv) {
     if (ranks > 1) {
         dist_idle_barrier();                // every rank waits here (asleep) until the last run is done
         failed = (int)dist_sum(failed);
+        // a stop seen by any rank stops them all here (no report), so every rank ends the same way
+        if (dist_sum(stop_signal != 0) > 0 && !stop_signal) stop_signal = SIGTERM;
         for (int i = 0; i < n_all; i++)     // the others' runs, back from their done files
             if (runs[i].state == RUN_ELSEWHERE) runs[i].state = finished(&c, &runs[i]) ? RUN_FOUND_DONE : RUN_FAILED;
-        if (rank == 0) printf("compare: %d ranks trained %d runs\n", ranks, todo);
+        if (rank == 0 && !stop_signal) printf("compare: %d ranks trained %d runs\n", ranks, todo);
     }
     if (rank == 0 && c.attention_distance && !c.report_only && !stop_signal) failed += attention_distances(&c, runs);
     if (stop_signal) {                    // the next command reports, from every run
         fprintf(stderr, "compare: stopped by %s before the end; no report written now; the same command continues\n",
                 stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
         free(runs);
+        dist_finalize();
         return 128 + stop_signal;
     }
     if (rank == 0) report(&c, runs, n);     // rank 0 alone writes the report (the twins after runs[n - 1])

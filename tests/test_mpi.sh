@@ -166,6 +166,29 @@ diff "$tmp/grid2/results.csv" "$tmp/grid1/results.csv" > /dev/null
 check $? "the grid's results.csv must be the same under 2 ranks and in one process"
 grep -q "^threads: 1" "$tmp/grid2/runs/copy-repeat/alibi/seed2/train.log"
 check $? "a run of ./compare under mpirun is a one-rank job of its own: $(grep -m1 -E '^(ranks|threads)' "$tmp/grid2/runs/copy-repeat/alibi/seed2/train.log")"
+# a stop that reaches one rank alone (SIGTERM to rank 1's ./compare mid-run) stops both ranks without
+# a report, each finalizing MPI; the same command then finishes the grid with the results of one
+# ./compare
+long="--task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --threads 1 -- --layers 1 --heads 2 --dim 16 --steps 4000 --train-max 8 --test-max 10 --seq 48"
+$MPIRUN ./tests/compare_mpi --train ./tests/train_mpi --out "$tmp/stop2" $long > "$tmp/stop2.out" 2>&1 &
+mpi_pid=$!
+rank1=""
+for _ in $(seq 300); do
+    for p in $(pgrep -x compare_mpi); do
+        tr '\0' '\n' < /proc/$p/environ 2> /dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && [ -z "$rank1" ] && rank1=$p
+    done
+    [ -n "$rank1" ] && [ -n "$(ls "$tmp"/stop2/runs/*/*/*/started 2> /dev/null)" ] && break
+    sleep 0.1
+done
+kill -TERM "$rank1" 2> /dev/null
+wait "$mpi_pid"; rc=$?
+[ -n "$rank1" ] && [ $rc != 0 ] && [ "$(grep -c 'stopped by SIGTERM before the end; no report written now' "$tmp/stop2.out")" = 2 ] && [ ! -e "$tmp/stop2/results.csv" ]
+check $? "SIGTERM to rank 1 alone stops both ranks, no report (rank1 '$rank1', rc $rc): $(grep -m2 compare: "$tmp/stop2.out" | tr '\n' ' ')"
+$MPIRUN ./tests/compare_mpi --train ./tests/train_mpi --out "$tmp/stop2" $long > "$tmp/stop2b.out" 2>&1
+check $? "the same command under mpirun finishes the stopped grid ($(tail -2 "$tmp/stop2b.out" | tr '\n' ' '))"
+./compare --train ./train --out "$tmp/stop1" $long > /dev/null 2>&1
+diff "$tmp/stop2/results.csv" "$tmp/stop1/results.csv" > /dev/null
+check $? "the grid stopped under 2 ranks and finished has the results.csv of one uninterrupted ./compare"
 # --launch: each run of the grid trained on 2 ranks
 ./compare --train ./tests/train_mpi --launch "$MPIRUN" --out "$tmp/grid-launch" $grid > "$tmp/launch.out" 2>&1
 check $? "./compare --launch 'mpirun -np 2 ...' ($(tail -3 "$tmp/launch.out"))"
