@@ -174,7 +174,8 @@ $MPIRUN ./tests/compare_mpi --train ./tests/train_mpi --out "$tmp/stop2" $long >
 mpi_pid=$!
 rank1=""
 for _ in $(seq 300); do
-    for p in $(pgrep -x compare_mpi); do
+    for p in $(pgrep -x compare_mpi); do     # rank 1 itself, not a run it forked (same environment)
+        [ "$(ps -o comm= -p "$(ps -o ppid= -p "$p" | tr -d ' ')" 2> /dev/null)" = compare_mpi ] && continue
         tr '\0' '\n' < /proc/$p/environ 2> /dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && [ -z "$rank1" ] && rank1=$p
     done
     [ -n "$rank1" ] && [ -n "$(ls "$tmp"/stop2/runs/*/*/*/started 2> /dev/null)" ] && break
