@@ -346,7 +346,7 @@ asan:
 HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -f /usr/lib/x86_64-linux-gnu/libopenblas.so && echo 1)
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
-bench: $(call fobj,$(LIB)) train tokenize
+bench: $(call fobj,$(LIB)) train tokenize tests/test_bpe
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench tools/bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench
 	./tools/bench_stream.sh
