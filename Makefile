@@ -254,7 +254,7 @@ NOPE_CLAIMS = nope>t5,t5>alibi,alibi>rotary,rotary>ape,nope>rotary,nope>ape
 reproduce-nope: train compare
 	./compare --protocol protocols/nope.txt --out runs/nope17 --jobs 2
 # make reproduce-nope-distance: protocols/nope-distance-8.txt, the attention distance on SCAN paired with
-# NoPE's twin, 8 seeds (about 40 minutes on 2 cores); runs/nope-distance-8/ (the 3-seed first run of
+# NoPE's twin, 8 seeds (about 50 minutes on 2 cores; its run: results/nope-distance-8/); runs/nope-distance-8/ (the 3-seed first run of
 # protocols/nope-distance.txt is in results/nope-distance/)
 reproduce-nope-distance: train compare
 	./compare --protocol protocols/nope-distance-8.txt --out runs/nope-distance-8 --jobs 2
