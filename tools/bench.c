@@ -704,7 +704,8 @@ int main(int argc, char **argv) {
             omp_set_num_threads((int)n);
 #endif
         } else {
-            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
+            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
+                            "  --shapes: only the machine's peak and the table of matrix products per shape (no CSV)\n"
                             "  --schemes: only the table of positional schemes (no CSV)\n"
                             "  --bf16: only the bf16 section (the fp32 peak, the bf16 peaks, small and gpt2-124m in pairs of fp32 and bf16 runs; no CSV)\n"
                             "  --bf16-loss: ./train's default run in fp32 and bf16, validation losses within 2%%\nconfigs (small-eval-t32768: "
