@@ -55,15 +55,36 @@ static inline __attribute__((always_inline)) void tile_rows(int mr, int kc, cons
     for (int r = 0; r < mr; r++) { *(vec *)(c + r * ldc) = c0[r]; *(vec *)(c + r * ldc + VL) = c1[r]; }
 }
 
-// any tile narrower than NR columns: the same sums, one element at a time (madd: the tiles' FMA)
+// C tile (mr <= MR_MAX rows, nr <= VL columns: one vector) (+)= A (mr, kc) @ B (kc, nr): the columns
+// left of a product narrower than NR, or past its last NR (a head of 16, or the last 16 of a head of
+// 48, with AVX-512). A partial vector is read into a zeroed one and only its nr columns are written
+// back: the padding lanes meet zeros and are dropped. Each element is the same fused multiply-add
+// chain over k in order as in tile_rows (madd's).
+static inline __attribute__((always_inline)) void tile_rows1(int mr, int nr, int kc, const real *a, size_t a_rs, size_t a_cs,
+                                                             const real *b, size_t ldb, real *c, size_t ldc, int accumulate) {
+    vec c0[MR_MAX];
+    for (int r = 0; r < mr; r++) {
+        c0[r] = (vec){ 0 };
+        if (accumulate) memcpy(&c0[r], c + r * ldc, sizeof(real) * nr);
+    }
+    for (int k = 0; k < kc; k++) {
+        vec b0 = { 0 };
+        memcpy(&b0, b + k * ldb, sizeof(real) * nr);
+        const real *ak = a + k * a_cs;
+        for (int r = 0; r < mr; r++) c0[r] += ak[r * a_rs] * b0;
+    }
+    for (int r = 0; r < mr; r++) memcpy(c + r * ldc, &c0[r], sizeof(real) * nr);
+}
+
+// the columns of a tile narrower than NR: a full vector, then what is left (fewer than VL)
 static void tile_edge(int mr, int nr, int kc, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                       real *c, size_t ldc, int accumulate) {
-    for (int r = 0; r < mr; r++)
-        for (int j = 0; j < nr; j++) {
-            real s = accumulate ? c[r * ldc + j] : 0;
-            for (int k = 0; k < kc; k++) s = madd(a[r * a_rs + k * a_cs], b[k * ldb + j], s);
-            c[r * ldc + j] = s;
-        }
+    for (int j = 0; j < nr; j += VL) {
+        int w = nr - j < VL ? nr - j : VL;
+        if (w == VL && mr == MR_MAX) tile_rows1(MR_MAX, VL, kc, a, a_rs, a_cs, b + j, ldb, c + j, ldc, accumulate);
+        else if (w == VL) tile_rows1(mr, VL, kc, a, a_rs, a_cs, b + j, ldb, c + j, ldc, accumulate);
+        else tile_rows1(mr, w, kc, a, a_rs, a_cs, b + j, ldb, c + j, ldc, accumulate);
+    }
 }
 
 #ifdef USE_OPENBLAS

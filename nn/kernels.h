@@ -48,8 +48,8 @@ void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, con
 
 // a * b + c as gemm's register tiles compute it: one fused multiply-add where the target has FMA
 // (the compiler contracts the tiles' vector a * b + c there, -ffp-contract=fast), else a product and
-// a sum. gemm's edge columns and matmul_forward's few-rows path use it, so every element of a product
-// is the same chain of operations whichever path computes it.
+// a sum. matmul_forward's few-rows path uses it, so every element of a product is the same chain of
+// operations whichever path computes it.
 static inline real madd(real a, real b, real c) {
 #if defined(__FMA__) || defined(__aarch64__)
     return _Generic(a, float: __builtin_fmaf, default: __builtin_fma)(a, b, c);

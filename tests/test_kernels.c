@@ -46,6 +46,27 @@ static void check_gemm(int M, int N, int K, int transposed_a, int accumulate) {
     free(a); free(b); free(c); free(c2); free(c3); free(r);
 }
 
+// gemm_tile against one fused multiply-add chain per element over k in order (madd), bit for bit,
+// on widths of attention's products (head dimensions 16, 48, 40, 8, 5 and 70: a whole vector, a
+// vector and a part, parts alone): the narrow columns are vectorised and must still be that chain.
+static void check_tile_chain(int M, int N, int K, int accumulate) {
+    size_t lda = (size_t)K + 1, ldb = (size_t)N + 3, ldc = (size_t)N + 2;
+    real *a = xmalloc(sizeof(real) * M * lda), *b = xmalloc(sizeof(real) * K * ldb);
+    real *c = xmalloc(sizeof(real) * M * ldc), *r = xmalloc(sizeof(real) * M * ldc);
+    fill(a, (size_t)M * lda); fill(b, (size_t)K * ldb); fill(c, (size_t)M * ldc);
+    memcpy(r, c, sizeof(real) * M * ldc);
+    gemm_tile(M, N, K, a, lda, 1, b, ldb, c, ldc, accumulate);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            real s = accumulate ? r[i * ldc + j] : 0;
+            for (int k = 0; k < K; k++) s = madd(a[i * lda + k], b[k * ldb + j], s);
+            r[i * ldc + j] = s;
+        }
+    EXPECT(memcmp(c, r, sizeof(real) * M * ldc) == 0, "gemm_tile %dx%dx%d (%s): not the bits of one multiply-add chain "
+           "per element", M, N, K, accumulate ? "accumulate" : "overwrite");
+    free(a); free(b); free(c); free(r);
+}
+
 // The same product with 1, 2 and 3 threads: bit-identical (each sum runs in a fixed order)
 static void check_thread_independence(void) {
     int M = 77, N = 300, K = 530;
@@ -195,6 +216,9 @@ int main(void) {
     check_gemm(4, 5, 0, 0, 0);     // an empty sum zeroes C
     check_gemm(4, 5, 0, 0, 1);     // ... and leaves it as it is when accumulating
     check_thread_independence();
+    static const int tl[][3] = { { 32, 16, 64 }, { 64, 48, 32 }, { 9, 40, 17 }, { 7, 8, 5 }, { 32, 5, 64 }, { 13, 70, 33 } };
+    for (size_t s = 0; s < sizeof tl / sizeof tl[0]; s++)
+        for (int acc = 0; acc < 2; acc++) check_tile_chain(tl[s][0], tl[s][1], tl[s][2], acc);
     static const int pl[][3] = { { 1, 1, 1 }, { 13, 37, 257 }, { 150, 100, 513 }, { 300, 31, 40 }, { 37, 1100, 600 },
                                  { 600, 70, 1030 }, { 25, 33, 9 } };
     for (size_t s = 0; s < sizeof pl / sizeof pl[0]; s++)
