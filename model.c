@@ -14,6 +14,50 @@
 #define TIMED(m, k, stmt) do { double t0_ = now_seconds(); stmt; (m)->state.prof[k] += now_seconds() - t0_; } while (0)
 // the linear layers' products in the model's precision (gpt_set_bf16)
 #define MATMUL_FORWARD(m) ((m)->state.bf16 ? matmul_forward_bf16 : matmul_forward)
+
+// ----------------------------------------------------------------------------------------------
+// decoding's transposed weights (model.h, gpt_decode_begin)
+
+void gpt_decode_begin(GPT *m) {
+    GptMemoryCheck check = gpt_memory_check();
+    if (check) check((double)sizeof(real) * (double)m->weights.num_params, 0, "the transposed weights for decoding");
+    m->state.decode_on = 1;
+}
+
+void gpt_decode_end(GPT *m) {
+    GPTRunState *s = &m->state;
+    for (int i = 0; i < s->decode_n; i++) free(s->decode_wt[i]);
+    s->decode_n = 0;
+    s->decode_on = 0;
+}
+
+// the transposed copy (C,OC) of weight w (OC,C) while decoding, made on first use; NULL otherwise
+static const real *decode_weight(GPT *m, const real *w, int C, int OC) {
+    GPTRunState *s = &m->state;
+#ifdef USE_OPENBLAS
+    (void)w; (void)C; (void)OC;
+    return NULL;                                  // OpenBLAS's one-row sums are its own, not gemm_tile's
+#else
+    if (!s->decode_on || s->bf16) return NULL;
+    for (int i = 0; i < s->decode_n; i++) if (s->decode_w[i] == w) return s->decode_wt[i];
+    if (s->decode_n == (int)(sizeof s->decode_w / sizeof s->decode_w[0])) return NULL;
+    real *wt = xmalloc(sizeof(real) * (size_t)C * OC);
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < C; k++)
+        for (int o = 0; o < OC; o++) wt[(size_t)k * OC + o] = w[(size_t)o * C + k];
+    s->decode_w[s->decode_n] = w;
+    s->decode_wt[s->decode_n++] = wt;
+    return wt;
+#endif
+}
+
+// out (N,OC) = inp (N,C) @ w^T + bias: a linear layer's forward; one row while decoding reads w's
+// transposed copy (the same bits)
+static void linear_forward(GPT *m, real *out, const real *inp, const real *w, const real *bias, size_t N, int C, int OC) {
+    const real *wt = N == 1 ? decode_weight(m, w, C, OC) : NULL;
+    if (wt) matmul_forward_wt(out, inp, wt, bias, 1, C, OC);
+    else MATMUL_FORWARD(m)(out, inp, w, bias, (int)N, C, OC);
+}
 #define MATMUL_BACKWARD(m) ((m)->state.bf16 ? matmul_backward_bf16 : matmul_backward)
 
 // ----------------------------------------------------------------------------------------------
@@ -284,7 +328,7 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     LayerActs la = layer_acts(m, l, B, T);
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
     if (watch(m, l, "ln1", la.ln1, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
+    TIMED(m, PROF_MATMUL, linear_forward(m, la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
     if (watch(m, l, "qkv", la.qkv, btc(B, T, 3 * C))) return NULL;
     TIMED(m, PROF_ATTENTION, qk_hook(la.qkv, ap, N, C, NH, QK_FORWARD));                                      // hook 2
     if ((ap->scheme->hooks & PE_HOOK_QK) && watch(m, l, "qkv after hook 2", la.qkv, btc(B, T, 3 * C))) return NULL;
@@ -294,18 +338,18 @@ static const real *block_forward(GPT *m, int l, const real *residual, const Attn
     }
     TIMED(m, PROF_ATTENTION, block_attention(m, l, &la, ap, B, T, kc));
     if (watch(m, l, "atty", la.atty, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
+    TIMED(m, PROF_MATMUL, linear_forward(m, proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
     if (drop > 0) dropout_forward(proj, proj, drop_site(s->act_drop_key, l, DROP_ATTN_OUT), drop, N, C, s->act_drop_b0 * T);
     if (watch(m, l, "attproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual2, residual, proj, N * C);
     if (watch(m, l, "residual2", la.residual2, btc(B, T, C))) return NULL;
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
     if (watch(m, l, "ln2", la.ln2, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
+    TIMED(m, PROF_MATMUL, linear_forward(m, la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
     if (watch(m, l, "fch", la.fch, btc(B, T, 4 * C))) return NULL;
     gelu_forward(la.fch_gelu, la.fch, N * 4 * C);
     if (watch(m, l, "fch_gelu", la.fch_gelu, btc(B, T, 4 * C))) return NULL;
-    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
+    TIMED(m, PROF_MATMUL, linear_forward(m, proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
     if (drop > 0) dropout_forward(proj, proj, drop_site(s->act_drop_key, l, DROP_MLP_OUT), drop, N, C, s->act_drop_b0 * T);
     if (watch(m, l, "fcproj", proj, btc(B, T, C))) return NULL;
     residual_add(la.residual3, la.residual2, proj, N * C);
@@ -555,7 +599,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, T, C);
     if (watch(m, -1, "lnf", a->lnf, btc(1, T, C))) return;
-    MATMUL_FORWARD(m)(a->logits, a->lnf, p->wte, NULL, T, C, Vp);
+    linear_forward(m, a->logits, a->lnf, p->wte, NULL, T, C, Vp);
     if (watch(m, -1, "logits", a->logits, dims("b t v", 1, T, Vp, 0))) return;
     kc->len = P + T;
 }

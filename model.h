@@ -182,6 +182,11 @@ typedef struct {
     // reduction of a block's gradients there while the backward goes on below.
     void (*grad_ready)(void *ctx, int layer);
     void *grad_ready_ctx;
+    // gpt_decode_begin .. gpt_decode_end: the transposed copies of the linear weights, each made on
+    // its first one-row product (decode_w[i] -> decode_wt[i], C x OC)
+    int decode_on, decode_n;
+    const real *decode_w[4 * PE_MAX_LAYERS + 1];
+    real *decode_wt[4 * PE_MAX_LAYERS + 1];
 } GPTRunState;
 
 // A model, as llama2.c lays one out: its configuration, the position tables built from it, its
@@ -330,6 +335,13 @@ void kv_cache_free(KVCache *c);
 // Runs T new tokens (token ids tokens (T,), position ids pos (T,), one document) after the cached
 // ones, appends their keys and values, and leaves the chunk's logits in m->state.a.logits (T, Vp).
 void gpt_forward_cached(GPT *m, KVCache *c, const int *tokens, const int *pos, int T);
+// Decoding one token at a time reads every weight once per token, one row of products. Between
+// gpt_decode_begin and gpt_decode_end the cached forward's one-token products read a transposed
+// copy of each weight (made on first use, freed by gpt_decode_end or gpt_free) in vector lanes,
+// with the bits of the products without it (nn/layers.h, matmul_forward_wt). The weights must not
+// change in between (the copies would not follow). No effect with bf16 products or BLAS=openblas.
+void gpt_decode_begin(GPT *m);
+void gpt_decode_end(GPT *m);
 
 // ==============================================================================================
 // optimiser (model_optim.c)

@@ -253,6 +253,7 @@ static void free_acts(GPT *m) {
 void gpt_free(GPT *m) {
     GPTWeights *w = &m->weights;
     free(w->params); free(w->grads); free(w->adam_m); free(w->adam_v); free(w->tensors);
+    gpt_decode_end(m);
     free_acts(m);
     posenc_tables_free(&m->pt);
     memset(m, 0, sizeof *m);

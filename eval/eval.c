@@ -69,6 +69,7 @@ int sample_tokens(GPT *m, int *ctx, int n, int count, double temp, int top_k, Rn
     int *pos = xmalloc(sizeof(int) * (size_t)T);
     KVCache kc;
     kv_cache_init(&kc, m, T);
+    gpt_decode_begin(m);
     int fed = 0;                                 // tokens of ctx whose keys are in the cache
     for (int i = 0; i < count; i++) {
         if (kc.len + (n - fed) > T) {            // full: start again from the last T/2 tokens
@@ -86,6 +87,7 @@ int sample_tokens(GPT *m, int *ctx, int n, int count, double temp, int top_k, Rn
         ctx[n++] = next;
         if (emit) emit(arg, next, logits);
     }
+    gpt_decode_end(m);
     kv_cache_free(&kc);
     free(pos);
     return n;
@@ -202,6 +204,7 @@ int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, Ta
     int nl = task_test_lengths(c, lengths, EVAL_MAX_LENGTHS), nd = task_test_depths(c, depths, TASK_MAX_DEPTHS);
     int *ok = xmalloc(sizeof(int) * (size_t)(per_length > 0 ? per_length : 1));
     int nb = 0;
+    gpt_decode_begin(m);                          // the wrong answers are decoded (answer_top_share)
     for (int li = 0; li < nl; li++) {
         int n = lengths[li];
         for (int di = 0; di < nd; di++) {
@@ -227,6 +230,7 @@ int task_evaluate(GPT *m, const TaskConfig *c, int per_length, uint64_t seed, Ta
             }
         }
     }
+    gpt_decode_end(m);
     if (progress) fprintf(stderr, "\n");
     free(ok);
     return nb;

@@ -515,6 +515,30 @@ void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, con
     }
 }
 
+// One row at a time against a row-major B (decoding's transposed weights): 8 vectors of C in
+// registers per pass over k, so 8 independent multiply-add chains hide the FMA's latency (a tile of
+// one row and 2 vectors would wait on it); columns left over as gemm_tile's narrow ones.
+void gemm_rows(int M, int N, int K, const real *a, size_t a_rs, const real *b, size_t ldb, real *c, size_t ldc) {
+    enum { WV = 8 };
+    for (int i = 0; i < M; i++) {
+        const real *ai = a + (size_t)i * a_rs;
+        real *ci = c + (size_t)i * ldc;
+        int j = 0;
+        for (; j + WV * VL <= N; j += WV * VL) {
+            vec acc[WV];
+            for (int v = 0; v < WV; v++) acc[v] = (vec){ 0 };
+            for (int k = 0; k < K; k++) {
+                const real *bk = b + (size_t)k * ldb + j;
+                real x = ai[k];
+                #pragma GCC unroll 8
+                for (int v = 0; v < WV; v++) acc[v] += x * *(const vec *)(bk + v * VL);
+            }
+            for (int v = 0; v < WV; v++) *(vec *)(ci + j + v * VL) = acc[v];
+        }
+        if (j < N) gemm_tile(1, N - j, K, ai, 1, 1, b + j, ldb, ci + j, ldc, 0);
+    }
+}
+
 void gemm_ref(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
               real *c, size_t ldc, int accumulate) {
     for (int i = 0; i < M; i++)

@@ -46,6 +46,11 @@ int gemm_set_path(const char *name);
 void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                real *c, size_t ldc, int accumulate);
 
+// C (M,N) = A (M,K) @ B (K,N), B row-major: rows of A one at a time with 8 vectors of C in registers,
+// for one or a few rows (decoding against transposed weights, nn/layers.c matmul_forward_wt); the
+// calling thread only, overwriting C; each element the same multiply-add chain as gemm_tile's.
+void gemm_rows(int M, int N, int K, const real *a, size_t a_rs, const real *b, size_t ldb, real *c, size_t ldc);
+
 // a * b + c as gemm's register tiles compute it: one fused multiply-add where the target has FMA
 // (the compiler contracts the tiles' vector a * b + c there, -ffp-contract=fast), else a product and
 // a sum. matmul_forward's few-rows path uses it, so every element of a product is the same chain of

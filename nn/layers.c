@@ -155,6 +155,20 @@ void matmul_forward(real *out, const real *inp, const real *weight, const real *
     if (bias) bias_forward(out, bias, N, OC);
 }
 
+void matmul_forward_wt(real *out, const real *inp, const real *wt, const real *bias, int N, int C, int OC) {
+    #pragma omp parallel
+    {
+        int nt = 1, t = thread_id();
+#ifdef _OPENMP
+        nt = omp_get_num_threads();
+#endif
+        int per = ((OC + nt - 1) / nt + 127) / 128 * 128;          // columns per thread, in blocks of 128
+        int j0 = t * per, j1 = j0 + per < OC ? j0 + per : OC;
+        if (j0 < j1) gemm_rows(N, j1 - j0, C, inp, C, wt + j0, OC, out + j0, OC);
+    }
+    if (bias) bias_forward(out, bias, N, OC);
+}
+
 // dbias[o] += (acc) or = sum_n dout[n,o], n in order; threads take blocks of 64 columns, and each
 // row of a block is read as one contiguous run (not one column at a time, 4*OC bytes apart)
 static void bias_backward(real *dbias, const real *dout, int N, int OC, int acc) {

@@ -26,6 +26,10 @@ void layernorm_backward(real *dinp, real *dweight, real *dbias, const real *dout
 // Backward: dinp (N,C) += (dinp_acc = 1) or = (0: the model's scratch, which then needs no zeroing),
 // dweight (OC,C) and dbias (OC) += (acc = 1) or = (acc = 0) (dbias may be NULL); dout (N,OC).
 void matmul_forward(real *out, const real *inp, const real *weight, const real *bias, int N, int C, int OC);
+// The same product from the weight's transposed copy wt (C,OC), wt[k*OC + o] = weight[o*C + k]: the
+// rows of wt are read in vector lanes (gemm_rows), threads split the columns. Every element is the
+// same multiply-add chain over k as matmul_forward's, so the bits are its (decoding, model.c).
+void matmul_forward_wt(real *out, const real *inp, const real *wt, const real *bias, int N, int C, int OC);
 void matmul_backward(real *dinp, real *dweight, real *dbias, const real *dout, const real *inp,
                      const real *weight, int N, int C, int OC, int acc, int dinp_acc);
 // The same with --precision bf16: the three products through gemm_bf16 (nn/bf16.h), operands rounded

@@ -233,6 +233,35 @@ static void test_learned_table(void) {
     gpt_free(&m);
 }
 
+// Decoding with the transposed weights (gpt_decode_begin) gives the tokens and the logits, bit for
+// bit, of decoding without them; C = 40 leaves partial vectors in every product (120, 40, 160 columns).
+static void test_decode_weights(void) {
+    GPTConfig c = { .vocab_size = 300, .n_layer = 2, .n_head = 2, .n_embd = 40, .max_seq_len = 64 };
+    char msg[256];
+    posenc_defaults(&c.pe, c.n_layer);
+    EXPECT(posenc_schedule(&c.pe, c.n_layer, "alibi", NULL, NULL, msg, sizeof msg) && gpt_config_check(&c, msg, sizeof msg), "%s", msg);
+    GPT m;
+    gpt_build(&m, &c, 7, 64);
+    int prompt[6] = { 'r', 'e', 'p', ':', 'a', '=' }, out[2][40];
+    int Vp = m.cfg.padded_vocab;
+    real *logits[2];
+    for (int run = 0; run < 2; run++) {
+        if (run) gpt_decode_begin(&m);
+        int got = greedy_decode(&m, prompt, 6, 40, -1, out[run]);
+        EXPECT(got == 40, "decoding ran %d of 40 tokens", got);
+        logits[run] = xmalloc(sizeof(real) * Vp);
+        memcpy(logits[run], m.state.a.logits, sizeof(real) * Vp);
+        EXPECT(!run || m.state.decode_n == 2 * 4 + 1, "%d transposed weights made (2 layers x 4, and the LM head's)",
+               m.state.decode_n);
+        if (run) gpt_decode_end(&m);
+    }
+    EXPECT(memcmp(out[0], out[1], sizeof out[0]) == 0 && memcmp(logits[0], logits[1], sizeof(real) * Vp) == 0,
+           "decoding with the transposed weights must give the same tokens and logits, bit for bit");
+    EXPECT(m.state.decode_n == 0 && !m.state.decode_on, "gpt_decode_end frees the copies");
+    free(logits[0]); free(logits[1]);
+    gpt_free(&m);
+}
+
 static void test_fair_init(void) {
     static const char *schemes[] = { "learned", "sinusoidal", "rope", "alibi", "t5", "fire" };
     GPTConfig c0 = config("nope", 32, 256);
@@ -317,5 +346,6 @@ int main(void) {
     test_top_share();
     test_learned_table();
     test_fair_init();
+    test_decode_weights();
     return test_summary("test_eval");
 }

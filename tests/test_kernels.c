@@ -119,6 +119,22 @@ static void check_paths_and_layouts(int M, int N, int K, int transposed_a, int a
     free(a); free(b); free(bt); free(c0); free(ref); free(c);
 }
 
+// The one-row product from the weight's transposed copy (decoding) gives matmul_forward's bits
+static void check_matmul_wt(int C, int OC) {
+    real *inp = xmalloc(sizeof(real) * C), *w = xmalloc(sizeof(real) * OC * C), *wt = xmalloc(sizeof(real) * OC * C);
+    real *bias = xmalloc(sizeof(real) * OC), *out = xmalloc(sizeof(real) * OC), *ref = xmalloc(sizeof(real) * OC);
+    fill(inp, C); fill(w, (size_t)OC * C); fill(bias, OC);
+    for (int o = 0; o < OC; o++)
+        for (int k = 0; k < C; k++) wt[(size_t)k * OC + o] = w[(size_t)o * C + k];
+    for (int hb = 0; hb < 2; hb++) {
+        matmul_forward(ref, inp, w, hb ? bias : NULL, 1, C, OC);
+        matmul_forward_wt(out, inp, wt, hb ? bias : NULL, 1, C, OC);
+        EXPECT(memcmp(out, ref, sizeof(real) * OC) == 0, "matmul_forward_wt 1x%dx%d (%s bias): not matmul_forward's bits",
+               OC, C, hb ? "with" : "no");
+    }
+    free(inp); free(w); free(wt); free(bias); free(out); free(ref);
+}
+
 static void check_matmul_layer(int N, int C, int OC) {
     real *inp = xmalloc(sizeof(real) * N * C), *w = xmalloc(sizeof(real) * OC * C), *bias = xmalloc(sizeof(real) * OC);
     real *out = xmalloc(sizeof(real) * N * OC), *dout = xmalloc(sizeof(real) * N * OC);
@@ -216,6 +232,8 @@ int main(void) {
     check_gemm(4, 5, 0, 0, 0);     // an empty sum zeroes C
     check_gemm(4, 5, 0, 0, 1);     // ... and leaves it as it is when accumulating
     check_thread_independence();
+    static const int wts[][2] = { { 40, 120 }, { 64, 192 }, { 256, 870 }, { 7, 5 }, { 33, 1000 }, { 768, 2304 } };
+    for (size_t s = 0; s < sizeof wts / sizeof wts[0]; s++) check_matmul_wt(wts[s][0], wts[s][1]);
     static const int tl[][3] = { { 32, 16, 64 }, { 64, 48, 32 }, { 9, 40, 17 }, { 7, 8, 5 }, { 32, 5, 64 }, { 13, 70, 33 } };
     for (size_t s = 0; s < sizeof tl / sizeof tl[0]; s++)
         for (int acc = 0; acc < 2; acc++) check_tile_chain(tl[s][0], tl[s][1], tl[s][2], acc);

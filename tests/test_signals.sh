@@ -15,14 +15,16 @@
 losses() { cut -d, -f1-3 "$1"; }
 RANDOM=2026
 steps=200
-common="--layers 2 --heads 2 --dim 32 --seq 64 --batch 4 --steps $steps --val-every 50 --threads 1 --pe rope"
+common="--layers 2 --heads 2 --dim 64 --seq 64 --batch 8 --steps $steps --val-every 50 --threads 1 --pe rope"   # steps of a few ms: the polling below lands within a few steps
 
 ./train $common --log "$tmp/full.csv" --save "$tmp/full.ckpt" > /dev/null
 check $? "the uninterrupted run"
+# one step's time here (the uninterrupted run's elapsed_s over its steps), for a moment within a step
+step_ms=$(awk -F, 'END { printf "%d", $7 * 1000 / $1 + 1 }' "$tmp/full.csv")
 
 # run_and_signal SIG LOG CMD...: start CMD in the background and signal it once its --log LOG has
 # grown by a random 1-30 steps (moments measured in steps, not seconds, so the test means the same
-# on a fast machine and under AddressSanitizer), a random 0-20 ms into the next step; sets rc.
+# on a fast machine and under AddressSanitizer), a random 0-99% of a step into the next; sets rc.
 run_and_signal() {
     local sig=$1 log=$2; shift 2
     local n0=0 k=$((RANDOM % 30 + 1))
@@ -30,7 +32,7 @@ run_and_signal() {
     "$@" > "$tmp/out" 2> "$tmp/err" &
     local pid=$!
     while kill -0 "$pid" 2> /dev/null && [ "$(cat "$log" 2> /dev/null | wc -l)" -lt $((n0 + k)) ]; do sleep 0.005; done
-    sleep "0.0$((RANDOM % 3))"
+    sleep "$(awk -v ms="$step_ms" -v r=$((RANDOM % 100)) 'BEGIN { printf "%.4f", ms * r / 100000 }')"
     kill -"$sig" "$pid" 2> /dev/null
     { wait "$pid"; } 2> /dev/null; rc=$?      # (quiet: bash reports a job killed by a signal)
 }
