@@ -204,6 +204,17 @@ double bf16_pack_seconds(void) { return g_pack_seconds; }
 enum { BF_MR = 8, BF_MB = 64, BF_KQ = 256 };   // rows of a register tile; rows of a work item; k pairs per block
 enum { M_CHUNK = 1024, N_CHUNK = 2048 };         // rows of A, columns of B packed at a time
 
+// Panels of B (BF_KQ x 32 words, 32 KiB) a work item of the packed product runs against in turn:
+// as many as fill half of L2 (from cpuid, as gemm_own's blocking), at least one
+static int bf16_group_panels(void) {
+    static int n;
+    if (!n) {
+        size_t l2 = gemm_blocking().l2, panel = sizeof(uint32_t) * BF_KQ * 32;
+        n = l2 / 2 / panel > 0 ? (int)(l2 / 2 / panel) : 1;
+    }
+    return n;
+}
+
 typedef float v16f __attribute__((vector_size(64), aligned(4)));
 typedef uint32_t v16u __attribute__((vector_size(64), aligned(4)));
 
