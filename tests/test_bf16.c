@@ -297,6 +297,7 @@ int main(void) {
     check_gemm(3, 2100, 17, 1, 1, 0);     // past one chunk of B columns (2048): A packed once, used twice
     check_gemm(3, 2100, 17, 0, 0, 1);
     check_gemm(1030, 2100, 5, 0, 1, 1);   // past both: every chunk of A for every chunk of B
+    check_gemm(130, 600, 530, 1, 0, 1);   // several groups of panels (19 panels), row blocks and k blocks
     double packed0 = bf16_pack_seconds();
     check_gemm(40, 50, 60, 0, 1, 0);
     EXPECT(bf16_pack_seconds() > packed0, "bf16_pack_seconds did not count the packing of a product (%.9f s before and after)",
