@@ -285,6 +285,7 @@ static const Config CONFIGS[] = {
     { "gpt2-124m-t4096", 12, 768, 12, 50257, 1, 4096, 1, 0 },   // the memory target: < 8 GB
     { "small", 6, 384, 6, 256, 8, 256, 4, 0 },
     { "tiny", 4, 128, 4, 256, 16, 64, 10, 0 },         // ./train's default model (4 layers, C = 128, vocab 256)
+    { "tiny-gpt2", 4, 128, 4, 50257, 4, 64, 10, 0 },   // the same with GPT-2's vocabulary (README's make kjv-gpt2 run)
     { "small-eval-t32768", 6, 384, 6, 256, 1, 32768, 1, 256 },   // a long window: forward only
 };
 enum { N_CONFIGS = (int)(sizeof(CONFIGS) / sizeof(CONFIGS[0])) };
@@ -746,7 +747,7 @@ int main(int argc, char **argv) {
     if (only) {
         const Config *c = find_config(only);
         CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
-              "small-eval-t32768)", only);
+              "tiny-gpt2, small-eval-t32768)", only);
         // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
         StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, c->steps);
         double bpeak = 0, apeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
