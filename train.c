@@ -483,6 +483,9 @@ static void print_setup(const Session *s) {
     else printf("threads: %d\n", omp_get_max_threads());
 #endif
     print_machine();
+#ifdef _OPENMP
+    if (s->ranks == 1) check_cores(omp_get_max_threads());
+#endif
     if (memory_sharers() > 1)
         printf("memory: checked against a 1/%d share of this machine's (the ranks and runs that share it)\n", memory_sharers());
 }

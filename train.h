@@ -81,6 +81,8 @@ void guard_memory(void);
 int memory_sharers(void);
 // The line "machine: CPU MODEL | matmul: PATH" of a run's setup.
 void print_machine(void);
+// A note on stderr (a terminal's only) when the load average leaves fewer free cores than threads.
+void check_cores(int threads);
 // The folder an output file goes into: "." for a bare name, "/" for a file at the root.
 void folder_of(const char *path, char *dir, size_t cap);
 // Refuse an output (--flag path) whose folder (dir, or path's) cannot take a new file now.

@@ -1,8 +1,11 @@
 // train_guards.c: ./train's guards: what is refused before the work starts (a model or batch the
 // memory cannot hold, an output folder that cannot take a file), what a killed run left behind
 // (a save's temporaries, log rows past its checkpoint), and SIGINT/SIGTERM during training.
+#define _GNU_SOURCE   // sched_getaffinity, CPU_COUNT
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -175,6 +178,35 @@ void print_machine(void) {
         }
     if (f) fclose(f);
     printf("machine: %s | matmul: %s\n", model, gemm_backend());
+}
+
+// ---- cores shared with other work. The threads of a run meet at the end of every parallel loop,
+// hundreds of times a step, and libgomp's threads spin while they wait: with more busy threads
+// than cores, a thread that lost its core holds up the others, which spin on the cores it needs.
+// Beside two busy processes on 2 cores, `tiny` at 2 threads ran 877 tokens/s against 26009 at 1
+// thread (docs/speed.md, "Sharing the cores"). So a run of more than one thread that starts while
+// the 1-minute load average leaves fewer cores free than it has threads says so, with the two ways
+// out, on stderr and only when stderr is a terminal: what a run writes to its logs does not depend
+// on the load. PEGPT_LOAD replaces the load average and the terminal test (for tests). Nothing is
+// said when GOMP_SPINCOUNT or OMP_WAIT_POLICY is set: the user chose how threads wait.
+void check_cores(int threads) {
+    if (threads < 2 || getenv("GOMP_SPINCOUNT") || getenv("OMP_WAIT_POLICY")) return;
+    const char *e = getenv("PEGPT_LOAD");
+    double load;
+    if (e && *e) load = atof(e);
+    else if (!isatty(STDERR_FILENO) || getloadavg(&load, 1) != 1) return;
+    int cores = 0;
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+#endif
+    if (cores < 1) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1 || !(load > cores - threads + 0.5)) return;
+    int free_cores = (int)floor(cores - load + 0.5);
+    fprintf(stderr, "note: the load average is %.1f on the %d cores this run may use: other work is running, and %d "
+            "threads that wait for each other at every step can run several times slower beside it; --threads %d, "
+            "or GOMP_SPINCOUNT=2000 in the environment, avoids that (docs/speed.md, \"Sharing the cores\")\n",
+            load, cores, threads, free_cores > 1 ? free_cores : 1);
 }
 
 // ---- output files: checked before any work, so a long run does not fail at its end
