@@ -1,6 +1,7 @@
 // train_guards.c: ./train's guards: what is refused before the work starts (a model or batch the
 // memory cannot hold, an output folder that cannot take a file), what a killed run left behind
-// (a save's temporaries, log rows past its checkpoint), and SIGINT/SIGTERM during training.
+// (a save's temporaries, log rows past its checkpoint), SIGINT/SIGTERM during training, and a note
+// when the run's threads start on cores that other work keeps busy.
 #define _GNU_SOURCE   // sched_getaffinity, CPU_COUNT
 #include <errno.h>
 #include <math.h>
