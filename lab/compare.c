@@ -27,14 +27,18 @@
 //                             degenerate runs, paired tests of every two schemes; pooled tests, the
 //                             MRR with its interval, the --claims verdicts
 //   *.png, *.svg, *.gp, *.dat loss curves and accuracy (or perplexity) against length, via gnuplot
+//   compare.log               what every sitting that trained printed (stdout and stderr; under
+//                             mpirun, rank 0's), each after a line naming its start and command
 // A run whose `done` file exists is not redone: run the command again to finish an interrupted grid.
 // A run stopped before its end (Ctrl-C or SIGTERM to ./compare, kill -9, a reboot) goes on from its
 // last checkpoint (./train --save-every K --continue; lab/compare.c's run_child) and ends with the
 // same bits as a run never stopped; its `started` file holds its settings, so a later command with
 // other settings is refused instead of continuing it. OUT/.lock keeps two ./compare off one folder.
+#define _GNU_SOURCE   // fopencookie
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/file.h>
@@ -574,10 +578,59 @@ static void lock_out(const Cfg *c) {
     CHECK(ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)k, 0) == k, "cannot write '%s': %s", path, strerror(errno));
 }
 
+// ---- compare.log: a grid trained in several sittings keeps what each printed, in order, in
+// OUT/compare.log, so its folder holds its own record (tools/keep_results.sh copies it). stdout and
+// stderr become streams that write each piece both to their descriptor and to the log, appended;
+// a sitting starts with a line naming its time and command. Children's output goes to their own
+// train.log, not here (their descriptors are redirected before exec; the log is close-on-exec).
+static int g_log = -1;
+
+static void write_all(int fd, const char *buf, size_t n) {
+    while (n > 0) {
+        ssize_t k = write(fd, buf, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return;
+        buf += k; n -= (size_t)k;
+    }
+}
+
+static ssize_t tee_write(void *cookie, const char *buf, size_t n) {
+    write_all((int)(intptr_t)cookie, buf, n);
+    if (g_log >= 0) write_all(g_log, buf, n);
+    return (ssize_t)n;
+}
+
+static void log_sitting(const Cfg *c, const char *command) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/compare.log", c->out);
+    g_log = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    CHECK(g_log >= 0, "cannot write '%s': %s", path, strerror(errno));
+    char when[64] = "?", line[256];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    int k = snprintf(line, sizeof line, "== compare, a sitting started %s (process %d): ", when, (int)getpid());
+    write_all(g_log, line, (size_t)k);
+    write_all(g_log, command, strlen(command));
+    write_all(g_log, "\n", 1);
+    cookie_io_functions_t io = { .write = tee_write };
+    FILE *out = fopencookie((void *)(intptr_t)STDOUT_FILENO, "w", io), *err = fopencookie((void *)(intptr_t)STDERR_FILENO, "w", io);
+    CHECK(out && err, "cannot set up %s: %s", path, strerror(errno));
+    setvbuf(out, NULL, _IOLBF, 0);
+    setvbuf(err, NULL, _IONBF, 0);
+    fflush(stdout);
+    fflush(stderr);
+    stdout = out;
+    stderr = err;
+}
+
 int main(int argc, char **argv) {
     Cfg c;
     dist_init(&argc, &argv);          // under mpirun (make MPI=1): the runs are shared out over the ranks
     int rank = dist_rank(), ranks = dist_size();
+    static char command[16384];       // the command line as given, for compare.log (parsing splits its lists)
+    for (int i = 0, k = 0; i < argc && k < (int)sizeof command - 1; i++)
+        k += snprintf(command + k, sizeof command - k, "%s%s", i ? " " : "", argv[i]);
     compare_parse(&c, argc, argv);
     CHECK(ranks == 1 || !c.launch, "--launch starts each run as a job of its own (mpirun); it cannot be nested in "
           "a ./compare under mpirun with %d ranks: run ./compare without mpirun, or drop --launch", ranks);
@@ -595,6 +648,7 @@ int main(int argc, char **argv) {
         mkdirs(c.out);
     }
     if (rank == 0) lock_out(&c);
+    if (rank == 0 && !c.report_only) log_sitting(&c, command);
     catch_stop();
     // the runs trained at once on this machine (--jobs x the ranks here) share its memory: each run's
     // memory checks count on its share (./train's PEGPT_MEMORY_SHARE; one set above multiplies)

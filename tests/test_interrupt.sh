@@ -10,7 +10,8 @@
 #  - while a ./compare works in a folder, a second one there is refused (OUT/.lock);
 #  - a stopped run whose `started` file holds other settings is refused, not continued;
 #  - the runs, 2 at a time, check their memory against half the machine's;
-#  - tools/keep_results.sh keeps no checkpoint, and --report-only on what it kept writes the
+#  - OUT/compare.log holds each sitting's output after a line naming it;
+#  - tools/keep_results.sh keeps no checkpoint (and keeps compare.log), and --report-only on what it kept writes the
 #    grid's results.csv, runs.csv and summary.md byte for byte, and its plots.
 . "$(dirname "$0")/lib.sh"
 
@@ -77,12 +78,20 @@ grep -q "interrupted by SIGTERM" "$tmp"/B/runs/parity/*/seed*/train.log; check $
 grep -q "^memory: checked against a 1/2 share of this machine's" "$tmp/A/runs/parity/nope/seed1/train.log"
 check $? "the runs of --jobs 2 check their memory against half the machine's (PEGPT_MEMORY_SHARE)"
 ! grep -q "interrupted by SIGTERM" "$tmp"/A/runs/parity/*/seed*/train.log; check $? "the uninterrupted grid was not stopped"
+# OUT/compare.log: each sitting's header line, then what it printed, sitting after sitting (the
+# refused second ./compare writes nothing there)
+[ "$(grep -c '^== compare, a sitting started .*: ./compare --out ' "$tmp/B/compare.log")" = 3 ] \
+  && [ "$(grep -c '^== compare, a sitting started' "$tmp/A/compare.log")" = 1 ]
+check $? "compare.log: a header line per sitting (3 and 1)"
+diff <(cat "$tmp/B1.out" "$tmp/B2.out" "$tmp/B3.out") <(grep -v '^== compare, a sitting started' "$tmp/B/compare.log") > /dev/null
+check $? "compare.log holds the three sittings' output, in order"
 
 # tools/keep_results.sh keeps what the report needs (no checkpoint) and the report written from it
 # is the grid's, byte for byte (the loss plot from log.csv thinned to every 50th step)
 tools/keep_results.sh "$tmp/A" "$tmp/K" > "$tmp/keep.out" 2>&1; check $? "tools/keep_results.sh" || cat "$tmp/keep.out"
 ! find "$tmp/K" -name 'model.ckpt*' | grep -q .; check $? "no checkpoint kept"
 [ "$(wc -l < "$tmp/K/runs/parity/nope/seed1/log.csv")" = 5 ]; check $? "log.csv thinned to its header and steps 50, 100, 150, 200"
+cmp -s "$tmp/A/compare.log" "$tmp/K/compare.log"; check $? "compare.log kept"
 rm "$tmp"/K/*.png
 ./compare --out "$tmp/K" --report-only "${flags[@]}" > "$tmp/K.out" 2>&1; check $? "the report from the kept files" || cat "$tmp/K.out"
 for f in results.csv runs.csv summary.md; do

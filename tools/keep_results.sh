@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/keep_results.sh SRC DST [EVERY]: the small files of a ./compare folder SRC copied to DST
 # (e.g. results/NAME, to commit): what `./compare ... --out DST --report-only` needs to write every
-# table and plot again, and nothing else. Kept: summary.md, results.csv, runs.csv, the plots (.png,
+# table and plot again, and its sittings' record. Kept: summary.md, results.csv, runs.csv,
+# compare.log (what each sitting of the grid printed), the plots (.png,
 # and the .gp/.dat that draw them) and per run done, train.log, eval.csv, ppl*.csv,
 # ppl_positions*.csv, attention.csv, distance.csv; log.csv thinned to its header, every EVERY-th
 # step (default 50) and the last (the loss plot's points). Left out: checkpoints (model.ckpt*),
@@ -12,7 +13,7 @@ src=${1%/}; dst=${2%/}; every=${3:-50}
 [ -d "$src/runs" ] || { echo "keep_results: $src is not a ./compare folder (no runs/)" >&2; exit 1; }
 [[ "$every" =~ ^[1-9][0-9]*$ ]] || { echo "keep_results: EVERY must be a positive step count, not '$every'" >&2; exit 1; }
 mkdir -p "$dst"
-for f in "$src"/summary.md "$src"/results.csv "$src"/runs.csv "$src"/*.png "$src"/*.gp "$src"/*.dat; do
+for f in "$src"/summary.md "$src"/results.csv "$src"/runs.csv "$src"/compare.log "$src"/*.png "$src"/*.gp "$src"/*.dat; do
     [ -f "$f" ] && cp "$f" "$dst/"
 done
 n=0
