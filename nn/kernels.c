@@ -234,9 +234,14 @@ static void choose_path(const char *force) {
     // A's panel may take a quarter of L1; 128..512 in steps of 8
     bl.kc = (int)(l1 / 4 / (sizeof(real) * g_path.mr)) / 8 * 8;
     bl.kc = bl.kc < 128 ? 128 : bl.kc > 512 ? 512 : bl.kc;
-    // the B chunk (kc x nc) takes half of L2, the A block (mc x kc) a quarter
+    // the B chunk (kc x nc) takes half of L2, the A block (mc x kc) a quarter; with A transposed,
+    // which is packed once per chunk of B that meets it, the chunk may take three quarters (fewer
+    // chunks, A packed fewer times: GPT-2's dW products with 768 columns ran 5-8% faster in one
+    // chunk than in two on a Zen 5, results/bench/dw-chunk-ab-zen5.txt)
     bl.nc = (int)(l2 / 2 / (sizeof(real) * bl.kc)) / g_path.nr * g_path.nr;
     bl.nc = bl.nc < 2 * g_path.nr ? 2 * g_path.nr : bl.nc;
+    bl.nc_t = (int)(l2 / 4 * 3 / (sizeof(real) * bl.kc)) / g_path.nr * g_path.nr;
+    bl.nc_t = bl.nc_t < bl.nc ? bl.nc : bl.nc_t;
     bl.mc = (int)(l2 / 4 / (sizeof(real) * bl.kc)) / g_path.mr * g_path.mr;
     bl.mc = bl.mc < 4 * g_path.mr ? 4 * g_path.mr : bl.mc;
     g_block = bl;
@@ -462,7 +467,10 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     const GemmPath p = g_path;
     const GemmBlocking bl = g_block;
     int mr = p.mr, nr = p.nr;
-    int kc = even_block(K, bl.kc, 8), ncb = (N + bl.nc - 1) / bl.nc;
+    // A row-major (a_cs = 1) is read in place, but for its last, partial panel; A transposed is
+    // packed, so that each k's rows lie together, once per chunk of B: larger chunks (nc_t)
+    int pack_all_a = a_cs != 1, ncap = pack_all_a ? bl.nc_t : bl.nc;
+    int kc = even_block(K, bl.kc, 8), ncb = (N + ncap - 1) / ncap;
     // row blocks: as many as fit the cap, then more until every thread gets as many items (a thread
     // with one item more than the other waits for it: 9 items on 2 threads cost 10)
     int panels = (M + mr - 1) / mr, cpanels = (N + nr - 1) / nr, nrb = (M + bl.mc - 1) / bl.mc, nt = max_threads();
@@ -476,9 +484,6 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     // repacking: by chunks, A is packed once per item (ncb times) and B about once; by row blocks,
     // B nrb times and A once
     int by_rows = (double)nrb * N + M < (double)ncb * M + N;
-    // A row-major (a_cs = 1) is read in place, but for its last, partial panel; A transposed is
-    // packed, so that each k's rows lie together
-    int pack_all_a = a_cs != 1;
     #pragma omp parallel
     {
         int t = thread_id(), nth = 1;
