@@ -239,6 +239,11 @@ static void make_shapes(void) {
 // and keeps its best after the first. The first run of a block pays for the other library's idle
 // threads still spinning (alternating call by call cost OpenBLAS up to half its speed on the
 // small shapes); the second round gives a stall of the shared machine a second chance to miss.
+// After OpenBLAS's runs the bench sleeps OPENBLAS_IDLE_S: its worker threads spin (yielding) for
+// 2^28 cycles after a call before they sleep, 75 ms at 3.6 GHz, longer than a block of our runs,
+// and on 2 cores they sometimes kept ours off a core for a whole time slice: such runs took 8 ms
+// whatever the shape (37.9 GFLOP/s at 256x768x768, 113.7 at 256x2304x768; docs/speed.md).
+#define OPENBLAS_IDLE_S 0.3
 static void gemm_gflops(const Shape *s, double gf[2]) {
     float *a = xmalloc(sizeof(float) * s->M * s->K), *b = xmalloc(sizeof(float) * s->K * s->N);
     float *c = xcalloc((size_t)s->M * s->N, sizeof(float));
@@ -264,6 +269,7 @@ static void gemm_gflops(const Shape *s, double gf[2]) {
                 }
                 double dt = now() - t0;
                 if (r > 0 && dt < best[side]) best[side] = dt;
+                if (side == 1 && r == 3) nanosleep(&(struct timespec){ .tv_nsec = OPENBLAS_IDLE_S * 1e9 }, NULL);
             }
     (void)lda; (void)ldb;
     for (int side = 0; side < 2; side++) gf[side] = side < sides ? 2.0 * s->M * s->N * s->K / best[side] / 1e9 : 0;
