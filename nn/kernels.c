@@ -389,6 +389,8 @@ static void pack_b(real *bp, int nr, int j0, int nc, int N, int k0, int kc, cons
     }
 }
 
+enum { IN_PLACE_PANELS = 16 };   // a transposed A is read in place when C is at most this many panels wide
+
 // Splits n into the fewest blocks of at most cap (a multiple of unit), all of nearly equal size,
 // each a multiple of unit: their common size
 static int even_block(int n, int cap, int unit) {
@@ -449,8 +451,9 @@ static inline void item_tiles(const GemmPath *p, int mi, int nj, int kb, const r
 // kernel of every linear layer (nn/kernels.h).
 //
 // Blocking (after BLIS): K in blocks of kc; C in work items of (a block of mc rows) x (a chunk of nc
-// columns). For each K block, a thread packs its item's A block into panels of mr rows and its B
-// chunk into panels of nr columns (kept while the next item shares it), then runs the micro-kernel
+// columns). For each K block, a thread packs its item's A block into panels of mr rows (a wide
+// transposed A only; else A is read in place) and its B chunk into panels of nr columns (kept
+// while the next item shares it), then runs the micro-kernel
 // over the item's tiles, A panel outer (it stays in L1), B panel inner (the chunk stays in L2).
 // Each thread owns the same items for every K block (a static split, no barrier between blocks) and
 // K blocks run in order, so every element's sum has a fixed order, independent of the blocking, the
@@ -467,9 +470,13 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     const GemmPath p = g_path;
     const GemmBlocking bl = g_block;
     int mr = p.mr, nr = p.nr;
-    // A row-major (a_cs = 1) is read in place, but for its last, partial panel; A transposed is
-    // packed, so that each k's rows lie together, once per chunk of B: larger chunks (nc_t)
-    int pack_all_a = a_cs != 1, ncap = pack_all_a ? bl.nc_t : bl.nc;
+    // A is read in place, but for its last, partial panel, when a panel's mr rows at one k lie in
+    // reach: row-major (a_cs = 1), or transposed (a_rs = 1, the mr values contiguous) when C is at
+    // most IN_PLACE_PANELS panels wide. A wider transposed A is packed into k-major panels, once
+    // per chunk of B (larger chunks, nc_t, so fewer times), where many B panels reuse each one. On a
+    // Zen 5, in place ran 18-46% faster with 4 panels (N = 128: the LM head's dW at C = 128), 1-13%
+    // with 12-16, and packed 0-5% faster with 24 (results/bench/dw-inplace-ab-zen5.txt).
+    int pack_all_a = a_cs != 1 && !(a_rs == 1 && N <= IN_PLACE_PANELS * nr), ncap = pack_all_a ? bl.nc_t : bl.nc;
     int kc = even_block(K, bl.kc, 8), ncb = (N + ncap - 1) / ncap;
     // row blocks: as many as fit the cap, then more until every thread gets as many items (a thread
     // with one item more than the other waits for it: 9 items on 2 threads cost 10)
