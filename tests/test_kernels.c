@@ -106,8 +106,8 @@ static void check_paths_and_layouts(int M, int N, int K, int transposed_a, int a
         unsetenv("PEGPT_GEMM_L1"); unsetenv("PEGPT_GEMM_L2");
         if (!runs) continue;
         if (pi % 2) EXPECT(gemm_blocking().kc == 128, "PEGPT_GEMM_L1=8 must give kc 128, not %d", gemm_blocking().kc);
-        // with A transposed, chunks of three quarters of L2 instead of half: N = 70 is one chunk
-        // then and two otherwise, so both counts of A's packing meet the same bits
+        // with A transposed and packed (C wider than 16 panels: N = 1100 below), chunks of three
+        // quarters of L2 instead of half; narrower, A is read in place (N = 37, 100, 31, 70, 33)
         if (pi % 2) EXPECT(gemm_blocking().nc_t > gemm_blocking().nc && gemm_blocking().nc_t >= 70 && gemm_blocking().nc < 70,
                            "PEGPT_GEMM_L2=64 must give chunks of fewer than 70 columns, more with A transposed: nc %d, nc_t %d",
                            gemm_blocking().nc, gemm_blocking().nc_t);
