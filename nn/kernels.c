@@ -234,10 +234,10 @@ static void choose_path(const char *force) {
     // A's panel may take a quarter of L1; 128..512 in steps of 8
     bl.kc = (int)(l1 / 4 / (sizeof(real) * g_path.mr)) / 8 * 8;
     bl.kc = bl.kc < 128 ? 128 : bl.kc > 512 ? 512 : bl.kc;
-    // the B chunk (kc x nc) takes half of L2, the A block (mc x kc) a quarter; with A transposed,
-    // which is packed once per chunk of B that meets it, the chunk may take three quarters (fewer
-    // chunks, A packed fewer times: GPT-2's dW products with 768 columns ran 5-8% faster in one
-    // chunk than in two on a Zen 5, results/bench/dw-chunk-ab-zen5.txt)
+    // the B chunk (kc x nc) takes half of L2, the A block (mc x kc) a quarter; with a transposed A
+    // that is packed (gemm_own: C wide), once per chunk of B that meets it, the chunk may take three
+    // quarters (fewer chunks, A packed fewer times: GPT-2's dW products with 768 columns ran 5-9%
+    // faster in one chunk than in two on a Zen 5, results/bench/dw-chunk-ab-zen5.txt)
     bl.nc = (int)(l2 / 2 / (sizeof(real) * bl.kc)) / g_path.nr * g_path.nr;
     bl.nc = bl.nc < 2 * g_path.nr ? 2 * g_path.nr : bl.nc;
     bl.nc_t = (int)(l2 / 4 * 3 / (sizeof(real) * bl.kc)) / g_path.nr * g_path.nr;

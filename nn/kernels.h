@@ -35,7 +35,7 @@ const char *gemm_backend(void);   // "ours (path: tile)" or "openblas"
 
 // How gemm_own blocks its products (chosen with the path, from the caches cpuid reports): K in
 // blocks of kc, C in items of mc rows x nc columns; the L1 data and L2 cache sizes it used.
-typedef struct { int kc, mc, nc, nc_t; size_t l1d, l2; } GemmBlocking;   // nc_t: columns of a chunk when A is transposed
+typedef struct { int kc, mc, nc, nc_t; size_t l1d, l2; } GemmBlocking;   // nc_t: columns of a chunk when a transposed A is packed
 GemmBlocking gemm_blocking(void);
 // Forces gemm_own's micro-kernel path ("generic", "avx2", "avx512"; NULL: back to PEGPT_GEMM_PATH
 // or the CPU's widest), for tests; 0 (and no change) if this CPU or build cannot run it.

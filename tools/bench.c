@@ -515,7 +515,7 @@ static Peak measure_peak(FILE *csv, int verbose) {
         printf("\nmatrix products of the training steps, the three of every linear layer, GFLOP/s (best of 6 runs\n"
                "each; Bt: B read transposed, as the forward reads W; T: A transposed, as dW = dout^T inp; all\n"
                "overwrite C, as one micro-batch's step does; %%FMA: of the FMA loop above); gemm %s, blocks kc %d, mc %d, nc %d\n"
-               "(%d with A transposed) from caches of %zu KiB (L1d) and %zu KiB (L2):\n"
+               "(%d with a packed transposed A) from caches of %zu KiB (L1d) and %zu KiB (L2):\n"
                "  %-24s %18s %9s %6s %9s %7s\n", gemm_backend(), bl.kc, bl.mc, bl.nc, bl.nc_t, bl.l1d >> 10, bl.l2 >> 10,
                "shape", "M x N x K", "ours", "%FMA", "OpenBLAS", "ratio");
     }
