@@ -1,0 +1,42 @@
+// results/bench/attn_ab.c: attention alone (B=1, 6 heads, C=384, nope), forward and backward, best of 3 (tried-zen5-dec04.txt, part 11).
+// cc -std=gnu11 -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -I. results/bench/attn_ab.c nn/attention.c build/float/util/*.o \
+//    build/float/posenc.o build/float/posenc_schemes.o build/float/nn/kernels.o build/float/nn/layers.o build/float/nn/bf16.o -lm
+// usage: attn_ab T [1: also the backward]
+#include "nn/attention.h"
+#include "posenc.h"
+#include "util/common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+1e-9*t.tv_nsec;}
+int main(int argc, char **argv) {
+    int T = atoi(argv[1]), NH = 6, C = 384, B = 1, bwd = argc > 2 && atoi(argv[2]);
+    size_t N = (size_t)B * T;
+    real *qkv = xmalloc(sizeof(real) * N * 3 * C), *out = xmalloc(sizeof(real) * N * C), *dout = xmalloc(sizeof(real) * N * C);
+    real *dqkv = xcalloc(N * 3 * C, sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
+    real *scratch = xmalloc(sizeof(real) * 4 * ATT_SCRATCH(C / NH));
+    int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
+    for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
+    for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
+    for (size_t i = 0; i < N; i++) pos[i] = (int)i;
+    PosConfig pc; posenc_defaults(&pc, 1); pc.input = PE_NOPE;
+    PosDims d = { 1, NH, C, C / NH, T };
+    PosTables t; posenc_tables_build(&t, &pc, &d, T);
+    AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
+    double best = 1e9, bestb = 1e9;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
+        double t1 = now();
+        if (bwd) attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
+        double t2 = now();
+        if (t1 - t0 < best) best = t1 - t0;
+        if (t2 - t1 < bestb) bestb = t2 - t1;
+    }
+    double fl = 2.0 * 2 * ((double)T * T / 2) * (C / NH) * NH;   // q.k and p.v over T/2 keys on average
+    double cs = 0; for (size_t i = 0; i < N * C; i++) cs += out[i];
+    printf("T=%d forward %.1f ms (%.1f GFLOP/s)", T, best * 1e3, fl / best / 1e9);
+    if (bwd) printf(" backward %.1f ms", bestb * 1e3);
+    printf(" checksum %.9g\n", cs);
+    return 0;
+}
