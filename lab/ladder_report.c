@@ -155,7 +155,9 @@ static void write_summary(const Ladder *L) {
     }
     fprintf(md, "\nParameters: the NoPE run's (the other schemes add their positional parameters). OOD accuracy: exact "
                 "match (%%) beyond the training lengths at the run's best in-distribution validation check, the mean "
-                "over the finished seeds with its 95%% t-interval; the in-distribution accuracy (mean) in the table under it.\n\n");
+                "over the finished seeds with its 95%% t-interval (with 3 seeds the interval is the mean +- 4.30 standard "
+                "errors, so it can reach below 0 or above 100: it is not clipped); the in-distribution accuracy (mean) in "
+                "the table under it.\n\n");
     for (int t = 0; t < c->n_tasks; t++) {
         fprintf(md, "## %s\n\n", c->tasks[t]);
         sizes_header(L, md, "scheme (OOD %)", t);
