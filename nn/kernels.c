@@ -133,6 +133,14 @@ enum { MR_GENERIC = VBYTES == 64 ? 12 : 6 };   // AVX-512 has 32 registers: 12 x
 #define MK_VL VL
 #define MK_MR MR_GENERIC
 #include "nn/gemm_micro.inc"
+// the same with 4 rows, for the last panel of C when it has 4 rows or fewer: a panel of 12 rows
+// computed whole for the 4 left over (256 = 21 x 12 + 4, GPT-2's B4 T64) did 3 times the work
+#define MK_NAME micro_generic4
+#define MK_ATTR
+#define MK_VEC vec
+#define MK_VL VL
+#define MK_MR 4
+#include "nn/gemm_micro.inc"
 
 #if GEMM_DISPATCH
 typedef float v16f_ __attribute__((vector_size(64), aligned(4)));
@@ -143,22 +151,36 @@ typedef float v8f_ __attribute__((vector_size(32), aligned(4)));
 #define MK_VL 16
 #define MK_MR 12
 #include "nn/gemm_micro.inc"
+#define MK_NAME micro_avx512_4
+#define MK_ATTR __attribute__((target("avx512f,fma")))
+#define MK_VEC v16f_
+#define MK_VL 16
+#define MK_MR 4
+#include "nn/gemm_micro.inc"
 #define MK_NAME micro_avx2
 #define MK_ATTR __attribute__((target("avx2,fma")))
 #define MK_VEC v8f_
 #define MK_VL 8
 #define MK_MR 6
 #include "nn/gemm_micro.inc"
+#define MK_NAME micro_avx2_4
+#define MK_ATTR __attribute__((target("avx2,fma")))
+#define MK_VEC v8f_
+#define MK_VL 8
+#define MK_MR 4
+#include "nn/gemm_micro.inc"
 #endif
 
 typedef void (*MicroKernel)(int kc, const real *ap, size_t a_rs, size_t a_cs, const real *bp, real *c, size_t ldc,
                             int accumulate, int mr, int nr);
-typedef struct { const char *name; MicroKernel kernel; int mr, nr; } GemmPath;
+// a path's register tile is mr x nr; a panel of C with at most short_mr rows (the last, when mr
+// does not divide M) runs short_kernel instead, whose tile has short_mr rows
+typedef struct { const char *name; MicroKernel kernel; int mr, nr; MicroKernel short_kernel; int short_mr; } GemmPath;
 
-static const GemmPath PATH_GENERIC = { "generic", micro_generic, MR_GENERIC, NR };
+static const GemmPath PATH_GENERIC = { "generic", micro_generic, MR_GENERIC, NR, micro_generic4, 4 };
 #if GEMM_DISPATCH
-static const GemmPath PATH_AVX512 = { "avx512", (MicroKernel)micro_avx512, 12, 32 };
-static const GemmPath PATH_AVX2 = { "avx2", (MicroKernel)micro_avx2, 6, 16 };
+static const GemmPath PATH_AVX512 = { "avx512", (MicroKernel)micro_avx512, 12, 32, (MicroKernel)micro_avx512_4, 4 };
+static const GemmPath PATH_AVX2 = { "avx2", (MicroKernel)micro_avx2, 6, 16, (MicroKernel)micro_avx2_4, 4 };
 #endif
 
 // The cache sizes the blocking is sized from: cpuid's deterministic cache parameters (leaf 4 on
@@ -441,7 +463,9 @@ static inline void item_tiles(const GemmPath *p, int mi, int nj, int kb, const r
                 for (int r = 0; r < mr && i + mr + r < mi; r++)
                     for (int x = 0; x < nr && j + x < nj; x += 64 / (int)sizeof(real))
                         __builtin_prefetch(cp + (size_t)(mr + r) * ldc + x, 1);
-            p->kernel(kb, ai, ars, acs, bp + (size_t)j * kb, cp, ldc, acc, mi - i < mr ? mi - i : mr, nj - j < nr ? nj - j : nr);
+            int rows = mi - i < mr ? mi - i : mr;
+            MicroKernel k = rows <= p->short_mr ? p->short_kernel : p->kernel;
+            k(kb, ai, ars, acs, bp + (size_t)j * kb, cp, ldc, acc, rows, nj - j < nr ? nj - j : nr);
         }
     }
 }

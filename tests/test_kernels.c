@@ -67,6 +67,32 @@ static void check_tile_chain(int M, int N, int K, int accumulate) {
     free(a); free(b); free(c); free(r);
 }
 
+// gemm_own against one fused multiply-add chain per element over k in order (madd), bit for bit, on
+// every micro-kernel path this CPU runs, with plain and transposed A: M leaves 1-11 rows after the
+// whole panels of 12 (the AVX-512 kernel) and of 6 (AVX2), so the last panel runs the 4-row kernel
+// (at most 4 rows left) or the full one computed whole for fewer rows (5 and more)
+static void check_own_chain(int M, int N, int K, int transposed_a) {
+    size_t a_rs = transposed_a ? 1 : (size_t)K, a_cs = transposed_a ? (size_t)M : 1;
+    real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N);
+    real *c = xmalloc(sizeof(real) * M * N), *r = xmalloc(sizeof(real) * M * N);
+    fill(a, (size_t)M * K); fill(b, (size_t)K * N);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            real s = 0;
+            for (int k = 0; k < K; k++) s = madd(a[i * a_rs + k * a_cs], b[(size_t)k * N + j], s);
+            r[(size_t)i * N + j] = s;
+        }
+    static const char *paths[] = { "generic", "avx2", "avx512" };
+    for (int pi = 0; pi < 3; pi++) {
+        if (!gemm_set_path(paths[pi])) continue;
+        gemm_own(M, N, K, a, a_rs, a_cs, b, N, 1, c, N, 0);
+        EXPECT(memcmp(c, r, sizeof(real) * M * N) == 0, "gemm_own %dx%dx%d (A %s) on the %s path: not the bits of one "
+               "multiply-add chain per element", M, N, K, transposed_a ? "transposed" : "plain", paths[pi]);
+    }
+    gemm_set_path(NULL);
+    free(a); free(b); free(c); free(r);
+}
+
 // The same product with 1, 2 and 3 threads: bit-identical (each sum runs in a fixed order)
 static void check_thread_independence(void) {
     int M = 77, N = 300, K = 530;
@@ -246,6 +272,8 @@ int main(void) {
                                  { 600, 70, 1030 }, { 25, 33, 9 } };
     for (size_t s = 0; s < sizeof pl / sizeof pl[0]; s++)
         for (int t = 0; t < 2; t++) check_paths_and_layouts(pl[s][0], pl[s][1], pl[s][2], t, (int)(s & 1));
+    for (int m = 1; m <= 28; m++)          // every remainder after panels of 12 and of 6, and M below one panel
+        for (int t = 0; t < 2; t++) check_own_chain(m == 28 ? 256 : m, m % 2 ? 40 : 70, 33, t);
     static const int layers[][3] = { { 7, 13, 9 }, { 64, 96, 600 }, { 130, 70, 33 }, { 3, 520, 1030 } };
     for (size_t s = 0; s < sizeof layers / sizeof layers[0]; s++) check_matmul_layer(layers[s][0], layers[s][1], layers[s][2]);
 #ifndef USE_OPENBLAS   // (OpenBLAS picks other kernels, and sums, for other row counts)
