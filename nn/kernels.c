@@ -498,8 +498,8 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     // reach: row-major (a_cs = 1), or transposed (a_rs = 1, the mr values contiguous) when C is at
     // most IN_PLACE_PANELS panels wide. A wider transposed A is packed into k-major panels, once
     // per chunk of B (larger chunks, nc_t, so fewer times), where many B panels reuse each one. On a
-    // Zen 5, in place ran 18-46% faster with 4 panels (N = 128: the LM head's dW at C = 128), 1-13%
-    // with 12-16, and packed 0-5% faster with 24 (results/bench/dw-inplace-ab-zen5.txt).
+    // Zen 5, in place ran 16-47% faster with 4 panels (N = 128: the LM head's dW at C = 128), -1% to
+    // +13% with 12-16, and within 5% either way with 20-24 (results/bench/dw-inplace-ab-zen5.txt).
     int pack_all_a = a_cs != 1 && !(a_rs == 1 && N <= IN_PLACE_PANELS * nr), ncap = pack_all_a ? bl.nc_t : bl.nc;
     int kc = even_block(K, bl.kc, 8), ncb = (N + ncap - 1) / ncap;
     // row blocks: as many as fit the cap, then more until every thread gets as many items (a thread
