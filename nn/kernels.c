@@ -133,13 +133,15 @@ enum { MR_GENERIC = VBYTES == 64 ? 12 : 6 };   // AVX-512 has 32 registers: 12 x
 #define MK_VL VL
 #define MK_MR MR_GENERIC
 #include "nn/gemm_micro.inc"
-// the same with 4 rows, for the last panel of C when it has 4 rows or fewer: a panel of 12 rows
-// computed whole for the 4 left over (256 = 21 x 12 + 4, GPT-2's B4 T64) did 3 times the work
+// Each path's kernel again with MR_SHORT rows, for the last panel of C when it has that many rows or
+// fewer: a panel of 12 rows computed whole for the 4 left over (256 = 21 x 12 + 4, GPT-2's B4 T64)
+// did 3 times the work
+enum { MR_SHORT = 4 };
 #define MK_NAME micro_generic4
 #define MK_ATTR
 #define MK_VEC vec
 #define MK_VL VL
-#define MK_MR 4
+#define MK_MR MR_SHORT
 #include "nn/gemm_micro.inc"
 
 #if GEMM_DISPATCH
@@ -155,7 +157,7 @@ typedef float v8f_ __attribute__((vector_size(32), aligned(4)));
 #define MK_ATTR __attribute__((target("avx512f,fma")))
 #define MK_VEC v16f_
 #define MK_VL 16
-#define MK_MR 4
+#define MK_MR MR_SHORT
 #include "nn/gemm_micro.inc"
 #define MK_NAME micro_avx2
 #define MK_ATTR __attribute__((target("avx2,fma")))
@@ -167,20 +169,20 @@ typedef float v8f_ __attribute__((vector_size(32), aligned(4)));
 #define MK_ATTR __attribute__((target("avx2,fma")))
 #define MK_VEC v8f_
 #define MK_VL 8
-#define MK_MR 4
+#define MK_MR MR_SHORT
 #include "nn/gemm_micro.inc"
 #endif
 
 typedef void (*MicroKernel)(int kc, const real *ap, size_t a_rs, size_t a_cs, const real *bp, real *c, size_t ldc,
                             int accumulate, int mr, int nr);
-// a path's register tile is mr x nr; a panel of C with at most short_mr rows (the last, when mr
-// does not divide M) runs short_kernel instead, whose tile has short_mr rows
-typedef struct { const char *name; MicroKernel kernel; int mr, nr; MicroKernel short_kernel; int short_mr; } GemmPath;
+// a path's register tile is mr x nr; a panel of C with at most MR_SHORT rows (the last, when mr
+// does not divide M) runs short_kernel instead
+typedef struct { const char *name; MicroKernel kernel; int mr, nr; MicroKernel short_kernel; } GemmPath;
 
-static const GemmPath PATH_GENERIC = { "generic", micro_generic, MR_GENERIC, NR, micro_generic4, 4 };
+static const GemmPath PATH_GENERIC = { "generic", micro_generic, MR_GENERIC, NR, micro_generic4 };
 #if GEMM_DISPATCH
-static const GemmPath PATH_AVX512 = { "avx512", (MicroKernel)micro_avx512, 12, 32, (MicroKernel)micro_avx512_4, 4 };
-static const GemmPath PATH_AVX2 = { "avx2", (MicroKernel)micro_avx2, 6, 16, (MicroKernel)micro_avx2_4, 4 };
+static const GemmPath PATH_AVX512 = { "avx512", (MicroKernel)micro_avx512, 12, 32, (MicroKernel)micro_avx512_4 };
+static const GemmPath PATH_AVX2 = { "avx2", (MicroKernel)micro_avx2, 6, 16, (MicroKernel)micro_avx2_4 };
 #endif
 
 // The cache sizes the blocking is sized from: cpuid's deterministic cache parameters (leaf 4 on
@@ -464,7 +466,7 @@ static inline void item_tiles(const GemmPath *p, int mi, int nj, int kb, const r
                     for (int x = 0; x < nr && j + x < nj; x += 64 / (int)sizeof(real))
                         __builtin_prefetch(cp + (size_t)(mr + r) * ldc + x, 1);
             int rows = mi - i < mr ? mi - i : mr;
-            MicroKernel k = rows <= p->short_mr ? p->short_kernel : p->kernel;
+            MicroKernel k = rows <= MR_SHORT ? p->short_kernel : p->kernel;
             k(kb, ai, ars, acs, bp + (size_t)j * kb, cp, ldc, acc, rows, nj - j < nr ? nj - j : nr);
         }
     }
