@@ -9,6 +9,9 @@
 # Exits 1 when a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+# a test that builds something (test_mpi's make) runs its own make: not one that waits on the jobs of
+# the make running this script, whose job server it cannot reach
+unset MAKEFLAGS MFLAGS MAKELEVEL
 TEST_SKIPS=$(mktemp) || exit 1
 export TEST_SKIPS
 trap 'rm -f "$TEST_SKIPS"' EXIT
