@@ -121,23 +121,42 @@ static void sizes_header(const Ladder *L, FILE *md, const char *first, int task)
     fprintf(md, "\n");
 }
 
-// Per claim, over the sizes where it has units: the same verdict at every one, or the first size
-// where it changes (a change may be one of power, not of the claim: the intervals tell).
+// Per claim, over the sizes where it has units: the same verdict at every one ("stable"), or each
+// run of sizes with one verdict in turn ("changes"), so that a claim that comes and goes says so. A
+// change may be one of power, not of the claim: the intervals tell.
+static void verdict_run(const Ladder *L, FILE *md, const char *v, int first, int last, int lead) {
+    fprintf(md, "%s%s at %s", lead ? "; " : "", v, L->z[first].name);
+    if (last == first) fprintf(md, " (%.2gM parameters)", L->z[first].params / 1e6);
+    else fprintf(md, " to %s (%.2gM to %.2gM parameters)", L->z[last].name, L->z[first].params / 1e6, L->z[last].params / 1e6);
+}
+
 static void stability(const Ladder *L, FILE *md, int k) {
-    int s0 = 0, tested = 0;
-    while (s0 < L->n && !L->at[s0][k].iv.n) s0++;
-    if (s0 == L->n) { fprintf(md, "no size has units yet"); return; }
-    const char *v0 = ladder_verdict(L->at[s0][k].iv.mean, L->at[s0][k].holm);
-    for (int s = s0; s < L->n; s++) {
+    int tested = 0, changes = 0;
+    const char *prev = NULL;
+    for (int s = 0; s < L->n; s++) {
         if (!L->at[s][k].iv.n) continue;
-        tested++;
         const char *v = ladder_verdict(L->at[s][k].iv.mean, L->at[s][k].holm);
-        if (strcmp(v, v0)) {
-            fprintf(md, "changes: %s at %s, %s from %s (%.2gM parameters)", v0, L->z[s0].name, v, L->z[s].name, L->z[s].params / 1e6);
-            return;
-        }
+        if (prev && strcmp(v, prev)) changes++;
+        prev = v;
+        tested++;
     }
-    fprintf(md, "stable: %s at %s", v0, tested == L->n ? "every size" : "every size with runs");
+    if (!tested) { fprintf(md, "no size has units yet"); return; }
+    if (!changes) {
+        fprintf(md, "stable: %s at %s", prev, tested == L->n ? "every size" : "every size with runs");
+        return;
+    }
+    fprintf(md, "changes: ");
+    int first = -1, last = -1, lead = 0;
+    prev = NULL;
+    for (int s = 0; s < L->n; s++) {
+        if (!L->at[s][k].iv.n) continue;
+        const char *v = ladder_verdict(L->at[s][k].iv.mean, L->at[s][k].holm);
+        if (prev && strcmp(v, prev)) { verdict_run(L, md, prev, first, last, lead); lead = 1; }
+        if (!prev || strcmp(v, prev)) first = s;
+        prev = v;
+        last = s;
+    }
+    if (prev) verdict_run(L, md, prev, first, last, lead);   // (always: some size has units)
 }
 
 static void write_summary(const Ladder *L) {

@@ -64,8 +64,9 @@ c "^c,100000,alibi,8,0.3333," mrr.csv ",alibi,"
 c "^c,200000,sort,alibi,2,40.0000,40.0000,40.0000,80.0000$" ladder.csv "sort,alibi"
 c "^b,10000,copy,nope,3,60.0000,60.0000,60.0000,90.0000$" ladder.csv "copy,nope"
 c "| c | $tmp/c.txt (.*) | \`--dim 32 --layers 2 --steps 10\` | 100000 | 26 of 27 |" summary.md "| c |"
-c "changes: not distinguishable at a, supported from b" summary.md "nope > t5"
-c "changes: contradicted at a, not distinguishable from b" summary.md "t5 > alibi"
+c "changes: not distinguishable at a (0.001M parameters); supported at b to c (0.01M to 0.1M parameters) |$" summary.md "nope > t5"
+# a claim whose verdict changes twice names each run of sizes (not only the first change)
+c "changes: contradicted at a (0.001M parameters); not distinguishable at b (0.01M parameters); supported at c (0.1M parameters) |$" summary.md "t5 > alibi"
 c "| nope > t5 | 9 | +10.00 | \[+10.00, +10.00\] | 0.00391 | 0.00781 | grows with size |" summary.md "nope > t5 | 9"
 # the plot data: parameters, then mean, lo, hi of each scheme
 c "^100000 70.0000 70.0000 70.0000 50.0000 50.0000 50.0000 40.0000 40.0000 40.0000$" scale_copy.dat "^100000"
@@ -81,7 +82,7 @@ check $? "./ladder with a size not run yet" || cat "$tmp/o4"
 grep -q "d: no runs.csv yet" "$tmp/o4"; check $? "the size without runs is named"
 diff <(grep -v ',d,' "$out/claims.csv") "$tmp/claims3.csv" > /dev/null; check $? "the claims and trends without it are the same"
 c "| d | .* | 0 of 27 |" summary.md "| d |"
-c "changes: not distinguishable at a, supported from b" summary.md "nope > t5"
+c "changes: not distinguishable at a (0.001M parameters); supported at b to c (0.01M to 0.1M parameters) |$" summary.md "nope > t5"
 
 # refused: the sizes out of order, sizes that are not one grid, one size, no --out
 expect_fail "the sizes from the largest" "from the smallest model to the largest" ./ladder --out "$out" "$tmp/c.txt" "$tmp/a.txt"
