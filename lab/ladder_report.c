@@ -124,39 +124,28 @@ static void sizes_header(const Ladder *L, FILE *md, const char *first, int task)
 // Per claim, over the sizes where it has units: the same verdict at every one ("stable"), or each
 // run of sizes with one verdict in turn ("changes"), so that a claim that comes and goes says so. A
 // change may be one of power, not of the claim: the intervals tell.
-static void verdict_run(const Ladder *L, FILE *md, const char *v, int first, int last, int lead) {
-    fprintf(md, "%s%s at %s", lead ? "; " : "", v, L->z[first].name);
-    if (last == first) fprintf(md, " (%.2gM parameters)", L->z[first].params / 1e6);
-    else fprintf(md, " to %s (%.2gM to %.2gM parameters)", L->z[last].name, L->z[first].params / 1e6, L->z[last].params / 1e6);
-}
-
 static void stability(const Ladder *L, FILE *md, int k) {
-    int tested = 0, changes = 0;
-    const char *prev = NULL;
+    int first[LADDER_MAX_SIZES], last[LADDER_MAX_SIZES], runs = 0, tested = 0;   // the runs of one verdict
+    const char *verdict[LADDER_MAX_SIZES];
     for (int s = 0; s < L->n; s++) {
         if (!L->at[s][k].iv.n) continue;
         const char *v = ladder_verdict(L->at[s][k].iv.mean, L->at[s][k].holm);
-        if (prev && strcmp(v, prev)) changes++;
-        prev = v;
+        if (!runs || strcmp(v, verdict[runs - 1])) { verdict[runs] = v; first[runs++] = s; }
+        last[runs - 1] = s;
         tested++;
     }
-    if (!tested) { fprintf(md, "no size has units yet"); return; }
-    if (!changes) {
-        fprintf(md, "stable: %s at %s", prev, tested == L->n ? "every size" : "every size with runs");
+    if (!runs) { fprintf(md, "no size has units yet"); return; }
+    if (runs == 1) {
+        fprintf(md, "stable: %s at %s", verdict[0], tested == L->n ? "every size" : "every size with runs");
         return;
     }
     fprintf(md, "changes: ");
-    int first = -1, last = -1, lead = 0;
-    prev = NULL;
-    for (int s = 0; s < L->n; s++) {
-        if (!L->at[s][k].iv.n) continue;
-        const char *v = ladder_verdict(L->at[s][k].iv.mean, L->at[s][k].holm);
-        if (prev && strcmp(v, prev)) { verdict_run(L, md, prev, first, last, lead); lead = 1; }
-        if (!prev || strcmp(v, prev)) first = s;
-        prev = v;
-        last = s;
+    for (int r = 0; r < runs; r++) {
+        const Size *a = &L->z[first[r]], *b = &L->z[last[r]];
+        fprintf(md, "%s%s at %s", r ? "; " : "", verdict[r], a->name);
+        if (a == b) fprintf(md, " (%.2gM parameters)", a->params / 1e6);
+        else fprintf(md, " to %s (%.2gM to %.2gM parameters)", b->name, a->params / 1e6, b->params / 1e6);
     }
-    if (prev) verdict_run(L, md, prev, first, last, lead);   // (always: some size has units)
 }
 
 static void write_summary(const Ladder *L) {

@@ -84,6 +84,12 @@ diff <(grep -v ',d,' "$out/claims.csv") "$tmp/claims3.csv" > /dev/null; check $?
 c "| d | .* | 0 of 27 |" summary.md "| d |"
 c "changes: not distinguishable at a (0.001M parameters); supported at b to c (0.01M to 0.1M parameters) |$" summary.md "nope > t5"
 
+# two sizes alone: nope>t5 is supported at both (stable), t5>alibi changes once
+./ladder --out "$out" "$tmp/b.txt" "$tmp/c.txt" > "$tmp/o2" 2>&1
+check $? "./ladder on two sizes" || cat "$tmp/o2"
+c "| nope > t5 | 9 | .* | stable: supported at every size |$" summary.md "nope > t5 | 9"
+c "changes: not distinguishable at b (0.01M parameters); supported at c (0.1M parameters) |$" summary.md "t5 > alibi"
+
 # refused: the sizes out of order, sizes that are not one grid, one size, no --out
 expect_fail "the sizes from the largest" "from the smallest model to the largest" ./ladder --out "$out" "$tmp/c.txt" "$tmp/a.txt"
 sed 's/--seeds 1,2,3/--seeds 1,2,4/' "$tmp/b.txt" > "$tmp/other.txt"
