@@ -509,7 +509,13 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     // and 27 cost 28: small's qkv and fc forward, 3 column chunks x 9 row blocks, until 2026-12-04
     // left 14 items to one thread and 13 to the other)
     int panels = (M + mr - 1) / mr, cpanels = (N + nr - 1) / nr, nrb = (M + bl.mc - 1) / bl.mc, nt = max_threads();
-    for (int nrb0 = nrb; nrb < panels && (nrb * ncb) % nt != 0 && nrb < nrb0 + nt - 1; ) nrb++;
+    // slabs: each thread its own rows of C (and of A, read in place), every chunk, when A's and C's
+    // rows outweigh B (each thread then packs all of B): the row-major activations stay with the
+    // thread that wrote them, as the elementwise layers split rows (the two cores of one machine
+    // here passed a cache line back and forth in 520 ns: no shared cache between them)
+    int slabs = a_cs == 1 && nt > 1 && panels >= 2 * nt && (double)M * (K + N) > (double)N * K;
+    if (slabs) nrb = (nrb + nt - 1) / nt * nt;
+    for (int nrb0 = nrb; !slabs && nrb < panels && (nrb * ncb) % nt != 0 && nrb < nrb0 + nt - 1; ) nrb++;
     // blocks and chunks of whole panels, as even as they can be (their panel counts differ by at most
     // one), so that equal numbers of items are equal work: block ib is the row panels
     // [ib panels / nrb, (ib + 1) panels / nrb), chunk jb likewise of the column panels. (Blocks of
@@ -518,7 +524,7 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     int items = nrb * ncb;
     // repacking: by chunks, A is packed once per item (ncb times) and B about once; by row blocks,
     // B nrb times and A once
-    int by_rows = (double)nrb * N + M < (double)ncb * M + N;
+    int by_rows = !slabs && (double)nrb * N + M < (double)ncb * M + N, rps = nrb / nt;
     #pragma omp parallel
     {
         int t = thread_id(), nth = 1;
@@ -531,13 +537,14 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
         // chunk, a row block when they run block by block), K blocks in order within each group: a
         // group's tiles of C stay in cache across its K blocks (GPT-2's LM head: 256 x 512 of C
         // instead of all 256 x 50304 per block), and every operand is packed as often as before.
-        int per = by_rows ? ncb : nrb;
+        int per = slabs ? rps : by_rows ? ncb : nrb;
         for (int g0 = lo, g1; g0 < hi; g0 = g1) {
             for (g1 = g0 + 1; g1 < hi && g1 / per == g0 / per; g1++) {}
             for (int k0 = 0; k0 < K; k0 += kc) {
                 int kb = K - k0 < kc ? K - k0 : kc, acc = accumulate || k0 > 0, have_a = -1, have_b = -1;
                 for (int it = g0; it < g1; it++) {
                     int ib = by_rows ? it / ncb : it % nrb, jb = by_rows ? it % ncb : it / nrb;
+                    if (slabs) { ib = it / (rps * ncb) * rps + it % rps; jb = it % (rps * ncb) / rps; }
                     int i0 = (int)((long)panels * ib / nrb) * mr, i1 = (int)((long)panels * (ib + 1) / nrb) * mr;
                     int j0 = (int)((long)cpanels * jb / ncb) * nr, j1 = (int)((long)cpanels * (jb + 1) / ncb) * nr;
                     int mi = (i1 < M ? i1 : M) - i0, nj = (j1 < N ? j1 : N) - j0, tail = mi / mr * mr;

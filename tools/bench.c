@@ -5,6 +5,8 @@
 //                            stdout and the same numbers in bench.csv
 //   ./bench --config NAME    one config; ends with
 //                            RESULT config=NAME tokens_per_s=X gflops=Y peak_fraction=Z peak_rss_mb=W
+//                            (--steps N: N timed steps after the warm-up, their median; more steps,
+//                            less noise when two builds are compared)
 //   ./bench --schemes        only the cost of each positional scheme (no CSV)
 //   ./bench --config NAME --precision bf16
 //                            the same with --precision bf16's products (nn/bf16.h); its RESULT line ends
@@ -697,7 +699,7 @@ static int bf16_loss_check(FILE *csv) {
 int main(int argc, char **argv) {
     const char *only = NULL;
     double given_peak = 0;
-    int schemes_only = 0, loss_only = 0, bf16_only = 0, shapes_only = 0;
+    int schemes_only = 0, loss_only = 0, bf16_only = 0, shapes_only = 0, steps = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only = argv[++i];
@@ -713,6 +715,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--peak") == 0 && i + 1 < argc) {
             given_peak = strtod(argv[++i], &end);
             CHECK(*end == 0 && given_peak > 0, "--peak must be a positive number of GFLOP/s");
+        } else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+            long n = strtol(argv[++i], &end, 10);
+            CHECK(*end == 0 && n >= 1 && n <= 100000, "--steps must be an integer in [1, 100000] (timed steps of --config)");
+            steps = (int)n;
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             long n = strtol(argv[++i], &end, 10);
             CHECK(*end == 0 && n >= 1 && n <= 1024, "--threads must be an integer in [1, 1024]");
@@ -720,9 +726,10 @@ int main(int argc, char **argv) {
             omp_set_num_threads((int)n);
 #endif
         } else {
-            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
+            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] [--steps N] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
                             "  --shapes: only the machine's peak and the table of matrix products per shape (no CSV)\n"
                             "  --schemes: only the table of positional schemes (no CSV)\n"
+                            "  --steps N: --config's timed steps (the step time is their median; default: the config's own, 1-10)\n"
                             "  --bf16: only the bf16 section (the fp32 peak, the bf16 peaks, small and gpt2-124m in pairs of fp32 and bf16 runs; no CSV)\n"
                             "  --bf16-loss: ./train's default run in fp32 and bf16, validation losses within 2%%\nconfigs (small-eval-t32768: "
                             "one forward pass over a 32768-token window):");
@@ -749,13 +756,14 @@ int main(int argc, char **argv) {
         bf16_section(NULL, peak);
         return 0;
     }
+    CHECK(!steps || only, "--steps applies to --config NAME (the timed steps of that config; the full bench keeps its own)");
     CHECK(!g_bf16 || only, "--precision applies to --config NAME (the full bench runs both precisions)");
     if (only) {
         const Config *c = find_config(only);
         CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
               "tiny-gpt2, small-eval-t32768)", only);
         // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
-        StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, c->steps);
+        StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, steps ? steps : c->steps);
         double bpeak = 0, apeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
         if (g_bf16) {
             printf("bf16 path: %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
