@@ -352,7 +352,7 @@ HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
 bench: $(call fobj,$(LIB)) train tokenize tests/test_bpe
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench tools/bench.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench tools/bench.c tools/bench_machine.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench
 	./tools/bench_stream.sh
 	./tools/bench_mpi.sh

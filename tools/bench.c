@@ -1,4 +1,5 @@
 // tools/bench.c: how fast a training step is, and how close to the machine's limit.
+//   (tools/bench_machine.c: the machine itself, its CPU, clock, FMA loop and latencies)
 //
 //   ./bench                  the whole benchmark: the machine's peak, every named config, the cost
 //                            of each positional scheme, and attention as T doubles; a table on
@@ -47,9 +48,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 #ifdef BENCH_OPENBLAS
 #include <cblas.h>
 #endif
@@ -57,158 +55,9 @@
 #include "nn/bf16.h"
 #include "nn/kernels.h"
 #include "model.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "tools/bench_machine.h"
 
 static int g_bf16;   // --precision bf16: every model the bench builds computes its linear layers in bf16
-
-static int threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-// ---- the machine ----------------------------------------------------------------------------------
-
-// What the CPU is and can do, from cpuid (x86) and /proc/cpuinfo, next to what this binary was built
-// for (-march): a binary built for AVX2 runs AVX2 code on an AVX-512 machine, and its peak is AVX2's.
-typedef struct {
-    char model[128], vendor[32];
-    int family, model_no, stepping;              // /proc/cpuinfo's cpu family, model, stepping (-1: unknown)
-    int avx2, avx512f, avx512_bf16, amx_bf16;   // the CPU has it and the OS saves its registers
-} CpuInfo;
-
-static CpuInfo cpu_info(void) {
-    CpuInfo ci = { .model = "unknown", .vendor = "unknown", .family = -1, .model_no = -1, .stepping = -1 };
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {   // the first processor's lines (they end at a blank line)
-        char *colon = strchr(line, ':');
-        if (line[0] == '\n') break;
-        if (!colon) continue;
-        if (strncmp(line, "model name", 10) == 0) {
-            snprintf(ci.model, sizeof ci.model, "%s", colon + 2);
-            ci.model[strcspn(ci.model, "\n")] = 0;
-        } else if (strncmp(line, "vendor_id", 9) == 0) {
-            snprintf(ci.vendor, sizeof ci.vendor, "%s", colon + 2);
-            ci.vendor[strcspn(ci.vendor, "\n")] = 0;
-        } else if (strncmp(line, "cpu family", 10) == 0) ci.family = atoi(colon + 1);
-        else if (strncmp(line, "model\t", 6) == 0) ci.model_no = atoi(colon + 1);
-        else if (strncmp(line, "stepping", 8) == 0) ci.stepping = atoi(colon + 1);
-    }
-    if (f) fclose(f);
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d, xcr0 = 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return ci;   // no OSXSAVE: no AVX state
-    __asm__("xgetbv" : "=a"(xcr0), "=d"(d) : "c"(0));
-    int os_avx = (xcr0 & 6) == 6, os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
-    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
-        ci.avx2 = os_avx && (b >> 5 & 1);
-        ci.avx512f = os_avx512 && (b >> 16 & 1);
-        ci.amx_bf16 = bf16_cpu_has_amx();               // the same tests that choose gemm_bf16's path
-        ci.avx512_bf16 = bf16_cpu_has_avx512bf16();
-    }
-#endif
-    return ci;
-}
-
-static const char *built_for(void) {
-#if defined(__AVX512F__)
-    return "AVX-512 (16-float vectors)";
-#elif defined(__AVX2__)
-    return "AVX2 (8-float vectors)";
-#elif defined(__AVX__)
-    return "AVX (8-float vectors)";
-#else
-    return "SSE (4-float vectors)";
-#endif
-}
-
-// The machine's widest float vector, as for gemm (nn/kernels.c): 16 floats with AVX-512, 8 with AVX,
-// 4 otherwise. (A 64-byte vector on an AVX2 machine is not two registers' worth of speed: GCC's
-// lowering of such code ran gemm at 1.7 GFLOP/s there, 60x below the 32-byte version.)
-// FMA_CHAINS independent accumulators per thread: a core with P FMA pipes of latency L cycles needs
-// P x L chains in flight to stay busy; current x86 cores have P = 2 (some 3-4 on narrower vectors)
-// and L = 4-5, so 24 chains (of AVX-512's 32 registers) cover them all, and 14 use every one of
-// AVX2's and SSE's 16 registers that the two operands leave.
-#if defined(__AVX512F__)
-enum { FMA_LANES = 16, FMA_CHAINS = 24 };
-#elif defined(__AVX__)
-enum { FMA_LANES = 8, FMA_CHAINS = 14 };
-#else
-enum { FMA_LANES = 4, FMA_CHAINS = 14 };
-#endif
-typedef float fvec __attribute__((vector_size(FMA_LANES * sizeof(float))));
-
-// GFLOP/s of all threads running FMA_CHAINS independent chains of a*x+y for `iters` rounds.
-static double fma_loop_gflops(long iters) {
-    double t0 = now();
-    float sink = 0;
-    #pragma omp parallel reduction(+:sink)
-    {
-        fvec acc[FMA_CHAINS], x = { 0 }, y = { 0 };
-        for (int i = 0; i < FMA_LANES; i++) { x[i] = 0.999999f; y[i] = 1e-6f * i; }
-        for (int k = 0; k < FMA_CHAINS; k++) acc[k] = x * (float)k;
-        for (long it = 0; it < iters; it++) {
-            #pragma GCC unroll 32           // all chains in registers (a loop keeps them in memory)
-            for (int k = 0; k < FMA_CHAINS; k++) acc[k] = acc[k] * x + y;
-        }
-        for (int k = 0; k < FMA_CHAINS; k++) sink += acc[k][0];
-    }
-    double dt = now() - t0;
-    if (sink == 12345.0f) printf(" ");        // keep the loop alive
-    return (double)threads() * iters * FMA_CHAINS * FMA_LANES * 2 / dt / 1e9;
-}
-
-// The core clock in GHz, from a chain of dependent register-to-register adds (one cycle each on every
-// x86 core; not adds of a constant, which Intel's Golden Cove and later cores fold away at rename),
-// run on every thread at once as the FMA loop is; 0 where it cannot be read.
-static double clock_ghz(void) {
-#if defined(__x86_64__)
-    const long iters = 5000000;
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        double t0 = now();
-        #pragma omp parallel
-        {
-            unsigned long x = 0, one = 1;
-            for (long i = 0; i < iters; i++)
-                __asm__ volatile("add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
-                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
-                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
-                                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0" : "+r"(x) : "r"(one));
-            if (x == 1) printf(" ");
-        }
-        double ghz = 16.0 * iters / (now() - t0) / 1e9;
-        if (ghz > best) best = ghz;
-    }
-    return best;
-#else
-    return 0;
-#endif
-}
-
-// The FMA loop's peak: repeated until two measurements in a row agree within 3% (thread start-up
-// and the clock's ramp are over), then the best of five more. Each measurement is ~0.1 s.
-static double fma_peak_gflops(int *warmups) {
-    const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
-    double prev = fma_loop_gflops(iters), cur = 0;
-    int n = 1;
-    for (; n < 20; n++, prev = cur) {
-        cur = fma_loop_gflops(iters);
-        if (fabs(cur - prev) <= 0.03 * fmax(cur, prev)) break;
-    }
-    double best = fmax(prev, cur);
-    for (int r = 0; r < 5; r++) best = fmax(best, fma_loop_gflops(iters));
-    if (warmups) *warmups = n + 1;
-    return best;
-}
 
 // The products of a training step as matmul_forward / matmul_backward call them, the three of every
 // linear layer of `small` (B=8 T=256: 2048 rows) and `gpt2-124m` (B=4 T=64: 256 rows): forward
@@ -259,7 +108,7 @@ static void gemm_gflops(const Shape *s, double gf[2]) {
     for (int round = 0; round < 2; round++)
         for (int side = 0; side < sides; side++)
             for (int r = 0; r < 4; r++) {
-                double t0 = now();
+                double t0 = bench_now();
                 if (side == 1) {
 #ifdef BENCH_OPENBLAS
                     cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans, s->trans_b ? CblasTrans : CblasNoTrans,
@@ -269,7 +118,7 @@ static void gemm_gflops(const Shape *s, double gf[2]) {
                     gemm_own(s->M, s->N, s->K, a, s->trans_a ? 1 : (size_t)s->K, s->trans_a ? (size_t)s->M : 1, b, s->trans_b ? 1 : (size_t)s->N,
                              s->trans_b ? (size_t)s->K : 1, c, s->N, acc);
                 }
-                double dt = now() - t0;
+                double dt = bench_now() - t0;
                 if (r > 0 && dt < best[side]) best[side] = dt;
                 if (side == 1 && r == 3) nanosleep(&(struct timespec){ .tv_nsec = OPENBLAS_IDLE_S * 1e9 }, NULL);
             }
@@ -333,14 +182,14 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], pack0 = 0, total = 0;
     for (int s = eval ? 0 : -1; s < steps; s++) {
         if (s == 0) { memcpy(prof0, m.state.prof, sizeof prof0); pack0 = bf16_pack_seconds(); }
-        double t0 = now();
+        double t0 = bench_now();
         gpt_forward(&m, &b);
         if (!eval) {
             gpt_zero_grad(&m);
             gpt_backward(&m, 1.0 / m.state.weight_sum);
             gpt_adamw(&m, &o, s + 2, gpt_clip_scale(gpt_grad_norm(&m), 1.0));
         }
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         if (s >= 0) { ms[s] = dt * 1e3; total += dt; }
     }
     StepResult res = { 0 };
@@ -363,7 +212,7 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
 // memory is its own; a fresh exec, because an OpenMP runtime does not survive a bare fork.
 static StepResult run_isolated(const Config *c, double peak, int bf16) {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "/proc/%d/exe --config %s --peak %.6f --threads %d%s", (int)getpid(), c->name, peak, threads(),
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --config %s --peak %.6f --threads %d%s", (int)getpid(), c->name, peak, bench_threads(),
              bf16 ? " --precision bf16" : "");
     fflush(stdout);
     FILE *f = popen(cmd, "r");
@@ -431,7 +280,7 @@ static void attention_scaling(FILE *csv) {
         size_t N = (size_t)B * T;
         real *qkv = xmalloc(sizeof(real) * N * 3 * C), *out = xmalloc(sizeof(real) * N * C), *dout = xmalloc(sizeof(real) * N * C);
         real *dqkv = xcalloc(N * 3 * C, sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
-        real *scratch = xmalloc(sizeof(real) * threads() * ATT_SCRATCH(C / NH));
+        real *scratch = xmalloc(sizeof(real) * bench_threads() * ATT_SCRATCH(C / NH));
         int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
         for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
         for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
@@ -440,12 +289,12 @@ static void attention_scaling(FILE *csv) {
         PosDims d = { 1, NH, C, C / NH, T };
         PosTables t; posenc_tables_build(&t, &pc, &d, T);
         AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
-        double t0 = now();
+        double t0 = bench_now();
         attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
         attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
-        double ms = (now() - t0) * 1e3;
+        double ms = (bench_now() - t0) * 1e3;
         // what attention keeps between forward and backward, plus its per-thread scratch
-        double mb = (sizeof(real) * (double)B * NH * T + sizeof(real) * threads() * (double)ATT_SCRATCH(C / NH)) / 1e6;
+        double mb = (sizeof(real) * (double)B * NH * T + sizeof(real) * bench_threads() * (double)ATT_SCRATCH(C / NH)) / 1e6;
         double full = sizeof(real) * (double)B * NH * T * T / 1e6;
         printf("  %6d %10.1f %14.3f %19.1f MB\n", T, ms, mb, full);
         fprintf(csv, "attention,T=%d,%.3f,,,,%.4f,,,,,%.1f\n", T, ms, mb, full);
@@ -463,7 +312,7 @@ static double print_machine(FILE *csv, CpuInfo *info) {
     CpuInfo ci = cpu_info();
     *info = ci;
     printf("CPU: %s (%s, family %d, model %d, stepping %d), %d threads\n", ci.model, ci.vendor, ci.family, ci.model_no,
-           ci.stepping, threads());
+           ci.stepping, bench_threads());
     printf("built for %s; the CPU has:%s%s%s%s%s\n", built_for(), ci.avx2 ? " AVX2" : "", ci.avx512f ? " AVX-512" : "",
            ci.avx512_bf16 ? " AVX512_BF16" : "", ci.amx_bf16 ? " AMX-BF16" : "",
            ci.avx2 || ci.avx512f ? "" : " none of AVX2, AVX-512, AVX512_BF16, AMX");
@@ -479,6 +328,17 @@ static double print_machine(FILE *csv, CpuInfo *info) {
 #endif
     double ghz = clock_ghz();
     if (ghz > 0) printf("clock measured with all threads busy: %.2f GHz\n", ghz);
+    // what a step pays when data moves between cores and when it falls out of a cache (the
+    // products' speed in a step against alone: docs/speed.md, "The matrix products")
+    double rt = core_round_trip_ns(), lat[4];
+    const int mib[4] = { 1, 4, 16, 64 };
+    for (int k = 0; k < 4; k++) lat[k] = load_latency_ns((size_t)mib[k] << 20);
+    if (rt > 0) printf("a cache line between two cores: %.0f ns round trip\n", rt);
+    printf("dependent loads: %.1f ns in 1 MiB, %.1f in 4 MiB, %.1f in 16 MiB, %.1f in 64 MiB\n", lat[0], lat[1], lat[2], lat[3]);
+    if (csv) {
+        fprintf(csv, "latency,core_round_trip,,,,,,,,,,%.1f ns\n", rt);
+        for (int k = 0; k < 4; k++) fprintf(csv, "latency,load_%dMiB,,,,,,,,,,%.2f ns\n", mib[k], lat[k]);
+    }
     if (csv) fprintf(csv, "machine,\"%s (%s, family %d, model %d, stepping %d)\",,,,,,,,,,%s\n", ci.model, ci.vendor,
                      ci.family, ci.model_no, ci.stepping, built_for());
     return ghz;
@@ -503,10 +363,10 @@ static Peak measure_peak(FILE *csv, int verbose) {
             // Zen 1 and Zen+ (AMD family 23, models below 0x30) split a 256-bit FMA over their two
             // 128-bit units: one of this width per cycle.
             int units = !strcmp(ci.vendor, "AuthenticAMD") && ci.family == 23 && ci.model_no < 0x30 && FMA_LANES >= 8 ? 1 : 2;
-            double theory = threads() * ghz * units * FMA_LANES * 2;
+            double theory = bench_threads() * ghz * units * FMA_LANES * 2;
             printf("theoretical at that clock with %d FMA unit%s of this width per core: %.1f GFLOP/s "
                    "(the loop reached %.0f%%: %.1f flops per cycle per thread)\n", units, units > 1 ? "s" : "",
-                   theory, 100 * pk.fma / theory, pk.fma / threads() / ghz);
+                   theory, 100 * pk.fma / theory, pk.fma / bench_threads() / ghz);
             if (csv) fprintf(csv, "peak,theoretical,,,%.2f,,,,,,,%.3f GHz\n", theory, ghz);
         }
     }
@@ -671,10 +531,10 @@ static void bf16_section(FILE *csv, double peak) {
 // Returns 0 when they agree within 2%.
 static int bf16_loss_check(FILE *csv) {
     double val[2] = { 0, 0 };
-    printf("\n./train's default run (the embedded corpus, 1000 steps, %d threads) in fp32 and in bf16:\n", threads());
+    printf("\n./train's default run (the embedded corpus, 1000 steps, %d threads) in fp32 and in bf16:\n", bench_threads());
     for (int k = 0; k < 2; k++) {
         char cmd[256];
-        snprintf(cmd, sizeof cmd, "./train --steps 1000 --log-every 100 --threads %d --precision %s", threads(), k ? "bf16" : "fp32");
+        snprintf(cmd, sizeof cmd, "./train --steps 1000 --log-every 100 --threads %d --precision %s", bench_threads(), k ? "bf16" : "fp32");
         fflush(stdout);
         FILE *f = popen(cmd, "r");
         CHECK(f, "bench: cannot run '%s'", cmd);
@@ -739,7 +599,7 @@ int main(int argc, char **argv) {
         }
     }
 #ifdef BENCH_OPENBLAS
-    openblas_set_num_threads(threads());          // the sgemm reference gets the same threads as we do
+    openblas_set_num_threads(bench_threads());          // the sgemm reference gets the same threads as we do
 #endif
     if (schemes_only) {
         scheme_overheads(NULL);
