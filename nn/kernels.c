@@ -511,8 +511,9 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     int panels = (M + mr - 1) / mr, cpanels = (N + nr - 1) / nr, nrb = (M + bl.mc - 1) / bl.mc, nt = max_threads();
     // slabs: each thread its own rows of C (and of A, read in place), every chunk, when A's and C's
     // rows outweigh B (each thread then packs all of B): the row-major activations stay with the
-    // thread that wrote them, as the elementwise layers split rows (the two cores of one machine
-    // here passed a cache line back and forth in 520 ns: no shared cache between them)
+    // thread that wrote them, as the elementwise layers split rows (where two cores share no cache,
+    // as on the virtual machines of docs/speed.md, "The matrix products", a line that crosses from
+    // one to the other costs about what memory does)
     int slabs = a_cs == 1 && nt > 1 && panels >= 2 * nt && (double)M * (K + N) > (double)N * K;
     if (slabs) nrb = (nrb + nt - 1) / nt * nt;
     for (int nrb0 = nrb; !slabs && nrb < panels && (nrb * ncb) % nt != 0 && nrb < nrb0 + nt - 1; ) nrb++;

@@ -93,21 +93,25 @@ static void check_own_chain(int M, int N, int K, int transposed_a) {
     free(a); free(b); free(c); free(r);
 }
 
-// The same product with 1, 2 and 3 threads: bit-identical (each sum runs in a fixed order)
+// The same product with 1, 2 and 3 threads: bit-identical (each sum runs in a fixed order). The
+// second shape's rows outweigh B, so that with 2 and 3 threads gemm_own splits it in row slabs.
 static void check_thread_independence(void) {
-    int M = 77, N = 300, K = 530;
-    real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3];
-    fill(a, (size_t)M * K); fill(b, (size_t)K * N);
-    int saved = omp_get_max_threads();
-    for (int t = 0; t < 3; t++) {
-        c[t] = xmalloc(sizeof(real) * M * N);
-        omp_set_num_threads(t + 1);
-        gemm_own(M, N, K, a, K, 1, b, N, 1, c[t], N, 0);
+    const int shapes[2][3] = { { 77, 300, 530 }, { 300, 100, 60 } };
+    for (int s = 0; s < 2; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3];
+        fill(a, (size_t)M * K); fill(b, (size_t)K * N);
+        int saved = omp_get_max_threads();
+        for (int t = 0; t < 3; t++) {
+            c[t] = xmalloc(sizeof(real) * M * N);
+            omp_set_num_threads(t + 1);
+            gemm_own(M, N, K, a, K, 1, b, N, 1, c[t], N, 0);
+        }
+        omp_set_num_threads(saved);
+        EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0 && memcmp(c[0], c[2], sizeof(real) * M * N) == 0,
+               "gemm %dx%dx%d must give the same bits with 1, 2 and 3 threads", M, N, K);
+        free(a); free(b); free(c[0]); free(c[1]); free(c[2]);
     }
-    omp_set_num_threads(saved);
-    EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0 && memcmp(c[0], c[2], sizeof(real) * M * N) == 0,
-           "gemm must give the same bits with 1, 2 and 3 threads");
-    free(a); free(b); free(c[0]); free(c[1]); free(c[2]);
 }
 
 // B transposed (B(k,j) = bt[j*(K+3) + k], the forward's weight read in place) and every micro-kernel
