@@ -472,6 +472,55 @@ static inline void item_tiles(const GemmPath *p, int mi, int nj, int kb, const r
     }
 }
 
+// The threads' speeds, learned from the products so far: each product gives thread t a share of its
+// work in proportion to g_speed[t], so that cores that run at different speeds (one shared with
+// another process, a virtual machine's core beside other tenants, an efficiency core beside a
+// performance one) finish together instead of the faster waiting for the slower. The split never
+// changes a result's bits: every tile of C is one thread's whole sum over k in order, whichever
+// thread that is. Relative speeds with mean 1, learned for a team of g_speed_nt threads (until then,
+// and for other teams, equal shares).
+enum { SPEED_MAX_T = 64 };
+static double g_speed[SPEED_MAX_T];
+static int g_speed_nt;
+
+// thread t's share of the work, [*w0, *w1) of [0, 1), for a team of nth
+static void speed_share(int t, int nth, double *w0, double *w1) {
+    if (nth != g_speed_nt || nth > SPEED_MAX_T) { *w0 = (double)t / nth; *w1 = (double)(t + 1) / nth; return; }
+    double sum = 0, before = 0;
+    for (int q = 0; q < nth; q++) { sum += g_speed[q]; if (q < t) before += g_speed[q]; }
+    *w0 = before / sum;
+    *w1 = t == nth - 1 ? 1 : (before + g_speed[t]) / sum;
+}
+
+void gemm_thread_speeds(int nth, const double *speeds) {
+    CHECK(nth >= 1 && nth <= SPEED_MAX_T, "gemm_thread_speeds: %d threads (1 to %d)", nth, (int)SPEED_MAX_T);
+    for (int t = 0; t < nth; t++) {
+        CHECK(speeds[t] > 0, "gemm_thread_speeds: speed %g of thread %d (give positive speeds)", speeds[t], t);
+        g_speed[t] = speeds[t];
+    }
+    g_speed_nt = nth;
+}
+
+// After a product: thread t did work[t] multiply-adds in sec[t] seconds. A moving average of each
+// thread's speed relative to the team's mean, kept within 1/3 .. 3. Products too short to time
+// (under 0.2 ms for the slowest thread) teach nothing.
+static void speed_learn(int nth, const double *work, const double *sec) {
+    if (nth < 2 || nth > SPEED_MAX_T) return;
+    double v[SPEED_MAX_T], mean = 0, slowest = 0;
+    for (int t = 0; t < nth; t++) {
+        if (work[t] <= 0 || sec[t] <= 0) return;
+        v[t] = work[t] / sec[t];
+        mean += v[t] / nth;
+        if (sec[t] > slowest) slowest = sec[t];
+    }
+    if (slowest < 2e-4) return;
+    if (g_speed_nt != nth) { for (int t = 0; t < nth; t++) g_speed[t] = 1; g_speed_nt = nth; }
+    for (int t = 0; t < nth; t++) {
+        double r = v[t] / mean;
+        g_speed[t] = 0.8 * g_speed[t] + 0.2 * (r < 1.0 / 3 ? 1.0 / 3 : r > 3 ? 3 : r);
+    }
+}
+
 // c (M,N) = (or += with accumulate) a (M,K) @ b (K,N): a and b read through their strides (a
 // transposed operand costs no copy), c row-major with leading dimension ldc. The blocked, threaded
 // kernel of every linear layer (nn/kernels.h).
@@ -481,7 +530,8 @@ static inline void item_tiles(const GemmPath *p, int mi, int nj, int kb, const r
 // transposed A only; else A is read in place) and its B chunk into panels of nr columns (kept
 // while the next item shares it), then runs the micro-kernel
 // over the item's tiles, A panel outer (it stays in L1), B panel inner (the chunk stays in L2).
-// Each thread owns the same items for every K block (a static split, no barrier between blocks) and
+// Each thread owns the same items for every K block (a static split in proportion to the threads'
+// learned speeds, above; no barrier between blocks) and
 // K blocks run in order, so every element's sum has a fixed order, independent of the blocking, the
 // path and the thread count. Items run column chunk by column chunk, or row block by row block,
 // whichever repacks less: a chunk is packed once per thread that meets it, a block once per item.
@@ -525,27 +575,32 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     int items = nrb * ncb;
     // repacking: by chunks, A is packed once per item (ncb times) and B about once; by row blocks,
     // B nrb times and A once
-    int by_rows = !slabs && (double)nrb * N + M < (double)ncb * M + N, rps = nrb / nt;
+    int by_rows = !slabs && (double)nrb * N + M < (double)ncb * M + N, team = 1;
+    double work[SPEED_MAX_T] = { 0 }, sec[SPEED_MAX_T] = { 0 };
     #pragma omp parallel
     {
         int t = thread_id(), nth = 1;
 #ifdef _OPENMP
         nth = omp_get_num_threads();
 #endif
-        int lo = (int)((long)items * t / nth), hi = (int)((long)items * (t + 1) / nth);
+        double t0 = now_seconds(), done = 0, w0, w1;
+        speed_share(t, nth, &w0, &w1);
+        // the thread's share: items [lo, hi); with slabs, row blocks [s0, s0 + srows), every chunk with each
+        int s0 = (int)(nrb * w0 + 0.5), srows = (int)(nrb * w1 + 0.5) - s0;
+        int lo = slabs ? s0 * ncb : (int)(items * w0 + 0.5), hi = slabs ? (s0 + srows) * ncb : (int)(items * w1 + 0.5);
         real *ap = thread_buffer((size_t)mc * kc + (size_t)kc * nc), *bp = ap + (size_t)mc * kc;
         // the thread's items in groups that share an operand (a column chunk when items run chunk by
         // chunk, a row block when they run block by block), K blocks in order within each group: a
         // group's tiles of C stay in cache across its K blocks (GPT-2's LM head: 256 x 512 of C
         // instead of all 256 x 50304 per block), and every operand is packed as often as before.
-        int per = slabs ? rps : by_rows ? ncb : nrb;
+        int per = slabs ? (srows > 0 ? srows : 1) : by_rows ? ncb : nrb, base = slabs ? lo : 0;
         for (int g0 = lo, g1; g0 < hi; g0 = g1) {
-            for (g1 = g0 + 1; g1 < hi && g1 / per == g0 / per; g1++) {}
+            for (g1 = g0 + 1; g1 < hi && (g1 - base) / per == (g0 - base) / per; g1++) {}
             for (int k0 = 0; k0 < K; k0 += kc) {
                 int kb = K - k0 < kc ? K - k0 : kc, acc = accumulate || k0 > 0, have_a = -1, have_b = -1;
                 for (int it = g0; it < g1; it++) {
                     int ib = by_rows ? it / ncb : it % nrb, jb = by_rows ? it % ncb : it / nrb;
-                    if (slabs) { ib = it / (rps * ncb) * rps + it % rps; jb = it % (rps * ncb) / rps; }
+                    if (slabs) { ib = s0 + (it - lo) % per; jb = (it - lo) / per; }
                     int i0 = (int)((long)panels * ib / nrb) * mr, i1 = (int)((long)panels * (ib + 1) / nrb) * mr;
                     int j0 = (int)((long)cpanels * jb / ncb) * nr, j1 = (int)((long)cpanels * (jb + 1) / ncb) * nr;
                     int mi = (i1 < M ? i1 : M) - i0, nj = (j1 < N ? j1 : N) - j0, tail = mi / mr * mr;
@@ -557,10 +612,14 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
                     if (have_b != jb) { pack_b(bp, nr, j0, (nj + nr - 1) / nr * nr, N, k0, kb, b, b_rs, b_cs); have_b = jb; }
                     const real *ab = pack_all_a ? ap : a + (size_t)i0 * a_rs + (size_t)k0 * a_cs;
                     item_tiles(&p, mi, nj, kb, ab, pack_all_a, tail, ap, a_rs, a_cs, bp, c + (size_t)i0 * ldc + j0, ldc, acc);
+                    done += (double)mi * nj * kb;
                 }
             }
         }
+        if (t < SPEED_MAX_T) { work[t] = done; sec[t] = now_seconds() - t0; }
+        if (t == 0) team = nth;
     }
+    speed_learn(team, work, sec);
 }
 
 // Attention's products: small operands already in cache, one thread (the caller's), no copy of B.

@@ -9,7 +9,7 @@
 // micro-kernel keeps an mr x nr tile of C in registers for a whole K block. The micro-kernel is
 // chosen at run time from the CPU: AVX-512 (12 x 32), AVX2 with FMA (6 x 16), or the generic one
 // for what -march gives the build (PEGPT_GEMM_PATH=avx512|avx2|generic forces one). OpenMP threads
-// split the items statically; every element of C is one chain of multiply-adds over k in order,
+// split the items statically, in proportion to their learned speeds; every element of C is one chain of multiply-adds over k in order,
 // whatever the path, the blocking or the thread count, so results are bit-reproducible and the same
 // on every path.
 #ifndef KERNELS_H
@@ -32,6 +32,10 @@ void gemm_bt(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const
 void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t b_rs, size_t b_cs,
               real *c, size_t ldc, int accumulate);
 const char *gemm_backend(void);   // "ours (path: tile)" or "openblas"
+// gemm_own splits each product's work over the threads in proportion to their speeds, learned from
+// the products so far (a core shared with another process gets less); the split never changes the
+// bits. For tests: set the relative speeds of a team of nth threads (they are learned again after).
+void gemm_thread_speeds(int nth, const double *speeds);
 
 // How gemm_own blocks its products (chosen with the path, from the caches cpuid reports): K in
 // blocks of kc, C in items of mc rows x nc columns; the L1 data and L2 cache sizes it used.

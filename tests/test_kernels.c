@@ -110,6 +110,17 @@ static void check_thread_independence(void) {
         omp_set_num_threads(saved);
         EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0 && memcmp(c[0], c[2], sizeof(real) * M * N) == 0,
                "gemm %dx%dx%d must give the same bits with 1, 2 and 3 threads", M, N, K);
+        // two threads of very different speeds: one takes a quarter of the work, then three quarters
+        const double skew[2][2] = { { 1, 3 }, { 3, 1 } };
+        for (int k = 0; k < 2; k++) {
+            omp_set_num_threads(2);
+            gemm_thread_speeds(2, skew[k]);
+            memset(c[1], 0, sizeof(real) * M * N);
+            gemm_own(M, N, K, a, K, 1, b, N, 1, c[1], N, 0);
+            omp_set_num_threads(saved);
+            EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0, "gemm %dx%dx%d split %g:%g between two threads: "
+                   "not the bits of one thread", M, N, K, skew[k][0], skew[k][1]);
+        }
         free(a); free(b); free(c[0]); free(c[1]); free(c[2]);
     }
 }
