@@ -576,14 +576,16 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     // repacking: by chunks, A is packed once per item (ncb times) and B about once; by row blocks,
     // B nrb times and A once
     int by_rows = !slabs && (double)nrb * N + M < (double)ncb * M + N, team = 1;
-    double work[SPEED_MAX_T] = { 0 }, sec[SPEED_MAX_T] = { 0 };
+    // each thread's time counts from before the threads start: one that starts late (its core busy
+    // with another process) is that much slower
+    double work[SPEED_MAX_T] = { 0 }, sec[SPEED_MAX_T] = { 0 }, t0 = now_seconds();
     #pragma omp parallel
     {
         int t = thread_id(), nth = 1;
 #ifdef _OPENMP
         nth = omp_get_num_threads();
 #endif
-        double t0 = now_seconds(), done = 0, w0, w1;
+        double done = 0, w0, w1;
         speed_share(t, nth, &w0, &w1);
         // the thread's share: items [lo, hi); with slabs, row blocks [s0, s0 + srows), every chunk with each
         int s0 = (int)(nrb * w0 + 0.5), srows = (int)(nrb * w1 + 0.5) - s0;
