@@ -357,6 +357,17 @@ static Peak measure_peak(FILE *csv, int verbose) {
     if (verbose) {
         printf("FMA loop (%d chains of %d-float vectors per thread): %.1f GFLOP/s, best of 5 after %d warm-up runs\n",
                FMA_CHAINS, FMA_LANES, pk.fma, warmups);
+        double rate[64], lo = 0, hi = 0;
+        int nr = fma_thread_gflops(rate, 64);
+        printf("  each thread's own:");
+        for (int t = 0; t < nr; t++) {
+            printf(" %.1f", rate[t]);
+            lo = t == 0 || rate[t] < lo ? rate[t] : lo;
+            hi = rate[t] > hi ? rate[t] : hi;
+        }
+        printf(" GFLOP/s (the slowest %.2f of the fastest%s)\n", hi > 0 ? lo / hi : 0,
+               hi > 0 && lo < 0.9 * hi ? ": the cores run at different speeds, and every even split waits for the slowest" : "");
+        if (csv) fprintf(csv, "peak,fma_thread_min_over_max,,,%.4f,,,,,,,\n", hi > 0 ? lo / hi : 0);
         if (ghz > 0) {
             // two FMA units of the build's width per core: Intel's server cores (AVX-512) and AMD Zen 2-5
             // at 256 bits; Zen 4 runs a 512-bit FMA in two halves (half of this), Zen 5 has two full ones.

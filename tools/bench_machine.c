@@ -89,23 +89,59 @@ const char *built_for(void) {
 typedef float fvec __attribute__((vector_size(FMA_LANES * sizeof(float))));
 
 // GFLOP/s of all threads running FMA_CHAINS independent chains of a*x+y for `iters` rounds.
+// One thread's FMA_CHAINS independent chains of a*x+y for `iters` rounds; returns a value that
+// depends on them all (the caller keeps it alive)
+static float fma_chains(long iters) {
+    fvec acc[FMA_CHAINS], x = { 0 }, y = { 0 };
+    for (int i = 0; i < FMA_LANES; i++) { x[i] = 0.999999f; y[i] = 1e-6f * i; }
+    for (int k = 0; k < FMA_CHAINS; k++) acc[k] = x * (float)k;
+    for (long it = 0; it < iters; it++) {
+        #pragma GCC unroll 32           // all chains in registers (a loop keeps them in memory)
+        for (int k = 0; k < FMA_CHAINS; k++) acc[k] = acc[k] * x + y;
+    }
+    float sink = 0;
+    for (int k = 0; k < FMA_CHAINS; k++) sink += acc[k][0];
+    return sink;
+}
+
 static double fma_loop_gflops(long iters) {
     double t0 = bench_now();
     float sink = 0;
     #pragma omp parallel reduction(+:sink)
-    {
-        fvec acc[FMA_CHAINS], x = { 0 }, y = { 0 };
-        for (int i = 0; i < FMA_LANES; i++) { x[i] = 0.999999f; y[i] = 1e-6f * i; }
-        for (int k = 0; k < FMA_CHAINS; k++) acc[k] = x * (float)k;
-        for (long it = 0; it < iters; it++) {
-            #pragma GCC unroll 32           // all chains in registers (a loop keeps them in memory)
-            for (int k = 0; k < FMA_CHAINS; k++) acc[k] = acc[k] * x + y;
-        }
-        for (int k = 0; k < FMA_CHAINS; k++) sink += acc[k][0];
-    }
+    sink += fma_chains(iters);
     double dt = bench_now() - t0;
     if (sink == 12345.0f) printf(" ");        // keep the loop alive
     return (double)bench_threads() * iters * FMA_CHAINS * FMA_LANES * 2 / dt / 1e9;
+}
+
+int fma_thread_gflops(double *rate, int max) {
+    const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
+    double r[3][64] = { { 0 } };
+    int n = 1;
+    if (max > 64) max = 64;
+    for (int rep = 0; rep < 3; rep++) {
+        float sink = 0;
+        #pragma omp parallel reduction(+:sink)
+        {
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            #pragma omp single
+            n = omp_get_num_threads();
+            // (single's barrier: the threads start together)
+#endif
+            double t0 = bench_now();
+            sink += fma_chains(iters);
+            if (t < max) r[rep][t] = (double)iters * FMA_CHAINS * FMA_LANES * 2 / (bench_now() - t0) / 1e9;
+        }
+        if (sink == 12345.0f) printf(" ");
+    }
+    n = n < max ? n : max;
+    for (int t = 0; t < n; t++) {                   // the median of the three
+        double a = r[0][t], b = r[1][t], c = r[2][t];
+        rate[t] = fmax(fmin(a, b), fmin(fmax(a, b), c));
+    }
+    return n;
 }
 
 // The core clock in GHz, from a chain of dependent register-to-register adds (one cycle each on every
