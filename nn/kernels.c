@@ -478,7 +478,8 @@ static inline void item_tiles(const GemmPath *p, int mi, int nj, int kb, const r
 // performance one) finish together instead of the faster waiting for the slower. The split never
 // changes a result's bits: every tile of C is one thread's whole sum over k in order, whichever
 // thread that is. Relative speeds with mean 1, learned for a team of g_speed_nt threads (until then,
-// and for other teams, equal shares).
+// and for other teams, equal shares). Only a product run by a team of two or more writes them, after
+// its threads have joined; one called from inside a parallel region (a team of one) only reads.
 enum { SPEED_MAX_T = 64 };
 static double g_speed[SPEED_MAX_T];
 static int g_speed_nt;
@@ -503,7 +504,7 @@ void gemm_thread_speeds(int nth, const double *speeds) {
 
 // After a product: thread t did work[t] multiply-adds in sec[t] seconds. A moving average of each
 // thread's speed relative to the team's mean, kept within 1/3 .. 3. Products too short to time
-// (under 0.2 ms for the slowest thread) teach nothing.
+// (under 0.2 ms for the slowest thread), or where a thread had no items, teach nothing.
 static void speed_learn(int nth, const double *work, const double *sec) {
     if (nth < 2 || nth > SPEED_MAX_T) return;
     double v[SPEED_MAX_T], mean = 0, slowest = 0;

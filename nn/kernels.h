@@ -9,9 +9,9 @@
 // micro-kernel keeps an mr x nr tile of C in registers for a whole K block. The micro-kernel is
 // chosen at run time from the CPU: AVX-512 (12 x 32), AVX2 with FMA (6 x 16), or the generic one
 // for what -march gives the build (PEGPT_GEMM_PATH=avx512|avx2|generic forces one). OpenMP threads
-// split the items statically, in proportion to their learned speeds; every element of C is one chain of multiply-adds over k in order,
-// whatever the path, the blocking or the thread count, so results are bit-reproducible and the same
-// on every path.
+// split the items statically, in proportion to their learned speeds; every element of C is one chain
+// of multiply-adds over k in order, whatever the path, the blocking, the thread count or the split,
+// so results are bit-reproducible and the same on every path.
 #ifndef KERNELS_H
 #define KERNELS_H
 

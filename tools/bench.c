@@ -357,8 +357,8 @@ static Peak measure_peak(FILE *csv, int verbose) {
     if (verbose) {
         printf("FMA loop (%d chains of %d-float vectors per thread): %.1f GFLOP/s, best of 5 after %d warm-up runs\n",
                FMA_CHAINS, FMA_LANES, pk.fma, warmups);
-        double rate[64], lo = 0, hi = 0;
-        int nr = fma_thread_gflops(rate, 64);
+        double rate[FMA_THREADS_MAX], lo = 0, hi = 0;
+        int nr = fma_thread_gflops(rate, FMA_THREADS_MAX);
         printf("  each thread's own:");
         for (int t = 0; t < nr; t++) {
             printf(" %.1f", rate[t]);
@@ -480,12 +480,6 @@ static double bf16_reference_peak(double fp32_peak, double *dp_peak, double *amx
     *amx_peak = bf16_amx_peak_gflops(1.0);
     Bf16Path p = bf16_path();
     return p == BF16_AMX ? *amx_peak : p == BF16_AVX512 ? *dp_peak : fp32_peak;
-}
-
-static double median3(double a, double b, double c) {
-    double v[3] = { a, b, c };
-    qsort(v, 3, sizeof v[0], cmp_double);
-    return v[1];
 }
 
 // small and gpt2-124m with --precision bf16 against fp32, each run in its own process, as 3 pairs

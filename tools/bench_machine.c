@@ -116,9 +116,9 @@ static double fma_loop_gflops(long iters) {
 
 int fma_thread_gflops(double *rate, int max) {
     const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
-    double r[3][64] = { { 0 } };
+    double r[3][FMA_THREADS_MAX] = { { 0 } };
     int n = 1;
-    if (max > 64) max = 64;
+    if (max > FMA_THREADS_MAX) max = FMA_THREADS_MAX;
     for (int rep = 0; rep < 3; rep++) {
         float sink = 0;
         #pragma omp parallel reduction(+:sink)
@@ -137,12 +137,11 @@ int fma_thread_gflops(double *rate, int max) {
         if (sink == 12345.0f) printf(" ");
     }
     n = n < max ? n : max;
-    for (int t = 0; t < n; t++) {                   // the median of the three
-        double a = r[0][t], b = r[1][t], c = r[2][t];
-        rate[t] = fmax(fmin(a, b), fmin(fmax(a, b), c));
-    }
+    for (int t = 0; t < n; t++) rate[t] = median3(r[0][t], r[1][t], r[2][t]);
     return n;
 }
+
+double median3(double a, double b, double c) { return fmax(fmin(a, b), fmin(fmax(a, b), c)); }
 
 // The core clock in GHz, from a chain of dependent register-to-register adds (one cycle each on every
 // x86 core; not adds of a constant, which Intel's Golden Cove and later cores fold away at rename),

@@ -30,9 +30,12 @@ enum { FMA_LANES = 4, FMA_CHAINS = 14 };
 double clock_ghz(void);                 // the core clock from a chain of adds on every thread; 0: unknown
 double fma_peak_gflops(int *warmups);   // the FMA loop's peak, all threads (warmups: runs until it settled)
 // The FMA loop on every thread at once, each timing its own: rate[t] GFLOP/s of thread t (the median
-// of 3), for up to max (at most 64) threads; returns how many it filled. Unequal rates: cores that run at
-// different speeds (one shared with another process or a busy neighbour, or an efficiency core).
+// of 3), for up to max (at most FMA_THREADS_MAX) threads; returns how many it filled. Unequal rates:
+// cores that run at different speeds (one shared with another process or a busy neighbour, or an
+// efficiency core).
+enum { FMA_THREADS_MAX = 64 };
 int fma_thread_gflops(double *rate, int max);
+double median3(double a, double b, double c);   // the middle one of three
 
 // A cache line passed back and forth between two threads, each spinning until it is its turn: the
 // round trip in ns, the best of three runs of up to 0.2 s (0 with fewer than 2 threads). About 0.05-0.2
