@@ -1,18 +1,14 @@
-// nn/bf16.c: the bf16 matrix products (see nn/bf16.h): path choice, packing, the VDPBF16PS kernel and
-// its emulation, the portable path.
+// nn/bf16.c: the bf16 matrix products (see nn/bf16.h): packing, the VDPBF16PS kernel and its
+// emulation, the AMX tiles and their emulation, the portable path, the amx peak. Which path runs is
+// chosen in nn/bf16_cpu.c.
 #include "nn/bf16.h"
 
 #include "nn/kernels.h"
 
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#ifdef __linux__
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -21,148 +17,6 @@
 #include <immintrin.h>
 #define BF16_X86 1
 #endif
-
-// ----------------------------------------------------------------------------------------------
-// Which path
-
-#ifdef BF16_X86
-// XCR0: which register states the OS saves (needs OSXSAVE, cpuid 1 ecx bit 27)
-static int xcr0(unsigned long long *v) {
-    unsigned a, b, c, d, lo, hi;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0;
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    *v = (unsigned long long)hi << 32 | lo;
-    return 1;
-}
-#endif
-
-int bf16_cpu_has_avx512bf16(void) {
-#ifdef BF16_X86
-    unsigned a, b, c, d;
-    unsigned long long x;
-    if (!xcr0(&x) || (x & 0xe6) != 0xe6) return 0;   // the OS saves neither ymm nor the zmm/mask state
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b >> 16 & 1)) return 0;   // AVX512F
-    unsigned max7 = a;
-    if (max7 < 1 || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
-    return (int)(a >> 5 & 1);                       // AVX512_BF16
-#else
-    return 0;
-#endif
-}
-
-int bf16_cpu_has_amx(void) {
-#ifdef BF16_X86
-    unsigned a, b, c, d;
-    unsigned long long x;
-    if (!xcr0(&x) || (x & 0x60000) != 0x60000) return 0;   // XTILECFG (17) and XTILEDATA (18)
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    return (d >> 22 & 1) && (d >> 24 & 1);                 // AMX-BF16, AMX-TILE
-#else
-    return 0;
-#endif
-}
-
-// Linux keeps AMX's 8 KiB tile state out of a process until it asks (Documentation/arch/x86/
-// xstate.rst): arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) grants it to the whole process.
-// Without the grant the first tile instruction kills the process, so the amx path runs only after a
-// yes. Asked once; the answer is kept.
-int bf16_amx_usable(const char **why) {
-    static int asked, ok;
-    static char reason[160];
-    if (!asked) {
-        asked = 1;
-        if (sizeof(real) != sizeof(float)) snprintf(reason, sizeof reason, "the double build has no amx path");
-        else if (!bf16_cpu_has_amx()) snprintf(reason, sizeof reason, "this CPU (or its OS) has no AMX-BF16 tiles");
-        else {
-#if defined(BF16_X86) && defined(__linux__)
-            enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
-            if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0) {
-                ok = 1;
-                snprintf(reason, sizeof reason, "the CPU has AMX-BF16 and Linux granted the tile state");
-            } else
-                snprintf(reason, sizeof reason, "Linux refused AMX's tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)", strerror(errno));
-#else
-            snprintf(reason, sizeof reason, "AMX's tile state is asked for only on Linux");
-#endif
-        }
-    }
-    if (why) *why = reason;
-    return ok;
-}
-
-int bf16_path_runs(Bf16Path p) {
-    switch (p) {
-    case BF16_PORTABLE: return 1;
-    case BF16_AVX512_EMULATED: case BF16_AMX_EMULATED: return sizeof(real) == sizeof(float);
-    case BF16_AVX512: return sizeof(real) == sizeof(float) && bf16_cpu_has_avx512bf16();
-    case BF16_AMX: return bf16_amx_usable(NULL);
-    default: return 0;
-    }
-}
-
-static Bf16Path g_path = BF16_PORTABLE;
-static int g_path_chosen;
-static char g_reason[256];
-
-static const char *const path_names[BF16_N_PATHS] = {
-    [BF16_PORTABLE] = "portable", [BF16_AVX512] = "avx512bf16", [BF16_AVX512_EMULATED] = "avx512bf16-emulated",
-    [BF16_AMX] = "amx", [BF16_AMX_EMULATED] = "amx-emulated",
-};
-
-const char *bf16_path_name(Bf16Path p) { return p >= 0 && p < BF16_N_PATHS ? path_names[p] : "?"; }
-
-// The fastest path this CPU runs: amx, then avx512bf16, then portable; the reason says what was
-// passed over and why.
-static void choose_path(void) {
-    if (g_path_chosen) return;
-    const char *env = getenv("PEGPT_BF16_PATH");
-    if (env && *env) {
-        int found = -1;
-        for (int p = 0; p < BF16_N_PATHS; p++)
-            if (!strcmp(env, path_names[p])) found = p;
-        CHECK(found >= 0, "PEGPT_BF16_PATH=%s: give amx, avx512bf16, portable, avx512bf16-emulated or amx-emulated (or unset "
-              "it to choose from the CPU)", env);
-        if (found == BF16_AMX && !bf16_path_runs(BF16_AMX)) {
-            const char *why;
-            bf16_amx_usable(&why);
-            CHECK(0, "PEGPT_BF16_PATH=amx: %s; unset it, or give another path", why);
-        }
-        CHECK(found != BF16_AVX512 || bf16_cpu_has_avx512bf16(), "PEGPT_BF16_PATH=avx512bf16: this CPU (or its OS) has no "
-              "AVX512_BF16; unset it, or give portable or avx512bf16-emulated");
-        CHECK(bf16_path_runs((Bf16Path)found), "PEGPT_BF16_PATH=%s: the double build has only the portable path", env);
-        g_path = (Bf16Path)found;
-        snprintf(g_reason, sizeof g_reason, "forced by PEGPT_BF16_PATH");
-    } else if (sizeof(real) != sizeof(float)) {
-        g_path = BF16_PORTABLE;
-        snprintf(g_reason, sizeof g_reason, "the double build");
-    } else {
-        const char *why_not_amx;
-        int amx = bf16_amx_usable(&why_not_amx);
-        if (amx) {
-            g_path = BF16_AMX;
-            snprintf(g_reason, sizeof g_reason, "%s", why_not_amx);
-        } else if (bf16_cpu_has_avx512bf16()) {
-            g_path = BF16_AVX512;
-            snprintf(g_reason, sizeof g_reason, "the CPU has AVX512_BF16; no amx: %s", why_not_amx);
-        } else {
-            g_path = BF16_PORTABLE;
-            snprintf(g_reason, sizeof g_reason, "no AMX-BF16 or AVX512_BF16 on this CPU: operands rounded to bf16, then the "
-                     "fp32 kernel (no speed-up)");
-        }
-    }
-    g_path_chosen = 1;
-}
-
-Bf16Path bf16_path(void) { choose_path(); return g_path; }
-const char *bf16_path_reason(void) { choose_path(); return g_reason; }
-
-Bf16Path bf16_set_path(Bf16Path p) {
-    choose_path();
-    CHECK(bf16_path_runs(p), "bf16_set_path: this CPU (or build) cannot run the %s path", bf16_path_name(p));
-    Bf16Path old = g_path;
-    g_path = p;
-    return old;
-}
 
 // ----------------------------------------------------------------------------------------------
 // Scratch for the operand copies, kept from call to call. The copies are up to a chunk of each
@@ -190,6 +44,7 @@ static void scratch_give(Scratch s) { if (s.owned) free(s.p); }
 // Seconds spent packing or rounding operands (bf16_pack_seconds), counted on calls from outside a
 // parallel region: the part of a product that a faster bf16 instruction does not shorten.
 static double g_pack_seconds;
+
 static void pack_time(double t0) {
 #ifdef _OPENMP
     if (omp_in_parallel()) return;
@@ -197,6 +52,14 @@ static void pack_time(double t0) {
     g_pack_seconds += now_seconds() - t0;
 }
 double bf16_pack_seconds(void) { return g_pack_seconds; }
+
+// whether the avx512bf16 paths take the fused route when they can (gemm_fused below); off only in tests
+static int g_fused = 1;
+int bf16_set_fused(int on) {
+    int old = g_fused;
+    g_fused = on != 0;
+    return old;
+}
 
 // ----------------------------------------------------------------------------------------------
 // The packed kernels (float build only)
@@ -401,34 +264,38 @@ static void pack_a(uint32_t *ap, int m, int mp, int K, int Kq, const real *a, si
     if (mp > m) memset(ap + (size_t)m * Kq, 0, sizeof(uint32_t) * (size_t)(mp - m) * Kq);
 }
 
-// columns [j0, j0+n) of B into panels of 32 columns and Kq rows of words, zero past n and past K.
-// Read along B's contiguous direction: 32 columns of a row pair at a time when B is row-major, else
-// a column at a time.
-static void pack_b(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_rs, size_t b_cs, int j0) {
-    int np = (n + 31) / 32, kq = (K + 1) / 2;
-    #pragma omp parallel for schedule(static)
-    for (int p = 0; p < np; p++) {
-        uint32_t *panel = bp + (size_t)p * Kq * 32;
-        int nj = n - p * 32 < 32 ? n - p * 32 : 32;
-        if (nj < 32) for (int q = 0; q < kq; q++) memset(panel + (size_t)q * 32 + nj, 0, sizeof(uint32_t) * (32 - nj));
-        if (Kq > kq) memset(panel + (size_t)kq * 32, 0, sizeof(uint32_t) * 32 * (Kq - kq));
-        const real *col0 = b + (size_t)(j0 + p * 32) * b_cs;
-        if (b_cs == 1 || b_cs <= b_rs) {
-            for (int q = 0; q < kq; q++) {
-                const real *lo = col0 + (size_t)(2 * q) * b_rs, *hi = lo + b_rs;
-                int has_hi = 2 * q + 1 < K;
-                for (int jj = 0; jj < nj; jj++)
-                    panel[(size_t)q * 32 + jj] = pair((float)lo[(size_t)jj * b_cs], has_hi ? (float)hi[(size_t)jj * b_cs] : 0);
-            }
-        } else {
-            for (int jj = 0; jj < nj; jj++) {
-                const real *col = col0 + (size_t)jj * b_cs;
-                for (int q = 0; q < K / 2; q++)
-                    panel[(size_t)q * 32 + jj] = pair((float)col[(size_t)(2 * q) * b_rs], (float)col[(size_t)(2 * q + 1) * b_rs]);
-                if (K & 1) panel[(size_t)(kq - 1) * 32 + jj] = pair((float)col[(size_t)(K - 1) * b_rs], 0);
-            }
+// Panel p (columns j0 + 32p .. +32) of B, words [qlo, qhi) of k: row q of the panel at
+// panel + (q - qlo) * 32, zero past n and past K. Read along B's contiguous direction: 32 columns of
+// a row pair at a time when B is row-major, else a column at a time.
+static void pack_b_panel(uint32_t *panel, int p, int qlo, int qhi, int n, int K, const real *b, size_t b_rs,
+                         size_t b_cs, int j0) {
+    int kq = (K + 1) / 2, nj = n - p * 32 < 32 ? n - p * 32 : 32, qk = qhi < kq ? qhi : kq;
+    for (int q = qlo; q < qhi; q++)
+        if (q >= kq) memset(panel + (size_t)(q - qlo) * 32, 0, sizeof(uint32_t) * 32);
+        else if (nj < 32) memset(panel + (size_t)(q - qlo) * 32 + nj, 0, sizeof(uint32_t) * (32 - nj));
+    const real *col0 = b + (size_t)(j0 + p * 32) * b_cs;
+    if (b_cs == 1 || b_cs <= b_rs) {
+        for (int q = qlo; q < qk; q++) {
+            const real *lo = col0 + (size_t)(2 * q) * b_rs, *hi = lo + b_rs;
+            int has_hi = 2 * q + 1 < K;
+            for (int jj = 0; jj < nj; jj++)
+                panel[(size_t)(q - qlo) * 32 + jj] = pair((float)lo[(size_t)jj * b_cs], has_hi ? (float)hi[(size_t)jj * b_cs] : 0);
+        }
+    } else {
+        for (int jj = 0; jj < nj; jj++) {
+            const real *col = col0 + (size_t)jj * b_cs;
+            for (int q = qlo; q < qk; q++)
+                panel[(size_t)(q - qlo) * 32 + jj] = pair((float)col[(size_t)(2 * q) * b_rs], 2 * q + 1 < K ? (float)col[(size_t)(2 * q + 1) * b_rs] : 0);
         }
     }
+}
+
+// columns [j0, j0+n) of B into panels of 32 columns and Kq rows of words (all of k), zero past n
+// and past K
+static void pack_b(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_rs, size_t b_cs, int j0) {
+    int np = (n + 31) / 32;
+    #pragma omp parallel for schedule(static)
+    for (int p = 0; p < np; p++) pack_b_panel(bp + (size_t)p * Kq * 32, p, 0, Kq, n, K, b, b_rs, b_cs, j0);
 }
 
 #ifdef BF16_X86
@@ -509,45 +376,156 @@ static AVX512_ATTR void pack_a_avx512(uint32_t *ap, int m, int mp, int K, int Kq
     if (mp > m) memset(ap + (size_t)m * Kq, 0, sizeof(uint32_t) * (size_t)(mp - m) * Kq);
 }
 
-// pack_b's contract, vectorised: B row-major pairs two rows, 16 columns at a time; B transposed
-// (b_rs = 1, a weight in the forward) converts runs along k of 16 columns and turns the blocks
-static AVX512_ATTR void pack_b_avx512(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_rs, size_t b_cs, int j0) {
-    int np = (n + 31) / 32, kq = (K + 1) / 2, kpairs = K / 2;
-    #pragma omp parallel for schedule(static)
-    for (int p = 0; p < np; p++) {
-        uint32_t *panel = bp + (size_t)p * Kq * 32;
-        int nj = n - p * 32 < 32 ? n - p * 32 : 32, jv = 0, qv = 0;
-        const real *col0 = b + (size_t)(j0 + p * 32) * b_cs;
-        if (b_cs == 1) {                           // whole groups of 16 columns, every full pair of rows
-            jv = nj / 16 * 16; qv = kpairs;
-            for (int q = 0; q < kpairs; q++)
-                for (int jj = 0; jj < jv; jj += 16) {
-                    const real *lo = col0 + (size_t)(2 * q) * b_rs + jj;
-                    _mm512_storeu_si512(panel + (size_t)q * 32 + jj, pairs16(lo, lo + b_rs));
-                }
-        } else if (b_rs == 1) {                    // whole groups of 16 columns, 16 words along k at a time
-            jv = nj / 16 * 16; qv = K / 32 * 16;
-            for (int jj = 0; jj < jv; jj += 16)
-                for (int q0 = 0; q0 < qv; q0 += 16) {
-                    __m512i v[16];
-                    for (int c = 0; c < 16; c++) v[c] = run16(col0 + (size_t)(jj + c) * b_cs + 2 * q0);
-                    tr16(v);
-                    for (int q = 0; q < 16; q++) _mm512_storeu_si512(panel + (size_t)(q0 + q) * 32 + jj, v[q]);
-                }
-        }
-        // the rest one word at a time: rows q >= qv of the vectorised columns, then the other columns
-        for (int jj = 0; jj < 32; jj++)
-            for (int q = jj < jv ? qv : 0; q < Kq; q++)
-                panel[(size_t)q * 32 + jj] = jj < nj && q < kq ? a_word(col0, b_cs, b_rs, jj, q, K) : 0;
+// pack_b_panel's contract, vectorised: B row-major pairs two rows, 16 columns at a time; B
+// transposed (b_rs = 1, a weight in the forward) converts runs along k of 16 columns and turns the
+// blocks (qlo a multiple of 16)
+static AVX512_ATTR void pack_b_panel_avx512(uint32_t *panel, int p, int qlo, int qhi, int n, int K, const real *b,
+                                            size_t b_rs, size_t b_cs, int j0) {
+    int kq = (K + 1) / 2, kpairs = K / 2;
+    int nj = n - p * 32 < 32 ? n - p * 32 : 32, jv = 0, qv = qlo;   // vectorised: columns < jv, words [qlo, qv)
+    const real *col0 = b + (size_t)(j0 + p * 32) * b_cs;
+    if (b_cs == 1) {                           // whole groups of 16 columns, every full pair of rows
+        jv = nj / 16 * 16; qv = qhi < kpairs ? qhi : kpairs;
+        if (qv < qlo) qv = qlo;
+        for (int q = qlo; q < qv; q++)
+            for (int jj = 0; jj < jv; jj += 16) {
+                const real *lo = col0 + (size_t)(2 * q) * b_rs + jj;
+                _mm512_storeu_si512(panel + (size_t)(q - qlo) * 32 + jj, pairs16(lo, lo + b_rs));
+            }
+    } else if (b_rs == 1 && qlo % 16 == 0) {   // whole groups of 16 columns, 16 words along k at a time
+        int qend = qhi < K / 32 * 16 ? qhi : K / 32 * 16;
+        jv = nj / 16 * 16; qv = qend > qlo ? qlo + (qend - qlo) / 16 * 16 : qlo;
+        for (int jj = 0; jj < jv; jj += 16)
+            for (int q0 = qlo; q0 < qv; q0 += 16) {
+                __m512i v[16];
+                for (int c = 0; c < 16; c++) v[c] = run16(col0 + (size_t)(jj + c) * b_cs + 2 * q0);
+                tr16(v);
+                for (int q = 0; q < 16; q++) _mm512_storeu_si512(panel + (size_t)(q0 - qlo + q) * 32 + jj, v[q]);
+            }
     }
+    // the rest one word at a time: words q >= qv of the vectorised columns, then the other columns
+    for (int jj = 0; jj < 32; jj++)
+        for (int q = jj < jv ? qv : qlo; q < qhi; q++)
+            panel[(size_t)(q - qlo) * 32 + jj] = jj < nj && q < kq ? a_word(col0, b_cs, b_rs, jj, q, K) : 0;
+}
+
+static AVX512_ATTR void pack_b_avx512(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_rs, size_t b_cs, int j0) {
+    int np = (n + 31) / 32;
+    #pragma omp parallel for schedule(static)
+    for (int p = 0; p < np; p++) pack_b_panel_avx512(bp + (size_t)p * Kq * 32, p, 0, Kq, n, K, b, b_rs, b_cs, j0);
 }
 #endif
 
-// The packed paths: B a chunk of N_CHUNK columns at a time, A a chunk of M_CHUNK rows at a time
-// (packed once when A is one chunk, as the LM head's input is: 25 chunks of B at gpt2-124m).
-// The amx paths pad k to whole tiles (16 words) and A's rows to whole 32-row blocks.
+// The fused route (avx512bf16 and its emulation, when A is one chunk, as in every product of
+// gpt2-124m's B4 T64 forward and dX at 256 rows): no pass packs B ahead of the product. Each thread
+// packs the panels of B its own items run against, one group (half of L2) and one block of k at a
+// time, into a buffer of its own, just before it runs them: the packed words are written to the
+// thread's L2 and read from there, where a chunk packed ahead (K x 2048 columns, megabytes; all of
+// W at the LM head's dX, 77 MB) went out to memory and came back, half of it packed by the other
+// core. A thread's items (group, row block) run group by group, the group's k blocks in order
+// inside, so its tiles of C stay in cache from one k block to the next (a k loop around all items
+// passed the LM head's 51 MB of C through memory once per block). The groups are made a multiple
+// of the thread count, so each thread owns whole groups and packs no panel twice. The items and
+// every element's order of summation are the packed path's: the same bits (test_bf16 checks). A is
+// packed ahead as before, and every thread reads all of it: at 2048 rows (small's products) that
+// doubled A's traffic and ran 0.8-0.9x on its products of 384 columns, so a larger A keeps the
+// chunked path.
+typedef void (*ItemFn)(int i0, int i1, int nq, const uint32_t *ap, size_t lda, const uint32_t *panel, float *c,
+                       size_t ldc, int ncols, int accumulate);
+
+// one buffer of at least `words` words per thread (a group of panels for one block of k: half of
+// L2), kept from call to call as scratch_take's are
+static uint32_t **thread_buffers(int nt, size_t words) {
+    static uint32_t **bufs;
+    static int nbuf;
+    static size_t cap;
+    if (nt > nbuf || words > cap) {
+        for (int t = 0; t < nbuf; t++) free(bufs[t]);
+        free(bufs);
+        nbuf = nt > nbuf ? nt : nbuf;
+        cap = words > cap ? words : cap;
+        bufs = xmalloc(sizeof(uint32_t *) * (size_t)nbuf);
+        for (int t = 0; t < nbuf; t++) bufs[t] = xmalloc(sizeof(uint32_t) * cap);
+    }
+    return bufs;
+}
+
+static void packed_fused(ItemFn item, int vec, int M, int N, int K, int Kq, const uint32_t *ap, const real *b, size_t b_rs,
+                         size_t b_cs, float *c, size_t ldc, int accumulate) {
+    int np = (N + 31) / 32, nrb = (M + BF_MB - 1) / BF_MB, gp = bf16_group_panels(), ng = (np + gp - 1) / gp;
+    int nt = max_threads();
+    while (ng < np && ng % nt != 0) ng++;        // whole groups per thread (as many as there are panels)
+    uint32_t **bufs = thread_buffers(nt, (size_t)((np + ng - 1) / ng) * BF_KQ * 32);
+    double pack_s = 0;
+    #pragma omp parallel reduction(+ : pack_s)
+    {
+        int t = thread_id(), nth = 1;
+#ifdef _OPENMP
+        nth = omp_get_num_threads();
+#endif
+        uint32_t *buf = bufs[t];
+        long items = (long)ng * nrb, lo = items * t / nth, hi = items * (t + 1) / nth;   // this thread's (g, ib), g-major
+        for (long it = lo; it < hi;) {
+            int g = (int)(it / nrb), ib0 = (int)(it % nrb), ib1 = hi - it < nrb - ib0 ? ib0 + (int)(hi - it) : nrb;
+            int p0 = (int)((long)np * g / ng), p1 = (int)((long)np * (g + 1) / ng);
+            for (int q0 = 0; q0 < Kq; q0 += BF_KQ) {     // the group's k blocks in order: its tiles of C stay in cache
+                int nq = Kq - q0 < BF_KQ ? Kq - q0 : BF_KQ, acc = accumulate || q0 > 0;
+                double t0 = now_seconds();
+                for (int p = p0; p < p1; p++) {
+                    uint32_t *panel = buf + (size_t)(p - p0) * nq * 32;
+#ifdef BF16_X86
+                    if (vec) pack_b_panel_avx512(panel, p, q0, q0 + nq, N, K, b, b_rs, b_cs, 0);
+                    else
+#endif
+                        pack_b_panel(panel, p, q0, q0 + nq, N, K, b, b_rs, b_cs, 0);
+                }
+                pack_s += now_seconds() - t0;
+                for (int ib = ib0; ib < ib1; ib++) {
+                    int i1 = (ib + 1) * BF_MB < M ? (ib + 1) * BF_MB : M;
+                    for (int p = p0; p < p1; p++)
+                        item(ib * BF_MB, i1, nq, ap + q0, (size_t)Kq, buf + (size_t)(p - p0) * nq * 32, c + (size_t)p * 32,
+                             ldc, N - p * 32 < 32 ? N - p * 32 : 32, acc);
+                }
+            }
+            it += ib1 - ib0;
+        }
+    }
+    g_pack_seconds += pack_s / nt;              // the threads pack side by side: their mean
+}
+
+static void gemm_fused(Bf16Path path, int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b,
+                       size_t b_rs, size_t b_cs, real *c, size_t ldc, int accumulate) {
+    int Kq = (K + 1) / 2;
+    Scratch sa = scratch_take(0, sizeof(uint32_t) * (size_t)M * Kq);
+    uint32_t *ap = sa.p;
+    double t0 = now_seconds();
+#ifdef BF16_X86
+    if (path == BF16_AVX512) pack_a_avx512(ap, M, M, K, Kq, a, a_rs, a_cs, 0);
+    else
+#endif
+        pack_a(ap, M, M, K, Kq, a, a_rs, a_cs, 0);
+    pack_time(t0);
+#ifdef BF16_X86
+    if (path == BF16_AVX512) packed_fused(item_avx512, 1, M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
+    else
+#endif
+        packed_fused(item_emulated, 0, M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
+    scratch_give(sa);
+}
+
+// The packed paths: the fused route above where it applies; else B a chunk of N_CHUNK columns at a
+// time, A a chunk of M_CHUNK rows at a time (packed once when A is one chunk). The amx paths pad k
+// to whole tiles (16 words) and A's rows to whole 32-row blocks.
 static void gemm_packed(Bf16Path path, int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b,
                         size_t b_rs, size_t b_cs, real *c, size_t ldc, int accumulate) {
+    int in_par = 0;
+#ifdef _OPENMP
+    in_par = omp_in_parallel();
+#endif
+    if (!in_par && g_fused && M <= M_CHUNK && (path == BF16_AVX512 || path == BF16_AVX512_EMULATED)) {
+        gemm_fused(path, M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate);
+        return;
+    }
     int tiles = path == BF16_AMX || path == BF16_AMX_EMULATED;
     int Kq = (K + 1) / 2, mch = M < M_CHUNK ? M : M_CHUNK, nch = N < N_CHUNK ? N : N_CHUNK;
     if (tiles) { Kq = (Kq + 15) / 16 * 16; mch = (mch + 31) / 32 * 32; }
@@ -664,48 +642,6 @@ void gemm_bf16(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, con
     Bf16Path p = bf16_path();
     if (p == BF16_PORTABLE || sizeof(real) != sizeof(float)) gemm_portable(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate);
     else gemm_packed(p, M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate);
-}
-
-// ----------------------------------------------------------------------------------------------
-// The avx512bf16 peak: 16 independent accumulators per thread (enough to cover VDPBF16PS's latency
-// on two ports), 32 products per instruction.
-
-enum { DP_CHAINS = 16 };
-
-#ifdef BF16_X86
-static __attribute__((target("avx512f,avx512bf16"), noinline)) double dp_loop(long iters, float seed) {
-    __m512 acc[DP_CHAINS];
-    for (int i = 0; i < DP_CHAINS; i++) acc[i] = _mm512_set1_ps(0);
-    __m512bh x = (__m512bh)_mm512_set1_ps(seed), y = (__m512bh)_mm512_set1_ps(1e-20f);
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < DP_CHAINS; i++) acc[i] = _mm512_dpbf16_ps(acc[i], x, y);
-    float out[16];
-    __m512 s = acc[0];
-    for (int i = 1; i < DP_CHAINS; i++) s = _mm512_add_ps(s, acc[i]);
-    _mm512_storeu_ps(out, s);
-    return out[0];
-}
-#endif
-
-double bf16_peak_gflops(double seconds) {
-#ifdef BF16_X86
-    if (!bf16_cpu_has_avx512bf16()) return 0;
-    double best = 0, sink = 0;
-    for (long iters = 1L << 16;; iters *= 2) {
-        double t0 = now_seconds();
-        #pragma omp parallel reduction(+:sink)
-        sink += dp_loop(iters, 1.0f + (float)thread_id());
-        double dt = now_seconds() - t0;
-        double gf = (double)iters * DP_CHAINS * 32 * 2 * max_threads() / dt / 1e9;
-        if (gf > best) best = gf;
-        if (dt > seconds) break;
-    }
-    if (sink == 12345.678) printf(" ");        // keep the loop's result alive
-    return best;
-#else
-    (void)seconds;
-    return 0;
-#endif
 }
 
 // The amx peak: TDPBF16PS on 4 independent C tiles from the same A and B tiles (zeros: the rate does

@@ -80,7 +80,14 @@ void gemm_bf16(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, con
 
 // Seconds spent so far packing (or, on the portable path, rounding) the operands of gemm_bf16,
 // outside the bf16 instructions: the part of each product that a faster path does not shorten.
+// (Where the threads pack inside the product, the fused route below, their mean time counts.)
 double bf16_pack_seconds(void);
+
+// For tests: whether the avx512bf16 paths (and their emulation) may pack B inside the product, each
+// thread the panels it runs against into its own buffer (the fused route, on by default; taken when A
+// is at most 1024 rows) rather than all of B in a pass ahead of it. The same items, the same order
+// of sums: the same bits either way. Returns the old setting.
+int bf16_set_fused(int on);
 
 // For tests: misuse the emulated tile unit the way the hardware faults (0: a tile instruction before
 // a configuration; 1: TDPBF16PS on tiles whose shapes disagree; 2: a configuration with palette 0);

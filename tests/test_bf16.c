@@ -188,6 +188,37 @@ static void check_threads(void) {
     free(a); free(b);
 }
 
+// The fused route (B packed by each thread inside the product) gives the chunked route's bits: the
+// same items and order of sums. Shapes with an edge panel, an odd K, several k blocks and several
+// groups of panels (np > 16 at 1 MiB of L2), B plain and transposed, A plain and transposed,
+// overwriting and accumulating, on the avx512bf16 paths (emulated and, where the CPU has it, native).
+static void check_fused(void) {
+    static const int shapes[][3] = { { 70, 600, 1031 }, { 256, 45, 530 }, { 9, 1100, 64 } };
+    for (int p = 0; p < n_paths; p++) {
+        if (paths[p] != BF16_AVX512 && paths[p] != BF16_AVX512_EMULATED) continue;
+        Bf16Path old = bf16_set_path(paths[p]);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int t = 0; t < 8; t++) {
+                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = t & 1, tb = t >> 1 & 1, acc = t >> 2;
+                size_t a_rs = ta ? 1 : (size_t)K, a_cs = ta ? (size_t)M : 1, b_rs = tb ? 1 : (size_t)N, b_cs = tb ? (size_t)K : 1;
+                real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N);
+                real *c0 = xmalloc(sizeof(real) * M * N), *c1 = xmalloc(sizeof(real) * M * N);
+                fill(a, (size_t)M * K); fill(b, (size_t)K * N); fill(c0, (size_t)M * N);
+                memcpy(c1, c0, sizeof(real) * M * N);
+                int was = bf16_set_fused(0);
+                gemm_bf16(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c0, N, acc);
+                bf16_set_fused(1);
+                gemm_bf16(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c1, N, acc);
+                bf16_set_fused(was);
+                EXPECT(memcmp(c0, c1, sizeof(real) * M * N) == 0, "gemm_bf16 (%s) %dx%dx%d (A %s, B %s, %s): the fused route "
+                       "must give the chunked route's bits", bf16_path_name(paths[p]), M, N, K, ta ? "transposed" : "plain",
+                       tb ? "transposed" : "plain", acc ? "accumulate" : "overwrite");
+                free(a); free(b); free(c0); free(c1);
+            }
+        bf16_set_path(old);
+    }
+}
+
 // the layer's three products against their definitions on rounded operands; the bias in fp32
 static void check_matmul_layer(int N, int C, int OC) {
     real *inp = xmalloc(sizeof(real) * N * C), *w = xmalloc(sizeof(real) * OC * C), *bias = xmalloc(sizeof(real) * OC);
@@ -307,6 +338,7 @@ int main(void) {
     check_gemm(4, 5, 0, 0, 0, 0);         // an empty sum zeroes C
     check_gemm(4, 5, 0, 0, 0, 1);         // ... and leaves it when accumulating
     check_threads();
+    check_fused();
     static const int layers[][3] = { { 7, 13, 9 }, { 64, 96, 100 }, { 3, 130, 70 } };
     for (size_t s = 0; s < sizeof layers / sizeof layers[0]; s++) check_matmul_layer(layers[s][0], layers[s][1], layers[s][2]);
     for (int s = 0; s < posenc_count(); s++) check_model(posenc_scheme(s)->name);

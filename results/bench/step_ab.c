@@ -2,6 +2,8 @@
 // machine's drift between runs (10% on these virtual machines) falls on both alike. The library is built
 // with a global 'int gemm_exp' that switches the change under test (a measurement build only; the
 // committed code has no such switch). Prints each variant's median step and the median of the pairs' ratios.
+// Built with -DBF16_FUSED instead, it needs no such build: the steps run with --precision bf16 and the
+// switch is the committed bf16_set_fused (nn/bf16.h), B packed ahead (exp0) or inside the product (exp1).
 // cc -O3 -march=native -fopenmp -I. results/bench/step_ab.c <the library's objects> -lm -lopenblas
 // usage: step_ab small|gpt2 [PAIRS]
 #include <stdio.h>
@@ -9,7 +11,12 @@
 #include <string.h>
 #include <time.h>
 #include "model.h"
+#ifdef BF16_FUSED
+#include "nn/bf16.h"
+static int gemm_exp;
+#else
 extern int gemm_exp;
+#endif
 static double now(void){struct timespec t; clock_gettime(CLOCK_MONOTONIC,&t); return t.tv_sec+1e-9*t.tv_nsec;}
 static int cmp(const void*a,const void*b){double x=*(double*)a,y=*(double*)b;return (x>y)-(x<y);}
 int main(int argc, char **argv){
@@ -20,6 +27,9 @@ int main(int argc, char **argv){
   char msg[256];
   if (!posenc_schedule(&cfg.pe, L, NULL, NULL, NULL, msg, sizeof msg)) { puts(msg); return 1; }
   GPT m; gpt_build(&m, &cfg, 1, T);
+#ifdef BF16_FUSED
+  gpt_set_bf16(&m, 1);
+#endif
   Batch b; batch_alloc(&b, B, T);
   Rng r; rng_seed(&r, 7);
   for (int i = 0; i < B * T; i++) { b.tokens[i] = (int)(rng_u64(&r) % V); b.targets[i] = (int)(rng_u64(&r) % V); }
@@ -27,6 +37,9 @@ int main(int argc, char **argv){
   double *t0s = malloc(sizeof(double) * pairs), *t1s = malloc(sizeof(double) * pairs), *rat = malloc(sizeof(double) * pairs);
   for (int s = -2; s < 2 * pairs; s++) {
     gemm_exp = (s & 1) ^ ((s / 2) & 1);   // ABBA order
+#ifdef BF16_FUSED
+    bf16_set_fused(gemm_exp);
+#endif
     double t0 = now();
     gpt_forward(&m, &b); gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.state.weight_sum);
     gpt_adamw(&m, &o, s + 4, gpt_clip_scale(gpt_grad_norm(&m), 1.0));
