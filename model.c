@@ -66,8 +66,9 @@ static void linear_forward(GPT *m, real *out, const real *inp, const real *w, co
 // probs (N,Vp) = softmax of logits (N,Vp) over the first V columns (the padding columns 0);
 // losses (N,) = -log probs[n][targets[n]], when targets (N,) is not NULL. Its backward,
 // dlogits = weight * grad_scale * (probs - onehot(target)), is written inline at the top of
-// gpt_backward, over probs. Three vectorised passes over a row (V = 50257 for GPT-2): the max, the
-// exponentials and their sum, the normalisation. exp_fast is exp_vec in the float build (relative
+// gpt_backward, over probs; or, when grad_scale > 0 (gpt_set_loss_grad_scale: the training step),
+// here in the last pass, with the same operations, instead of probs. Three vectorised passes over
+// a row (V = 50257 for GPT-2): the max, the exponentials and their sum, the normalisation. exp_fast is exp_vec in the float build (relative
 // error ~2.3e-7; 0 below exp(-87), far under a sum >= 1) and libm's exp in the double build, the
 // one the gradient checks run. The exponentials are summed in CE_LANES running sums (a vector's
 // lanes), then those in a double: a fixed order whether the loop is vectorised or not (at -O1 it
@@ -75,7 +76,7 @@ static void linear_forward(GPT *m, real *out, const real *inp, const real *w, co
 // was off by ~1e-5. A NaN logit makes its row's probabilities and loss NaN.
 enum { CE_LANES = 16 };
 static void crossentropy_forward(real *probs, real *losses, const real *logits, const int *targets,
-                                 int N, int V, int Vp) {
+                                 const real *weights, double grad_scale, int N, int V, int Vp) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const real *l = logits + (size_t)n * Vp;
@@ -93,8 +94,15 @@ static void crossentropy_forward(real *probs, real *losses, const real *logits, 
         for (int j = 0; j < CE_LANES; j++) sum += lane[j];
         for (int v = v0; v < V; v++) { p[v] = exp_fast(l[v] - mx); sum += p[v]; }
         real inv = (real)(1 / sum);
-        #pragma omp simd
-        for (int v = 0; v < V; v++) p[v] *= inv;
+        if (grad_scale > 0) {              // dlogits, as gpt_backward's pass computes them: (p * inv) * s
+            real s = (real)(weights[n] * grad_scale);
+            #pragma omp simd
+            for (int v = 0; v < V; v++) p[v] = p[v] * inv * s;
+            p[targets[n]] -= s;
+        } else {
+            #pragma omp simd
+            for (int v = 0; v < V; v++) p[v] *= inv;
+        }
         for (int v = V; v < Vp; v++) p[v] = 0;
         // -log softmax computed from the logits, not from a rounded probability
         if (targets) losses[n] = -(l[targets[n]] - mx - log(sum));
@@ -105,6 +113,7 @@ static void crossentropy_forward(real *probs, real *losses, const real *logits, 
 // the forward's modes
 
 void gpt_set_forward_only(GPT *m, int on) { m->state.forward_only = on != 0; }
+void gpt_set_loss_grad_scale(GPT *m, double grad_scale) { m->state.loss_grad_scale = grad_scale > 0 ? grad_scale : 0; }
 void gpt_set_attention_stats(GPT *m, double *acc) { m->state.attn_stats = acc; }
 
 // ----------------------------------------------------------------------------------------------
@@ -468,6 +477,7 @@ double gpt_forward(GPT *m, const Batch *b) {
     const GPTConfig *c = &m->cfg;
     int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;
+    s->dlogits_written = 0;
     check_positions(m, b->pos, N);
     for (size_t n = 0; n < N; n++) {
         CHECK(b->tokens[n] >= 0 && b->tokens[n] < V, "token id %d at batch index %zu is outside the "
@@ -505,7 +515,10 @@ double gpt_forward(GPT *m, const Batch *b) {
     if (watch(m, -1, "lnf", a->lnf, btc(B, T, C))) return forward_stopped(m);
     TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(a->logits, a->lnf, p->wte, NULL, N, C, Vp));     // LM head tied to wte
     if (watch(m, -1, "logits", a->logits, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
-    crossentropy_forward(a->probs, a->losses, a->logits, b->targets, N, V, Vp);
+    // the loss's gradient in the same pass when a backward with a known scale follows (the training step)
+    double gs = b->targets && !s->act_forward_only && !s->detect_anomaly ? s->loss_grad_scale : 0;
+    crossentropy_forward(a->probs, a->losses, a->logits, b->targets, b->weights, gs, N, V, Vp);
+    s->dlogits_written = gs > 0;
     if (watch(m, -1, "probs", a->probs, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
     if (b->targets && watch(m, -1, "losses", a->losses, dims("b t", B, T, 0, 0))) return forward_stopped(m);
 
@@ -657,13 +670,19 @@ void gpt_backward(GPT *m, double grad_scale) {
     int acc = !m->state.grads_zero;
     if (!acc) zero_scheme_grads(m);
     m->state.grads_zero = 0;
-    #pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++) {
-        real *d = dlogits + n * Vp;
-        real s = (real)(b->weights[n] * grad_scale);
-        for (int v = 0; v < V; v++) d[v] *= s;
-        d[b->targets[n]] -= s;
+    if (m->state.dlogits_written)           // the forward wrote them (gpt_set_loss_grad_scale)
+        CHECK(grad_scale == m->state.loss_grad_scale, "internal: gpt_backward's grad_scale %.17g is not the %.17g its "
+              "forward wrote dlogits with (gpt_set_loss_grad_scale)", grad_scale, m->state.loss_grad_scale);
+    else {
+        #pragma omp parallel for schedule(static)
+        for (size_t n = 0; n < N; n++) {
+            real *d = dlogits + n * Vp;
+            real s = (real)(b->weights[n] * grad_scale);
+            for (int v = 0; v < V; v++) d[v] *= s;
+            d[b->targets[n]] -= s;
+        }
     }
+    m->state.dlogits_written = 0;
     if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share; not

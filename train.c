@@ -514,6 +514,8 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
     gpt_zero_grad(&s->model);
     gpt_set_detect_anomaly(&s->model, o->detect_anomaly);   // validation and evaluation are not checked
     double loss = 0;
+    // each forward writes its dlogits at the backward's scale: one pass over (rows, vocabulary) fewer
+    gpt_set_loss_grad_scale(&s->model, wtotal > 0 ? 1.0 / wtotal : 0);
     for (int k = 0; k < o->accum; k++) {
         // --dropout: masks from (data seed, step, micro-batch), so a resumed run drops what this one did
         gpt_set_dropout(&s->model, o->dropout, gpt_dropout_key(data_seed(o), step, k));
@@ -529,6 +531,7 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
         if (wtotal > 0) gpt_backward(&s->model, 1.0 / wtotal);
         stop_on_anomaly(&s->model, step);
     }
+    gpt_set_loss_grad_scale(&s->model, 0);     // validation's forwards keep their probabilities
     gpt_set_dropout(&s->model, 0, 0);          // validation and everything after training never drop
     loss = dist_sum(loss);
     CHECK(isfinite(loss), "the training loss is %g at step %d: training diverged; lower --lr or keep --clip", loss, step + 1);

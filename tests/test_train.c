@@ -3,6 +3,7 @@
 //   - the same seed and thread count give bit-identical losses;
 //   - gradient accumulation over two micro-batches equals one batch of both;
 //   - tokens with loss weight 0 change neither the loss nor the gradient;
+//   - dlogits written by the forward (gpt_set_loss_grad_scale) give the backward's own bits;
 //   - the softmax and cross-entropy over GPT-2's 50257 classes (the float build's vectorised exp)
 //     against the same computed in doubles with libm's exp, logits spread narrow and wide;
 //   - a checkpoint round trip restores every parameter and optimiser moment exactly;
@@ -170,6 +171,55 @@ static void test_loss_weights(void) {
     EXPECT(memcmp(g1, m.weights.grads, sizeof(real) * m.weights.num_params) == 0,
            "targets with weight 0 must not change the gradient");
     free(g1); batch_free(&b); gpt_free(&m);
+}
+
+// gpt_set_loss_grad_scale: the forward's cross-entropy writes dlogits at the backward's scale and
+// the backward skips its own pass: losses and gradients bit-identical to the backward's pass (two
+// micro-batches, weight-0 tokens, a vocabulary with padding columns), the flag cleared by the next
+// forward and by the backward; a backward given another scale stops (checked first in main).
+static void wrong_scale_backward(const void *arg) {
+    (void)arg;
+    GPTConfig c = small_config("rope", NULL, NULL);
+    GPT m; gpt_build(&m, &c, 3, 0);
+    Batch b; batch_alloc(&b, 1, 16);
+    random_batch(&b, 5);
+    gpt_set_loss_grad_scale(&m, 1.0 / 16);
+    gpt_forward(&m, &b);
+    gpt_backward(&m, 1.0 / 8);
+}
+
+static void test_loss_grad(void) {
+    GPTConfig c = small_config("alibi", NULL, NULL);
+    c.vocab_size = 50;                                   // padded to 64: columns past V stay 0
+    GPT m[2];
+    Batch half[2];
+    for (int k = 0; k < 2; k++) { batch_alloc(&half[k], 2, 16); random_batch(&half[k], 40 + k); }
+    for (int t = 0; t < 5; t++) half[1].weights[t] = 0;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 32; i++) { half[k].tokens[i] %= 50; half[k].targets[i] = (half[k].targets[i] * 7 + 3) % 50; }
+    double loss[2][2], wtotal = 59;                      // 64 tokens, 5 of weight 0
+    for (int f = 0; f < 2; f++) {
+        gpt_build(&m[f], &c, 9, 0);
+        EXPECT(m[f].cfg.padded_vocab > 50, "the test wants padding columns (padded vocabulary %d)", m[f].cfg.padded_vocab);
+        gpt_set_loss_grad_scale(&m[f], f ? 1.0 / wtotal : 0);
+        gpt_zero_grad(&m[f]);
+        for (int k = 0; k < 2; k++) {
+            loss[f][k] = gpt_forward(&m[f], &half[k]);
+            EXPECT(m[f].state.dlogits_written == f, "the forward wrote dlogits: %d, expected %d", m[f].state.dlogits_written, f);
+            gpt_backward(&m[f], 1.0 / wtotal);
+            EXPECT(!m[f].state.dlogits_written, "the backward must clear the forward's dlogits flag");
+        }
+    }
+    EXPECT(loss[0][0] == loss[1][0] && loss[0][1] == loss[1][1], "the losses must not change (%.17g %.17g against %.17g %.17g)",
+           loss[1][0], loss[1][1], loss[0][0], loss[0][1]);
+    EXPECT(memcmp(m[0].weights.grads, m[1].weights.grads, sizeof(real) * m[0].weights.num_params) == 0,
+           "dlogits written by the forward must give the backward's gradient bit for bit");
+    gpt_set_forward_only(&m[1], 1);                      // an evaluation forward keeps its probabilities
+    gpt_forward(&m[1], &half[0]);
+    double row = 0;
+    for (int v = 0; v < 50; v++) row += m[1].state.a.probs[v];
+    EXPECT(!m[1].state.dlogits_written && fabs(row - 1) < 1e-5, "a forward-only pass must write probabilities (row sum %.9g)", row);
+    for (int k = 0; k < 2; k++) { batch_free(&half[k]); gpt_free(&m[k]); }
 }
 
 static void test_checkpoint_roundtrip(void) {
@@ -570,12 +620,16 @@ static void zero_case(const char *label, const char *pe_layers, const char *inpu
 }
 
 int main(void) {
+    // first: a child forked after the parent has run an OpenMP region may hang in its own
+    EXPECT(dies_with(wrong_scale_backward, NULL, "gpt_set_loss_grad_scale", NULL),
+           "a backward given another scale than the forward's dlogits must stop");
     test_loader();
     for (int s = 0; s < posenc_count(); s++) test_overfit(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL);
     test_overfit("mixed learned + rope,alibi", NULL, "rope,alibi", "learned");
     test_determinism();
     test_accumulation();
     test_loss_weights();
+    test_loss_grad();
     crossentropy_case(1);
     crossentropy_case(200);
     test_checkpoint_roundtrip();

@@ -179,14 +179,16 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     Rng r; rng_seed(&r, 7);
     for (int i = 0; i < c->B * c->T; i++) { b.tokens[i] = (int)(rng_u64(&r) % c->V); b.targets[i] = (int)(rng_u64(&r) % c->V); }
     AdamWConfig o = { 1e-4, 0.9, 0.95, 1e-8, 0.1 };
-    double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], pack0 = 0, total = 0;
+    double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], pack0 = 0, total = 0, wsum = 0;
+    for (int i = 0; i < c->B * c->T; i++) wsum += b.weights[i];
+    if (!eval) gpt_set_loss_grad_scale(&m, 1.0 / wsum);   // as ./train's steps: the forward writes dlogits
     for (int s = eval ? 0 : -1; s < steps; s++) {
         if (s == 0) { memcpy(prof0, m.state.prof, sizeof prof0); pack0 = bf16_pack_seconds(); }
         double t0 = bench_now();
         gpt_forward(&m, &b);
         if (!eval) {
             gpt_zero_grad(&m);
-            gpt_backward(&m, 1.0 / m.state.weight_sum);
+            gpt_backward(&m, 1.0 / wsum);
             gpt_adamw(&m, &o, s + 2, gpt_clip_scale(gpt_grad_norm(&m), 1.0));
         }
         double dt = bench_now() - t0;
