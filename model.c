@@ -76,7 +76,7 @@ static void linear_forward(GPT *m, real *out, const real *inp, const real *w, co
 // was off by ~1e-5. A NaN logit makes its row's probabilities and loss NaN.
 enum { CE_LANES = 16 };
 static void crossentropy_forward(real *probs, real *losses, const real *logits, const int *targets,
-                                 const real *weights, double grad_scale, int N, int V, int Vp) {
+                                 const float *weights, double grad_scale, int N, int V, int Vp) {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const real *l = logits + (size_t)n * Vp;
@@ -519,6 +519,7 @@ double gpt_forward(GPT *m, const Batch *b) {
     double gs = b->targets && !s->act_forward_only && !s->detect_anomaly ? s->loss_grad_scale : 0;
     crossentropy_forward(a->probs, a->losses, a->logits, b->targets, b->weights, gs, N, V, Vp);
     s->dlogits_written = gs > 0;
+    s->dlogits_scale = gs;
     if (watch(m, -1, "probs", a->probs, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
     if (b->targets && watch(m, -1, "losses", a->losses, dims("b t", B, T, 0, 0))) return forward_stopped(m);
 
@@ -671,8 +672,8 @@ void gpt_backward(GPT *m, double grad_scale) {
     if (!acc) zero_scheme_grads(m);
     m->state.grads_zero = 0;
     if (m->state.dlogits_written)           // the forward wrote them (gpt_set_loss_grad_scale)
-        CHECK(grad_scale == m->state.loss_grad_scale, "internal: gpt_backward's grad_scale %.17g is not the %.17g its "
-              "forward wrote dlogits with (gpt_set_loss_grad_scale)", grad_scale, m->state.loss_grad_scale);
+        CHECK(grad_scale == m->state.dlogits_scale, "internal: gpt_backward's grad_scale %.17g is not the %.17g its "
+              "forward wrote dlogits with (gpt_set_loss_grad_scale)", grad_scale, m->state.dlogits_scale);
     else {
         #pragma omp parallel for schedule(static)
         for (size_t n = 0; n < N; n++) {

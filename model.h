@@ -89,7 +89,7 @@ typedef struct {
     real *lnf_mean;    // (B,T)
     real *lnf_rstd;    // (B,T)
     real *logits;      // (B,T,Vp)
-    real *probs;       // (B,T,Vp), turned into dlogits in place by backward
+    real *probs;       // (B,T,Vp), turned into dlogits in place by backward (or by the forward: gpt_set_loss_grad_scale)
     real *losses;      // (B,T) per-token cross-entropy
     real *scratch;     // (B,T,C) projection outputs before the residual add
     real *att_scratch; // (threads, ATT_SCRATCH(hs)) attention tiles per thread
@@ -167,7 +167,8 @@ typedef struct {
     double loss;                   // weighted mean loss of the last forward
     double weight_sum;             // sum of loss weights of the last forward
     double loss_grad_scale;        // gpt_set_loss_grad_scale: the scale of the next forward's dlogits (0: off)
-    int dlogits_written;           // the last forward wrote dlogits over probs, at loss_grad_scale
+    int dlogits_written;           // the last forward wrote dlogits over probs ...
+    double dlogits_scale;          // ... at this grad_scale
     int bf16;                      // gpt_set_bf16: the linear layers' products with bf16 operands
     int detect_anomaly;            // gpt_set_detect_anomaly: forwards, backwards and AdamW check what they write
     int checking;                  // 1 while a checked call runs

@@ -7,13 +7,11 @@
 
 #include <float.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define BF16_X86 1
 #endif
@@ -425,8 +423,11 @@ static AVX512_ATTR void pack_b_avx512(uint32_t *bp, int n, int K, int Kq, const 
 // core. A thread's items (group, row block) run group by group, the group's k blocks in order
 // inside, so its tiles of C stay in cache from one k block to the next (a k loop around all items
 // passed the LM head's 51 MB of C through memory once per block). The groups are made a multiple
-// of the thread count, so each thread owns whole groups and packs no panel twice. The items and
-// every element's order of summation are the packed path's: the same bits (test_bf16 checks). A is
+// of the thread count, so each thread owns whole groups and packs no panel twice (unless there are
+// fewer panels than threads, or the region gets fewer threads than it asked for: then two threads
+// may pack the same group, which costs time, not bits). Every element's sum runs over the same k
+// blocks in the same order, from the same start, as on the chunked route (the groups and chunks
+// only decide which thread computes it): the same bits (test_bf16 checks). A is
 // packed ahead as before, and every thread reads all of it: at 2048 rows (small's products) that
 // doubled A's traffic and ran 0.8-0.9x on its products of 384 columns, so a larger A keeps the
 // chunked path.
@@ -457,12 +458,14 @@ static void packed_fused(ItemFn item, int vec, int M, int N, int K, int Kq, cons
     while (ng < np && ng % nt != 0) ng++;        // whole groups per thread (as many as there are panels)
     uint32_t **bufs = thread_buffers(nt, (size_t)((np + ng - 1) / ng) * BF_KQ * 32);
     double pack_s = 0;
+    int team = 1;
     #pragma omp parallel reduction(+ : pack_s)
     {
         int t = thread_id(), nth = 1;
 #ifdef _OPENMP
         nth = omp_get_num_threads();
 #endif
+        if (t == 0) team = nth;
         uint32_t *buf = bufs[t];
         long items = (long)ng * nrb, lo = items * t / nth, hi = items * (t + 1) / nth;   // this thread's (g, ib), g-major
         for (long it = lo; it < hi;) {
@@ -490,7 +493,7 @@ static void packed_fused(ItemFn item, int vec, int M, int N, int K, int Kq, cons
             it += ib1 - ib0;
         }
     }
-    g_pack_seconds += pack_s / nt;              // the threads pack side by side: their mean
+    g_pack_seconds += pack_s / team;            // the threads pack side by side: their mean
 }
 
 static void gemm_fused(Bf16Path path, int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b,

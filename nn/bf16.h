@@ -85,8 +85,8 @@ double bf16_pack_seconds(void);
 
 // For tests: whether the avx512bf16 paths (and their emulation) may pack B inside the product, each
 // thread the panels it runs against into its own buffer (the fused route, on by default; taken when A
-// is at most 1024 rows) rather than all of B in a pass ahead of it. The same items, the same order
-// of sums: the same bits either way. Returns the old setting.
+// is at most 1024 rows) rather than all of B in a pass ahead of it. Every element's sum runs over the
+// same k blocks in the same order: the same bits either way. Returns the old setting.
 int bf16_set_fused(int on);
 
 // For tests: misuse the emulated tile unit the way the hardware faults (0: a tile instruction before

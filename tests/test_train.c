@@ -214,6 +214,16 @@ static void test_loss_grad(void) {
            loss[1][0], loss[1][1], loss[0][0], loss[0][1]);
     EXPECT(memcmp(m[0].weights.grads, m[1].weights.grads, sizeof(real) * m[0].weights.num_params) == 0,
            "dlogits written by the forward must give the backward's gradient bit for bit");
+    gpt_set_loss_grad_scale(&m[1], 1.0 / wtotal);
+    gpt_forward(&m[1], &half[0]);                        // dlogits written, no backward follows ...
+    gpt_set_loss_grad_scale(&m[1], 0);
+    gpt_forward(&m[1], &half[0]);                        // ... and the next forward clears the flag
+    EXPECT(!m[1].state.dlogits_written, "a forward without the scale must clear the last forward's dlogits flag");
+    gpt_set_loss_grad_scale(&m[1], 1.0 / wtotal);
+    gpt_set_detect_anomaly(&m[1], 1);                    // --detect-anomaly checks the probabilities
+    gpt_forward(&m[1], &half[0]);
+    EXPECT(!m[1].state.dlogits_written, "a forward under --detect-anomaly must write probabilities");
+    gpt_set_detect_anomaly(&m[1], 0);
     gpt_set_forward_only(&m[1], 1);                      // an evaluation forward keeps its probabilities
     gpt_forward(&m[1], &half[0]);
     double row = 0;

@@ -1,6 +1,6 @@
 // results/bench/attn_ab.c: attention alone (B=1, 6 heads, C=384, nope), forward and backward, best of 3 (tried-zen5-dec04.txt, part 11).
 // cc -std=gnu11 -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -I. results/bench/attn_ab.c nn/attention.c build/float/util/*.o \
-//    build/float/posenc.o build/float/posenc_schemes.o build/float/nn/kernels.o build/float/nn/layers.o build/float/nn/bf16.o -lm
+//    build/float/posenc.o build/float/posenc_schemes.o build/float/nn/kernels.o build/float/nn/layers.o build/float/nn/bf16.o build/float/nn/bf16_cpu.o -lm
 // usage: attn_ab T [1: also the backward]
 #include "nn/attention.h"
 #include "posenc.h"
