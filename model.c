@@ -477,7 +477,7 @@ double gpt_forward(GPT *m, const Batch *b) {
     const GPTConfig *c = &m->cfg;
     int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
     size_t N = (size_t)B * T;
-    s->dlogits_written = 0;
+    s->dlogits_scale = 0;
     check_positions(m, b->pos, N);
     for (size_t n = 0; n < N; n++) {
         CHECK(b->tokens[n] >= 0 && b->tokens[n] < V, "token id %d at batch index %zu is outside the "
@@ -518,7 +518,6 @@ double gpt_forward(GPT *m, const Batch *b) {
     // the loss's gradient in the same pass when a backward with a known scale follows (the training step)
     double gs = b->targets && !s->act_forward_only && !s->detect_anomaly ? s->loss_grad_scale : 0;
     crossentropy_forward(a->probs, a->losses, a->logits, b->targets, b->weights, gs, N, V, Vp);
-    s->dlogits_written = gs > 0;
     s->dlogits_scale = gs;
     if (watch(m, -1, "probs", a->probs, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
     if (b->targets && watch(m, -1, "losses", a->losses, dims("b t", B, T, 0, 0))) return forward_stopped(m);
@@ -671,7 +670,7 @@ void gpt_backward(GPT *m, double grad_scale) {
     int acc = !m->state.grads_zero;
     if (!acc) zero_scheme_grads(m);
     m->state.grads_zero = 0;
-    if (m->state.dlogits_written)           // the forward wrote them (gpt_set_loss_grad_scale)
+    if (m->state.dlogits_scale > 0)         // the forward wrote them (gpt_set_loss_grad_scale)
         CHECK(grad_scale == m->state.dlogits_scale, "internal: gpt_backward's grad_scale %.17g is not the %.17g its "
               "forward wrote dlogits with (gpt_set_loss_grad_scale)", grad_scale, m->state.dlogits_scale);
     else {
@@ -683,7 +682,7 @@ void gpt_backward(GPT *m, double grad_scale) {
             d[b->targets[n]] -= s;
         }
     }
-    m->state.dlogits_written = 0;
+    m->state.dlogits_scale = 0;
     if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share; not

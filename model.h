@@ -167,8 +167,7 @@ typedef struct {
     double loss;                   // weighted mean loss of the last forward
     double weight_sum;             // sum of loss weights of the last forward
     double loss_grad_scale;        // gpt_set_loss_grad_scale: the scale of the next forward's dlogits (0: off)
-    int dlogits_written;           // the last forward wrote dlogits over probs ...
-    double dlogits_scale;          // ... at this grad_scale
+    double dlogits_scale;          // > 0: the last forward wrote dlogits over probs, at this grad_scale
     int bf16;                      // gpt_set_bf16: the linear layers' products with bf16 operands
     int detect_anomaly;            // gpt_set_detect_anomaly: forwards, backwards and AdamW check what they write
     int checking;                  // 1 while a checked call runs

@@ -235,7 +235,7 @@ static inline uint32_t pair(float lo, float hi) { return (uint32_t)bf16_bits(lo)
 // direction: a row at a time when A is row-major, else (A transposed, as dout^T in the weight
 // gradient) 16 rows side by side, so each read of 16 neighbours is one run of memory, not 16 cache
 // misses.
-static void pack_a(uint32_t *ap, int m, int mp, int K, int Kq, const real *a, size_t a_rs, size_t a_cs, int i0) {
+static void pack_a_scalar(uint32_t *ap, int m, int mp, int K, int Kq, const real *a, size_t a_rs, size_t a_cs, int i0) {
     enum { RB = 16 };
     int kq = (K + 1) / 2;
     #pragma omp parallel for schedule(static)
@@ -265,8 +265,8 @@ static void pack_a(uint32_t *ap, int m, int mp, int K, int Kq, const real *a, si
 // Panel p (columns j0 + 32p .. +32) of B, words [qlo, qhi) of k: row q of the panel at
 // panel + (q - qlo) * 32, zero past n and past K. Read along B's contiguous direction: 32 columns of
 // a row pair at a time when B is row-major, else a column at a time.
-static void pack_b_panel(uint32_t *panel, int p, int qlo, int qhi, int n, int K, const real *b, size_t b_rs,
-                         size_t b_cs, int j0) {
+static void pack_b_panel_scalar(uint32_t *panel, int p, int qlo, int qhi, int n, int K, const real *b, size_t b_rs,
+                                size_t b_cs, int j0) {
     int kq = (K + 1) / 2, nj = n - p * 32 < 32 ? n - p * 32 : 32, qk = qhi < kq ? qhi : kq;
     for (int q = qlo; q < qhi; q++)
         if (q >= kq) memset(panel + (size_t)(q - qlo) * 32, 0, sizeof(uint32_t) * 32);
@@ -288,19 +288,11 @@ static void pack_b_panel(uint32_t *panel, int p, int qlo, int qhi, int n, int K,
     }
 }
 
-// columns [j0, j0+n) of B into panels of 32 columns and Kq rows of words (all of k), zero past n
-// and past K
-static void pack_b(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_rs, size_t b_cs, int j0) {
-    int np = (n + 31) / 32;
-    #pragma omp parallel for schedule(static)
-    for (int p = 0; p < np; p++) pack_b_panel(bp + (size_t)p * Kq * 32, p, 0, Kq, n, K, b, b_rs, b_cs, j0);
-}
-
 #ifdef BF16_X86
 // The same packing, 16 values per instruction, for the paths that run on AVX-512 anyway (avx512bf16
-// and amx): the same bits as pack_a and pack_b above (the rounding written in vector form; the
-// emulated paths keep the scalar packing, so test_bf16's comparison of paths checks one against
-// the other). Blocks of 16 x 16 words that are read along one direction and written along the
+// and amx): the same bits as pack_a_scalar and pack_b_panel_scalar above (the rounding written in
+// vector form; the emulated paths keep the scalar packing, so test_bf16's comparison of paths checks
+// one against the other). Blocks of 16 x 16 words that are read along one direction and written along the
 // other are turned in registers (tr16); what is left at the edges goes one word at a time.
 #define AVX512_ATTR __attribute__((target("avx512f,avx512bw")))
 
@@ -343,7 +335,7 @@ static inline uint32_t a_word(const real *a, size_t a_rs, size_t a_cs, int i, in
     return pair((float)x[0], 2 * q + 1 < K ? (float)x[a_cs] : 0);
 }
 
-// pack_a's contract, vectorised: A row-major converts runs of 16 values; A transposed (a_rs = 1)
+// pack_a_scalar's contract, vectorised: A row-major converts runs of 16 values; A transposed (a_rs = 1)
 // converts 16 rows side by side and turns each 16 x 16 block of words
 static AVX512_ATTR void pack_a_avx512(uint32_t *ap, int m, int mp, int K, int Kq, const real *a, size_t a_rs,
                                       size_t a_cs, int i0) {
@@ -374,7 +366,7 @@ static AVX512_ATTR void pack_a_avx512(uint32_t *ap, int m, int mp, int K, int Kq
     if (mp > m) memset(ap + (size_t)m * Kq, 0, sizeof(uint32_t) * (size_t)(mp - m) * Kq);
 }
 
-// pack_b_panel's contract, vectorised: B row-major pairs two rows, 16 columns at a time; B
+// pack_b_panel_scalar's contract, vectorised: B row-major pairs two rows, 16 columns at a time; B
 // transposed (b_rs = 1, a weight in the forward) converts runs along k of 16 columns and turns the
 // blocks (qlo a multiple of 16)
 static AVX512_ATTR void pack_b_panel_avx512(uint32_t *panel, int p, int qlo, int qhi, int n, int K, const real *b,
@@ -407,12 +399,33 @@ static AVX512_ATTR void pack_b_panel_avx512(uint32_t *panel, int p, int qlo, int
             panel[(size_t)(q - qlo) * 32 + jj] = jj < nj && q < kq ? a_word(col0, b_cs, b_rs, jj, q, K) : 0;
 }
 
-static AVX512_ATTR void pack_b_avx512(uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_rs, size_t b_cs, int j0) {
+#endif
+
+// The packers a path uses: the AVX-512 ones (vec) on the paths that run on AVX-512 anyway
+// (avx512bf16 and amx), the scalar ones on the emulated paths, whose agreement with the others
+// test_bf16 checks.
+static void pack_a(int vec, uint32_t *ap, int m, int mp, int K, int Kq, const real *a, size_t a_rs, size_t a_cs, int i0) {
+#ifdef BF16_X86
+    if (vec) { pack_a_avx512(ap, m, mp, K, Kq, a, a_rs, a_cs, i0); return; }
+#endif
+    (void)vec;
+    pack_a_scalar(ap, m, mp, K, Kq, a, a_rs, a_cs, i0);
+}
+static void pack_b_panel(int vec, uint32_t *panel, int p, int qlo, int qhi, int n, int K, const real *b, size_t b_rs,
+                         size_t b_cs, int j0) {
+#ifdef BF16_X86
+    if (vec) { pack_b_panel_avx512(panel, p, qlo, qhi, n, K, b, b_rs, b_cs, j0); return; }
+#endif
+    (void)vec;
+    pack_b_panel_scalar(panel, p, qlo, qhi, n, K, b, b_rs, b_cs, j0);
+}
+// columns [j0, j0+n) of B into panels of 32 columns and Kq rows of words (all of k), zero past n
+// and past K
+static void pack_b(int vec, uint32_t *bp, int n, int K, int Kq, const real *b, size_t b_rs, size_t b_cs, int j0) {
     int np = (n + 31) / 32;
     #pragma omp parallel for schedule(static)
-    for (int p = 0; p < np; p++) pack_b_panel_avx512(bp + (size_t)p * Kq * 32, p, 0, Kq, n, K, b, b_rs, b_cs, j0);
+    for (int p = 0; p < np; p++) pack_b_panel(vec, bp + (size_t)p * Kq * 32, p, 0, Kq, n, K, b, b_rs, b_cs, j0);
 }
-#endif
 
 // The fused route (avx512bf16 and its emulation, when A is one chunk, as in every product of
 // gpt2-124m's B4 T64 forward and dX at 256 rows): no pass packs B ahead of the product. Each thread
@@ -475,12 +488,7 @@ static void packed_fused(ItemFn item, int vec, int M, int N, int K, int Kq, cons
                 int nq = Kq - q0 < BF_KQ ? Kq - q0 : BF_KQ, acc = accumulate || q0 > 0;
                 double t0 = now_seconds();
                 for (int p = p0; p < p1; p++) {
-                    uint32_t *panel = buf + (size_t)(p - p0) * nq * 32;
-#ifdef BF16_X86
-                    if (vec) pack_b_panel_avx512(panel, p, q0, q0 + nq, N, K, b, b_rs, b_cs, 0);
-                    else
-#endif
-                        pack_b_panel(panel, p, q0, q0 + nq, N, K, b, b_rs, b_cs, 0);
+                    pack_b_panel(vec, buf + (size_t)(p - p0) * nq * 32, p, q0, q0 + nq, N, K, b, b_rs, b_cs, 0);
                 }
                 pack_s += now_seconds() - t0;
                 for (int ib = ib0; ib < ib1; ib++) {
@@ -502,11 +510,7 @@ static void gemm_fused(Bf16Path path, int M, int N, int K, const real *a, size_t
     Scratch sa = scratch_take(0, sizeof(uint32_t) * (size_t)M * Kq);
     uint32_t *ap = sa.p;
     double t0 = now_seconds();
-#ifdef BF16_X86
-    if (path == BF16_AVX512) pack_a_avx512(ap, M, M, K, Kq, a, a_rs, a_cs, 0);
-    else
-#endif
-        pack_a(ap, M, M, K, Kq, a, a_rs, a_cs, 0);
+    pack_a(path == BF16_AVX512, ap, M, M, K, Kq, a, a_rs, a_cs, 0);
     pack_time(t0);
 #ifdef BF16_X86
     if (path == BF16_AVX512) packed_fused(item_avx512, 1, M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
@@ -540,22 +544,14 @@ static void gemm_packed(Bf16Path path, int M, int N, int K, const real *a, size_
     for (int j0 = 0; j0 < N; j0 += N_CHUNK) {
         int n = N - j0 < N_CHUNK ? N - j0 : N_CHUNK;
         double t0 = now_seconds();
-#ifdef BF16_X86
-        if (vec) pack_b_avx512(bp, n, K, Kq, b, b_rs, b_cs, j0);
-        else
-#endif
-            pack_b(bp, n, K, Kq, b, b_rs, b_cs, j0);
+        pack_b(vec, bp, n, K, Kq, b, b_rs, b_cs, j0);
         pack_time(t0);
         for (int i0 = 0; i0 < M; i0 += M_CHUNK) {
             int m = M - i0 < M_CHUNK ? M - i0 : M_CHUNK;
             t0 = now_seconds();
             if (!a_once || j0 == 0) {
                 int mp = tiles ? (m + 31) / 32 * 32 : m;
-#ifdef BF16_X86
-                if (vec) pack_a_avx512(ap, m, mp, K, Kq, a, a_rs, a_cs, i0);
-                else
-#endif
-                    pack_a(ap, m, mp, K, Kq, a, a_rs, a_cs, i0);
+                pack_a(vec, ap, m, mp, K, Kq, a, a_rs, a_cs, i0);
             }
             pack_time(t0);
             float *cp = (float *)c + (size_t)i0 * ldc + j0;

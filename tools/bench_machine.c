@@ -88,7 +88,6 @@ const char *built_for(void) {
 // AVX2's and SSE's 16 registers that the two operands leave.
 typedef float fvec __attribute__((vector_size(FMA_LANES * sizeof(float))));
 
-// GFLOP/s of all threads running FMA_CHAINS independent chains of a*x+y for `iters` rounds.
 // One thread's FMA_CHAINS independent chains of a*x+y for `iters` rounds; returns a value that
 // depends on them all (the caller keeps it alive)
 static float fma_chains(long iters) {
@@ -104,6 +103,7 @@ static float fma_chains(long iters) {
     return sink;
 }
 
+// GFLOP/s of all threads running FMA_CHAINS independent chains of a*x+y for `iters` rounds.
 static double fma_loop_gflops(long iters) {
     double t0 = bench_now();
     float sink = 0;
