@@ -16,6 +16,7 @@
 
 #include "nn/kernels.h"
 
+#include <stdatomic.h>
 #include <string.h>
 #include <tgmath.h>   // exp, log, sqrt follow the type of `real` (expf in the float build)
 
@@ -180,6 +181,54 @@ FiniteScan attention_bias_scan(const AttnPos *ap, int B, int T, int NH) {
     return s;
 }
 
+// ---- the (batch row, head) pairs' schedule --------------------------------------------------------
+// The fused kernels below give each pair to one thread. The pairs are split as schedule(static)
+// splits them: thread t owns a contiguous range, the pairs of the batch rows whose activations the
+// row-split layers gave it, and runs it from the front; a thread whose range is empty then takes
+// pairs from the back of the range with the most left. Where the cores run at one speed every thread
+// runs its own range; where one runs slower (another process on its core, a virtual machine's
+// neighbour, an efficiency core beside a performance one), the other takes over the rest of its
+// range instead of waiting for it at the end. A pair's outputs are its own alone, so which thread
+// runs it changes no bit; the learned biases' per-thread gradient copies would change, so their
+// backward keeps every thread to its range (steal = 0).
+typedef struct { _Alignas(64) _Atomic uint64_t lohi; } PairRange;   // [lo, hi) as lo | hi << 32
+
+// Called by every thread of the team, first: sets its own range of n pairs, waits for the others',
+// and returns its first pair (or -1). pr: max_threads() ranges.
+static int pairs_first(PairRange *pr, int n, int steal);
+
+// The next pair for the calling thread, or -1 when no range has any left (when stealing) or its own
+// has none (when not).
+static int pairs_next(PairRange *pr, int steal) {
+    int t = thread_id(), nt = team_size();
+    uint64_t v = atomic_load(&pr[t].lohi);
+    while ((uint32_t)v < (uint32_t)(v >> 32))                  // the front of its own range
+        if (atomic_compare_exchange_weak(&pr[t].lohi, &v, v + 1)) return (int)(uint32_t)v;
+    while (steal) {                                            // the back of the fullest other range
+        int victim = -1;
+        uint32_t most = 0;
+        for (int u = 0; u < nt; u++) {
+            uint64_t w = atomic_load(&pr[u].lohi);
+            uint32_t left = (uint32_t)(w >> 32) - (uint32_t)w;
+            if (left > most) { most = left; victim = u; }
+        }
+        if (victim < 0) return -1;
+        uint64_t w = atomic_load(&pr[victim].lohi);
+        uint32_t lo = (uint32_t)w, hi = (uint32_t)(w >> 32);
+        if (lo < hi && atomic_compare_exchange_strong(&pr[victim].lohi, &w, lo | (uint64_t)(hi - 1) << 32))
+            return (int)(hi - 1);
+    }
+    return -1;
+}
+
+static int pairs_first(PairRange *pr, int n, int steal) {
+    int t = thread_id(), nt = team_size(), q = n / nt, e = n % nt;
+    uint32_t lo = (uint32_t)(t * q + (t < e ? t : e)), hi = lo + (uint32_t)(q + (t < e));
+    atomic_store(&pr[t].lohi, lo | (uint64_t)hi << 32);
+    #pragma omp barrier
+    return pairs_next(pr, steal);
+}
+
 // ---- the fused kernel ----------------------------------------------------------------------------
 // Work is split by (batch row b, head h): one thread owns a pair, and with it the pair's slices of
 // out, lse, dq, dk and dv (no two threads write the same number). Inside a pair, queries go in
@@ -202,17 +251,17 @@ FiniteScan attention_bias_scan(const AttnPos *ap, int B, int T, int NH) {
 // the backward recomputes P = exp(score - lse) tile by tile and uses D_i = dout_i . out_i for
 // sum_j P(i,j) dP(i,j), so it needs no pass over a whole row either.
 
-// One thread's scratch, ATT_SCRATCH(hs) reals from p (nn/attention.h): S and dS (KB, QB) tiles, xT
-// (the scaled q block) and yT (the dout block), each (hs, QB), the forward's output block O (QB, hs),
-// and one row of a tile for hook 3.
+// One thread's scratch, ATT_SCRATCH(hs) reals from p (nn/attention.h): S and dS (KB, QB) tiles; for
+// each of ATT_G blocks xT, its scaled q, and yT, its dout, each (hs, QB), and O, the forward's
+// output sums (QB, hs); one row of a tile for hook 3.
 typedef struct { real *S, *dS, *xT, *yT, *O, *row; } AttScratch;
 static AttScratch att_scratch(real *p, int hs) {
     AttScratch w;
     w.S = p; p += (size_t)ATT_KB * ATT_QB;
     w.dS = p; p += (size_t)ATT_KB * ATT_QB;
-    w.xT = p; p += (size_t)hs * ATT_QB;
-    w.yT = p; p += (size_t)hs * ATT_QB;
-    w.O = p; p += (size_t)ATT_QB * hs;
+    w.xT = p; p += (size_t)ATT_G * hs * ATT_QB;
+    w.yT = p; p += (size_t)ATT_G * hs * ATT_QB;
+    w.O = p; p += (size_t)ATT_G * ATT_QB * hs;
     w.row = p;
     return w;
 }
@@ -234,8 +283,11 @@ static AttnPair attn_pair(const AttnCall *x, real *scratch, int b, int h) {
 
 // xT (hs, QB) = scale x the block of nb rows x_r (row stride `stride`), transposed; zero past nb
 static void block_transpose(real *xT, const real *x, size_t stride, int nb, int hs, real scale) {
-    for (int c = 0; c < hs; c++)
-        for (int r = 0; r < ATT_QB; r++) xT[c * ATT_QB + r] = r < nb ? x[(size_t)r * stride + c] * scale : 0;
+    for (int r = 0; r < ATT_QB; r++) {        // row by row: each row's hs values are read in order
+        const real *xr = x + (size_t)r * stride;
+        if (r < nb) for (int c = 0; c < hs; c++) xT[c * ATT_QB + r] = xr[c] * scale;
+        else for (int c = 0; c < hs; c++) xT[c * ATT_QB + r] = 0;
+    }
 }
 
 // The width of the key tile at j0 for the block of queries i0 .. i0+nb-1, which see keys < nkeys:
@@ -260,7 +312,7 @@ static int tile_row_keys(const AttnPos *ap, int i, int j0, int nk, int T) {
 // the key (attn_limit, key_visible) and in the rows r >= nb. Returns 0, with S unfilled, when no
 // query of the block may attend any key of the tile. The forward, the backward and the
 // probabilities all score with this one function, so their scores are bit-identical.
-static int tile_scores(const AttnCall *x, const AttnPair *p, int i0, int nb, int j0, int nk) {
+static int tile_scores(const AttnCall *x, const AttnPair *p, const real *xT, int i0, int nb, int j0, int nk) {
     const AttnPos *ap = x->ap;
     const int *doc = p->doc;
     int T = x->T;
@@ -279,7 +331,7 @@ static int tile_scores(const AttnCall *x, const AttnPair *p, int i0, int nb, int
             }
         if (!any) return 0;
     }
-    gemm_tile(nk, ATT_QB, x->hs, p->q0 + (size_t)j0 * x->C3 + x->C, x->C3, 1, p->w.xT, ATT_QB, S, ATT_QB, !all);   // S (+)= K_t qT
+    gemm_tile(nk, ATT_QB, x->hs, p->q0 + (size_t)j0 * x->C3 + x->C, x->C3, 1, xT, ATT_QB, S, ATT_QB, !all);   // S (+)= K_t qT
     if (ap->scheme->bias_forward)                                        // hook 3, one query row at a time
         for (int r = 0; r < nb; r++) {
             int n = tile_row_keys(ap, i0 + r, j0, nk, T);
@@ -314,6 +366,122 @@ static inline real drop_factor(const AttnCall *x, uint32_t rk, int j) {
     return drop_keep(rk, (uint32_t)j, x->drop_thr) ? x->drop_scale : 0;
 }
 
+// The order in which one (b, h) pair's blocks of queries meet its tiles of keys, the forward's and
+// the backward's alike. Alone, a block would run its tiles in key order (tile_width), reading K and
+// V from wherever they are: at long T from memory, once per block. Here blocks go in groups of up to
+// ATT_G, and the full tiles below the group's first row, which every block of the group starts
+// with, run in spans of ATT_SPAN tiles: for each span, each block runs the span's tiles, so the
+// span's K and V (ATT_SPAN x KB keys) stay in cache for the whole group while each block's own
+// operands stay in cache for the span. Then each block runs the rest of its tiles. Every block
+// still meets its tiles in key order with the same widths (its row sums, dq included, are summed in
+// the same order), and every key its blocks in query order (dk and dv): no bit depends on the
+// grouping.
+typedef struct {
+    void (*begin)(void *ctx, int q, int i0);        // block q of the group starts at query row i0
+    void (*tile)(void *ctx, int q, int j0, int nk);  // block q meets keys j0 .. j0+nk-1
+    void (*end)(void *ctx, int q);                  // block q has met all its keys (or NULL)
+    void *ctx;
+} TileVisitor;
+
+static int att_group = ATT_G;      // blocks per group (attention_set_group)
+void attention_set_group(int g) { att_group = g < 1 ? 1 : g > ATT_G ? ATT_G : g; }
+
+static void pair_visit(const AttnCall *x, const TileVisitor *v) {
+    int T = x->T, G = att_group;
+    for (int g0 = 0; g0 < T; g0 += G * ATT_QB) {
+        int nq = (T - g0 + ATT_QB - 1) / ATT_QB, jc = g0 / ATT_KB * ATT_KB;   // keys [0, jc): shared
+        if (nq > G) nq = G;
+        for (int q = 0; jc > 0 && q < nq; q++) v->begin(v->ctx, q, g0 + q * ATT_QB);
+        for (int js = 0; js < jc; js += ATT_SPAN * ATT_KB)
+            for (int q = 0; q < nq; q++)
+                for (int j0 = js; j0 < jc && j0 < js + ATT_SPAN * ATT_KB; j0 += ATT_KB) v->tile(v->ctx, q, j0, ATT_KB);
+        for (int q = 0; q < nq; q++) {
+            int i0 = g0 + q * ATT_QB, nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(x->ap, i0 + nb - 1, T);
+            if (jc == 0) v->begin(v->ctx, q, i0);
+            for (int j0 = jc, nk; j0 < nkeys; j0 += nk) {
+                nk = tile_width(j0, i0, nkeys);
+                v->tile(v->ctx, q, j0, nk);
+            }
+            if (v->end) v->end(v->ctx, q);
+        }
+    }
+}
+
+// One block of query rows i0 .. i0+nb-1 in the forward: its q transposed and scaled, xT (hs, QB);
+// its output's running sums O (nb, hs); per row, the online softmax's running max m and sum l of
+// exp(score - m), and dropout's row key.
+typedef struct {
+    int i0, nb;
+    real *xT, *O;
+    real m[ATT_QB] __attribute__((aligned(64))), l[ATT_QB] __attribute__((aligned(64)));
+    uint32_t rk[ATT_QB] __attribute__((aligned(64)));
+} FwdBlock;
+
+// block k starts at query row i0; xT and O: its scratch (hs x QB reals each)
+static void fwd_block_begin(const AttnCall *x, const AttnPair *p, FwdBlock *k, int i0, real *xT, real *O) {
+    int hs = x->hs;
+    k->i0 = i0; k->nb = x->T - i0 < ATT_QB ? x->T - i0 : ATT_QB; k->xT = xT; k->O = O;
+    for (int r = 0; r < ATT_QB; r++) { k->m[r] = -INFINITY; k->l[r] = 0; }
+    if (x->drop) block_drop_keys(x, p, i0, k->rk);
+    memset(O, 0, sizeof(real) * (size_t)k->nb * hs);
+    block_transpose(xT, p->q0 + (size_t)i0 * x->C3, x->C3, k->nb, hs, x->scale);
+}
+
+// the block's keys j0 .. j0+nk-1: scores, the online softmax's update, O += P V_t
+static void fwd_tile(const AttnCall *x, const AttnPair *p, FwdBlock *k, int j0, int nk) {
+    int hs = x->hs, nb = k->nb;
+    real *S = p->w.S, *m = k->m, *O = k->O;
+    real mt[ATT_QB] __attribute__((aligned(64))), shift[ATT_QB] __attribute__((aligned(64)));
+    if (!tile_scores(x, p, k->xT, k->i0, nb, j0, nk)) return;
+    for (int r = 0; r < ATT_QB; r++) mt[r] = -INFINITY;
+    for (int j = 0; j < nk; j++) {
+        const real *s = S + (size_t)j * ATT_QB;
+        #pragma omp simd
+        for (int r = 0; r < ATT_QB; r++) mt[r] = s[r] > mt[r] ? s[r] : mt[r];
+    }
+    for (int r = 0; r < ATT_QB; r++) {
+        real mn = mt[r] > m[r] ? mt[r] : m[r];
+        if (mn != m[r]) {                      // the max grew: rescale what was summed so far
+            real alpha = exp(m[r] - mn);       // 0 when m was -inf (nothing summed yet)
+            k->l[r] *= alpha;
+            if (r < nb) for (int c = 0; c < hs; c++) O[(size_t)r * hs + c] *= alpha;
+            m[r] = mn;
+        }
+        shift[r] = m[r] == -INFINITY ? 0 : m[r];   // a row that sees no key yet: exp(-inf) = 0
+    }
+    tile_exp(S, nk, shift, k->l);
+    if (x->drop)                               // l has summed the undropped P; O sums the dropped
+        for (int j = 0; j < nk; j++) {
+            real *s = S + (size_t)j * ATT_QB;
+            #pragma omp simd
+            for (int r = 0; r < ATT_QB; r++) s[r] *= drop_factor(x, k->rk[r], j0 + j);
+        }
+    gemm_tile(nb, hs, nk, S, 1, ATT_QB, p->q0 + (size_t)j0 * x->C3 + 2 * x->C, x->C3, O, hs, 1);   // O += P V_t
+}
+
+// the block's output rows out_i = O_i / l_i and log-sum-exps m_i + log l_i; out (B,T,C), lse (B,NH,T)
+static void fwd_block_end(const AttnCall *x, const AttnPair *p, const FwdBlock *k, real *out, real *lse) {
+    int hs = x->hs, T = x->T;
+    for (int r = 0; r < k->nb; r++) {
+        int i = k->i0 + r;
+        CHECK(isfinite(k->m[r]), "attention scores became %g (query position %d, head %d): the model has diverged; "
+              "lower --lr", (double)k->m[r], p->pos[i], p->h);
+        real inv = 1 / k->l[r], *o = out + ((size_t)p->b * T + i) * x->C + p->h * hs;
+        for (int c = 0; c < hs; c++) o[c] = k->O[(size_t)r * hs + c] * inv;
+        lse[((size_t)p->b * x->NH + p->h) * T + i] = k->m[r] + log(k->l[r]);
+    }
+}
+
+// the forward's visitor (pair_visit): blocks blk (ATT_G), out, lse
+typedef struct { const AttnCall *x; const AttnPair *p; FwdBlock *blk; real *out, *lse; } FwdPair;
+static void fwd_begin(void *c, int q, int i0) {
+    FwdPair *f = c;
+    size_t n = (size_t)f->x->hs * ATT_QB;
+    fwd_block_begin(f->x, f->p, &f->blk[q], i0, f->p->w.xT + q * n, f->p->w.O + q * n);
+}
+static void fwd_visit_tile(void *c, int q, int j0, int nk) { FwdPair *f = c; fwd_tile(f->x, f->p, &f->blk[q], j0, nk); }
+static void fwd_end(void *c, int q) { FwdPair *f = c; fwd_block_end(f->x, f->p, &f->blk[q], f->out, f->lse); }
+
 // out (B,T,C); lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
 // scratch (threads, ATT_SCRATCH(hs)). Memory: lse and the scratch, never (T, T).
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
@@ -321,60 +489,14 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
     size_t ncache;
     real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
     AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
-    int hs = x.hs;
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(hs), b, h);
-            AttScratch w = p.w;
-            for (int i0 = 0; i0 < T; i0 += ATT_QB) {
-                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
-                // per query row: running max m, sum l of exp(score - m), and the shift used for exp
-                real m[ATT_QB] __attribute__((aligned(64))), l[ATT_QB] __attribute__((aligned(64)));
-                real mt[ATT_QB] __attribute__((aligned(64))), shift[ATT_QB] __attribute__((aligned(64)));
-                uint32_t rk[ATT_QB] __attribute__((aligned(64)));
-                for (int r = 0; r < ATT_QB; r++) { m[r] = -INFINITY; l[r] = 0; }
-                if (x.drop) block_drop_keys(&x, &p, i0, rk);
-                memset(w.O, 0, sizeof(real) * (size_t)nb * hs);
-                block_transpose(w.xT, p.q0 + (size_t)i0 * x.C3, x.C3, nb, hs, x.scale);
-                for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
-                    nk = tile_width(j0, i0, nkeys);
-                    if (!tile_scores(&x, &p, i0, nb, j0, nk)) continue;
-                    for (int r = 0; r < ATT_QB; r++) mt[r] = -INFINITY;
-                    for (int j = 0; j < nk; j++) {
-                        const real *s = w.S + (size_t)j * ATT_QB;
-                        #pragma omp simd
-                        for (int r = 0; r < ATT_QB; r++) mt[r] = s[r] > mt[r] ? s[r] : mt[r];
-                    }
-                    for (int r = 0; r < ATT_QB; r++) {
-                        real mn = mt[r] > m[r] ? mt[r] : m[r];
-                        if (mn != m[r]) {              // the max grew: rescale what was summed so far
-                            real alpha = exp(m[r] - mn);    // 0 when m was -inf (nothing summed yet)
-                            l[r] *= alpha;
-                            if (r < nb) for (int c = 0; c < hs; c++) w.O[(size_t)r * hs + c] *= alpha;
-                            m[r] = mn;
-                        }
-                        shift[r] = m[r] == -INFINITY ? 0 : m[r];   // a row that sees no key yet: exp(-inf) = 0
-                    }
-                    tile_exp(w.S, nk, shift, l);
-                    if (x.drop)                        // l has summed the undropped P; O sums the dropped
-                        for (int j = 0; j < nk; j++) {
-                            real *s = w.S + (size_t)j * ATT_QB;
-                            #pragma omp simd
-                            for (int r = 0; r < ATT_QB; r++) s[r] *= drop_factor(&x, rk[r], j0 + j);
-                        }
-                    gemm_tile(nb, hs, nk, w.S, 1, ATT_QB, p.q0 + (size_t)j0 * x.C3 + 2 * C, x.C3, w.O, hs, 1);   // O += P V_t
-                }
-                for (int r = 0; r < nb; r++) {
-                    int i = i0 + r;
-                    CHECK(isfinite(m[r]), "attention scores became %g (query position %d, head %d): the model has diverged; "
-                          "lower --lr", (double)m[r], p.pos[i], h);
-                    real inv = 1 / l[r], *o = out + ((size_t)b * T + i) * C + h * hs;
-                    for (int c = 0; c < hs; c++) o[c] = w.O[(size_t)r * hs + c] * inv;
-                    lse[((size_t)b * NH + h) * T + i] = m[r] + log(l[r]);
-                }
-            }
-        }
+    PairRange pr[max_threads()];
+    #pragma omp parallel
+    for (int k = pairs_first(pr, B * NH, 1); k >= 0; k = pairs_next(pr, 1)) {
+        AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), k / NH, k % NH);
+        FwdBlock blk[ATT_G];
+        FwdPair f = { &x, &p, blk, out, lse };
+        pair_visit(&x, &(TileVisitor){ fwd_begin, fwd_visit_tile, fwd_end, &f });
+    }
     free(cache);
 }
 
@@ -389,6 +511,102 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
 // A learned bias gets gradient from every (b,h): each thread accumulates into its own copy, and the
 // copies are added in thread order afterwards (no race, bit-reproducible). So does the gradient of
 // the bias cache's values, which bias_finish then carries to the parameters.
+// What the backward's tiles write besides dqkv: a learned bias's gradient, into the thread's own
+// copies (dp (np,), dcache (ncache,) or NULL), when learned.
+typedef struct {
+    real *dqkv;                 // (B,T,3C) +=
+    const real *dout, *out, *lse;
+    int learned;                // hook 3's bias has parameters to learn
+    real *dp_threads, *dcache_threads;   // (threads, np), (threads, ncache) or NULL
+    size_t np, ncache;
+} BwdCall;
+
+// One block of query rows i0 .. i0+nb-1 in the backward: its q transposed and scaled, xT (hs, QB),
+// its dout transposed, yT (hs, QB), and per row its log-sum-exp, D_i = dout_i . out_i and dropout's
+// row key (QB each, 0 past nb).
+typedef struct {
+    int i0, nb;
+    real *xT, *yT;
+    real lse_q[ATT_QB] __attribute__((aligned(64))), D[ATT_QB] __attribute__((aligned(64)));
+    uint32_t rk[ATT_QB] __attribute__((aligned(64)));
+} BwdBlock;
+
+// block k starts at query row i0; xT and yT: its scratch (hs x QB reals each)
+static void bwd_block_begin(const AttnCall *x, const AttnPair *p, const BwdCall *g, BwdBlock *k, int i0,
+                            real *xT, real *yT) {
+    int T = x->T, C = x->C, hs = x->hs, nb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
+    const real *dout0 = g->dout + ((size_t)p->b * T + i0) * C + p->h * hs;      // dout of query i0, head h
+    k->i0 = i0; k->nb = nb; k->xT = xT; k->yT = yT;
+    if (x->drop) block_drop_keys(x, p, i0, k->rk);
+    for (int r = 0; r < ATT_QB; r++) {
+        k->lse_q[r] = r < nb ? g->lse[((size_t)p->b * x->NH + p->h) * T + i0 + r] : 0;
+        real d = 0;
+        if (r < nb) {
+            const real *o = g->out + ((size_t)p->b * T + i0 + r) * C + p->h * hs, *gr = dout0 + (size_t)r * C;
+            for (int c = 0; c < hs; c++) d += gr[c] * o[c];
+        }
+        k->D[r] = d;
+    }
+    block_transpose(xT, p->q0 + (size_t)i0 * x->C3, x->C3, nb, hs, x->scale);
+    block_transpose(yT, dout0, C, nb, hs, 1);
+}
+
+// the block's keys j0 .. j0+nk-1: P again, dP, dscore, hook 3's backward, then dV, dK and dQ
+static void bwd_tile(const AttnCall *x, const AttnPair *p, const BwdCall *g, const BwdBlock *k, int j0, int nk) {
+    const AttnPos *ap = x->ap;
+    int T = x->T, C = x->C, hs = x->hs, i0 = k->i0, nb = k->nb;
+    size_t C3 = x->C3;
+    real *S = p->w.S, *dS = p->w.dS;
+    const real *dout0 = g->dout + ((size_t)p->b * T + i0) * C + p->h * hs;
+    // the forward's scores again (same function), then P = exp(score - lse)
+    if (!tile_scores(x, p, k->xT, i0, nb, j0, nk)) return;
+    tile_exp(S, nk, k->lse_q, NULL);
+    gemm_tile(nk, ATT_QB, hs, p->q0 + (size_t)j0 * C3 + 2 * C, C3, 1, k->yT, ATT_QB, dS, ATT_QB, 0);  // dP^T = V_t dOT
+    if (!x->drop)
+        for (int j = 0; j < nk; j++) {         // dscore = p (dP - D)
+            const real *pj = S + (size_t)j * ATT_QB;
+            real *gj = dS + (size_t)j * ATT_QB;
+            #pragma omp simd
+            for (int r = 0; r < ATT_QB; r++) gj[r] = pj[r] * (gj[r] - k->D[r]);
+        }
+    else
+        for (int j = 0; j < nk; j++) {         // dscore = p (f dP - D); then S = f p for dV
+            real *pj = S + (size_t)j * ATT_QB, *gj = dS + (size_t)j * ATT_QB;
+            #pragma omp simd
+            for (int r = 0; r < ATT_QB; r++) {
+                real f = drop_factor(x, k->rk[r], j0 + j);
+                gj[r] = pj[r] * (f * gj[r] - k->D[r]);
+                pj[r] *= f;
+            }
+        }
+    // hook 3's backward, one query row at a time: before the scale below, as the bias was added
+    // after it in the forward
+    if (g->learned)
+        for (int r = 0; r < nb; r++) {
+            int n = tile_row_keys(ap, i0 + r, j0, nk, T), t = thread_id();
+            if (n == 0) continue;
+            for (int j = 0; j < n; j++) p->w.row[j] = dS[(size_t)j * ATT_QB + r];
+            ap->scheme->bias_backward(ap->tables, ap->pe_params, x->cache, g->dp_threads + (size_t)t * g->np,
+                                      g->dcache_threads ? g->dcache_threads + (size_t)t * g->ncache : NULL,
+                                      p->h, p->pos[i0 + r], p->pos + j0, n, p->w.row);
+        }
+    for (int j = 0; j < nk * ATT_QB; j++) dS[j] *= x->scale;   // through score = q.k / sqrt(hs)
+    real *grad0 = g->dqkv + (size_t)p->b * T * C3 + p->h * hs;          // dq of token 0, head h
+    real *dq = grad0 + (size_t)i0 * C3, *dk = grad0 + (size_t)j0 * C3 + C, *dv = dk + C;
+    gemm_tile(nk, hs, nb, S, ATT_QB, 1, dout0, C, dv, C3, 1);                         // dV_t += P^T dO
+    gemm_tile(nk, hs, nb, dS, ATT_QB, 1, p->q0 + (size_t)i0 * C3, C3, dk, C3, 1);     // dK_t += dS^T Q
+    gemm_tile(nb, hs, nk, dS, 1, ATT_QB, p->q0 + (size_t)j0 * C3 + C, C3, dq, C3, 1); // dQ += dS K_t
+}
+
+// the backward's visitor (pair_visit): blocks blk (ATT_G)
+typedef struct { const AttnCall *x; const AttnPair *p; const BwdCall *g; BwdBlock *blk; } BwdPair;
+static void bwd_begin(void *c, int q, int i0) {
+    BwdPair *f = c;
+    size_t n = (size_t)f->x->hs * ATT_QB;
+    bwd_block_begin(f->x, f->p, f->g, &f->blk[q], i0, f->p->w.xT + q * n, f->p->w.yT + q * n);
+}
+static void bwd_visit_tile(void *c, int q, int j0, int nk) { BwdPair *f = c; bwd_tile(f->x, f->p, f->g, &f->blk[q], j0, nk); }
+
 void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *out,
                         const real *lse, const AttnPos *ap, int B, int T, int C, int NH) {
     const PosScheme *s = ap->scheme;
@@ -399,74 +617,16 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
     real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
     real *dcache_threads = learned_bias && cache && s->bias_finish ? xcalloc((size_t)max_threads() * ncache, sizeof(real)) : NULL;
     AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
-    int hs = x.hs;
-    size_t C3 = x.C3;
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(hs), b, h);
-            AttScratch w = p.w;
-            real *grad0 = dqkv + (size_t)b * T * C3 + h * hs;                  // dq of token 0, head h
-            for (int i0 = 0; i0 < T; i0 += ATT_QB) {
-                int nb = T - i0 < ATT_QB ? T - i0 : ATT_QB, nkeys = attn_limit(ap, i0 + nb - 1, T);
-                const real *dout0 = dout + ((size_t)b * T + i0) * C + h * hs;      // dout of query i0, head h
-                // the block's log-sum-exps (0 past nb) and D_i
-                real lse_q[ATT_QB] __attribute__((aligned(64))), D[ATT_QB] __attribute__((aligned(64)));
-                uint32_t rk[ATT_QB] __attribute__((aligned(64)));
-                if (x.drop) block_drop_keys(&x, &p, i0, rk);
-                for (int r = 0; r < ATT_QB; r++) {
-                    lse_q[r] = r < nb ? lse[((size_t)b * NH + h) * T + i0 + r] : 0;
-                    real d = 0;
-                    if (r < nb) {
-                        const real *o = out + ((size_t)b * T + i0 + r) * C + h * hs, *g = dout0 + (size_t)r * C;
-                        for (int c = 0; c < hs; c++) d += g[c] * o[c];
-                    }
-                    D[r] = d;
-                }
-                block_transpose(w.xT, p.q0 + (size_t)i0 * C3, C3, nb, hs, x.scale);
-                block_transpose(w.yT, dout0, C, nb, hs, 1);
-                for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
-                    nk = tile_width(j0, i0, nkeys);
-                    // the forward's scores again (same function), then P = exp(score - lse)
-                    if (!tile_scores(&x, &p, i0, nb, j0, nk)) continue;
-                    tile_exp(w.S, nk, lse_q, NULL);
-                    gemm_tile(nk, ATT_QB, hs, p.q0 + (size_t)j0 * C3 + 2 * C, C3, 1, w.yT, ATT_QB, w.dS, ATT_QB, 0);  // dP^T = V_t dOT
-                    if (!x.drop)
-                        for (int j = 0; j < nk; j++) {     // dscore = p (dP - D)
-                            const real *pj = w.S + (size_t)j * ATT_QB;
-                            real *g = w.dS + (size_t)j * ATT_QB;
-                            #pragma omp simd
-                            for (int r = 0; r < ATT_QB; r++) g[r] = pj[r] * (g[r] - D[r]);
-                        }
-                    else
-                        for (int j = 0; j < nk; j++) {     // dscore = p (f dP - D); then S = f p for dV
-                            real *pj = w.S + (size_t)j * ATT_QB, *g = w.dS + (size_t)j * ATT_QB;
-                            #pragma omp simd
-                            for (int r = 0; r < ATT_QB; r++) {
-                                real f = drop_factor(&x, rk[r], j0 + j);
-                                g[r] = pj[r] * (f * g[r] - D[r]);
-                                pj[r] *= f;
-                            }
-                        }
-                    // hook 3's backward, one query row at a time: before the scale below, as the bias
-                    // was added after it in the forward
-                    if (learned_bias)
-                        for (int r = 0; r < nb; r++) {
-                            int n = tile_row_keys(ap, i0 + r, j0, nk, T);
-                            if (n == 0) continue;
-                            for (int j = 0; j < n; j++) w.row[j] = w.dS[(size_t)j * ATT_QB + r];
-                            s->bias_backward(ap->tables, ap->pe_params, cache, dp_threads + (size_t)thread_id() * np,
-                                             dcache_threads ? dcache_threads + (size_t)thread_id() * ncache : NULL,
-                                             h, p.pos[i0 + r], p.pos + j0, n, w.row);
-                        }
-                    for (int j = 0; j < nk * ATT_QB; j++) w.dS[j] *= x.scale;   // through score = q.k / sqrt(hs)
-                    real *dq = grad0 + (size_t)i0 * C3, *dk = grad0 + (size_t)j0 * C3 + C, *dv = dk + C;
-                    gemm_tile(nk, hs, nb, w.S, ATT_QB, 1, dout0, C, dv, C3, 1);                       // dV_t += P^T dO
-                    gemm_tile(nk, hs, nb, w.dS, ATT_QB, 1, p.q0 + (size_t)i0 * C3, C3, dk, C3, 1);    // dK_t += dS^T Q
-                    gemm_tile(nb, hs, nk, w.dS, 1, ATT_QB, p.q0 + (size_t)j0 * C3 + C, C3, dq, C3, 1); // dQ += dS K_t
-                }
-            }
-        }
+    BwdCall g = { .dqkv = dqkv, .dout = dout, .out = out, .lse = lse, .learned = learned_bias,
+                  .dp_threads = dp_threads, .dcache_threads = dcache_threads, .np = np, .ncache = ncache };
+    PairRange pr[max_threads()];
+    #pragma omp parallel
+    for (int k = pairs_first(pr, B * NH, !learned_bias); k >= 0; k = pairs_next(pr, !learned_bias)) {
+        AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), k / NH, k % NH);
+        BwdBlock blk[ATT_G];
+        BwdPair f = { &x, &p, &g, blk };
+        pair_visit(&x, &(TileVisitor){ bwd_begin, bwd_visit_tile, NULL, &f });
+    }
     if (learned_bias) {
         for (int t = 0; t < max_threads(); t++)
             for (size_t k = 0; k < np; k++) ap->pe_dparams[k] += dp_threads[(size_t)t * np + k];
@@ -509,7 +669,7 @@ static void pair_stats(const AttnCall *x, AttnPair *p, const real *lse_h, double
         block_transpose(p->w.xT, p->q0 + (size_t)i0 * x->C3, x->C3, nb, x->hs, x->scale);
         for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
             nk = tile_width(j0, i0, nkeys);
-            if (!tile_scores(x, p, i0, nb, j0, nk)) continue;
+            if (!tile_scores(x, p, p->w.xT, i0, nb, j0, nk)) continue;
             for (int j = 0; j < nk; j++) {
                 const real *s = p->w.S + (size_t)j * ATT_QB;
                 for (int r = 0; r < nb; r++) {
@@ -539,12 +699,13 @@ void attention_stats(double *acc, const real *qkv, const real *lse, const AttnPo
     real *cache = bias_cache_new(ap, ap->pos, (size_t)B * T, &ncache);
     AttnCall x = attn_call(ap, cache, qkv, T, C, NH);
     double *part = xcalloc((size_t)B * NH * ATT_NSTAT, sizeof(double));   // (B, NH, ATT_NSTAT)
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), b, h);
-            pair_stats(&x, &p, lse + ((size_t)b * NH + h) * T, part + ((size_t)b * NH + h) * ATT_NSTAT);
-        }
+    PairRange pr[max_threads()];
+    #pragma omp parallel
+    for (int k = pairs_first(pr, B * NH, 1); k >= 0; k = pairs_next(pr, 1)) {
+        int b = k / NH, h = k % NH;
+        AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), b, h);
+        pair_stats(&x, &p, lse + ((size_t)b * NH + h) * T, part + ((size_t)b * NH + h) * ATT_NSTAT);
+    }
     for (int b = 0; b < B; b++)                    // in batch order: the same sums for any thread count
         for (size_t k = 0; k < (size_t)NH * ATT_NSTAT; k++) acc[k] += part[(size_t)b * NH * ATT_NSTAT + k];
     free(part);
@@ -569,7 +730,7 @@ void attention_head_probs(real *out, const real *qkv, const real *lse, const Att
         block_transpose(p.w.xT, p.q0 + (size_t)i0 * x.C3, x.C3, nb, x.hs, x.scale);
         for (int j0 = 0, nk; j0 < nkeys; j0 += nk) {
             nk = tile_width(j0, i0, nkeys);
-            if (!tile_scores(&x, &p, i0, nb, j0, nk)) continue;
+            if (!tile_scores(&x, &p, p.w.xT, i0, nb, j0, nk)) continue;
             tile_exp(p.w.S, nk, lse_q, NULL);
             for (int j = 0; j < nk; j++)
                 for (int r = 0; r < nb; r++) out[(size_t)(i0 + r) * T + j0 + j] = p.w.S[(size_t)j * ATT_QB + r];

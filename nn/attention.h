@@ -37,7 +37,11 @@ typedef struct {
 // reals per thread that does not grow with T; never a (T, T) matrix.
 #define ATT_QB ((int)(128 / sizeof(real)))              // query rows per block: 32 floats, 16 doubles
 #define ATT_KB (2 * ATT_QB)                             // keys per tile: 64 floats, 32 doubles
-#define ATT_SCRATCH(hs) ((size_t)ATT_QB * (2 * ATT_KB + 3 * (size_t)(hs)) + ATT_KB)
+#define ATT_G 16                                        // blocks that share a pass over the keys
+#define ATT_SPAN 8                                      // the tiles of that pass each block runs in a row
+#define ATT_SCRATCH(hs) ((size_t)ATT_QB * (2 * ATT_KB + 3 * ATT_G * (size_t)(hs)) + ATT_KB)
+// Blocks per group, 1 .. ATT_G (default ATT_G): for tests and measurements; no bit depends on it.
+void attention_set_group(int g);
 // out (B,T,C), lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
 // scratch (threads, ATT_SCRATCH(C/NH))
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,

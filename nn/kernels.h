@@ -133,5 +133,13 @@ static inline int thread_id(void) {
     return 0;
 #endif
 }
+// the number of threads in the current team (1 outside a parallel region and without OpenMP)
+static inline int team_size(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
 
 #endif

@@ -202,7 +202,7 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
                             int B, int T, int C, int NH) {
     int hs = C / NH;
     double *P = xmalloc(sizeof(double) * T * T), *dS = xmalloc(sizeof(double) * T * T), *F = xmalloc(sizeof(double) * T * T);
-    real bias[128];
+    real *bias = xmalloc(sizeof(real) * T);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const int *pos = ap->pos + b * T, *doc = ap->doc + b * T;
@@ -264,7 +264,7 @@ static void plain_attention(real *out, real *dqkv, const real *qkv, const real *
             #undef K
             #undef VV
         }
-    free(P); free(dS); free(F);
+    free(P); free(dS); free(F); free(bias);
 }
 // T = 6 is one block of queries in the kernel; T = 37 spans three, the last one partial.
 // Row 1 holds two packed documents: tokens 0..T/2-1 and T/2..T-1. dropout: the rate, at a fixed key.
@@ -572,6 +572,8 @@ int main(void) {
         // first) and rows that see no key of a tile: against the plain attention only
         test_attention(s, 0, 1.0, 70, 0, 0, 0);
         test_attention(s, 0, 1.0, 70, 0, 1, 0);     // bidirectional: key tiles past the diagonal too
+        // groups of 16 blocks that share 8 and 16 full key tiles (one and two spans: nn/attention.c)
+        test_attention(s, 0, 1.0, 600, 0, 0, 0);
         if (posenc_scheme(s)->hooks & PE_HOOK_QK) { test_attention(s, 1, 1.0, 6, 1, 0, 0); test_attention(s, 0, 0.5, 6, 1, 0, 0); test_attention(s, 1, 0.5, 6, 1, 0, 0); }
     }
     // every scheme in the table, through --pe
@@ -596,6 +598,7 @@ int main(void) {
         test_attention(s, 0, 1.0, 37, 0, 0, 0.1);
         test_attention(s, 0, 1.0, 70, 0, 0, 0.5);
         test_attention(s, 0, 1.0, 70, 0, 1, 0.1);
+        test_attention(s, 0, 1.0, 600, 0, 1, 0.1);
     }
     model_case("dropout 0.1: learned input + rope,alibi,t5", NULL, "rope,alibi,t5", "learned", 0, 1.0, 2, 0.1, NULL);
     model_case("dropout 0.5: sinusoidal input + t5,rope,alibi", NULL, "t5,rope,alibi", "sinusoidal", 1, 1.0, 2, 0.5, NULL);

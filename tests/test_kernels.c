@@ -3,10 +3,12 @@
 // vectors), of the column chunks or of the K block (384), with
 // every operand layout the model uses (A plain, A transposed through its strides), overwriting and
 // accumulating; and the matmul layer's three products against the definition. Float build, so
-// the tolerance is relative to the size of the sums.
+// the tolerance is relative to the size of the sums. And the fused attention's schedule: the same
+// bits whatever the grouping of its query blocks and the thread count.
 #include <string.h>
 #include <omp.h>
 
+#include "nn/attention.h"
 #include "nn/kernels.h"
 #include "model.h"
 #include "tests/testutil.h"
@@ -266,6 +268,66 @@ static void check_gelu(void) {
     free(x); free(y); free(d); free(one);
 }
 
+// The fused attention (nn/attention.c) at T = 1100: with blocks of 32 queries in groups of up to 16,
+// the second group shares 8 full key tiles (one span) and the third 16 (two spans), against each
+// block run alone (attention_set_group(1)) and at 1, 2 and 3 threads (3 on fewer cores: the pairs'
+// ranges are taken over by the threads that finish first). out, lse and dqkv bit for bit. Row 1
+// holds two documents and padding (tiles that a block skips); a scheme with a score bias, one with a
+// learned bias (whose backward keeps the static split), dropout, bidirectional.
+static void check_attention_bits(const char *scheme, double dropout, int bidirectional) {
+    enum { B = 2, T = 1100, C = 96, NH = 3 };
+    size_t N = (size_t)B * T, nq = N * 3 * C, no = N * C;
+    int *pos = xmalloc(sizeof(int) * N), *doc = xmalloc(sizeof(int) * N);
+    for (int t = 0; t < T; t++) {
+        pos[t] = t; doc[t] = 0;
+        pos[T + t] = t < 700 ? t : t - 700; doc[T + t] = t < 700 ? 1 : t < 1070 ? 2 : -1;
+    }
+    PosConfig pc; posenc_defaults(&pc, 1);
+    int s = posenc_find(scheme);
+    pc.input = PE_NOPE; pc.layer[0] = s;
+    PosDims d = { 1, NH, C, C / NH, T };
+    PosTables tb; posenc_tables_build(&tb, &pc, &d, T);
+    const PosScheme *sc = posenc_scheme(s);
+    real *p = NULL, *dp = NULL;
+    size_t np = 0;
+    if (sc->param_shape) {
+        int rows, cols;
+        sc->param_shape(&pc, &d, &rows, &cols);
+        np = (size_t)rows * cols;
+        p = xmalloc(np * sizeof(real)); dp = xcalloc(np, sizeof(real));
+        fill(p, np);
+    }
+    AttnPos ap = { .pos = pos, .doc = doc, .scheme = sc, .tables = &tb, .pe_params = p, .pe_dparams = dp, .pe_nparams = np,
+                   .bidirectional = bidirectional, .dropout = dropout, .drop_key = 0xBEEF };
+    real *qkv = xmalloc(sizeof(real) * nq), *dout = xmalloc(sizeof(real) * no);
+    real *scratch = xmalloc(sizeof(real) * 4 * ATT_SCRATCH(C / NH));
+    fill(qkv, nq); fill(dout, no);
+    real *ref = NULL;
+    int saved = omp_get_max_threads();
+    size_t nall = no + (size_t)B * NH * T + nq;                   // out, lse, dqkv
+    static const int runs[][2] = { { 1, 1 }, { ATT_G, 1 }, { ATT_G, 2 }, { ATT_G, 3 }, { 5, 2 } };   // group, threads
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        real *all = xcalloc(nall, sizeof(real)), *out = all, *lse = all + no, *dqkv = lse + (size_t)B * NH * T;
+        attention_set_group(runs[r][0]);
+        omp_set_num_threads(runs[r][1]);
+        attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
+        attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
+        if (!ref) ref = all;
+        else {
+            size_t k = 0;
+            while (k < nall && memcmp(&all[k], &ref[k], sizeof(real)) == 0) k++;
+            EXPECT(k == nall, "attention %s (dropout %g%s), groups of %d blocks at %d threads: element %zu of (out, lse, dqkv) "
+                   "differs from blocks alone at 1 thread", scheme, dropout, bidirectional ? ", bidirectional" : "",
+                   runs[r][0], runs[r][1], k);
+            free(all);
+        }
+    }
+    attention_set_group(ATT_G);
+    omp_set_num_threads(saved);
+    free(ref); free(qkv); free(dout); free(scratch); free(pos); free(doc); free(p); free(dp);
+    posenc_tables_free(&tb);
+}
+
 int main(void) {
     check_gelu();
     rng_seed(&rng, 11);
@@ -297,5 +359,9 @@ int main(void) {
     check_matmul_few_rows(600, 1030);
     check_matmul_few_rows(128, 870);
 #endif
+    check_attention_bits("nope", 0, 0);
+    check_attention_bits("alibi", 0.1, 0);
+    check_attention_bits("t5", 0, 0);
+    check_attention_bits("nope", 0, 1);
     return test_summary("test_kernels");
 }
