@@ -374,8 +374,9 @@ static inline real drop_factor(const AttnCall *x, uint32_t rk, int j) {
 // span's K and V (ATT_SPAN x KB keys) stay in cache for the whole group while each block's own
 // operands stay in cache for the span. Then each block runs the rest of its tiles. Every block
 // still meets its tiles in key order with the same widths (its row sums, dq included, are summed in
-// the same order), and every key its blocks in query order (dk and dv): no bit depends on the
-// grouping.
+// the same order), and every key its blocks in query order (dk and dv): no bit of out, lse or dqkv
+// depends on the grouping. A learned bias's gradient sums over keys and queries together, in the
+// order the (block, tile) pairs come, so the backward of such a scheme runs each block alone (G 1).
 typedef struct {
     void (*begin)(void *ctx, int q, int i0);        // block q of the group starts at query row i0
     void (*tile)(void *ctx, int q, int j0, int nk);  // block q meets keys j0 .. j0+nk-1
@@ -386,8 +387,9 @@ typedef struct {
 static int att_group = ATT_G;      // blocks per group (attention_set_group)
 void attention_set_group(int g) { att_group = g < 1 ? 1 : g > ATT_G ? ATT_G : g; }
 
-static void pair_visit(const AttnCall *x, const TileVisitor *v) {
-    int T = x->T, G = att_group;
+// G: blocks per group, 1 .. ATT_G
+static void pair_visit(const AttnCall *x, const TileVisitor *v, int G) {
+    int T = x->T;
     for (int g0 = 0; g0 < T; g0 += G * ATT_QB) {
         int nq = (T - g0 + ATT_QB - 1) / ATT_QB, jc = g0 / ATT_KB * ATT_KB;   // keys [0, jc): shared
         if (nq > G) nq = G;
@@ -495,7 +497,7 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
         AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), k / NH, k % NH);
         FwdBlock blk[ATT_G];
         FwdPair f = { &x, &p, blk, out, lse };
-        pair_visit(&x, &(TileVisitor){ fwd_begin, fwd_visit_tile, fwd_end, &f });
+        pair_visit(&x, &(TileVisitor){ fwd_begin, fwd_visit_tile, fwd_end, &f }, att_group);
     }
     free(cache);
 }
@@ -625,7 +627,7 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
         AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), k / NH, k % NH);
         BwdBlock blk[ATT_G];
         BwdPair f = { &x, &p, &g, blk };
-        pair_visit(&x, &(TileVisitor){ bwd_begin, bwd_visit_tile, NULL, &f });
+        pair_visit(&x, &(TileVisitor){ bwd_begin, bwd_visit_tile, NULL, &f }, learned_bias ? 1 : att_group);
     }
     if (learned_bias) {
         for (int t = 0; t < max_threads(); t++)

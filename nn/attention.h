@@ -40,7 +40,8 @@ typedef struct {
 #define ATT_G 16                                        // blocks that share a pass over the keys
 #define ATT_SPAN 8                                      // the tiles of that pass each block runs in a row
 #define ATT_SCRATCH(hs) ((size_t)ATT_QB * (2 * ATT_KB + 3 * ATT_G * (size_t)(hs)) + ATT_KB)
-// Blocks per group, 1 .. ATT_G (default ATT_G): for tests and measurements; no bit depends on it.
+// Blocks per group, 1 .. ATT_G (default ATT_G): for tests and measurements; no bit of the outputs
+// depends on it (nn/attention.c, pair_visit).
 void attention_set_group(int g);
 // out (B,T,C), lse (B,NH,T); qkv (B,T,3C) holds q, k, v (q and k already hooked);
 // scratch (threads, ATT_SCRATCH(C/NH))

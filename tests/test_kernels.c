@@ -271,9 +271,11 @@ static void check_gelu(void) {
 // The fused attention (nn/attention.c) at T = 1100: with blocks of 32 queries in groups of up to 16,
 // the second group shares 8 full key tiles (one span) and the third 16 (two spans), against each
 // block run alone (attention_set_group(1)) and at 1, 2 and 3 threads (3 on fewer cores: the pairs'
-// ranges are taken over by the threads that finish first). out, lse and dqkv bit for bit. Row 1
-// holds two documents and padding (tiles that a block skips); a scheme with a score bias, one with a
-// learned bias (whose backward keeps the static split), dropout, bidirectional.
+// ranges are taken over by the threads that finish first). out, lse and dqkv bit for bit; a learned
+// bias's gradient (summed in one copy per thread, in the order of the pair's (block, tile) visits)
+// bit for bit between the runs at one thread. Row 1 holds two documents and padding (tiles that a
+// block skips); a scheme with a score bias, learned biases (whose backward keeps the static split
+// and runs each block alone), dropout, bidirectional.
 static void check_attention_bits(const char *scheme, double dropout, int bidirectional) {
     enum { B = 2, T = 1100, C = 96, NH = 3 };
     size_t N = (size_t)B * T, nq = N * 3 * C, no = N * C;
@@ -302,7 +304,7 @@ static void check_attention_bits(const char *scheme, double dropout, int bidirec
     real *qkv = xmalloc(sizeof(real) * nq), *dout = xmalloc(sizeof(real) * no);
     real *scratch = xmalloc(sizeof(real) * 4 * ATT_SCRATCH(C / NH));
     fill(qkv, nq); fill(dout, no);
-    real *ref = NULL;
+    real *ref = NULL, *dp_ref = np ? xmalloc(np * sizeof(real)) : NULL;
     int saved = omp_get_max_threads();
     size_t nall = no + (size_t)B * NH * T + nq;                   // out, lse, dqkv
     static const int runs[][2] = { { 1, 1 }, { ATT_G, 1 }, { ATT_G, 2 }, { ATT_G, 3 }, { 5, 2 } };   // group, threads
@@ -310,8 +312,13 @@ static void check_attention_bits(const char *scheme, double dropout, int bidirec
         real *all = xcalloc(nall, sizeof(real)), *out = all, *lse = all + no, *dqkv = lse + (size_t)B * NH * T;
         attention_set_group(runs[r][0]);
         omp_set_num_threads(runs[r][1]);
+        if (np) memset(dp, 0, np * sizeof(real));
         attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
         attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
+        if (np && r == 0) memcpy(dp_ref, dp, np * sizeof(real));
+        else if (np && runs[r][1] == 1)
+            EXPECT(memcmp(dp, dp_ref, np * sizeof(real)) == 0, "attention %s, groups of %d blocks: the learned bias's "
+                   "gradient differs from blocks alone", scheme, runs[r][0]);
         if (!ref) ref = all;
         else {
             size_t k = 0;
@@ -324,7 +331,7 @@ static void check_attention_bits(const char *scheme, double dropout, int bidirec
     }
     attention_set_group(ATT_G);
     omp_set_num_threads(saved);
-    free(ref); free(qkv); free(dout); free(scratch); free(pos); free(doc); free(p); free(dp);
+    free(ref); free(qkv); free(dout); free(scratch); free(pos); free(doc); free(p); free(dp); free(dp_ref);
     posenc_tables_free(&tb);
 }
 
@@ -362,6 +369,7 @@ int main(void) {
     check_attention_bits("nope", 0, 0);
     check_attention_bits("alibi", 0.1, 0);
     check_attention_bits("t5", 0, 0);
+    check_attention_bits("fire", 0, 0);
     check_attention_bits("nope", 0, 1);
     return test_summary("test_kernels");
 }
