@@ -522,6 +522,83 @@ static void speed_learn(int nth, const double *work, const double *sec) {
     }
 }
 
+// One gemm_own call's operands and blocking, as every thread reads them.
+typedef struct {
+    const GemmPath *p;
+    int M, N, K;
+    const real *a; size_t a_rs, a_cs;
+    const real *b; size_t b_rs, b_cs;
+    real *c; size_t ldc;
+    int accumulate, pack_all_a, slabs, by_rows;
+    int kc, mc, nc, panels, cpanels, nrb, ncb;   // K block; the largest row block and chunk; counts
+} GemmCall;
+
+// The panels [p0, p1) of a block or chunk, cut to the fraction [f0, f1) of it (the whole for 0, 1):
+// *q0, *q1. Two threads that meet inside a block compute the same cut from the same fraction.
+static void panel_cut(int p0, int p1, double f0, double f1, int *q0, int *q1) {
+    f0 = f0 < 0 ? 0 : f0; f1 = f1 > 1 ? 1 : f1;
+    *q0 = p0 + (int)(f0 * (p1 - p0) + 0.5);
+    *q1 = p0 + (int)(f1 * (p1 - p0) + 0.5);
+}
+
+// Thread t of nth: its share of the call's items, returning the multiply-adds it did. The share is
+// the fraction [w0, w1) of the work (speed_share), cut at whole panels: a thread's range of items
+// (or of row blocks, with slabs) may start or end inside one, whose panels (its rows; its columns
+// when items run block by block) the two threads then divide; each tile of C is still one thread's
+// whole sum over K in order. (Whole items alone could not follow the speeds: GPT-2's products of
+// 4 to 16 items split 2:2 or 7:7 at speeds 1.05:0.95, and the faster thread waited 10% of a product.)
+static double gemm_thread(const GemmCall *g, int t, int nth) {
+    const GemmPath *p = g->p;
+    int mr = p->mr, nr = p->nr, M = g->M, N = g->N, K = g->K, kc = g->kc, nrb = g->nrb, ncb = g->ncb, items = nrb * ncb;
+    double done = 0, w0, w1;
+    speed_share(t, nth, &w0, &w1);
+    // the share in units: row blocks with slabs (every chunk of each), else items
+    double units = g->slabs ? nrb : items, x0 = units * w0, x1 = units * w1;
+    int u0 = (int)x0, u1 = (int)ceil(x1), per, lo, hi;
+    if (u1 > units) u1 = (int)units;
+    if (g->slabs) { per = u1 - u0 > 0 ? u1 - u0 : 1; lo = 0; hi = (u1 - u0) * ncb; }
+    else { per = g->by_rows ? ncb : nrb; lo = u0; hi = u1; }
+    real *ap = thread_buffer((size_t)g->mc * kc + (size_t)kc * g->nc), *bp = ap + (size_t)g->mc * kc;
+    // the thread's items in groups that share an operand (a column chunk when items run chunk by
+    // chunk, a row block when they run block by block), K blocks in order within each group: a
+    // group's tiles of C stay in cache across its K blocks (GPT-2's LM head: 256 x 512 of C
+    // instead of all 256 x 50304 per block), and every operand is packed as often as before.
+    for (int g0 = lo, g1; g0 < hi; g0 = g1) {
+        for (g1 = g0 + 1; g1 < hi && g1 / per == g0 / per; g1++) {}
+        for (int k0 = 0; k0 < K; k0 += kc) {
+            int kb = K - k0 < kc ? K - k0 : kc, acc = g->accumulate || k0 > 0, have_a = -1, have_b = -1;
+            for (int it = g0; it < g1; it++) {
+                int ib = g->by_rows ? it / ncb : it % nrb, jb = g->by_rows ? it % ncb : it / nrb, unit = it;
+                if (g->slabs) { ib = u0 + it % per; jb = it / per; unit = ib; }
+                int pi0, pi1, pj0, pj1;
+                int rows0 = (int)((long)g->panels * ib / nrb), rows1 = (int)((long)g->panels * (ib + 1) / nrb);
+                int cols0 = (int)((long)g->cpanels * jb / ncb), cols1 = (int)((long)g->cpanels * (jb + 1) / ncb);
+                double f0 = x0 - unit, f1 = x1 - unit;       // the part of this unit that is the thread's
+                if (g->by_rows) { pi0 = rows0; pi1 = rows1; panel_cut(cols0, cols1, f0, f1, &pj0, &pj1); }
+                else { pj0 = cols0; pj1 = cols1; panel_cut(rows0, rows1, f0, f1, &pi0, &pi1); }
+                if (pi0 >= pi1 || pj0 >= pj1) continue;
+                int part = pi1 - pi0 < rows1 - rows0 || pj1 - pj0 < cols1 - cols0;   // a cut block or chunk
+                int i0 = pi0 * mr, i1 = pi1 * mr, j0 = pj0 * nr, j1 = pj1 * nr;
+                int mi = (i1 < M ? i1 : M) - i0, nj = (j1 < N ? j1 : N) - j0, tail = mi / mr * mr;
+                if (have_a != ib || part) {             // tail: the rows of full panels
+                    if (g->pack_all_a) pack_a(ap, mr, i0, (mi + mr - 1) / mr * mr, M, k0, kb, g->a, g->a_rs, g->a_cs);
+                    else if (tail < mi) pack_a(ap + (size_t)tail * kb, mr, i0 + tail, mr, M, k0, kb, g->a, g->a_rs, g->a_cs);
+                    have_a = part ? -1 : ib;
+                }
+                if (have_b != jb || part) {
+                    pack_b(bp, nr, j0, (nj + nr - 1) / nr * nr, N, k0, kb, g->b, g->b_rs, g->b_cs);
+                    have_b = part ? -1 : jb;
+                }
+                const real *ab = g->pack_all_a ? ap : g->a + (size_t)i0 * g->a_rs + (size_t)k0 * g->a_cs;
+                item_tiles(p, mi, nj, kb, ab, g->pack_all_a, tail, ap, g->a_rs, g->a_cs, bp, g->c + (size_t)i0 * g->ldc + j0,
+                           g->ldc, acc);
+                done += (double)mi * nj * kb;
+            }
+        }
+    }
+    return done;
+}
+
 // c (M,N) = (or += with accumulate) a (M,K) @ b (K,N): a and b read through their strides (a
 // transposed operand costs no copy), c row-major with leading dimension ldc. The blocked, threaded
 // kernel of every linear layer (nn/kernels.h).
@@ -532,7 +609,7 @@ static void speed_learn(int nth, const double *work, const double *sec) {
 // while the next item shares it), then runs the micro-kernel
 // over the item's tiles, A panel outer (it stays in L1), B panel inner (the chunk stays in L2).
 // Each thread owns the same items for every K block (a static split in proportion to the threads'
-// learned speeds, above; no barrier between blocks) and
+// learned speeds, above, cut at whole panels: gemm_thread; no barrier between blocks) and
 // K blocks run in order, so every element's sum has a fixed order, independent of the blocking, the
 // path and the thread count. Items run column chunk by column chunk, or row block by row block,
 // whichever repacks less: a chunk is packed once per thread that meets it, a block once per item.
@@ -573,52 +650,18 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     // [ib panels / nrb, (ib + 1) panels / nrb), chunk jb likewise of the column panels. (Blocks of
     // one rounded-up size left the last one short: 2048 rows in 10 blocks gave one thread 9% less.)
     int mc = (panels + nrb - 1) / nrb * mr, nc = (cpanels + ncb - 1) / ncb * nr;
-    int items = nrb * ncb;
     // repacking: by chunks, A is packed once per item (ncb times) and B about once; by row blocks,
     // B nrb times and A once
     int by_rows = !slabs && (double)nrb * N + M < (double)ncb * M + N, team = 1;
     // each thread's time counts from before the threads start: one that starts late (its core busy
     // with another process) is that much slower
     double work[SPEED_MAX_T] = { 0 }, sec[SPEED_MAX_T] = { 0 }, t0 = now_seconds();
+    GemmCall g = { &p, M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate, pack_all_a, slabs, by_rows,
+                   kc, mc, nc, panels, cpanels, nrb, ncb };
     #pragma omp parallel
     {
-        int t = thread_id(), nth = 1;
-#ifdef _OPENMP
-        nth = omp_get_num_threads();
-#endif
-        double done = 0, w0, w1;
-        speed_share(t, nth, &w0, &w1);
-        // the thread's share: items [lo, hi); with slabs, row blocks [s0, s0 + srows), every chunk with each
-        int s0 = (int)(nrb * w0 + 0.5), srows = (int)(nrb * w1 + 0.5) - s0;
-        int lo = slabs ? s0 * ncb : (int)(items * w0 + 0.5), hi = slabs ? (s0 + srows) * ncb : (int)(items * w1 + 0.5);
-        real *ap = thread_buffer((size_t)mc * kc + (size_t)kc * nc), *bp = ap + (size_t)mc * kc;
-        // the thread's items in groups that share an operand (a column chunk when items run chunk by
-        // chunk, a row block when they run block by block), K blocks in order within each group: a
-        // group's tiles of C stay in cache across its K blocks (GPT-2's LM head: 256 x 512 of C
-        // instead of all 256 x 50304 per block), and every operand is packed as often as before.
-        int per = slabs ? (srows > 0 ? srows : 1) : by_rows ? ncb : nrb, base = slabs ? lo : 0;
-        for (int g0 = lo, g1; g0 < hi; g0 = g1) {
-            for (g1 = g0 + 1; g1 < hi && (g1 - base) / per == (g0 - base) / per; g1++) {}
-            for (int k0 = 0; k0 < K; k0 += kc) {
-                int kb = K - k0 < kc ? K - k0 : kc, acc = accumulate || k0 > 0, have_a = -1, have_b = -1;
-                for (int it = g0; it < g1; it++) {
-                    int ib = by_rows ? it / ncb : it % nrb, jb = by_rows ? it % ncb : it / nrb;
-                    if (slabs) { ib = s0 + (it - lo) % per; jb = (it - lo) / per; }
-                    int i0 = (int)((long)panels * ib / nrb) * mr, i1 = (int)((long)panels * (ib + 1) / nrb) * mr;
-                    int j0 = (int)((long)cpanels * jb / ncb) * nr, j1 = (int)((long)cpanels * (jb + 1) / ncb) * nr;
-                    int mi = (i1 < M ? i1 : M) - i0, nj = (j1 < N ? j1 : N) - j0, tail = mi / mr * mr;
-                    if (have_a != ib) {                 // tail: the rows of full panels
-                        if (pack_all_a) pack_a(ap, mr, i0, (mi + mr - 1) / mr * mr, M, k0, kb, a, a_rs, a_cs);
-                        else if (tail < mi) pack_a(ap + (size_t)tail * kb, mr, i0 + tail, mr, M, k0, kb, a, a_rs, a_cs);
-                        have_a = ib;
-                    }
-                    if (have_b != jb) { pack_b(bp, nr, j0, (nj + nr - 1) / nr * nr, N, k0, kb, b, b_rs, b_cs); have_b = jb; }
-                    const real *ab = pack_all_a ? ap : a + (size_t)i0 * a_rs + (size_t)k0 * a_cs;
-                    item_tiles(&p, mi, nj, kb, ab, pack_all_a, tail, ap, a_rs, a_cs, bp, c + (size_t)i0 * ldc + j0, ldc, acc);
-                    done += (double)mi * nj * kb;
-                }
-            }
-        }
+        int t = thread_id(), nth = team_size();
+        double done = gemm_thread(&g, t, nth);
         if (t < SPEED_MAX_T) { work[t] = done; sec[t] = now_seconds() - t0; }
         if (t == 0) team = nth;
     }

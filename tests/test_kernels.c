@@ -96,34 +96,47 @@ static void check_own_chain(int M, int N, int K, int transposed_a) {
 }
 
 // The same product with 1, 2 and 3 threads: bit-identical (each sum runs in a fixed order). The
-// second shape's rows outweigh B, so that with 2 and 3 threads gemm_own splits it in row slabs.
+// second shape's rows outweigh B, so that with 2 and 3 threads gemm_own splits it in row slabs; the
+// third runs its items row block by row block (a thread's share then cuts a chunk's columns); the
+// fourth reads A transposed and packs it (dW's layout). Then threads of unequal speeds
+// (gemm_thread_speeds), whose shares start and end inside blocks and chunks, overwriting and
+// accumulating: every element once, with one thread's bits.
 static void check_thread_independence(void) {
-    const int shapes[2][3] = { { 77, 300, 530 }, { 300, 100, 60 } };
-    for (int s = 0; s < 2; s++) {
-        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3];
-        fill(a, (size_t)M * K); fill(b, (size_t)K * N);
-        int saved = omp_get_max_threads();
+    const int shapes[4][4] = { { 77, 300, 530, 0 }, { 300, 100, 60, 0 }, { 40, 3000, 50, 0 }, { 600, 700, 40, 1 } };
+    const double skew[][3] = { { 1, 3 }, { 3, 1 }, { 1.05, 0.95 }, { 0.45, 0.55 }, { 1, 2, 3 }, { 0.9, 1.3, 0.8 } };
+    int saved = omp_get_max_threads();
+    for (int s = 0; s < 4; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], tr = shapes[s][3];
+        size_t a_rs = tr ? 1 : (size_t)K, a_cs = tr ? (size_t)M : 1;
+        real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3], *c0 = xmalloc(sizeof(real) * M * N);
+        fill(a, (size_t)M * K); fill(b, (size_t)K * N); fill(c0, (size_t)M * N);
         for (int t = 0; t < 3; t++) {
             c[t] = xmalloc(sizeof(real) * M * N);
             omp_set_num_threads(t + 1);
-            gemm_own(M, N, K, a, K, 1, b, N, 1, c[t], N, 0);
+            gemm_own(M, N, K, a, a_rs, a_cs, b, N, 1, c[t], N, 0);
         }
         omp_set_num_threads(saved);
         EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0 && memcmp(c[0], c[2], sizeof(real) * M * N) == 0,
                "gemm %dx%dx%d must give the same bits with 1, 2 and 3 threads", M, N, K);
-        // two threads of very different speeds: one takes a quarter of the work, then three quarters
-        const double skew[2][2] = { { 1, 3 }, { 3, 1 } };
-        for (int k = 0; k < 2; k++) {
-            omp_set_num_threads(2);
-            gemm_thread_speeds(2, skew[k]);
-            memset(c[1], 0, sizeof(real) * M * N);
-            gemm_own(M, N, K, a, K, 1, b, N, 1, c[1], N, 0);
+        for (int acc = 0; acc < 2; acc++) {
+            real *ref = xmalloc(sizeof(real) * M * N);
+            memcpy(ref, c0, sizeof(real) * M * N);
+            omp_set_num_threads(1);
+            gemm_own(M, N, K, a, a_rs, a_cs, b, N, 1, ref, N, acc);
+            for (size_t k = 0; k < sizeof skew / sizeof skew[0]; k++) {
+                int nth = skew[k][2] > 0 ? 3 : 2;
+                omp_set_num_threads(nth);
+                gemm_thread_speeds(nth, skew[k]);
+                memcpy(c[1], c0, sizeof(real) * M * N);
+                gemm_own(M, N, K, a, a_rs, a_cs, b, N, 1, c[1], N, acc);
+                EXPECT(memcmp(ref, c[1], sizeof(real) * M * N) == 0, "gemm %dx%dx%d%s (%s) at speeds %g, %g, %g (%d "
+                       "threads): not the bits of one thread", M, N, K, tr ? " with A transposed" : "",
+                       acc ? "accumulating" : "overwriting", skew[k][0], skew[k][1], skew[k][2], nth);
+            }
             omp_set_num_threads(saved);
-            EXPECT(memcmp(c[0], c[1], sizeof(real) * M * N) == 0, "gemm %dx%dx%d split %g:%g between two threads: "
-                   "not the bits of one thread", M, N, K, skew[k][0], skew[k][1]);
+            free(ref);
         }
-        free(a); free(b); free(c[0]); free(c[1]); free(c[2]);
+        free(a); free(b); free(c0); free(c[0]); free(c[1]); free(c[2]);
     }
     gemm_thread_speeds(2, (const double[]){ 1, 1 });   // the tests after this one start from even shares
 }
