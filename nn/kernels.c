@@ -484,7 +484,9 @@ enum { SPEED_MAX_T = 64 };
 static double g_speed[SPEED_MAX_T];
 static int g_speed_nt;
 
-// thread t's share of the work, [*w0, *w1) of [0, 1), for a team of nth
+// thread t's share of the work, [*w0, *w1) of [0, 1), for a team of nth. Thread t's *w1 has the
+// bits of thread t + 1's *w0 (the same sum in the same order, the same division): gemm_thread cuts
+// a block where two shares meet, and both threads must cut it at the same panel.
 static void speed_share(int t, int nth, double *w0, double *w1) {
     if (nth != g_speed_nt || nth > SPEED_MAX_T) { *w0 = (double)t / nth; *w1 = (double)(t + 1) / nth; return; }
     double sum = 0, before = 0;
@@ -504,7 +506,7 @@ void gemm_thread_speeds(int nth, const double *speeds) {
 
 // After a product: thread t did work[t] multiply-adds in sec[t] seconds. A moving average of each
 // thread's speed relative to the team's mean, kept within 1/3 .. 3. Products too short to time
-// (under 0.2 ms for the slowest thread), or where a thread had no items, teach nothing.
+// (under 0.2 ms for the slowest thread), or where a thread did no work, teach nothing.
 static void speed_learn(int nth, const double *work, const double *sec) {
     if (nth < 2 || nth > SPEED_MAX_T) return;
     double v[SPEED_MAX_T], mean = 0, slowest = 0;
@@ -566,7 +568,8 @@ static double gemm_thread(const GemmCall *g, int t, int nth) {
     for (int g0 = lo, g1; g0 < hi; g0 = g1) {
         for (g1 = g0 + 1; g1 < hi && g1 / per == g0 / per; g1++) {}
         for (int k0 = 0; k0 < K; k0 += kc) {
-            int kb = K - k0 < kc ? K - k0 : kc, acc = g->accumulate || k0 > 0, have_a = -1, have_b = -1;
+            int kb = K - k0 < kc ? K - k0 : kc, acc = g->accumulate || k0 > 0;
+            int have_a0 = -1, have_a1 = -1, have_b0 = -1, have_b1 = -1;   // the panels packed last
             for (int it = g0; it < g1; it++) {
                 int ib = g->by_rows ? it / ncb : it % nrb, jb = g->by_rows ? it % ncb : it / nrb, unit = it;
                 if (g->slabs) { ib = u0 + it % per; jb = it / per; unit = ib; }
@@ -577,17 +580,16 @@ static double gemm_thread(const GemmCall *g, int t, int nth) {
                 if (g->by_rows) { pi0 = rows0; pi1 = rows1; panel_cut(cols0, cols1, f0, f1, &pj0, &pj1); }
                 else { pj0 = cols0; pj1 = cols1; panel_cut(rows0, rows1, f0, f1, &pi0, &pi1); }
                 if (pi0 >= pi1 || pj0 >= pj1) continue;
-                int part = pi1 - pi0 < rows1 - rows0 || pj1 - pj0 < cols1 - cols0;   // a cut block or chunk
                 int i0 = pi0 * mr, i1 = pi1 * mr, j0 = pj0 * nr, j1 = pj1 * nr;
                 int mi = (i1 < M ? i1 : M) - i0, nj = (j1 < N ? j1 : N) - j0, tail = mi / mr * mr;
-                if (have_a != ib || part) {             // tail: the rows of full panels
+                if (have_a0 != pi0 || have_a1 != pi1) {   // tail: the rows of full panels
                     if (g->pack_all_a) pack_a(ap, mr, i0, (mi + mr - 1) / mr * mr, M, k0, kb, g->a, g->a_rs, g->a_cs);
                     else if (tail < mi) pack_a(ap + (size_t)tail * kb, mr, i0 + tail, mr, M, k0, kb, g->a, g->a_rs, g->a_cs);
-                    have_a = part ? -1 : ib;
+                    have_a0 = pi0; have_a1 = pi1;
                 }
-                if (have_b != jb || part) {
+                if (have_b0 != pj0 || have_b1 != pj1) {
                     pack_b(bp, nr, j0, (nj + nr - 1) / nr * nr, N, k0, kb, g->b, g->b_rs, g->b_cs);
-                    have_b = part ? -1 : jb;
+                    have_b0 = pj0; have_b1 = pj1;
                 }
                 const real *ab = g->pack_all_a ? ap : g->a + (size_t)i0 * g->a_rs + (size_t)k0 * g->a_cs;
                 item_tiles(p, mi, nj, kb, ab, g->pack_all_a, tail, ap, g->a_rs, g->a_cs, bp, g->c + (size_t)i0 * g->ldc + j0,

@@ -98,14 +98,16 @@ static void check_own_chain(int M, int N, int K, int transposed_a) {
 // The same product with 1, 2 and 3 threads: bit-identical (each sum runs in a fixed order). The
 // second shape's rows outweigh B, so that with 2 and 3 threads gemm_own splits it in row slabs; the
 // third runs its items row block by row block (a thread's share then cuts a chunk's columns); the
-// fourth reads A transposed and packs it (dW's layout). Then threads of unequal speeds
+// fourth and fifth read A transposed and pack it (dW's layout), the fifth in several column chunks
+// with a last, partial panel of rows. Then threads of unequal speeds
 // (gemm_thread_speeds), whose shares start and end inside blocks and chunks, overwriting and
-// accumulating: every element once, with one thread's bits.
+// accumulating, and random shapes at random speeds: every element once, with one thread's bits.
 static void check_thread_independence(void) {
-    const int shapes[4][4] = { { 77, 300, 530, 0 }, { 300, 100, 60, 0 }, { 40, 3000, 50, 0 }, { 600, 700, 40, 1 } };
+    const int shapes[5][4] = { { 77, 300, 530, 0 }, { 300, 100, 60, 0 }, { 40, 3000, 50, 0 }, { 600, 700, 40, 1 },
+                               { 601, 1600, 40, 1 } };
     const double skew[][3] = { { 1, 3 }, { 3, 1 }, { 1.05, 0.95 }, { 0.45, 0.55 }, { 1, 2, 3 }, { 0.9, 1.3, 0.8 } };
     int saved = omp_get_max_threads();
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < 5; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], tr = shapes[s][3];
         size_t a_rs = tr ? 1 : (size_t)K, a_cs = tr ? (size_t)M : 1;
         real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3], *c0 = xmalloc(sizeof(real) * M * N);
@@ -137,6 +139,29 @@ static void check_thread_independence(void) {
             free(ref);
         }
         free(a); free(b); free(c0); free(c[0]); free(c[1]); free(c[2]);
+    }
+    // random shapes, layouts and speeds (2 to 4 threads, 1/3 to 3 apart): every panel of C once
+    for (int r = 0; r < 40; r++) {
+        int M = 1 + (int)(rng_uniform(&rng) * 400), N = 1 + (int)(rng_uniform(&rng) * 700), K = 1 + (int)(rng_uniform(&rng) * 300);
+        int tr = rng_uniform(&rng) < 0.5, bt = rng_uniform(&rng) < 0.5, acc = rng_uniform(&rng) < 0.5;
+        int nth = 2 + (int)(rng_uniform(&rng) * 3);
+        double sp[4];
+        for (int t = 0; t < nth; t++) sp[t] = exp(2.2 * rng_uniform(&rng) - 1.1);
+        size_t a_rs = tr ? 1 : (size_t)K, a_cs = tr ? (size_t)M : 1, b_rs = bt ? 1 : (size_t)N, b_cs = bt ? (size_t)K : 1;
+        real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N);
+        real *c1 = xmalloc(sizeof(real) * M * N), *c2 = xmalloc(sizeof(real) * M * N);
+        fill(a, (size_t)M * K); fill(b, (size_t)K * N); fill(c1, (size_t)M * N);
+        memcpy(c2, c1, sizeof(real) * M * N);
+        omp_set_num_threads(1);
+        gemm_own(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c1, N, acc);
+        omp_set_num_threads(nth);
+        gemm_thread_speeds(nth, sp);
+        gemm_own(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c2, N, acc);
+        omp_set_num_threads(saved);
+        EXPECT(memcmp(c1, c2, sizeof(real) * M * N) == 0, "gemm %dx%dx%d (A %s, B %s, %s) on %d threads at speeds %.3g, %.3g, "
+               "%.3g, %.3g: not the bits of one thread", M, N, K, tr ? "transposed" : "plain", bt ? "transposed" : "plain",
+               acc ? "accumulating" : "overwriting", nth, sp[0], sp[1], nth > 2 ? sp[2] : 0, nth > 3 ? sp[3] : 0);
+        free(a); free(b); free(c1); free(c2);
     }
     gemm_thread_speeds(2, (const double[]){ 1, 1 });   // the tests after this one start from even shares
 }
