@@ -634,10 +634,8 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     // +13% with 12-16, and within 5% either way with 20-24 (results/bench/dw-inplace-ab-zen5.txt).
     int pack_all_a = a_cs != 1 && !(a_rs == 1 && N <= IN_PLACE_PANELS * nr), ncap = pack_all_a ? bl.nc_t : bl.nc;
     int kc = even_block(K, bl.kc, 8), ncb = (N + ncap - 1) / ncap;
-    // row blocks: as many as fit the cap, then up to nt - 1 more until every thread gets as many
-    // items (a thread with one item more than the other waits for it: 9 items on 2 threads cost 10,
-    // and 27 cost 28: small's qkv and fc forward, 3 column chunks x 9 row blocks, until 2026-12-04
-    // left 14 items to one thread and 13 to the other)
+    // row blocks: as many as fit the cap (the threads' shares are cut at panels, gemm_thread, so no
+    // count of items needs to divide among them)
     int panels = (M + mr - 1) / mr, cpanels = (N + nr - 1) / nr, nrb = (M + bl.mc - 1) / bl.mc, nt = max_threads();
     // slabs: each thread its own rows of C (and of A, read in place), every chunk, when A's and C's
     // rows outweigh B (each thread then packs all of B): the row-major activations stay with the
@@ -645,8 +643,6 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     // as on the virtual machines of docs/speed.md, "The matrix products", a line that crosses from
     // one to the other costs about what memory does)
     int slabs = a_cs == 1 && nt > 1 && panels >= 2 * nt && (double)M * (K + N) > (double)N * K;
-    if (slabs) nrb = (nrb + nt - 1) / nt * nt;
-    for (int nrb0 = nrb; !slabs && nrb < panels && (nrb * ncb) % nt != 0 && nrb < nrb0 + nt - 1; ) nrb++;
     // blocks and chunks of whole panels, as even as they can be (their panel counts differ by at most
     // one), so that equal numbers of items are equal work: block ib is the row panels
     // [ib panels / nrb, (ib + 1) panels / nrb), chunk jb likewise of the column panels. (Blocks of
