@@ -283,10 +283,11 @@ static AttnPair attn_pair(const AttnCall *x, real *scratch, int b, int h) {
 
 // xT (hs, QB) = scale x the block of nb rows x_r (row stride `stride`), transposed; zero past nb
 static void block_transpose(real *xT, const real *x, size_t stride, int nb, int hs, real scale) {
-    for (int r = 0; r < ATT_QB; r++) {        // row by row: each row's hs values are read in order
-        const real *xr = x + (size_t)r * stride;
-        if (r < nb) for (int c = 0; c < hs; c++) xT[c * ATT_QB + r] = xr[c] * scale;
-        else for (int c = 0; c < hs; c++) xT[c * ATT_QB + r] = 0;
+    transpose_block(xT, ATT_QB, x, stride, nb, hs);     // nn/kernels.h: 8 rows at a time in registers
+    for (int c = 0; c < hs; c++) {
+        real *t = xT + (size_t)c * ATT_QB;
+        if (scale != 1) for (int r = 0; r < nb; r++) t[r] *= scale;
+        for (int r = nb; r < ATT_QB; r++) t[r] = 0;
     }
 }
 
@@ -322,13 +323,21 @@ static int tile_scores(const AttnCall *x, const AttnPair *p, const real *xT, int
     for (int j = j0; all && j < j0 + nk; j++) all = key_visible(doc[j], doc[i0]);
     for (int i = i0 + 1; all && i < i0 + nb; i++) all = doc[i] == doc[i0];
     if (!all) {      // the mask itself, 0 or -inf, onto which the products are then added
-        int any = 0;
-        for (int j = 0; j < nk; j++)
+        int lim[ATT_QB], qdoc[ATT_QB], any = 0;            // per row: its keys' limit (0 past nb), its document
+        for (int r = 0; r < ATT_QB; r++) {
+            lim[r] = r < nb ? attn_limit(ap, i0 + r, T) : 0;
+            qdoc[r] = r < nb ? doc[i0 + r] : 0;
+        }
+        for (int j = 0; j < nk; j++) {
+            int key = j0 + j, kdoc = doc[key];
+            real *s = S + (size_t)j * ATT_QB;
+            #pragma omp simd reduction(|:any)
             for (int r = 0; r < ATT_QB; r++) {
-                int i = i0 + r, vis = r < nb && j0 + j < attn_limit(ap, i, T) && key_visible(doc[j0 + j], doc[i]);
-                S[(size_t)j * ATT_QB + r] = vis ? 0 : -INFINITY;
+                int vis = (key < lim[r]) & key_visible(kdoc, qdoc[r]);
+                s[r] = vis ? 0 : -INFINITY;
                 any |= vis;
             }
+        }
         if (!any) return 0;
     }
     gemm_tile(nk, ATT_QB, x->hs, p->q0 + (size_t)j0 * x->C3 + x->C, x->C3, 1, xT, ATT_QB, S, ATT_QB, !all);   // S (+)= K_t qT
@@ -443,12 +452,12 @@ static void fwd_tile(const AttnCall *x, const AttnPair *p, FwdBlock *k, int j0, 
     }
     for (int r = 0; r < ATT_QB; r++) {
         real mn = mt[r] > m[r] ? mt[r] : m[r];
-        if (mn != m[r]) {                      // the max grew: rescale what was summed so far
-            real alpha = exp(m[r] - mn);       // 0 when m was -inf (nothing summed yet)
+        if (mn != m[r] && m[r] != -INFINITY) { // the max grew: rescale what was summed so far
+            real alpha = exp(m[r] - mn);       // (with m -inf nothing was: l and O are still 0)
             k->l[r] *= alpha;
             if (r < nb) for (int c = 0; c < hs; c++) O[(size_t)r * hs + c] *= alpha;
-            m[r] = mn;
         }
+        m[r] = mn;
         shift[r] = m[r] == -INFINITY ? 0 : m[r];   // a row that sees no key yet: exp(-inf) = 0
     }
     tile_exp(S, nk, shift, k->l);
@@ -540,17 +549,27 @@ static void bwd_block_begin(const AttnCall *x, const AttnPair *p, const BwdCall 
     const real *dout0 = g->dout + ((size_t)p->b * T + i0) * C + p->h * hs;      // dout of query i0, head h
     k->i0 = i0; k->nb = nb; k->xT = xT; k->yT = yT;
     if (x->drop) block_drop_keys(x, p, i0, k->rk);
-    for (int r = 0; r < ATT_QB; r++) {
-        k->lse_q[r] = r < nb ? g->lse[((size_t)p->b * x->NH + p->h) * T + i0 + r] : 0;
-        real d = 0;
-        if (r < nb) {
-            const real *o = g->out + ((size_t)p->b * T + i0 + r) * C + p->h * hs, *gr = dout0 + (size_t)r * C;
-            for (int c = 0; c < hs; c++) d += gr[c] * o[c];
-        }
-        k->D[r] = d;
-    }
+    for (int r = 0; r < ATT_QB; r++) k->lse_q[r] = r < nb ? g->lse[((size_t)p->b * x->NH + p->h) * T + i0 + r] : 0;
     block_transpose(xT, p->q0 + (size_t)i0 * x->C3, x->C3, nb, hs, x->scale);
     block_transpose(yT, dout0, C, nb, hs, 1);
+    // D_r = sum over c, in order, of the rounded products dout(r,c) out(r,c): the block's rows in
+    // vector lanes, out transposed in chunks of 64 columns like dout (yT), the products rounded in
+    // one pass and summed in the next (a product and a sum, not a fused multiply-add)
+    real oT[64 * ATT_QB] __attribute__((aligned(64)));
+    const real *out0 = g->out + ((size_t)p->b * T + i0) * C + p->h * hs;
+    for (int r = 0; r < ATT_QB; r++) k->D[r] = 0;
+    for (int c0 = 0; c0 < hs; c0 += 64) {
+        int cw = hs - c0 < 64 ? hs - c0 : 64;
+        block_transpose(oT, out0 + c0, C, nb, cw, 1);
+        for (int c = 0; c < cw; c++) {
+            #pragma omp simd
+            for (int r = 0; r < ATT_QB; r++) oT[c * ATT_QB + r] *= yT[(size_t)(c0 + c) * ATT_QB + r];
+        }
+        for (int c = 0; c < cw; c++) {
+            #pragma omp simd
+            for (int r = 0; r < ATT_QB; r++) k->D[r] += oT[c * ATT_QB + r];
+        }
+    }
 }
 
 // the block's keys j0 .. j0+nk-1: P again, dP, dscore, hook 3's backward, then dV, dK and dQ

@@ -384,6 +384,18 @@ static __attribute__((target("avx2"))) void transpose_8cols(float *p, size_t ldp
 }
 #endif
 
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (nn/kernels.h): with AVX2, 8 rows at a
+// time through transpose_8cols; the rest one number at a time
+void transpose_block(real *dst, size_t ldd, const real *src, size_t lds, int rows, int cols) {
+    int r = 0;
+#if GEMM_DISPATCH
+    if (__builtin_cpu_supports("avx2"))
+        for (; r + 8 <= rows; r += 8) transpose_8cols(dst + r, ldd, src + (size_t)r * lds, lds, cols);
+#endif
+    for (; r < rows; r++)
+        for (int c = 0; c < cols; c++) dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
+}
+
 // B chunk (k0..k0+kc, columns j0..j0+nc) into panels of nr columns, each kc x nr row-major, zero past
 // column N. B(k, j) = b[k b_rs + j b_cs]: row-major B (b_cs = 1) copies rows; a transposed one
 // (b_rs = 1, the forward's weight) is read along k, 16 at a time, and written across.

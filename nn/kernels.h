@@ -50,6 +50,10 @@ int gemm_set_path(const char *name);
 void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, const real *b, size_t ldb,
                real *c, size_t ldc, int accumulate);
 
+// dst (cols, ldd) = src (rows, lds) transposed: dst[c * ldd + r] = src[r * lds + c] for r < rows,
+// c < cols; copies only, so any path gives the same numbers (attention's blocks of q and dout)
+void transpose_block(real *dst, size_t ldd, const real *src, size_t lds, int rows, int cols);
+
 // C (M,N) = A (M,K) @ B (K,N), B row-major: rows of A one at a time with 8 vectors of C in registers,
 // for one or a few rows (decoding against transposed weights, nn/layers.c matmul_forward_wt); the
 // calling thread only, overwriting C; each element the same multiply-add chain as gemm_tile's.

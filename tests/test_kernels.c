@@ -4,7 +4,7 @@
 // every operand layout the model uses (A plain, A transposed through its strides), overwriting and
 // accumulating; and the matmul layer's three products against the definition. Float build, so
 // the tolerance is relative to the size of the sums. And the fused attention's schedule: the same
-// bits whatever the grouping of its query blocks and the thread count.
+// bits whatever the grouping of its query blocks and the thread count; transpose_block, exactly.
 #include <string.h>
 #include <omp.h>
 
@@ -306,6 +306,23 @@ static void check_gelu(void) {
     free(x); free(y); free(d); free(one);
 }
 
+// transpose_block (attention's blocks of q, dout and out) against its definition, exactly: row
+// counts below, at and past the 8 rows the AVX2 path takes at a time, columns not a multiple of 8,
+// strides larger than the sizes
+static void check_transpose_block(int rows, int cols) {
+    size_t lds = (size_t)cols + 3, ldd = (size_t)rows + 5;
+    real *src = xmalloc(sizeof(real) * rows * lds), *dst = xmalloc(sizeof(real) * cols * ldd);
+    fill(src, (size_t)rows * lds);
+    for (size_t i = 0; i < (size_t)cols * ldd; i++) dst[i] = -7;
+    transpose_block(dst, ldd, src, lds, rows, cols);
+    int bad = 0;
+    for (int c = 0; c < cols; c++)
+        for (size_t r = 0; r < ldd; r++)
+            bad += dst[c * ldd + r] != (r < (size_t)rows ? src[r * lds + c] : -7);   // and nothing past the rows
+    EXPECT(bad == 0, "transpose_block %d x %d: %d numbers wrong", rows, cols, bad);
+    free(src); free(dst);
+}
+
 // The fused attention (nn/attention.c) at T = 1100: with blocks of 32 queries in groups of up to 16,
 // the second group shares 8 full key tiles (one span) and the third 16 (two spans), against each
 // block run alone (attention_set_group(1)) and at 1, 2 and 3 threads (3 on fewer cores: the pairs'
@@ -404,6 +421,8 @@ int main(void) {
     check_matmul_few_rows(600, 1030);
     check_matmul_few_rows(128, 870);
 #endif
+    static const int tr[][2] = { { 32, 64 }, { 1, 5 }, { 7, 9 }, { 8, 8 }, { 13, 17 }, { 31, 96 }, { 32, 16 }, { 17, 130 } };
+    for (size_t s = 0; s < sizeof tr / sizeof tr[0]; s++) check_transpose_block(tr[s][0], tr[s][1]);
     check_attention_bits("nope", 0, 0);
     check_attention_bits("alibi", 0.1, 0);
     check_attention_bits("t5", 0, 0);

@@ -1,0 +1,46 @@
+// results/bench/attn_time.c: the fused attention alone at small's heads (6 heads of 64, C = 384, nope,
+// causal): the best of REPS calls of the forward and of the backward, in ms and GFLOP/s (the causal
+// flops: 4 hs T (T+1)/2 per (batch row, head) forward, 2.5 times that backward). To compare two
+// builds, link it against each one's objects and run the two binaries in turn, pinned to one core
+// (taskset) or on all:
+//   cc -std=gnu11 -O3 -march=native -fopenmp -I. results/bench/attn_time.c build/float/nn/*.o
+//      build/float/util/*.o build/float/posenc.o build/float/posenc_schemes.o -lm -o attn_time
+// usage: attn_time T B REPS
+#include "nn/attention.h"
+#include "posenc.h"
+#include "util/common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+int main(int argc, char **argv) {
+    if (argc < 4) { fprintf(stderr, "usage: attn_time T B REPS\n"); return 2; }
+    int T = atoi(argv[1]), B = atoi(argv[2]), reps = atoi(argv[3]);
+    int NH = 6, C = 384;
+    size_t N = (size_t)B * T;
+    real *qkv = xmalloc_big(sizeof(real) * N * 3 * C), *out = xmalloc_big(sizeof(real) * N * C), *dout = xmalloc_big(sizeof(real) * N * C);
+    real *dqkv = xmalloc_big(N * 3 * C* sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
+    real *scratch = xmalloc(sizeof(real) * 64 * ATT_SCRATCH(C / NH));
+    int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
+    for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
+    for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
+    for (size_t i = 0; i < N; i++) pos[i] = (int)(i % T);
+    PosConfig pc; posenc_defaults(&pc, 1); pc.input = PE_NOPE;
+    PosDims d = { 1, NH, C, C / NH, T };
+    PosTables t; posenc_tables_build(&t, &pc, &d, T);
+    AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
+    double flf = 4.0 * (C / NH) * (double)T * (T + 1) / 2 * B * NH, tf = 1e9, tb = 1e9;
+    for (int s = 0; s < reps; s++) {
+        memset(dqkv, 0, sizeof(real) * N * 3 * C);
+        double t0 = now();
+        attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
+        double t1 = now();
+        attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
+        double t2 = now();
+        if (t1 - t0 < tf) tf = t1 - t0;
+        if (t2 - t1 < tb) tb = t2 - t1;
+    }
+    printf("T %d B %d: forward %.3f ms %.1f GFLOP/s, backward %.3f ms %.1f GFLOP/s (2.5x flops)\n", T, B, tf * 1e3, flf / tf / 1e9, tb * 1e3, 2.5 * flf / tb / 1e9);
+    return 0;
+}
