@@ -655,6 +655,12 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     // as on the virtual machines of docs/speed.md, "The matrix products", a line that crosses from
     // one to the other costs about what memory does)
     int slabs = a_cs == 1 && nt > 1 && panels >= 2 * nt && (double)M * (K + N) > (double)N * K;
+    // A read in place and B in one chunk (small's dW products: 384 columns): every thread would pack
+    // all of B for its rows; in as many chunks as threads, each packs only its own columns (A, read
+    // in place, costs no packing), when each chunk keeps at least 6 panels: 1.02-1.08x on those
+    // products, and 0.93-0.96x with 2 panels a thread, whose A panels then serve too few B panels
+    // (results/bench/dw-split-ab-zen5-dec05.txt)
+    if (!pack_all_a && !slabs && ncb < nt && cpanels >= 6 * nt) ncb = nt;
     // blocks and chunks of whole panels, as even as they can be (their panel counts differ by at most
     // one), so that equal numbers of items are equal work: block ib is the row panels
     // [ib panels / nrb, (ib + 1) panels / nrb), chunk jb likewise of the column panels. (Blocks of

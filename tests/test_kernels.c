@@ -99,15 +99,17 @@ static void check_own_chain(int M, int N, int K, int transposed_a) {
 // second shape's rows outweigh B, so that with 2 and 3 threads gemm_own splits it in row slabs; the
 // third runs its items row block by row block (a thread's share then cuts a chunk's columns); the
 // fourth and fifth read A transposed and pack it (dW's layout), the fifth in several column chunks
-// with a last, partial panel of rows. Then threads of unequal speeds
+// with a last, partial panel of rows; the sixth reads a transposed A in place with B in one chunk,
+// split into one chunk per thread, and the seventh a plain A, not in slabs, whose two chunks
+// become three at 3 threads. Then threads of unequal speeds
 // (gemm_thread_speeds), whose shares start and end inside blocks and chunks, overwriting and
 // accumulating, and random shapes at random speeds: every element once, with one thread's bits.
 static void check_thread_independence(void) {
-    const int shapes[5][4] = { { 77, 300, 530, 0 }, { 300, 100, 60, 0 }, { 40, 3000, 50, 0 }, { 600, 700, 40, 1 },
-                               { 601, 1600, 40, 1 } };
+    const int shapes[7][4] = { { 77, 300, 530, 0 }, { 300, 100, 60, 0 }, { 40, 3000, 50, 0 }, { 600, 700, 40, 1 },
+                               { 601, 1600, 40, 1 }, { 390, 384, 300, 1 }, { 30, 600, 700, 0 } };
     const double skew[][3] = { { 1, 3 }, { 3, 1 }, { 1.05, 0.95 }, { 0.45, 0.55 }, { 1, 2, 3 }, { 0.9, 1.3, 0.8 } };
     int saved = omp_get_max_threads();
-    for (int s = 0; s < 5; s++) {
+    for (int s = 0; s < 7; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], tr = shapes[s][3];
         size_t a_rs = tr ? 1 : (size_t)K, a_cs = tr ? (size_t)M : 1;
         real *a = xmalloc(sizeof(real) * M * K), *b = xmalloc(sizeof(real) * K * N), *c[3], *c0 = xmalloc(sizeof(real) * M * N);
