@@ -449,7 +449,6 @@ static int block_backward(GPT *m, int l, const Batch *b, int acc) {
     linear_backward(m, g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
                     p->attprojw + (size_t)l * C * C, N, C, C, acc);
     if (watch(m, l, "datty", g->datty, btc(B, T, C))) return 1;
-    memset(g->dqkv, 0, sizeof(real) * N * 3 * C);
     TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
     if (watch(m, l, "dqkv", g->dqkv, btc(B, T, 3 * C))) return 1;
     TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k

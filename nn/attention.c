@@ -511,7 +511,7 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
     free(cache);
 }
 
-// dqkv (B,T,3C) +=; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the
+// dqkv (B,T,3C) overwritten; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the
 // forward's. Per block of query rows and tile of keys, after recomputing p(i,j) = exp(score - lse_i):
 //   dP(i,j) = dout_i . v_j,   dv_j += sum_i p(i,j) dout_i,
 //   dscore(i,j) = p(i,j) (dP(i,j) - D_i),  D_i = dout_i . out_i = sum_j p(i,j) dP(i,j)
@@ -525,7 +525,7 @@ void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap,
 // What the backward's tiles write besides dqkv: a learned bias's gradient, into the thread's own
 // copies (dp (np,), dcache (ncache,) or NULL), when learned.
 typedef struct {
-    real *dqkv;                 // (B,T,3C) +=
+    real *dqkv;                 // (B,T,3C), zeroed pair by pair, then summed into
     const real *dout, *out, *lse;
     int learned;                // hook 3's bias has parameters to learn
     real *dp_threads, *dcache_threads;   // (threads, np), (threads, ncache) or NULL
@@ -646,6 +646,9 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
         AttnPair p = attn_pair(&x, scratch + (size_t)thread_id() * ATT_SCRATCH(x.hs), k / NH, k % NH);
         BwdBlock blk[ATT_G];
         BwdPair f = { &x, &p, &g, blk };
+        real *grad0 = dqkv + (size_t)p.b * T * x.C3 + p.h * x.hs;     // the pair's dq, dk and dv start at 0,
+        for (int t = 0; t < T; t++)                                    // zeroed by the thread that sums them
+            for (int part = 0; part < 3; part++) memset(grad0 + (size_t)t * x.C3 + (size_t)part * C, 0, sizeof(real) * x.hs);
         pair_visit(&x, &(TileVisitor){ bwd_begin, bwd_visit_tile, NULL, &f }, learned_bias ? 1 : att_group);
     }
     if (learned_bias) {

@@ -47,7 +47,7 @@ void attention_set_group(int g);
 // scratch (threads, ATT_SCRATCH(C/NH))
 void attention_forward(real *out, real *lse, const real *qkv, const AttnPos *ap, real *scratch,
                        int B, int T, int C, int NH);
-// dqkv (B,T,3C) +=; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the forward's
+// dqkv (B,T,3C) overwritten; dout (B,T,C); qkv, out and lse as the forward left them; scratch as the forward's
 void attention_backward(real *dqkv, real *scratch, const real *dout, const real *qkv, const real *out,
                         const real *lse, const AttnPos *ap, int B, int T, int C, int NH);
 // The attention probabilities p(i,j) of head h of one batch row, recomputed as the forward computed

@@ -332,7 +332,8 @@ static void check_transpose_block(int rows, int cols) {
 // bias's gradient (summed in one copy per thread, in the order of the pair's (block, tile) visits)
 // bit for bit between the runs at one thread. Row 1 holds two documents and padding (tiles that a
 // block skips); a scheme with a score bias, learned biases (whose backward keeps the static split
-// and runs each block alone), dropout, bidirectional.
+// and runs each block alone), dropout, bidirectional. dqkv is overwritten: NaN before the backward
+// leaves no trace.
 static void check_attention_bits(const char *scheme, double dropout, int bidirectional) {
     enum { B = 2, T = 1100, C = 96, NH = 3 };
     size_t N = (size_t)B * T, nq = N * 3 * C, no = N * C;
@@ -371,6 +372,7 @@ static void check_attention_bits(const char *scheme, double dropout, int bidirec
         omp_set_num_threads(runs[r][1]);
         if (np) memset(dp, 0, np * sizeof(real));
         attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
+        if (r > 0) for (size_t i = 0; i < nq; i++) dqkv[i] = NAN;     // overwritten, not added to
         attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
         if (np && r == 0) memcpy(dp_ref, dp, np * sizeof(real));
         else if (np && runs[r][1] == 1)
