@@ -401,7 +401,7 @@ static void ln_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout
 // The skip connections need no code of their own: residual3 = residual2 + branch, so dL/dresidual2
 // is dL/dresidual3 (the skip path, already in dresidual) plus the branch's share, which
 // layernorm_backward adds (+=) into dresidual. The other gradient buffers are scratch that the
-// linear layers' and GELU's backward overwrite; dqkv, which attention adds into, is zeroed first. Each parameter gradient of the block goes into the gathered
+// linear layers', GELU's and attention's backward overwrite. Each parameter gradient of the block goes into the gathered
 // norm right after its one write (linear_backward, ln_backward; the layer's own positional tensors
 // after attention and hook 2). acc = 0: the linear and LayerNorm parameter gradients are overwritten
 // (gpt_backward). Returns 1 when a check (--detect-anomaly) stopped the backward.

@@ -95,7 +95,7 @@ FiniteScan attention_bias_scan(const AttnPos *ap, int B, int T, int NH);
 // hook 2 over a whole qkv buffer (N,3C): rotate q and k of every head (QK_FORWARD), or their
 // gradient by the transpose (QK_BACKWARD). Both work in place: the backward OVERWRITES the q and k
 // gradients dL/d(rotated) with dL/d(unrotated), so the buffer must hold only the attention's
-// gradient (gpt_backward zeroes dqkv before attention_backward, the one writer). Does nothing for
+// gradient (attention_backward, its one writer before the hook, overwrites all of it). Does nothing for
 // schemes without a q/k hook.
 enum { QK_FORWARD = 1, QK_BACKWARD = -1 };
 void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir);

@@ -362,7 +362,8 @@ static void pack_a(real *ap, int mr, int i0, int mc, int M, int k0, int kc, cons
 
 #if GEMM_DISPATCH
 // p[k * ldp + x] = src[x * stride + k] for 8 columns x and k < kc: 8 x 8 blocks transposed in AVX
-// registers (the forward's weight, whose rows are B's columns); the last kc % 8 one at a time
+// registers (the forward's weight, whose rows are B's columns; attention's blocks through
+// transpose_block); the last kc % 8 one at a time
 static __attribute__((target("avx2"))) void transpose_8cols(float *p, size_t ldp, const float *src, size_t stride, int kc) {
     int k = 0;
     for (; k + 8 <= kc; k += 8) {
@@ -384,8 +385,9 @@ static __attribute__((target("avx2"))) void transpose_8cols(float *p, size_t ldp
 }
 #endif
 
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (nn/kernels.h): with AVX2, 8 rows at a
-// time through transpose_8cols; the rest one number at a time
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (nn/kernels.h): in the float build for
+// x86-64 with FMA, on a CPU with AVX2, 8 rows at a time through transpose_8cols; the rest (and every
+// other build) one number at a time
 void transpose_block(real *dst, size_t ldd, const real *src, size_t lds, int rows, int cols) {
     int r = 0;
 #if GEMM_DISPATCH
@@ -657,10 +659,10 @@ void gemm_own(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, cons
     int slabs = a_cs == 1 && nt > 1 && panels >= 2 * nt && (double)M * (K + N) > (double)N * K;
     // A read in place and B in one chunk (small's dW products: 384 columns): every thread would pack
     // all of B for its rows; in as many chunks as threads, each packs only its own columns (A, read
-    // in place, costs no packing), when each chunk keeps at least 6 panels: 1.02-1.08x on those
-    // products, and 0.93-0.96x with 2 panels a thread, whose A panels then serve too few B panels
-    // (results/bench/dw-split-ab-zen5-dec05.txt)
-    if (!pack_all_a && !slabs && ncb < nt && cpanels >= 6 * nt) ncb = nt;
+    // in place, costs no packing), when each chunk keeps at least 6 panels: 1.01-1.09x on those
+    // products at 2 threads, and 0.94x with 2 panels a thread, whose A panels then serve too few B
+    // panels (results/bench/dw-split-ab-zen5-dec05.txt)
+    if (!pack_all_a && !slabs && ncb == 1 && cpanels >= 6 * nt) ncb = nt;
     // blocks and chunks of whole panels, as even as they can be (their panel counts differ by at most
     // one), so that equal numbers of items are equal work: block ib is the row panels
     // [ib panels / nrb, (ib + 1) panels / nrb), chunk jb likewise of the column panels. (Blocks of

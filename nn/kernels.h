@@ -51,7 +51,7 @@ void gemm_tile(int M, int N, int K, const real *a, size_t a_rs, size_t a_cs, con
                real *c, size_t ldc, int accumulate);
 
 // dst (cols, ldd) = src (rows, lds) transposed: dst[c * ldd + r] = src[r * lds + c] for r < rows,
-// c < cols; copies only, so any path gives the same numbers (attention's blocks of q and dout)
+// c < cols; copies only, so any path gives the same numbers (attention's blocks of q, dout and out)
 void transpose_block(real *dst, size_t ldd, const real *src, size_t lds, int rows, int cols);
 
 // C (M,N) = A (M,K) @ B (K,N), B row-major: rows of A one at a time with 8 vectors of C in registers,

@@ -380,7 +380,7 @@ static Peak measure_peak(FILE *csv, int verbose) {
             printf("theoretical at that clock with %d FMA unit%s of this width per core: %.1f GFLOP/s "
                    "(the loop reached %.0f%%: %.1f flops per cycle per thread)\n", units, units > 1 ? "s" : "",
                    theory, 100 * pk.fma / theory, pk.fma / bench_threads() / ghz);
-            if (pk.fma > 1.05 * theory)   // seen on virtual machines: 184-195% on Zen 5 hosts (docs/speed.md)
+            if (pk.fma > 1.05 * theory)   // seen on Zen 5 virtual machines: 144-195% (docs/speed.md)
                 printf("  (over 100%%: the clock read above is not the one the loop ran at; it rose after the reading, or the "
                        "add chain ran slow on a shared core: read the FMA loop, not that clock, as this machine's peak)\n");
             if (csv) fprintf(csv, "peak,theoretical,,,%.2f,,,,,,,%.3f GHz\n", theory, ghz);

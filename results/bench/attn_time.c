@@ -6,6 +6,8 @@
 //   cc -std=gnu11 -O3 -march=native -fopenmp -I. results/bench/attn_time.c build/float/nn/*.o
 //      build/float/util/*.o build/float/posenc.o build/float/posenc_schemes.o -lm -o attn_time
 // usage: attn_time T B REPS
+// (Since 2026-12-05 the backward zeroes dqkv itself, inside the timed call; the buffer is also cleared
+// before it here, outside the timing, as builds before then need.)
 #include "nn/attention.h"
 #include "posenc.h"
 #include "util/common.h"
