@@ -1,28 +1,20 @@
 // results/bench/attn_ab.c: attention alone (B=1, 6 heads, C=384, nope), forward and backward, best of 3 (tried-zen5-dec04.txt, part 11).
-// cc -std=gnu11 -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -I. results/bench/attn_ab.c nn/attention.c build/float/util/*.o \
+// cc -std=gnu11 -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -I. results/bench/attn_ab.c nn/attention.c build/float/util/*.o
 //    build/float/posenc.o build/float/posenc_schemes.o build/float/nn/kernels.o build/float/nn/layers.o build/float/nn/bf16.o build/float/nn/bf16_cpu.o -lm
 // usage: attn_ab T [1: also the backward]
-#include "nn/attention.h"
-#include "posenc.h"
-#include "util/common.h"
+#include "results/bench/attn_setup.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+1e-9*t.tv_nsec;}
 int main(int argc, char **argv) {
+    if (argc < 2) { fprintf(stderr, "usage: attn_ab T [1: also the backward]\n"); return 2; }
     int T = atoi(argv[1]), NH = 6, C = 384, B = 1, bwd = argc > 2 && atoi(argv[2]);
-    size_t N = (size_t)B * T;
-    real *qkv = xmalloc(sizeof(real) * N * 3 * C), *out = xmalloc(sizeof(real) * N * C), *dout = xmalloc(sizeof(real) * N * C);
-    real *dqkv = xcalloc(N * 3 * C, sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
-    real *scratch = xmalloc(sizeof(real) * 4 * ATT_SCRATCH(C / NH));
-    int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
-    for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
-    for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
-    for (size_t i = 0; i < N; i++) pos[i] = (int)i;
-    PosConfig pc; posenc_defaults(&pc, 1); pc.input = PE_NOPE;
-    PosDims d = { 1, NH, C, C / NH, T };
-    PosTables t; posenc_tables_build(&t, &pc, &d, T);
-    AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
+    AttnSetup h;
+    attn_setup(&h, B, T, C, NH, "nope");
+    size_t N = h.N;
+    real *qkv = h.qkv, *out = h.out, *dout = h.dout, *dqkv = h.dqkv, *lse = h.lse, *scratch = h.scratch;
+    const AttnPos ap = h.ap;
     double best = 1e9, bestb = 1e9;
     for (int r = 0; r < 3; r++) {
         double t0 = now();

@@ -3,30 +3,28 @@
 // against each one's objects, run both at the same thread count, diff the outputs):
 //   cc -std=gnu11 -O3 -march=native -fopenmp -I. results/bench/attn_bits.c build/float/nn/*.o
 //      build/float/util/*.o build/float/posenc.o build/float/posenc_schemes.o -lm -o attn_bits
-#include "nn/attention.h"
-#include "posenc.h"
-#include "util/common.h"
+#include "results/bench/attn_setup.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-static unsigned long long h64(const void *p, size_t n) { const unsigned char *c = p; unsigned long long h = 1469598103934665603ull; for (size_t i = 0; i < n; i++) { h ^= c[i]; h *= 1099511628211ull; } return h; }
+static unsigned long long h64(const void *p, size_t n) {
+    const unsigned char *c = p;
+    unsigned long long h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) { h ^= c[i]; h *= 1099511628211ull; }
+    return h;
+}
+// docs: documents of 37 tokens, the last 4 tokens of each row padding (document -1)
 static void run(int T, int B, int NH, int C, const char *sname, int docs, int bidir, double drop) {
-    size_t N = (size_t)B * T;
-    real *qkv = xmalloc(sizeof(real) * N * 3 * C), *out = xmalloc(sizeof(real) * N * C), *dout = xmalloc(sizeof(real) * N * C);
-    real *dqkv = xcalloc(N * 3 * C, sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
-    real *scratch = xmalloc(sizeof(real) * 64 * ATT_SCRATCH(C / NH));
-    int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
-    for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
-    for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
-    for (size_t i = 0; i < N; i++) { pos[i] = (int)(i % T); doc[i] = docs ? (int)((i % T) / 37) : 0; if (docs && i % T > (size_t)T - 5) doc[i] = -1; }
-    int scheme = posenc_find(sname); PosConfig pc; posenc_defaults(&pc, 1); pc.input = PE_NOPE; pc.layer[0] = scheme;
-    PosDims d = { 1, NH, C, C / NH, T };
-    PosTables t; posenc_tables_build(&t, &pc, &d, T);
-    AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(scheme), .tables = &t, .bidirectional = bidir, .dropout = drop, .drop_key = 12345 };
-    attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
-    attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
-    printf("T %d B %d NH %d C %d scheme %s docs %d bidir %d drop %.1f: out %016llx lse %016llx dqkv %016llx\n", T, B, NH, C, sname, docs, bidir, drop,
-           h64(out, sizeof(real) * N * C), h64(lse, sizeof(real) * B * NH * T), h64(dqkv, sizeof(real) * N * 3 * C));
+    AttnSetup h;
+    attn_setup(&h, B, T, C, NH, sname);
+    size_t N = h.N;
+    for (size_t i = 0; docs && i < N; i++) h.doc[i] = i % T > (size_t)T - 5 ? -1 : (int)((i % T) / 37);
+    h.ap.bidirectional = bidir; h.ap.dropout = drop; h.ap.drop_key = 12345;
+    attention_forward(h.out, h.lse, h.qkv, &h.ap, h.scratch, B, T, C, NH);
+    attention_backward(h.dqkv, h.scratch, h.dout, h.qkv, h.out, h.lse, &h.ap, B, T, C, NH);
+    printf("T %d B %d NH %d C %d scheme %s docs %d bidir %d drop %.1f: out %016llx lse %016llx dqkv %016llx\n", T, B, NH, C,
+           sname, docs, bidir, drop, h64(h.out, sizeof(real) * N * C), h64(h.lse, sizeof(real) * B * NH * T),
+           h64(h.dqkv, sizeof(real) * N * 3 * C));
 }
 int main(void) {
     run(256, 4, 6, 384, "nope", 0, 0, 0);

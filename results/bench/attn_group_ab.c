@@ -3,12 +3,10 @@
 // call in one process (A B B A ...), so that the machine's drift falls on both alike. Prints the
 // medians and the median of the pairs' ratios (quartiles) of the forward and the backward.
 // make build/float/nn/attention.o (and the rest of the library), then
-// cc -std=gnu11 -O3 -march=native -fopenmp -I. results/bench/attn_group_ab.c build/float/nn/*.o \
+// cc -std=gnu11 -O3 -march=native -fopenmp -I. results/bench/attn_group_ab.c build/float/nn/*.o
 //    build/float/util/*.o build/float/posenc.o build/float/posenc_schemes.o -lm
 // usage: attn_group_ab T B PAIRS GROUP [0: forward only]
-#include "nn/attention.h"
-#include "posenc.h"
-#include "util/common.h"
+#include "results/bench/attn_setup.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +18,11 @@ int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: attn_group_ab T B PAIRS GROUP [0: forward only]\n"); return 2; }
     int T = atoi(argv[1]), B = atoi(argv[2]), pairs = atoi(argv[3]), group = atoi(argv[4]), bwd = argc < 6 || atoi(argv[5]);
     int NH = 6, C = 384;
-    size_t N = (size_t)B * T;
-    real *qkv = xmalloc(sizeof(real) * N * 3 * C), *out = xmalloc(sizeof(real) * N * C), *dout = xmalloc(sizeof(real) * N * C);
-    real *dqkv = xcalloc(N * 3 * C, sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
-    real *scratch = xmalloc(sizeof(real) * 64 * ATT_SCRATCH(C / NH));
-    int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
-    for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
-    for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
-    for (size_t i = 0; i < N; i++) pos[i] = (int)(i % T);
-    PosConfig pc; posenc_defaults(&pc, 1); pc.input = PE_NOPE;
-    PosDims d = { 1, NH, C, C / NH, T };
-    PosTables t; posenc_tables_build(&t, &pc, &d, T);
-    AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
+    AttnSetup h;
+    attn_setup(&h, B, T, C, NH, "nope");
+    size_t N = h.N;
+    real *qkv = h.qkv, *out = h.out, *dout = h.dout, *dqkv = h.dqkv, *lse = h.lse, *scratch = h.scratch;
+    const AttnPos ap = h.ap;
     double *tf[2], *tb[2], *rf = malloc(8 * pairs), *rb = malloc(8 * pairs);
     for (int v = 0; v < 2; v++) { tf[v] = malloc(8 * pairs); tb[v] = malloc(8 * pairs); }
     for (int s = -2; s < 2 * pairs; s++) {

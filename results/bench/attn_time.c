@@ -8,9 +8,7 @@
 // usage: attn_time T B REPS
 // (Since 2026-12-05 the backward zeroes dqkv itself, inside the timed call; the buffer is also cleared
 // before it here, outside the timing, as builds before then need.)
-#include "nn/attention.h"
-#include "posenc.h"
-#include "util/common.h"
+#include "results/bench/attn_setup.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,25 +18,15 @@ int main(int argc, char **argv) {
     if (argc < 4) { fprintf(stderr, "usage: attn_time T B REPS\n"); return 2; }
     int T = atoi(argv[1]), B = atoi(argv[2]), reps = atoi(argv[3]);
     int NH = 6, C = 384;
-    size_t N = (size_t)B * T;
-    real *qkv = xmalloc_big(sizeof(real) * N * 3 * C), *out = xmalloc_big(sizeof(real) * N * C), *dout = xmalloc_big(sizeof(real) * N * C);
-    real *dqkv = xmalloc_big(N * 3 * C* sizeof(real)), *lse = xmalloc(sizeof(real) * B * NH * T);
-    real *scratch = xmalloc(sizeof(real) * 64 * ATT_SCRATCH(C / NH));
-    int *pos = xmalloc(sizeof(int) * N), *doc = xcalloc(N, sizeof(int));
-    for (size_t i = 0; i < N * 3 * C; i++) qkv[i] = (real)(((i * 2654435761u) % 1000) / 1000.0 - 0.5);
-    for (size_t i = 0; i < N * C; i++) dout[i] = (real)(((i * 40503u) % 1000) / 1000.0 - 0.5);
-    for (size_t i = 0; i < N; i++) pos[i] = (int)(i % T);
-    PosConfig pc; posenc_defaults(&pc, 1); pc.input = PE_NOPE;
-    PosDims d = { 1, NH, C, C / NH, T };
-    PosTables t; posenc_tables_build(&t, &pc, &d, T);
-    AttnPos ap = { .pos = pos, .doc = doc, .scheme = posenc_scheme(PE_NOPE), .tables = &t };
+    AttnSetup h;
+    attn_setup(&h, B, T, C, NH, "nope");
     double flf = 4.0 * (C / NH) * (double)T * (T + 1) / 2 * B * NH, tf = 1e9, tb = 1e9;
     for (int s = 0; s < reps; s++) {
-        memset(dqkv, 0, sizeof(real) * N * 3 * C);
+        memset(h.dqkv, 0, sizeof(real) * h.N * 3 * C);
         double t0 = now();
-        attention_forward(out, lse, qkv, &ap, scratch, B, T, C, NH);
+        attention_forward(h.out, h.lse, h.qkv, &h.ap, h.scratch, B, T, C, NH);
         double t1 = now();
-        attention_backward(dqkv, scratch, dout, qkv, out, lse, &ap, B, T, C, NH);
+        attention_backward(h.dqkv, h.scratch, h.dout, h.qkv, h.out, h.lse, &h.ap, B, T, C, NH);
         double t2 = now();
         if (t1 - t0 < tf) tf = t1 - t0;
         if (t2 - t1 < tb) tb = t2 - t1;
