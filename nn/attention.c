@@ -648,7 +648,10 @@ void attention_backward(real *dqkv, real *scratch, const real *dout, const real 
         BwdPair f = { &x, &p, &g, blk };
         real *grad0 = dqkv + (size_t)p.b * T * x.C3 + p.h * x.hs;     // the pair's dq, dk and dv start at 0,
         for (int t = 0; t < T; t++)                                    // zeroed by the thread that sums them
-            for (int part = 0; part < 3; part++) memset(grad0 + (size_t)t * x.C3 + (size_t)part * C, 0, sizeof(real) * x.hs);
+            for (int part = 0; part < 3; part++) {
+                real *g0 = grad0 + (size_t)t * x.C3 + (size_t)part * C;
+                for (int c = 0; c < x.hs; c++) g0[c] = 0;
+            }
         pair_visit(&x, &(TileVisitor){ bwd_begin, bwd_visit_tile, NULL, &f }, learned_bias ? 1 : att_group);
     }
     if (learned_bias) {
