@@ -11,7 +11,7 @@ int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: attn_ab T [1: also the backward]\n"); return 2; }
     int T = atoi(argv[1]), NH = 6, C = 384, B = 1, bwd = argc > 2 && atoi(argv[2]);
     AttnSetup h;
-    attn_setup(&h, B, T, C, NH, "nope");
+    attn_setup(&h, B, T, C, NH, PE_NOPE);
     size_t N = h.N;
     real *qkv = h.qkv, *out = h.out, *dout = h.dout, *dqkv = h.dqkv, *lse = h.lse, *scratch = h.scratch;
     const AttnPos ap = h.ap;

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
     int T = atoi(argv[1]), B = atoi(argv[2]), pairs = atoi(argv[3]), group = atoi(argv[4]), bwd = argc < 6 || atoi(argv[5]);
     int NH = 6, C = 384;
     AttnSetup h;
-    attn_setup(&h, B, T, C, NH, "nope");
+    attn_setup(&h, B, T, C, NH, PE_NOPE);
     size_t N = h.N;
     real *qkv = h.qkv, *out = h.out, *dout = h.dout, *dqkv = h.dqkv, *lse = h.lse, *scratch = h.scratch;
     const AttnPos ap = h.ap;

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
     int T = atoi(argv[1]), B = atoi(argv[2]), reps = atoi(argv[3]);
     int NH = 6, C = 384;
     AttnSetup h;
-    attn_setup(&h, B, T, C, NH, "nope");
+    attn_setup(&h, B, T, C, NH, PE_NOPE);
     double flf = 4.0 * (C / NH) * (double)T * (T + 1) / 2 * B * NH, tf = 1e9, tb = 1e9;
     for (int s = 0; s < reps; s++) {
         memset(h.dqkv, 0, sizeof(real) * h.N * 3 * C);
