@@ -341,7 +341,8 @@ asan:
 # installed) and runs it: peak, every config, small and gpt2-124m with --precision bf16 against fp32
 # in 3 pairs of runs each (and the VDPBF16PS and TDPBF16PS peaks where the CPU has AVX512_BF16 or
 # AMX), scheme overheads, attention as T doubles,
-# and ./train's default run in fp32 and bf16 (validation losses within 2%); bench.csv.
+# and ./train's default run in fp32 and bf16 (validation losses within 2%); bench.csv. BENCH_ROUNDS=N
+# (default 1) runs the table of training steps N times, round by round: medians and ranges.
 # Then tools/bench_mpi.sh: 2 ranks x 1 thread against 1 rank x 2 threads (small, gpt2-124m) and
 # the scaling model (needs Open MPI; skipped without it); bench_mpi.csv.
 # Then tools/bench_stream.sh: the peak RSS of ./train's `small` on 0.2, 0.4 and 4 GB of sparse
@@ -351,9 +352,10 @@ asan:
 HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -f /usr/lib/x86_64-linux-gnu/libopenblas.so && echo 1)
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
+BENCH_ROUNDS ?= 1
 bench: $(call fobj,$(LIB)) train tokenize tests/test_bpe
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench tools/bench.c tools/bench_machine.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
-	./bench
+	./bench --rounds $(BENCH_ROUNDS)
 	./tools/bench_stream.sh
 	./tools/bench_mpi.sh
 	tools/bench_tokenize.sh

@@ -433,41 +433,63 @@ static void check_fraction(const char *name, double gflops, double peak) {
 
 // Every config in its own process, then the FMA loop again, then the table: fractions are taken
 // against the best peak of the whole run, and a fraction above 1 stops the bench (check_fraction).
+// With --rounds N every config runs N times, round by round (each round all configs in order, so a
+// config's runs lie minutes apart), and the table gives each config's median round (by GFLOP/s) and
+// the range of its rounds' fractions.
+enum { ROUNDS_MAX = 9 };
+static int g_rounds = 1;   // --rounds
 static double run_configs(FILE *csv, const Peak *pk) {
-    printf("\ntraining steps, each config in its own process:");
-    StepResult res[N_CONFIGS];
-    double local[N_CONFIGS];         // the FMA loop just before and just after each config: the better
-    for (int i = 0; i < N_CONFIGS; i++) {
-        printf(" %s", CONFIGS[i].name);
-        fflush(stdout);
-        double before = fma_peak_gflops(NULL);
-        res[i] = run_isolated(&CONFIGS[i], pk->best, 0);
-        local[i] = fmax(before, fma_peak_gflops(NULL));
-    }
+    printf("\ntraining steps, each config in its own process");
+    if (g_rounds > 1) printf(", %d rounds", g_rounds);
+    printf(":");
+    StepResult res[N_CONFIGS][ROUNDS_MAX];
+    double local[N_CONFIGS][ROUNDS_MAX];    // the FMA loop just before and just after each run: the better
+    for (int rd = 0; rd < g_rounds; rd++)
+        for (int i = 0; i < N_CONFIGS; i++) {
+            printf(" %s", CONFIGS[i].name);
+            fflush(stdout);
+            double before = fma_peak_gflops(NULL);
+            res[i][rd] = run_isolated(&CONFIGS[i], pk->best, 0);
+            local[i][rd] = fmax(before, fma_peak_gflops(NULL));
+        }
     // the FMA loop again: a peak measured while the machine was slow would inflate every fraction
     double fma_end = fma_peak_gflops(NULL), peak = fmax(pk->best, fma_end);
     printf("\nFMA loop after the configs: %.1f GFLOP/s (%+.1f%% from the start)%s; peak %.1f GFLOP/s\n", fma_end,
            100 * (fma_end / pk->fma - 1), fabs(fma_end / pk->fma - 1) > 0.1 ? ": the machine changed speed during the run" : "",
            peak);
     fprintf(csv, "peak,fma_after_configs,,,%.2f,,,,,,,\npeak,best,,,%.2f,,,,,,,\n", fma_end, peak);
-    for (int i = 0; i < N_CONFIGS; i++) {
-        check_fraction(CONFIGS[i].name, res[i].gflops, peak);
-        check_fraction(CONFIGS[i].name, res[i].gflops, local[i]);
-    }
+    for (int i = 0; i < N_CONFIGS; i++)
+        for (int rd = 0; rd < g_rounds; rd++) {
+            check_fraction(CONFIGS[i].name, res[i][rd].gflops, peak);
+            check_fraction(CONFIGS[i].name, res[i][rd].gflops, local[i][rd]);
+        }
     printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps; the last row\n"
            "is one forward pass only, see below; %%peak of %.1f GFLOP/s; %%local of the better of the FMA loop\n"
-           "just before and just after the config, the local column):\n", peak);
-    printf("  %-16s %9s %9s %8s %7s %7s %7s %8s %7s %7s %7s %7s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
-           "local", "%local", "RSS MiB", "matmul", "attn", "optim", "rest");
+           "just before and just after the config, the local column%s):\n", peak,
+           g_rounds > 1 ? "; each config's median round, and the range of %peak over its rounds" : "");
+    printf("  %-16s %9s %9s %8s %7s %7s %7s %8s %7s %7s %7s %7s%s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
+           "local", "%local", "RSS MiB", "matmul", "attn", "optim", "rest", g_rounds > 1 ? "   rounds' %peak" : "");
     for (int i = 0; i < N_CONFIGS; i++) {
         const Config *c = &CONFIGS[i];
-        StepResult r = res[i];
-        printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %7.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", c->name, r.ms,
-               r.tokens_per_s, r.gflops, 100 * r.gflops / peak, local[i], 100 * r.gflops / local[i], r.rss_mb,
+        int order[ROUNDS_MAX];                       // the rounds by GFLOP/s, slowest first
+        for (int rd = 0; rd < g_rounds; rd++) {
+            int at = rd;
+            while (at > 0 && res[i][order[at - 1]].gflops > res[i][rd].gflops) { order[at] = order[at - 1]; at--; }
+            order[at] = rd;
+        }
+        int med = order[(g_rounds - 1) / 2];
+        StepResult r = res[i][med];
+        double lo = res[i][order[0]].gflops / peak, hi = res[i][order[g_rounds - 1]].gflops / peak;
+        printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %7.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%%", c->name, r.ms,
+               r.tokens_per_s, r.gflops, 100 * r.gflops / peak, local[i][med], 100 * r.gflops / local[i][med], r.rss_mb,
                100 * r.share[0], 100 * r.share[1], 100 * r.share[2], 100 * r.share[3]);
-        fprintf(csv, "config,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,local_peak=%.2f local_fraction=%.4f\n", c->name,
+        if (g_rounds > 1) printf("   %5.1f-%.1f%%", 100 * lo, 100 * hi);
+        printf("\n");
+        fprintf(csv, "config,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,local_peak=%.2f local_fraction=%.4f", c->name,
                 r.ms, r.tokens_per_s, r.gflops, r.gflops / peak, r.rss_mb, r.share[0], r.share[1], r.share[2], r.share[3],
-                local[i], r.gflops / local[i]);
+                local[i][med], r.gflops / local[i][med]);
+        if (g_rounds > 1) fprintf(csv, " rounds=%d fraction_min=%.4f fraction_max=%.4f", g_rounds, lo, hi);
+        fprintf(csv, "\n");
     }
     printf("  (small-eval-t32768: one forward pass of `small` with nope positions, trained context 256, over one\n"
            "   window of 32768 tokens: ms/step is that pass, GFLOP/s counts forward FLOPs, no backward or AdamW)\n");
@@ -589,6 +611,10 @@ int main(int argc, char **argv) {
             long n = strtol(argv[++i], &end, 10);
             CHECK(*end == 0 && n >= 1 && n <= 100000, "--steps must be an integer in [1, 100000] (timed steps of --config)");
             steps = (int)n;
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+            long n = strtol(argv[++i], &end, 10);
+            CHECK(*end == 0 && n >= 1 && n <= ROUNDS_MAX, "--rounds must be an integer in [1, %d] (rounds of the step table)", ROUNDS_MAX);
+            g_rounds = (int)n;
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             long n = strtol(argv[++i], &end, 10);
             CHECK(*end == 0 && n >= 1 && n <= 1024, "--threads must be an integer in [1, 1024]");
@@ -596,7 +622,9 @@ int main(int argc, char **argv) {
             omp_set_num_threads((int)n);
 #endif
         } else {
-            fprintf(stderr, "usage: ./bench [--config NAME [--precision fp32|bf16] [--peak GFLOPS] [--steps N] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
+            fprintf(stderr, "usage: ./bench [--rounds N | --config NAME [--precision fp32|bf16] [--peak GFLOPS] [--steps N] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
+                            "  --rounds N: the whole bench, its table of training steps run N times round by round (1-9; default 1):\n"
+                            "    each config's median round and the range of its rounds' fractions of the peak\n"
                             "  --shapes: only the machine's peak and the table of matrix products per shape (no CSV)\n"
                             "  --schemes: only the table of positional schemes (no CSV)\n"
                             "  --steps N: --config's timed steps (the step time is their median; default: the config's own, 1-10)\n"
@@ -628,6 +656,8 @@ int main(int argc, char **argv) {
     }
     CHECK(!steps || only, "--steps applies to --config NAME (the timed steps of that config; the full bench keeps its own)");
     CHECK(!g_bf16 || only, "--precision applies to --config NAME (the full bench runs both precisions)");
+    CHECK(g_rounds == 1 || (!only && !schemes_only && !loss_only && !shapes_only && !bf16_only),
+          "--rounds applies to the whole bench (its table of training steps), not to --config, --shapes, --schemes, --bf16 or --bf16-loss");
     if (only) {
         const Config *c = find_config(only);
         CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
