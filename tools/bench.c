@@ -158,6 +158,15 @@ static double flops_per_step(const Config *c) {
     return tokens * (6 * (12 * L * C * C + (double)c->V * C) + 6 * L * c->T * C);
 }
 
+// GFLOP/s of a step's matrix products (part 0) or of its attention (part 1) on their own: their FLOPs
+// (flops_per_step's two terms) over their share of the step's time; 0 when the share is 0
+static double part_gflops(const Config *c, const StepResult *r, int part) {
+    double tokens = (double)c->B * c->T, L = c->L, C = c->C, passes = c->eval_context ? 2 : 6;
+    double flops = part ? tokens * passes * L * c->T * C : tokens * passes * (12 * L * C * C + (double)c->V * C);
+    double sec = r->share[part] * r->ms / 1e3;
+    return sec > 0 ? flops / sec / 1e9 : 0;
+}
+
 static int cmp_double(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 
 // Builds the config with positional scheme `pe` (a layer scheme in every layer, or an input
@@ -465,10 +474,12 @@ static double run_configs(FILE *csv, const Peak *pk) {
         }
     printf("\ntraining steps (forward, backward, AdamW; learned positions; median of timed steps; the last row\n"
            "is one forward pass only, see below; %%peak of %.1f GFLOP/s; %%local of the better of the FMA loop\n"
-           "just before and just after the config, the local column%s):\n", peak,
+           "just before and just after the config, the local column; mm%%pk and att%%pk: the products' and attention's\n"
+           "own GFLOP/s in the step, their FLOPs over their share of its time, as %% of the peak%s):\n", peak,
            g_rounds > 1 ? "; each config's median round, and the range of %peak over its rounds" : "");
-    printf("  %-16s %9s %9s %8s %7s %7s %7s %8s %7s %7s %7s %7s%s\n", "config", "ms/step", "tokens/s", "GFLOP/s", "%peak",
-           "local", "%local", "RSS MiB", "matmul", "attn", "optim", "rest", g_rounds > 1 ? "   rounds' %peak" : "");
+    printf("  %-16s %9s %9s %8s %7s %7s %7s %8s %7s %7s %7s %7s %6s %6s%s\n", "config", "ms/step", "tokens/s", "GFLOP/s",
+           "%peak", "local", "%local", "RSS MiB", "matmul", "attn", "optim", "rest", "mm%pk", "att%pk",
+           g_rounds > 1 ? "   rounds' %peak" : "");
     for (int i = 0; i < N_CONFIGS; i++) {
         const Config *c = &CONFIGS[i];
         int order[ROUNDS_MAX];                       // the rounds by GFLOP/s, slowest first
@@ -480,14 +491,16 @@ static double run_configs(FILE *csv, const Peak *pk) {
         int med = order[(g_rounds - 1) / 2];
         StepResult r = res[i][med];
         double lo = res[i][order[0]].gflops / peak, hi = res[i][order[g_rounds - 1]].gflops / peak;
-        printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %7.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%%", c->name, r.ms,
-               r.tokens_per_s, r.gflops, 100 * r.gflops / peak, local[i][med], 100 * r.gflops / local[i][med], r.rss_mb,
-               100 * r.share[0], 100 * r.share[1], 100 * r.share[2], 100 * r.share[3]);
+        double mm = part_gflops(c, &r, 0), att = part_gflops(c, &r, 1);
+        printf("  %-16s %9.1f %9.0f %8.1f %6.1f%% %7.1f %6.1f%% %8.0f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %5.1f%% %5.1f%%", c->name,
+               r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, local[i][med], 100 * r.gflops / local[i][med], r.rss_mb,
+               100 * r.share[0], 100 * r.share[1], 100 * r.share[2], 100 * r.share[3], 100 * mm / peak, 100 * att / peak);
         if (g_rounds > 1) printf("   %5.1f-%.1f%%", 100 * lo, 100 * hi);
         printf("\n");
         fprintf(csv, "config,%s,%.2f,%.1f,%.2f,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,local_peak=%.2f local_fraction=%.4f", c->name,
                 r.ms, r.tokens_per_s, r.gflops, r.gflops / peak, r.rss_mb, r.share[0], r.share[1], r.share[2], r.share[3],
                 local[i][med], r.gflops / local[i][med]);
+        fprintf(csv, " matmul_gflops=%.2f attention_gflops=%.2f", mm, att);
         if (g_rounds > 1) fprintf(csv, " rounds=%d fraction_min=%.4f fraction_max=%.4f", g_rounds, lo, hi);
         fprintf(csv, "\n");
     }
@@ -673,6 +686,9 @@ int main(int argc, char **argv) {
         if (given_peak == 0) check_fraction(c->name, r.gflops, peak);
         printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
                c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
+        double mm = part_gflops(c, &r, 0), att = part_gflops(c, &r, 1);
+        printf("inside the step: the matrix products %.1f GFLOP/s (%.1f%% of the peak), attention %.1f GFLOP/s (%.1f%%)\n", mm,
+               100 * mm / peak, att, 100 * att / peak);
         if (g_bf16)
             printf("the products' operand packing (or rounding): %.1f%% of the step, %.1f ms (part of the products' %.1f%%)\n",
                    100 * r.pack, r.pack * r.ms, 100 * r.share[0]);
