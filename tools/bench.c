@@ -152,19 +152,21 @@ typedef struct {
     double pack;   // --precision bf16: the share of the step spent packing or rounding the products' operands
 } StepResult;
 
-static double flops_per_step(const Config *c) {
-    double tokens = (double)c->B * c->T, L = c->L, C = c->C;
-    if (c->eval_context) return tokens * (2 * (12 * L * C * C + (double)c->V * C) + 2 * L * c->T * C);
-    return tokens * (6 * (12 * L * C * C + (double)c->V * C) + 6 * L * c->T * C);
+// FLOPs of a step's matrix products (part 0: the four linear layers per block and the LM head) or of
+// its causal attention (part 1); forward only (2 per multiply-add) for an evaluation config, else
+// forward and backward (6)
+static double part_flops(const Config *c, int part) {
+    double tokens = (double)c->B * c->T, L = c->L, C = c->C, passes = c->eval_context ? 2 : 6;
+    return part ? tokens * passes * L * c->T * C : tokens * passes * (12 * L * C * C + (double)c->V * C);
 }
 
-// GFLOP/s of a step's matrix products (part 0) or of its attention (part 1) on their own: their FLOPs
-// (flops_per_step's two terms) over their share of the step's time; 0 when the share is 0
+static double flops_per_step(const Config *c) { return part_flops(c, 0) + part_flops(c, 1); }
+
+// GFLOP/s of a step's products (part 0) or attention (part 1) on their own: their FLOPs over their
+// share of the step's time; 0 when the share is 0
 static double part_gflops(const Config *c, const StepResult *r, int part) {
-    double tokens = (double)c->B * c->T, L = c->L, C = c->C, passes = c->eval_context ? 2 : 6;
-    double flops = part ? tokens * passes * L * c->T * C : tokens * passes * (12 * L * C * C + (double)c->V * C);
     double sec = r->share[part] * r->ms / 1e3;
-    return sec > 0 ? flops / sec / 1e9 : 0;
+    return sec > 0 ? part_flops(c, part) / sec / 1e9 : 0;
 }
 
 static int cmp_double(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
