@@ -228,6 +228,8 @@ void bf16_amx_emulator_misuse(int which) {
 #include "nn/bf16_amx.inc"                // (which undefines NAME and T_*)
 #endif
 
+enum { PACK_SCALAR, PACK_AVX512, PACK_CVT };   // the packers (pack_kind, below)
+
 static inline uint32_t pair(float lo, float hi) { return (uint32_t)bf16_bits(lo) | (uint32_t)bf16_bits(hi) << 16; }
 
 // rows [i0, i0+m) of A into m rows of Kq words (Kq >= ceil(K/2): the words past K are 0), then
@@ -335,77 +337,64 @@ static inline uint32_t a_word(const real *a, size_t a_rs, size_t a_cs, int i, in
     return pair((float)x[0], 2 * q + 1 < K ? (float)x[a_cs] : 0);
 }
 
-// pack_a_scalar's contract, vectorised: A row-major converts runs of 16 values; A transposed (a_rs = 1)
-// converts 16 rows side by side and turns each 16 x 16 block of words
-static AVX512_ATTR void pack_a_avx512(uint32_t *ap, int m, int mp, int K, int Kq, const real *a, size_t a_rs,
-                                      size_t a_cs, int i0) {
-    int kq = (K + 1) / 2, kfull = a_cs == 1 ? K / 32 * 16 : (a_rs == 1 ? K / 32 * 16 : 0);
-    const real *a0 = a + (size_t)i0 * a_rs;
-    #pragma omp parallel for schedule(static)
-    for (int r0 = 0; r0 < m; r0 += 16) {
-        int nr = m - r0 < 16 ? m - r0 : 16, q0 = 0;
-        if (a_cs == 1) {
-            for (int i = r0; i < r0 + nr; i++)
-                for (q0 = 0; q0 < kfull; q0 += 16) _mm512_storeu_si512(ap + (size_t)i * Kq + q0, run16(a0 + (size_t)i * a_rs + 2 * q0));
-        } else if (a_rs == 1 && nr == 16) {
-            for (q0 = 0; q0 < kfull; q0 += 16) {
-                __m512i v[16];
-                for (int q = 0; q < 16; q++) {
-                    const real *lo = a0 + (size_t)r0 + (size_t)(2 * (q0 + q)) * a_cs;
-                    v[q] = pairs16(lo, lo + a_cs);
-                }
-                tr16(v);
-                for (int i = 0; i < 16; i++) _mm512_storeu_si512(ap + (size_t)(r0 + i) * Kq + q0, v[i]);
-            }
-        } else q0 = 0;
-        for (int i = r0; i < r0 + nr; i++) {
-            for (int q = q0; q < kq; q++) ap[(size_t)i * Kq + q] = a_word(a0, a_rs, a_cs, i, q, K);
-            if (Kq > kq) memset(ap + (size_t)i * Kq + kq, 0, sizeof(uint32_t) * (Kq - kq));
-        }
-    }
-    if (mp > m) memset(ap + (size_t)m * Kq, 0, sizeof(uint32_t) * (size_t)(mp - m) * Kq);
+// VCVTNE2PS2BF16 rounds 32 floats to bf16 in one instruction, to nearest even, a NaN to the same quiet
+// NaN as bf16_bits; but it reads a subnormal float as 0, where bf16_bits keeps its rounded bits. So a
+// run of 32 with a subnormal among them (fpclass) goes the integer way: the same bits either way.
+#define CVT_ATTR __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16")))
+static inline CVT_ATTR int has_subnormal(__m512 x, __m512 y) {
+    return (_mm512_fpclass_ps_mask(x, 0x20) | _mm512_fpclass_ps_mask(y, 0x20)) != 0;
+}
+// run16's words: bf16 lane 2j is x[2j], lane 2j + 1 is x[2j + 1], as the instruction lays them out
+static inline CVT_ATTR __m512i run16_cvt(const real *x) {
+    __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
+    if (__builtin_expect(has_subnormal(lo, hi), 0)) return run16(x);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+// pairs16's words: the two runs rounded side by side (lo in lanes 0-15, hi in 16-31), then interleaved
+static inline CVT_ATTR __m512i pairs16_cvt(const real *lo, const real *hi) {
+    __m512 x = _mm512_loadu_ps(lo), y = _mm512_loadu_ps(hi);
+    if (__builtin_expect(has_subnormal(x, y), 0)) return pairs16(lo, hi);
+    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5,
+                                           20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(order, (__m512i)_mm512_cvtne2ps_pbh(y, x));
 }
 
-// pack_b_panel_scalar's contract, vectorised: B row-major pairs two rows, 16 columns at a time; B
-// transposed (b_rs = 1, a weight in the forward) converts runs along k of 16 columns and turns the
-// blocks (qlo a multiple of 16)
-static AVX512_ATTR void pack_b_panel_avx512(uint32_t *panel, int p, int qlo, int qhi, int n, int K, const real *b,
-                                            size_t b_rs, size_t b_cs, int j0) {
-    int kq = (K + 1) / 2, kpairs = K / 2;
-    int nj = n - p * 32 < 32 ? n - p * 32 : 32, jv = 0, qv = qlo;   // vectorised: columns < jv, words [qlo, qv)
-    const real *col0 = b + (size_t)(j0 + p * 32) * b_cs;
-    if (b_cs == 1) {                           // whole groups of 16 columns, every full pair of rows
-        jv = nj / 16 * 16; qv = qhi < kpairs ? qhi : kpairs;
-        if (qv < qlo) qv = qlo;
-        for (int q = qlo; q < qv; q++)
-            for (int jj = 0; jj < jv; jj += 16) {
-                const real *lo = col0 + (size_t)(2 * q) * b_rs + jj;
-                _mm512_storeu_si512(panel + (size_t)(q - qlo) * 32 + jj, pairs16(lo, lo + b_rs));
-            }
-    } else if (b_rs == 1 && qlo % 16 == 0) {   // whole groups of 16 columns, 16 words along k at a time
-        int qend = qhi < K / 32 * 16 ? qhi : K / 32 * 16;
-        jv = nj / 16 * 16; qv = qend > qlo ? qlo + (qend - qlo) / 16 * 16 : qlo;
-        for (int jj = 0; jj < jv; jj += 16)
-            for (int q0 = qlo; q0 < qv; q0 += 16) {
-                __m512i v[16];
-                for (int c = 0; c < 16; c++) v[c] = run16(col0 + (size_t)(jj + c) * b_cs + 2 * q0);
-                tr16(v);
-                for (int q = 0; q < 16; q++) _mm512_storeu_si512(panel + (size_t)(q0 - qlo + q) * 32 + jj, v[q]);
-            }
-    }
-    // the rest one word at a time: words q >= qv of the vectorised columns, then the other columns
-    for (int jj = 0; jj < 32; jj++)
-        for (int q = jj < jv ? qv : qlo; q < qhi; q++)
-            panel[(size_t)(q - qlo) * 32 + jj] = jj < nj && q < kq ? a_word(col0, b_cs, b_rs, jj, q, K) : 0;
-}
+#define PK_A pack_a_avx512
+#define PK_B pack_b_panel_avx512
+#define PK_ATTR AVX512_ATTR
+#define PK_RUN16 run16
+#define PK_PAIRS16 pairs16
+#include "nn/bf16_pack.inc"
+#define PK_A pack_a_cvt
+#define PK_B pack_b_panel_cvt
+#define PK_ATTR CVT_ATTR
+#define PK_RUN16 run16_cvt
+#define PK_PAIRS16 pairs16_cvt
+#include "nn/bf16_pack.inc"
 
 #endif
 
-// The packers a path uses: the AVX-512 ones (vec) on the paths that run on AVX-512 anyway
-// (avx512bf16 and amx), the scalar ones on the emulated paths, whose agreement with the others
-// test_bf16 checks.
+// The packers a path uses (pack_kind): the AVX-512 ones on the paths that run on AVX-512 anyway
+// (avx512bf16 and amx), rounding with VCVTNE2PS2BF16 where the CPU has it (with AVX512DQ's fpclass)
+// unless a test turned that off; the scalar ones on the emulated paths, whose agreement with the
+// others test_bf16 checks.
+static int g_pack_cvt = -1;                    // -1: the CPU's answer, not asked yet; 0: off; 1: on
+static int pack_cvt_on(void) {
+    if (g_pack_cvt < 0) g_pack_cvt = bf16_cpu_has_convert();
+    return g_pack_cvt;
+}
+int bf16_set_pack_convert(int on) {
+    int old = pack_cvt_on();
+    g_pack_cvt = on && bf16_cpu_has_convert();
+    return old;
+}
+static int pack_kind(Bf16Path path) {
+    if (path != BF16_AVX512 && path != BF16_AMX) return PACK_SCALAR;
+    return pack_cvt_on() ? PACK_CVT : PACK_AVX512;
+}
 static void pack_a(int vec, uint32_t *ap, int m, int mp, int K, int Kq, const real *a, size_t a_rs, size_t a_cs, int i0) {
 #ifdef BF16_X86
+    if (vec == PACK_CVT) { pack_a_cvt(ap, m, mp, K, Kq, a, a_rs, a_cs, i0); return; }
     if (vec) { pack_a_avx512(ap, m, mp, K, Kq, a, a_rs, a_cs, i0); return; }
 #endif
     (void)vec;
@@ -414,6 +403,7 @@ static void pack_a(int vec, uint32_t *ap, int m, int mp, int K, int Kq, const re
 static void pack_b_panel(int vec, uint32_t *panel, int p, int qlo, int qhi, int n, int K, const real *b, size_t b_rs,
                          size_t b_cs, int j0) {
 #ifdef BF16_X86
+    if (vec == PACK_CVT) { pack_b_panel_cvt(panel, p, qlo, qhi, n, K, b, b_rs, b_cs, j0); return; }
     if (vec) { pack_b_panel_avx512(panel, p, qlo, qhi, n, K, b, b_rs, b_cs, j0); return; }
 #endif
     (void)vec;
@@ -425,6 +415,14 @@ static void pack_b(int vec, uint32_t *bp, int n, int K, int Kq, const real *b, s
     int np = (n + 31) / 32;
     #pragma omp parallel for schedule(static)
     for (int p = 0; p < np; p++) pack_b_panel(vec, bp + (size_t)p * Kq * 32, p, 0, Kq, n, K, b, b_rs, b_cs, j0);
+}
+
+void bf16_pack_for_test(int how, int b_side, int rows, int K, const real *x, size_t rs, size_t cs, uint32_t *out) {
+    CHECK(how == PACK_SCALAR || (how == PACK_AVX512 && bf16_path_runs(BF16_AVX512)) ||
+          (how == PACK_CVT && bf16_cpu_has_convert()), "bf16_pack_for_test: packer %d cannot run on this CPU", how);
+    int Kq = (K + 1) / 2;
+    if (b_side) pack_b(how, out, rows, K, Kq, x, cs, rs, 0);   // B (K, rows): B(k, j) = x[j * rs + k * cs]
+    else pack_a(how, out, rows, rows, K, Kq, x, rs, cs, 0);
 }
 
 // The fused route (avx512bf16 and its emulation, when A is one chunk, as in every product of
@@ -510,7 +508,7 @@ static void gemm_fused(Bf16Path path, int M, int N, int K, const real *a, size_t
     Scratch sa = scratch_take(0, sizeof(uint32_t) * (size_t)M * Kq);
     uint32_t *ap = sa.p;
     double t0 = now_seconds();
-    pack_a(path == BF16_AVX512, ap, M, M, K, Kq, a, a_rs, a_cs, 0);
+    pack_a(pack_kind(path), ap, M, M, K, Kq, a, a_rs, a_cs, 0);   // (the avx512bf16 path or its emulation)
     pack_time(t0);
 #ifdef BF16_X86
     if (path == BF16_AVX512) packed_fused(item_avx512, 1, M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
@@ -540,7 +538,7 @@ static void gemm_packed(Bf16Path path, int M, int N, int K, const real *a, size_
     Scratch sb = scratch_take(1, sizeof(uint32_t) * (size_t)((nch + 31) / 32 * 32) * Kq);
     uint32_t *ap = sa.p, *bp = sb.p;
     int a_once = M <= M_CHUNK;                         // A in one chunk: packed once, not once per chunk of B
-    int vec = path == BF16_AVX512 || path == BF16_AMX;  // packed with AVX-512 (the emulated paths: in scalar code)
+    int vec = pack_kind(path);                     // packed with AVX-512 (the emulated paths: in scalar code)
     for (int j0 = 0; j0 < N; j0 += N_CHUNK) {
         int n = N - j0 < N_CHUNK ? N - j0 : N_CHUNK;
         double t0 = now_seconds();

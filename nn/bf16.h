@@ -64,6 +64,8 @@ const char *bf16_path_name(Bf16Path p);
 const char *bf16_path_reason(void);
 // 1 when the CPU and the OS can run the avx512bf16 path.
 int bf16_cpu_has_avx512bf16(void);
+// 1 when the packers may round with VCVTNE2PS2BF16: AVX512_BF16 as above, with AVX512BW and AVX512DQ.
+int bf16_cpu_has_convert(void);
 // 1 when the CPU has AMX-TILE and AMX-BF16 and the OS enables the tile state in XCR0 (Linux's
 // permission is asked only when the amx path is chosen).
 int bf16_cpu_has_amx(void);
@@ -88,6 +90,19 @@ double bf16_pack_seconds(void);
 // is at most 1024 rows) rather than all of B in a pass ahead of it. Every element's sum runs over the
 // same k blocks in the same order: the same bits either way. Returns the old setting.
 int bf16_set_fused(int on);
+
+// For tests: whether the vectorised packers (the avx512bf16 and amx paths) round to bf16 with
+// VCVTNE2PS2BF16 (on by default where bf16_cpu_has_convert) or with integer arithmetic. The same bits
+// either way: the instruction reads a subnormal float as 0, so a run of 32 floats that holds one is
+// rounded the integer way. Returns the old setting; on a CPU without the instruction it stays off.
+int bf16_set_pack_convert(int on);
+
+// For tests: one operand packed alone, as the products pack it, by the scalar packer (how 0), the
+// AVX-512 one with integer rounding (1: a CPU with AVX512_BF16) or with VCVTNE2PS2BF16 (2:
+// bf16_cpu_has_convert). `rows` rows of K numbers, row r's k-th at x[r * rs + k * cs]: as A (b_side 0:
+// rows of ceil(K/2) words, each a pair along k, into out) or as B^T (b_side 1: panels of 32 columns,
+// ceil(rows/32) * ceil(K/2) * 32 words).
+void bf16_pack_for_test(int how, int b_side, int rows, int K, const real *x, size_t rs, size_t cs, uint32_t *out);
 
 // For tests: misuse the emulated tile unit the way the hardware faults (0: a tile instruction before
 // a configuration; 1: TDPBF16PS on tiles whose shapes disagree; 2: a configuration with palette 0);

@@ -46,6 +46,16 @@ int bf16_cpu_has_avx512bf16(void) {
 #endif
 }
 
+int bf16_cpu_has_convert(void) {
+#ifdef BF16_X86
+    unsigned a, b, c, d;
+    if (!bf16_cpu_has_avx512bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (int)((b >> 17 & 1) && (b >> 30 & 1));   // AVX512DQ, AVX512BW
+#else
+    return 0;
+#endif
+}
+
 int bf16_cpu_has_amx(void) {
 #ifdef BF16_X86
     unsigned a, b, c, d;

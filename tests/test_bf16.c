@@ -147,6 +147,44 @@ static void check_nan(int ta, int tb) {
     free(a); free(b); free(c);
 }
 
+// The packers: the vectorised ones (integer rounding; VCVTNE2PS2BF16 where the CPU has it) give the
+// scalar one's words, bit for bit, for A and B, row-major and transposed, with operands that hold what
+// the instruction treats apart: subnormals (it reads them as 0, so the packer rounds a run that holds
+// one the integer way; the products' VDPBF16PS and TDPBF16PS then read subnormal bf16 as 0 anyway, so
+// only the packed words show the difference), NaNs, infinities, ties, numbers that round past the
+// largest bf16. 45 x 100 and 70 x 37: whole 16 x 16 blocks, 32-column panels, edges and odd K.
+static void check_packers(void) {
+    static const uint32_t odd[] = { 0x00400000u, 0x80012345u, 0x007fffffu, 0x00000001u, 0x7fc00001u, 0x7f800001u,
+                                    0xff800000u, 0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x80000000u, 0x00018000u };
+    static const int sizes[][2] = { { 45, 100 }, { 70, 37 } };
+    int hows = bf16_cpu_has_convert() ? 3 : bf16_path_runs(BF16_AVX512) ? 2 : 1;
+    if (hows < 3) printf("test_bf16: this CPU has no %s: those packers are not checked\n",
+                         hows == 1 ? "AVX512_BF16 (nor VCVTNE2PS2BF16)" : "VCVTNE2PS2BF16");
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (int t = 0; t < 4; t++) {
+            int rows = sizes[z][0], K = sizes[z][1], b_side = t & 1, tr = t >> 1, Kq = (K + 1) / 2;
+            size_t rs = tr ? 1 : (size_t)K, cs = tr ? (size_t)rows : 1, words = (size_t)(rows + 31) / 32 * 32 * Kq;
+            real *x = xmalloc(sizeof(real) * rows * K);
+            fill(x, (size_t)rows * K);
+            for (int k = 0; k < K; k++) x[3 * rs + k * cs] = from_bits(0x00400000u + (uint32_t)k * 977u);   // a subnormal row
+            for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) x[(5 + i) * rs + (7 * i % K) * cs] = from_bits(odd[i]);
+            uint32_t *w[3];
+            for (int h = 0; h < hows; h++) {
+                w[h] = xmalloc(sizeof(uint32_t) * words);
+                memset(w[h], 0xa5, sizeof(uint32_t) * words);
+                bf16_pack_for_test(h, b_side, rows, K, x, rs, cs, w[h]);
+            }
+            size_t used = b_side ? words : (size_t)rows * Kq;
+            EXPECT((w[0][b_side ? 3 : 3 * (size_t)Kq] & 0xffffu) == bf16_bits(x[3 * rs]) && bf16_bits(x[3 * rs]) != 0,
+                   "packer check: a subnormal must pack to its nonzero bf16 bits");
+            for (int h = 1; h < hows; h++)
+                EXPECT(memcmp(w[0], w[h], sizeof(uint32_t) * used) == 0, "the %s packer (%s, %s) differs from the scalar one",
+                       h == 1 ? "AVX-512 integer-rounding" : "VCVTNE2PS2BF16", b_side ? "B" : "A", tr ? "transposed" : "row-major");
+            for (int h = 0; h < hows; h++) free(w[h]);
+            free(x);
+        }
+}
+
 // The emulated tile unit refuses what the hardware refuses, so the amx path's configuration and tile
 // shapes are checked by the emulation too: run in a child process, each misuse must stop it.
 static void check_amx_emulator(void) {
@@ -335,6 +373,7 @@ int main(void) {
            packed0);
     check_gemm(9, 40, 1100, 0, 1, 1);     // several k blocks (256 pairs)
     for (int t = 0; t < 4; t++) check_nan(t & 1, t >> 1);
+    check_packers();
     check_gemm(4, 5, 0, 0, 0, 0);         // an empty sum zeroes C
     check_gemm(4, 5, 0, 0, 0, 1);         // ... and leaves it when accumulating
     check_threads();

@@ -6,6 +6,9 @@
 // cc -O3 -march=native -fopenmp -I. results/bench/bf16_fused_shapes.c build/float/nn/bf16.o
 //    build/float/nn/bf16_cpu.o build/float/nn/kernels.o build/float/util/common.o -lm
 // usage: bf16_fused_shapes PEAK_GFLOPS [ROUNDS] [NAME_PREFIX]   (PEAK: ./bench --bf16's VDPBF16PS loop)
+// Built with -DPACK_CONVERT, the switch is bf16_set_pack_convert instead (nn/bf16.h): the packers round
+// with integer arithmetic (the columns headed "ahead") or with VCVTNE2PS2BF16 ("inside"), B packed
+// inside the product in both (bf16-convert-zen5-dec05.txt).
 #include "nn/bf16.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,8 +62,13 @@ int main(int argc, char **argv) {
         for (size_t j = 0; j < nb; j++) b[j] = (float)(j % 5) * 0.1f;
         double t0[64], t1[64], p0[64], p1[64], r[64];
         for (int k = 0; k < rounds; k++) {
+#ifdef PACK_CONVERT
+            bf16_set_pack_convert(0); t0[k] = best_of(s, a, b, c, &p0[k]);
+            bf16_set_pack_convert(1); t1[k] = best_of(s, a, b, c, &p1[k]);
+#else
             bf16_set_fused(0); t0[k] = best_of(s, a, b, c, &p0[k]);
             bf16_set_fused(1); t1[k] = best_of(s, a, b, c, &p1[k]);
+#endif
             r[k] = t0[k] / t1[k];
         }
         qsort(t0, rounds, 8, cmp); qsort(t1, rounds, 8, cmp); qsort(r, rounds, 8, cmp); qsort(p0, rounds, 8, cmp); qsort(p1, rounds, 8, cmp);

@@ -4,6 +4,8 @@
 // committed code has no such switch). Prints each variant's median step and the median of the pairs' ratios.
 // Built with -DBF16_FUSED instead, it needs no such build: the steps run with --precision bf16 and the
 // switch is the committed bf16_set_fused (nn/bf16.h), B packed ahead (exp0) or inside the product (exp1).
+// Built with -DBF16_FUSED -DPACK_CONVERT, the switch is bf16_set_pack_convert (nn/bf16.h): the bf16
+// packers round with integer arithmetic (exp0) or with VCVTNE2PS2BF16 (exp1).
 // Built with -DLOSS_GRAD, the switch is gpt_set_loss_grad_scale (model.h): dlogits written by the
 // backward's own pass (exp0) or by the forward's cross-entropy (exp1).
 // Built with -DATT_GROUP, the switch is attention_set_group (nn/attention.h): each block of queries
@@ -47,7 +49,9 @@ int main(int argc, char **argv){
   double *t0s = malloc(sizeof(double) * pairs), *t1s = malloc(sizeof(double) * pairs), *rat = malloc(sizeof(double) * pairs);
   for (int s = -2; s < 2 * pairs; s++) {
     gemm_exp = (s & 1) ^ ((s / 2) & 1);   // ABBA order
-#ifdef BF16_FUSED
+#if defined(BF16_FUSED) && defined(PACK_CONVERT)
+    bf16_set_pack_convert(gemm_exp);
+#elif defined(BF16_FUSED)
     bf16_set_fused(gemm_exp);
 #endif
 #ifdef ATT_GROUP
