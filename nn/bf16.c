@@ -511,7 +511,8 @@ static void gemm_fused(Bf16Path path, int M, int N, int K, const real *a, size_t
     pack_a(pack_kind(path), ap, M, M, K, Kq, a, a_rs, a_cs, 0);   // (the avx512bf16 path or its emulation)
     pack_time(t0);
 #ifdef BF16_X86
-    if (path == BF16_AVX512) packed_fused(item_avx512, 1, M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
+    if (path == BF16_AVX512)
+        packed_fused(item_avx512, pack_kind(path), M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
     else
 #endif
         packed_fused(item_emulated, 0, M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
