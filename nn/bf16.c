@@ -515,7 +515,7 @@ static void gemm_fused(Bf16Path path, int M, int N, int K, const real *a, size_t
         packed_fused(item_avx512, pack_kind(path), M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
     else
 #endif
-        packed_fused(item_emulated, 0, M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
+        packed_fused(item_emulated, PACK_SCALAR, M, N, K, Kq, ap, b, b_rs, b_cs, (float *)c, ldc, accumulate);
     scratch_give(sa);
 }
 
