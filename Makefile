@@ -226,7 +226,7 @@ test: all $(FUZZ_SA)
 	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_interrupt.sh ./tests/test_ladder.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh \
 	  ./tests/test_compare.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
-	  ./tests/test_rules.sh
+	  ./tests/test_rules.sh ./tests/test_clang.sh
 
 # make run: the comparison on the default task, fit-first. Five schemes x 8 seeds of a small model
 # (2 layers, 4 heads, dim 64, batch 8: about 16 minutes on 2 cores) on copy-repeat (train on

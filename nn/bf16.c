@@ -394,8 +394,17 @@ static int pack_kind(Bf16Path path) {
 }
 static void pack_a(int vec, uint32_t *ap, int m, int mp, int K, int Kq, const real *a, size_t a_rs, size_t a_cs, int i0) {
 #ifdef BF16_X86
-    if (vec == PACK_CVT) { pack_a_cvt(ap, m, mp, K, Kq, a, a_rs, a_cs, i0); return; }
-    if (vec) { pack_a_avx512(ap, m, mp, K, Kq, a, a_rs, a_cs, i0); return; }
+    if (vec) {                                   // blocks of 16 rows over the threads, as pack_a_scalar's
+        const real *a0 = a + (size_t)i0 * a_rs;
+        #pragma omp parallel for schedule(static)
+        for (int r0 = 0; r0 < m; r0 += 16) {
+            int nr = m - r0 < 16 ? m - r0 : 16;
+            if (vec == PACK_CVT) pack_a_cvt(ap, r0, nr, K, Kq, a0, a_rs, a_cs);
+            else pack_a_avx512(ap, r0, nr, K, Kq, a0, a_rs, a_cs);
+        }
+        if (mp > m) memset(ap + (size_t)m * Kq, 0, sizeof(uint32_t) * (size_t)(mp - m) * Kq);
+        return;
+    }
 #endif
     (void)vec;
     pack_a_scalar(ap, m, mp, K, Kq, a, a_rs, a_cs, i0);
