@@ -291,11 +291,13 @@ static void pack_b_panel_scalar(uint32_t *panel, int p, int qlo, int qhi, int n,
 }
 
 #ifdef BF16_X86
-// The same packing, 16 values per instruction, for the paths that run on AVX-512 anyway (avx512bf16
-// and amx): the same bits as pack_a_scalar and pack_b_panel_scalar above (the rounding written in
-// vector form; the emulated paths keep the scalar packing, so test_bf16's comparison of paths checks
-// one against the other). Blocks of 16 x 16 words that are read along one direction and written along the
-// other are turned in registers (tr16); what is left at the edges goes one word at a time.
+// The same packing, 16 words per vector, for the paths that run on AVX-512 anyway (avx512bf16 and
+// amx): the same bits as pack_a_scalar and pack_b_panel_scalar above, the rounding written with integer
+// vector arithmetic (round16) or, where the CPU has it, VCVTNE2PS2BF16 (below); the packers themselves
+// are nn/bf16_pack.inc, included once for each. The emulated paths keep the scalar packing, and
+// test_bf16 checks every packer against it word for word. Blocks of 16 x 16 words that are read along
+// one direction and written along the other are turned in registers (tr16); what is left at the edges
+// goes one word at a time.
 #define AVX512_ATTR __attribute__((target("avx512f,avx512bw")))
 
 // the bf16 bits of 16 floats, one per 32-bit lane (bf16_bits: to nearest, ties to even; a NaN stays one)
