@@ -5,6 +5,8 @@
 // cc -O3 -march=native -ffp-contract=fast -fopenmp -I. results/bench/gemm_switch_ab.c build/float/nn/kernels.o
 //    build/float/util/*.o -lm
 // usage: gemm_switch_ab M N K N|Bt|T [PAIRS]: Bt reads B transposed (the forward), T reads A transposed (dW)
+// COLD=n: the calls go round n copies of A, B and C (n = 12 at GPT-2's shapes: over 100 MB, so that each
+// call meets its operands in memory, as a step meets each layer's weights; default 1, the same operands)
 #include "nn/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +18,11 @@ static int cmp(const void*a,const void*b){double x=*(const double*)a,y=*(const d
 int main(int argc,char**argv){
   if(argc<5){fprintf(stderr,"usage: gemm_switch_ab M N K N|Bt|T [PAIRS]\n");return 2;}
   int M=atoi(argv[1]),N=atoi(argv[2]),K=atoi(argv[3]);const char*mode=argv[4];int pairs=argc>5?atoi(argv[5]):20;
-  float*a=malloc(sizeof(float)*M*K),*b=malloc(sizeof(float)*K*N),*c=malloc(sizeof(float)*M*N);
-  for(long i=0;i<(long)M*K;i++)a[i]=(i%7)*0.1f-0.3f;
-  for(long i=0;i<(long)K*N;i++)b[i]=(i%5)*0.1f-0.2f;
+  int nc=getenv("COLD")?atoi(getenv("COLD")):1; float*a0=malloc(sizeof(float)*M*K*nc),*b0=malloc(sizeof(float)*K*N*nc),*c0=malloc(sizeof(float)*M*N*nc),*a=a0,*b=b0,*c=c0;
+  for(long i=0;i<(long)M*K*nc;i++)a[i]=(i%7)*0.1f-0.3f;
+  for(long i=0;i<(long)K*N*nc;i++)b[i]=(i%5)*0.1f-0.2f;
   double *t[2]; t[0]=malloc(8*pairs); t[1]=malloc(8*pairs); double *r=malloc(8*pairs); int n[2]={0,0};
-  for(int s=-4;s<2*pairs;s++){int e=(s&1)^((s/2)&1); gemm_exp=e*(getenv("EXP")?atoi(getenv("EXP")):1); double t0=now();
+  for(int s=-4;s<2*pairs;s++){int e=(s&1)^((s/2)&1); gemm_exp=e*(getenv("EXP")?atoi(getenv("EXP")):1); int q=(s+8)%nc; a=a0+(long)q*M*K; b=b0+(long)q*K*N; c=c0+(long)q*M*N; double t0=now();
     if(!strcmp(mode,"N")) gemm_own(M,N,K,a,K,1,b,N,1,c,N,0);
     else if(!strcmp(mode,"Bt")) gemm_own(M,N,K,a,K,1,b,1,K,c,N,0);
     else gemm_own(M,N,K,a,1,M,b,N,1,c,N,0);
