@@ -169,7 +169,9 @@ check $? "a run of ./compare under mpirun is a one-rank job of its own: $(grep -
 # a stop that reaches one rank alone (SIGTERM to rank 1's ./compare mid-run) stops both ranks without
 # a report, each finalizing MPI; the same command then finishes the grid with the results of one
 # ./compare
-long="--task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --threads 1 -- --layers 1 --heads 2 --dim 16 --steps 4000 --train-max 8 --test-max 10 --seq 48"
+# (runs of 1500 steps, ~3 s each here: long enough for the stop to land inside one, the loop below
+# finding rank 1 and a started run within a few tenths of a second)
+long="--task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --threads 1 -- --layers 1 --heads 2 --dim 16 --steps 1500 --train-max 8 --test-max 10 --seq 48"
 $MPIRUN ./tests/compare_mpi --train ./tests/train_mpi --out "$tmp/stop2" $long > "$tmp/stop2.out" 2>&1 &
 mpi_pid=$!
 rank1=""
@@ -187,7 +189,7 @@ wait "$mpi_pid"; rc=$?
 check $? "SIGTERM to rank 1 alone stops both ranks, no report (rank1 '$rank1', rc $rc): $(grep -m2 compare: "$tmp/stop2.out" | tr '\n' ' ')"
 $MPIRUN ./tests/compare_mpi --train ./tests/train_mpi --out "$tmp/stop2" $long > "$tmp/stop2b.out" 2>&1
 check $? "the same command under mpirun finishes the stopped grid ($(tail -2 "$tmp/stop2b.out" | tr '\n' ' '))"
-./compare --train ./train --out "$tmp/stop1" $long > /dev/null 2>&1
+./compare --train ./train --jobs 2 --out "$tmp/stop1" $long > /dev/null 2>&1
 diff "$tmp/stop2/results.csv" "$tmp/stop1/results.csv" > /dev/null
 check $? "the grid stopped under 2 ranks and finished has the results.csv of one uninterrupted ./compare"
 # --launch: each run of the grid trained on 2 ranks

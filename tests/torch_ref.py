@@ -6,6 +6,12 @@ Usage:
         [--write-ref OUT.safetensors] [--rtol 1e-4] [--check-hf-config CONFIG.json]
   /usr/bin/python3 tests/torch_ref.py EXPORT.safetensors --check-hf-config CONFIG.json
   /usr/bin/python3 tests/torch_ref.py --self-test [--tmp-prefix /tmp/torch_ref_selftest]
+  /usr/bin/python3 tests/torch_ref.py --list LIST [--rtol 1e-4]
+
+--list runs many checks in one process (torch's import, about 2 s, once): each line of LIST is
+"dump EXPORT DUMP OUT" (the check of EXPORT DUMP) or "hf EXPORT CONFIG.json OUT" (--check-hf-config);
+each check's report goes to OUT, ending "status: ok" or "status: failed". The exit status is 1 if any
+check failed.
 
 EXPORT holds the model parameters under HF GPT-2 names (Conv1D convention: linear weights are
 stored (in, out) and y = x @ W + b), the parameters of the positional schemes under pe.* names, and
@@ -72,6 +78,27 @@ from torch_model import check_dump, check_hf_config
 from torch_selftest import self_test
 
 
+def run_list(path, rtol):
+    """The checks listed in path (see the usage above), each reported to its own file."""
+    all_ok = True
+    with open(path) as f:
+        lines = [line.split() for line in f if line.strip()]
+    for fields in lines:
+        if len(fields) != 4 or fields[0] not in ("dump", "hf"):
+            raise RefError("%s: a line must be 'dump EXPORT DUMP OUT' or 'hf EXPORT CONFIG.json OUT', not %r"
+                           % (path, " ".join(fields)))
+        kind, export, arg, out = fields
+        with open(out, "w") as rep:
+            try:
+                ok = check_dump(export, arg, rtol, None, out=rep) if kind == "dump" else check_hf_config(arg, export, out=rep)
+            except (RefError, OSError) as e:
+                print("torch_ref: error: %s" % e, file=rep)
+                ok = False
+            print("status: %s" % ("ok" if ok else "failed"), file=rep)
+        all_ok = all_ok and ok
+    return all_ok
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description="Independent float64 PyTorch reference for the C GPT trainer.")
     ap.add_argument("export", nargs="?", help="EXPORT.safetensors (parameters, HF GPT-2 names, config metadata)")
@@ -81,16 +108,23 @@ def main(argv):
     ap.add_argument("--check-hf-config", metavar="CONFIG.json", help="check a transformers GPT2LMHeadModel config.json against the export")
     ap.add_argument("--self-test", action="store_true", help="test this script on torch-made models and dumps")
     ap.add_argument("--tmp-prefix", default="/tmp/torch_ref_selftest", help="scratch file prefix for --self-test")
+    ap.add_argument("--list", metavar="LIST", help="many checks in one process, each line 'dump EXPORT DUMP OUT' or 'hf EXPORT CONFIG.json OUT'")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     if args.self_test:
         return 0 if self_test(args.tmp_prefix) else 1
-    if not args.export or (not args.dump and not args.check_hf_config):
-        ap.print_usage(sys.stderr)
-        print("torch_ref: error: need EXPORT and DUMP (or EXPORT with --check-hf-config), or --self-test", file=sys.stderr)
-        return 2
     if not (args.rtol >= 0):
         print("torch_ref: error: --rtol must be non-negative", file=sys.stderr)
+        return 2
+    if args.list:
+        try:
+            return 0 if run_list(args.list, args.rtol) else 1
+        except (RefError, OSError) as e:
+            print("torch_ref: error: %s" % e, file=sys.stderr)
+            return 1
+    if not args.export or (not args.dump and not args.check_hf_config):
+        ap.print_usage(sys.stderr)
+        print("torch_ref: error: need EXPORT and DUMP (or EXPORT with --check-hf-config), --list or --self-test", file=sys.stderr)
         return 2
     ok = True
     try:
