@@ -6,7 +6,8 @@
 #     of only 1e-10: the gradients of a few-step model reach 1e-5 (attention weights), and
 #     st_compare's default floor 1e-6 would let a wrong one pass.
 #  2. When Debian's python3-torch is installed: also run the reference live on a fresh export and
-#     dump, and check the transformers config.json written beside a learned+nope export; and load
+#     dump (every fixture in one process), and check the transformers config.json written beside a
+#     learned+nope export; run the reference's own self-test (tests/torch_selftest.py); and load
 #     llm.c model files (versions 3 and 5) that tests/torch_llmc.py writes and checks. Without it
 #     this part is skipped, saying so, and the script exits 77 (tests/lib.sh).
 . "$(dirname "$0")/lib.sh"
@@ -45,6 +46,10 @@ if [ $have_torch = 1 ]; then
     fi
   done
   [ -n "$names" ] && { [ $list_rc = 0 ]; check $? "torch_ref.py --list exits 0 when every check passes (rc $list_rc)"; }
+  # the reference's own tests: torch-made models against a second, loop-by-loop forward and the
+  # specification's worked numbers (tests/torch_selftest.py)
+  "$PY" tests/torch_ref.py --self-test --tmp-prefix "$tmp/selftest" > "$tmp/selftest.out" 2>&1
+  check $? "torch_ref.py --self-test: $(grep -v ' ok$' "$tmp/selftest.out" | tail -5 | tr '\n' ' ')"
 fi
 # llm.c GPT-2 files (versions 3 and 5) written by tests/torch_llmc.py from llm.c's layout, loaded by
 # ./train and checked against the float64 reference read from the same file by the script
