@@ -603,6 +603,54 @@ static int bf16_loss_check(FILE *csv) {
     return !ok;
 }
 
+// The usage, on stderr
+static void usage(void) {
+    fprintf(stderr, "usage: ./bench [--rounds N | --config NAME [--precision fp32|bf16] [--peak GFLOPS] [--steps N] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
+                    "  --rounds N: the whole bench, its table of training steps run N times round by round (1-9; default 1):\n"
+                    "    each config's median round and the range of its rounds' fractions of the peak\n"
+                    "  --shapes: only the machine's peak and the table of matrix products per shape (no CSV)\n"
+                    "  --schemes: only the table of positional schemes (no CSV)\n"
+                    "  --steps N: --config's timed steps (the step time is their median; default: the config's own, 1-10)\n"
+                    "  --peak GFLOPS: --config's and --bf16's peak, given instead of measured (a fraction of it is then not checked)\n"
+                    "  --threads N: the threads of every part (default: OpenMP's, every core)\n"
+                    "  --bf16: only the bf16 section (the fp32 peak, the bf16 peaks, small and gpt2-124m in pairs of fp32 and bf16 runs; no CSV)\n"
+                    "  --bf16-loss: ./train's default run in fp32 and bf16, validation losses within 2%%\nconfigs (small-eval-t32768: "
+                    "one forward pass over a 32768-token window):");
+    for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
+    fprintf(stderr, "\n");
+}
+
+// ./bench --config NAME: one config's steps (steps: the timed ones, 0 for the config's own), its
+// fraction of the peak (given_peak > 0: that one, unchecked; else measured), and the RESULT line
+static void run_one(const char *only, int steps, double given_peak) {
+    const Config *c = find_config(only);
+    CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
+          "tiny-gpt2, small-eval-t32768)", only);
+    // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
+    StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, steps ? steps : c->steps);
+    double bpeak = 0, apeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
+    if (g_bf16) {
+        printf("bf16 path: %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
+        if (given_peak == 0) peak = bf16_reference_peak(peak, &bpeak, &apeak);
+    }
+    // a child of the full bench gets the peak (the parent checks fractions against its final one)
+    if (given_peak == 0) check_fraction(c->name, r.gflops, peak);
+    printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
+           c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
+    double mm = part_gflops(c, &r, 0), att = part_gflops(c, &r, 1);
+    printf("inside the step: the matrix products %.1f GFLOP/s (%.1f%% of the peak), attention %.1f GFLOP/s (%.1f%%)\n", mm,
+           100 * mm / peak, att, 100 * att / peak);
+    if (g_bf16)
+        printf("the products' operand packing (or rounding): %.1f%% of the step, %.1f ms (part of the products' %.1f%%)\n",
+               100 * r.pack, r.pack * r.ms, 100 * r.share[0]);
+    printf("SHARES ms=%.4f tokens_per_s=%.2f gflops=%.4f matmul=%.5f attention=%.5f optimizer=%.5f rest=%.5f rss_mb=%.2f pack=%.5f\n",
+           r.ms, r.tokens_per_s, r.gflops, r.share[0], r.share[1], r.share[2], r.share[3], r.rss_mb, r.pack);
+    printf("RESULT config=%s tokens_per_s=%.1f gflops=%.2f peak_fraction=%.4f peak_rss_mb=%.1f",
+           c->name, r.tokens_per_s, r.gflops, r.gflops / peak, r.rss_mb);
+    if (g_bf16) printf(" path=%s", bf16_path_name(bf16_path()));
+    printf("\n");
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL;
     double given_peak = 0;
@@ -637,17 +685,7 @@ int main(int argc, char **argv) {
             omp_set_num_threads((int)n);
 #endif
         } else {
-            fprintf(stderr, "usage: ./bench [--rounds N | --config NAME [--precision fp32|bf16] [--peak GFLOPS] [--steps N] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
-                            "  --rounds N: the whole bench, its table of training steps run N times round by round (1-9; default 1):\n"
-                            "    each config's median round and the range of its rounds' fractions of the peak\n"
-                            "  --shapes: only the machine's peak and the table of matrix products per shape (no CSV)\n"
-                            "  --schemes: only the table of positional schemes (no CSV)\n"
-                            "  --steps N: --config's timed steps (the step time is their median; default: the config's own, 1-10)\n"
-                            "  --bf16: only the bf16 section (the fp32 peak, the bf16 peaks, small and gpt2-124m in pairs of fp32 and bf16 runs; no CSV)\n"
-                            "  --bf16-loss: ./train's default run in fp32 and bf16, validation losses within 2%%\nconfigs (small-eval-t32768: "
-                            "one forward pass over a 32768-token window):");
-            for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
-            fprintf(stderr, "\n");
+            usage();
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
         }
     }
@@ -674,32 +712,7 @@ int main(int argc, char **argv) {
     CHECK(g_rounds == 1 || (!only && !schemes_only && !loss_only && !shapes_only && !bf16_only),
           "--rounds applies to the whole bench (its table of training steps), not to --config, --shapes, --schemes, --bf16 or --bf16-loss");
     if (only) {
-        const Config *c = find_config(only);
-        CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
-              "tiny-gpt2, small-eval-t32768)", only);
-        // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
-        StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, steps ? steps : c->steps);
-        double bpeak = 0, apeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
-        if (g_bf16) {
-            printf("bf16 path: %s (%s)\n", bf16_path_name(bf16_path()), bf16_path_reason());
-            if (given_peak == 0) peak = bf16_reference_peak(peak, &bpeak, &apeak);
-        }
-        // a child of the full bench gets the peak (the parent checks fractions against its final one)
-        if (given_peak == 0) check_fraction(c->name, r.gflops, peak);
-        printf("%s: L=%d C=%d NH=%d V=%d B=%d T=%d | %.1f ms/step | %.0f tokens/s | %.1f GFLOP/s | %.1f%% of peak %.1f\n",
-               c->name, c->L, c->C, c->NH, c->V, c->B, c->T, r.ms, r.tokens_per_s, r.gflops, 100 * r.gflops / peak, peak);
-        double mm = part_gflops(c, &r, 0), att = part_gflops(c, &r, 1);
-        printf("inside the step: the matrix products %.1f GFLOP/s (%.1f%% of the peak), attention %.1f GFLOP/s (%.1f%%)\n", mm,
-               100 * mm / peak, att, 100 * att / peak);
-        if (g_bf16)
-            printf("the products' operand packing (or rounding): %.1f%% of the step, %.1f ms (part of the products' %.1f%%)\n",
-                   100 * r.pack, r.pack * r.ms, 100 * r.share[0]);
-        printf("SHARES ms=%.4f tokens_per_s=%.2f gflops=%.4f matmul=%.5f attention=%.5f optimizer=%.5f rest=%.5f rss_mb=%.2f pack=%.5f\n",
-               r.ms, r.tokens_per_s, r.gflops, r.share[0], r.share[1], r.share[2], r.share[3], r.rss_mb, r.pack);
-        printf("RESULT config=%s tokens_per_s=%.1f gflops=%.2f peak_fraction=%.4f peak_rss_mb=%.1f",
-               c->name, r.tokens_per_s, r.gflops, r.gflops / peak, r.rss_mb);
-        if (g_bf16) printf(" path=%s", bf16_path_name(bf16_path()));
-        printf("\n");
+        run_one(only, steps, given_peak);
         return 0;
     }
 
