@@ -624,8 +624,12 @@ static void usage(void) {
 // fraction of the peak (given_peak > 0: that one, unchecked; else measured), and the RESULT line
 static void run_one(const char *only, int steps, double given_peak) {
     const Config *c = find_config(only);
-    CHECK(c, "--config %s: unknown config (known: gpt2-124m, gpt2-124m-t1024, gpt2-124m-t4096, small, tiny, "
-          "tiny-gpt2, small-eval-t32768)", only);
+    if (!c) {
+        char known[512] = "";
+        for (int k = 0; k < N_CONFIGS; k++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "", CONFIGS[k].name);
+        CHECK(0, "--config %s: unknown config (known: %s)", only, known);
+    }
     // first, so the RSS is the step's; the default positions (GPT-2's learned table), nope to evaluate
     StepResult r = run_steps(c, c->eval_context ? posenc_scheme(PE_NOPE)->name : NULL, steps ? steps : c->steps);
     double bpeak = 0, apeak = 0, peak = given_peak > 0 ? given_peak : measure_peak(NULL, 0).best;
