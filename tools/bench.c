@@ -381,6 +381,14 @@ static Peak measure_peak(FILE *csv, int verbose) {
         printf(" GFLOP/s (the slowest %.2f of the fastest%s)\n", hi > 0 ? lo / hi : 0,
                hi > 0 && lo < 0.9 * hi ? ": the cores run at different speeds, and every even split waits for the slowest" : "");
         if (csv) fprintf(csv, "peak,fma_thread_min_over_max,,,%.4f,,,,,,,\n", hi > 0 ? lo / hi : 0);
+        if (nr > 1) {
+            // alone, a thread may also run at a higher clock (fewer busy cores): under 0.6 is sharing
+            double one = fma_one_thread_gflops(), f = one > 0 ? pk.fma / (nr * one) : 0;
+            printf("  one thread alone: %.1f GFLOP/s (the loop on all %d threads gave %.2f of %d x that%s)\n", one, nr, f, nr,
+                   f > 0 && f < 0.6 ? ": the threads share FMA units (more threads than cores, SMT siblings, or virtual "
+                   "CPUs placed on one core), and the peak is that of fewer cores than threads" : "");
+            if (csv) fprintf(csv, "peak,fma_one_thread,,,%.2f,,,,,,,\n", one);
+        }
         if (ghz > 0) {
             // two FMA units of the build's width per core: Intel's server cores (AVX-512) and AMD Zen 2-5
             // at 256 bits; Zen 4 runs a 512-bit FMA in two halves (half of this), Zen 5 has two full ones.

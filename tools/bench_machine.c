@@ -141,6 +141,19 @@ int fma_thread_gflops(double *rate, int max) {
     return n;
 }
 
+double fma_one_thread_gflops(void) {
+    const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
+    double r[3];
+    float sink = fma_chains(iters / 4);           // a warm-up
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = bench_now();
+        sink += fma_chains(iters);
+        r[rep] = (double)iters * FMA_CHAINS * FMA_LANES * 2 / (bench_now() - t0) / 1e9;
+    }
+    if (sink == 12345.0f) printf(" ");
+    return median3(r[0], r[1], r[2]);
+}
+
 double median3(double a, double b, double c) { return fmax(fmin(a, b), fmin(fmax(a, b), c)); }
 
 // The core clock in GHz, from a chain of dependent register-to-register adds (one cycle each on every

@@ -35,6 +35,10 @@ double fma_peak_gflops(int *warmups);   // the FMA loop's peak, all threads (war
 // efficiency core).
 enum { FMA_THREADS_MAX = 64 };
 int fma_thread_gflops(double *rate, int max);
+// The same loop on the calling thread alone, the others idle (the median of 3). The FMA loop of all
+// threads well under threads x this shows threads that share a core's FMA units (more threads than
+// cores, SMT siblings, or a host that put two virtual CPUs on one core): the peak is then fewer cores'.
+double fma_one_thread_gflops(void);
 double median3(double a, double b, double c);   // the middle one of three
 
 // A cache line passed back and forth between two threads, each spinning until it is its turn: the
