@@ -46,6 +46,18 @@ if [ $have_torch = 1 ]; then
     fi
   done
   [ -n "$names" ] && { [ $list_rc = 0 ]; check $? "torch_ref.py --list exits 0 when every check passes (rc $list_rc)"; }
+  # a list is read whole before any check runs: a malformed line stops it with nothing run; and
+  # EXPORT or DUMP beside --list is refused rather than ignored
+  first=$(head -1 "$tmp/live.list")
+  printf '%s\ndump only-three-fields x\n' "$(echo "$first" | sed "s|[^ ]*$|$tmp/bad.live|")" > "$tmp/bad.list"
+  "$PY" tests/torch_ref.py --list "$tmp/bad.list" > "$tmp/bad.out" 2>&1
+  rc=$?
+  [ $rc = 1 ] && grep -q "a line must be" "$tmp/bad.out" && [ ! -e "$tmp/bad.live" ]
+  check $? "torch_ref.py --list with a malformed second line: exit 1 (rc $rc), the message, the first line not run"
+  "$PY" tests/torch_ref.py --list "$tmp/live.list" "$tmp/extra.safetensors" > "$tmp/bad.out" 2>&1
+  rc=$?
+  [ $rc = 2 ] && grep -q "give no EXPORT" "$tmp/bad.out"
+  check $? "torch_ref.py --list with an EXPORT beside it: refused (rc $rc)"
   # the reference's own tests: torch-made models against a second, loop-by-loop forward and the
   # specification's worked numbers (tests/torch_selftest.py)
   "$PY" tests/torch_ref.py --self-test --tmp-prefix "$tmp/selftest" > "$tmp/selftest.out" 2>&1

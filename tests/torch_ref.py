@@ -11,7 +11,8 @@ Usage:
 --list runs many checks in one process (torch's import, about 2 s, once): each line of LIST is
 "dump EXPORT DUMP OUT" (the check of EXPORT DUMP) or "hf EXPORT CONFIG.json OUT" (--check-hf-config);
 each check's report goes to OUT, ending "status: ok" or "status: failed". The exit status is 1 if any
-check failed.
+check failed. The whole list is read first: a malformed line stops it (exit 1) before any check runs.
+EXPORT, DUMP, --write-ref and --check-hf-config are refused beside --list (exit 2).
 
 EXPORT holds the model parameters under HF GPT-2 names (Conv1D convention: linear weights are
 stored (in, out) and y = x @ W + b), the parameters of the positional schemes under pe.* names, and
@@ -83,11 +84,11 @@ def run_list(path, rtol):
     all_ok = True
     with open(path) as f:
         lines = [line.split() for line in f if line.strip()]
-    for fields in lines:
+    for fields in lines:        # every line's form first: a malformed list runs no check
         if len(fields) != 4 or fields[0] not in ("dump", "hf"):
             raise RefError("%s: a line must be 'dump EXPORT DUMP OUT' or 'hf EXPORT CONFIG.json OUT', not %r"
                            % (path, " ".join(fields)))
-        kind, export, arg, out = fields
+    for kind, export, arg, out in lines:
         with open(out, "w") as rep:
             try:
                 ok = check_dump(export, arg, rtol, None, out=rep) if kind == "dump" else check_hf_config(arg, export, out=rep)
@@ -117,6 +118,10 @@ def main(argv):
         print("torch_ref: error: --rtol must be non-negative", file=sys.stderr)
         return 2
     if args.list:
+        if args.export or args.dump or args.write_ref or args.check_hf_config:
+            print("torch_ref: error: --list takes every check from LIST: give no EXPORT, DUMP, --write-ref or "
+                  "--check-hf-config beside it", file=sys.stderr)
+            return 2
         try:
             return 0 if run_list(args.list, args.rtol) else 1
         except (RefError, OSError) as e:
