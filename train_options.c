@@ -41,7 +41,8 @@ const Flag FLAGS[] = {
     { "train-max", F_INT, O(train_max), 0, 100000, K_TRAIN, "N",
       "--task: longest training length; longer is out-of-distribution, 0 = the task's" },
     { "test-max", F_INT, O(test_max), 0, 100000, K_TRAIN, "N",
-      "--task: longest test length, 0 = the task's ratio x --train-max (2x; retrieval 4x)" },
+      "--task: longest test length, 0 = --train-max x the task's test/train ratio, rounded (2x; scan 48/25, "
+      "pcfg 35/8, retrieval 4x), at most the task's longest" },
     { "distractors", F_INT, O(distractors), -1, 20, K_TRAIN, "N",
       "--task retrieval: decoy keys with other labels in each haystack, -1 = 3" },
     { "depths", F_INT, O(depths), 0, 8, K_TRAIN, "N",

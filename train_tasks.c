@@ -23,9 +23,8 @@ void setup_task(Args *a, TaskConfig *tc) {
     task_defaults(tc, id);
     if (o->train_min) tc->train_min = o->train_min;
     if (o->train_max) tc->train_max = o->train_max;
-    const TaskInfo *ti = task_info(id);
-    if (o->test_max) tc->test_max = o->test_max;                 // default: the task's ratio (2x; retrieval 4x)
-    else if (o->train_max) tc->test_max = tc->train_max * (ti->test_max / ti->train_max);
+    if (o->test_max) tc->test_max = o->test_max;
+    else if (o->train_max) tc->test_max = task_scaled_test_max(id, tc->train_max);
     if (o->distractors >= 0) tc->distractors = o->distractors;
     if (o->depths) tc->n_depths = o->depths;
     if (o->alphabet) tc->alphabet = o->alphabet;                 // task_check refuses it for a task without symbols

@@ -10,6 +10,7 @@
 
 #include "dataset/tasks.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,15 @@ void task_defaults(TaskConfig *c, int task) {
     c->distractors = 3;
     c->n_depths = 5;
     c->alphabet = task_has_symbols(task) ? TASK_DEFAULT_ALPHABET : 0;
+}
+
+int task_scaled_test_max(int task, int train_max) {
+    CHECK(task >= 0 && task < T_COUNT, "task_scaled_test_max: unknown task id %d (there are %d tasks)", task, T_COUNT);
+    const TaskInfo *t = &TASKS[task];
+    long n = ((long)train_max * t->test_max + t->train_max / 2) / t->train_max;   // rounded to the nearest
+    int cap = TASK_OPS[task].max_n;
+    if (cap && n > cap) n = cap > train_max ? cap : train_max;
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 int task_has_symbols(int task) { return task >= 0 && task < T_COUNT && TASK_OPS[task].symbols; }

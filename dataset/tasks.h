@@ -58,7 +58,7 @@ typedef struct {
     const char *name;            // e.g. "copy"
     const char *tag;             // prompt prefix, e.g. "copy:"
     int train_min, train_max;    // default training lengths (the paper's split)
-    int test_max;                // default longest test length (2 x train_max; retrieval 4 x)
+    int test_max;                // default longest test length (2 x train_max for most; scan 48 of 25, pcfg 35 of 8, retrieval 4 x)
     const char *help;            // one line, with an example instance
 } TaskInfo;
 
@@ -83,6 +83,11 @@ typedef struct {
 // Defaults of task `task` (its TaskInfo lengths, 3 distractors, 5 depths, the default alphabet
 // for a symbol task).
 void task_defaults(TaskConfig *c, int task);
+// The longest test length for training lengths up to train_max (--train-max without --test-max):
+// train_max scaled by the task's own ratio of its default test_max to train_max, rounded to the
+// nearest (scan 6 -> 12, pcfg 6 -> 26, copy 6 -> 12), and at most the longest length the task
+// builds (but not below train_max).
+int task_scaled_test_max(int task, int train_max);
 // Checks the ranges (1 <= train_min <= train_max <= test_max, lengths the task can build: lego
 // from 2 to 26 variables, retrieval at least its keys and filler; an alphabet of 2..TASK_MAX_ALPHABET symbols for a symbol task and none for the others); returns 0
 // with a message naming the flag otherwise.

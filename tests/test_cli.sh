@@ -470,6 +470,14 @@ grep -q -- "--attention-map " "$tmp/help"; check $? "--help lacks --attention-ma
 
 # ---- task flags: the alphabet, fit-first training
 t="--task copy-repeat --train-max 4 --eval-per-length 0 --layers 1 --heads 2 --dim 16 --batch 2"
+# --train-max without --test-max: the task's own ratio of test to train lengths, rounded (scan 48 of 25,
+# pcfg 35 of 8, copy 2x), at most the longest the task builds (lego: 26 variables)
+for case in "scan 6 12" "pcfg 6 26" "copy 6 12" "lego 20 26" "retrieval 128 512"; do
+  set -- $case
+  ./train --task $1 --train-max $2 --steps 1 --eval-per-length 0 --layers 1 --heads 2 --dim 16 --batch 2 > "$tmp/tmax" 2>&1
+  grep -q -- "-$2 (tested to $3)" "$tmp/tmax"
+  check $? "--task $1 --train-max $2: tested to $3 ($(grep -o 'tested to [0-9]*' "$tmp/tmax"))"
+done
 expect_fail "--alphabet on a task without symbols" "--alphabet applies to the symbol tasks" ./train --task parity --alphabet 30 --save "$tmp/keep"
 expect_fail "--alphabet 1" "--alphabet 1 must be in [2," ./train $t --alphabet 1 --save "$tmp/keep"
 expect_fail "--alphabet without --task" "--alphabet applies to a synthetic task" ./train $small --alphabet 30 --save "$tmp/keep"
