@@ -341,9 +341,27 @@ static void run_attention_distance(GPT *m, const TaskConfig *tc, const Options *
 // ----------------------------------------------------------------------------------------------
 // the modes as stages of a run (train.c's main)
 
+// --attention-map, --attention-distance, --export and --export-llmc run on the model alone and end
+// the run (model_only_modes): a request for anything else beside them would be dropped, so it is
+// refused, as are two of them at once (but --export with --export-llmc, which both run).
+static void check_model_only_flags(const Args *a) {
+    const Options *o = &a->o;
+    const char *mode = o->attention_map ? "attention-map" : o->attention_distance ? "attention-distance"
+                     : o->export_path ? "export" : o->export_llmc ? "export-llmc" : NULL;
+    if (!mode) return;
+    static const char *const other[] = { "steps", "max-steps", "fit-target", "save", "log", "eval-batches", "ppl-out",
+                                         "ppl-positions", "longrope-search", "attention-stats", "dump-step", "sample",
+                                         "attention-map", "attention-distance", "export", "export-llmc", NULL };
+    for (const char *const *f = other; *f; f++)
+        CHECK(!strcmp(*f, mode) || !flag_set(a, *f) || (!strcmp(mode, "export") && !strcmp(*f, "export-llmc")),
+              "--%s runs on the model alone and ends the run (no training, evaluation or sampling): --%s would be "
+              "ignored; give it in a command of its own", mode, *f);
+}
+
 // The one-shot modes' flags, checked before any work (check_flags, train.c).
 void check_mode_flags(const Args *a) {
     const Options *o = &a->o;
+    check_model_only_flags(a);
     if (o->attention_map) attention_map_dir(o->attention_map);
     check_ppl_flags(a);
     check_longrope_flags(a);

@@ -321,6 +321,15 @@ expect_fail "a --dump-step file as a model" "safetensors file $tmp/dump.st lacks
 expect_fail "--export-llmc of a RoPE model" "positions are rope; llm.c cannot run it" ./train --load "$tmp/rope.ckpt" --export "$tmp/keep" --export-llmc "$tmp/rope.bin"
 [ ! -e "$tmp/rope.bin" ]; check $? "a refused --export-llmc wrote a file"
 expect_fail "--export-llmc without a model" "--export-llmc, --dump-step and --eval-batches need the model from --load" ./train --export-llmc "$tmp/keep"
+# the model-only modes end the run: anything else asked beside them is refused, not dropped
+expect_fail "--export with --steps and --save" "--export runs on the model alone and ends the run (no training, evaluation or sampling): --steps would be ignored" \
+  ./train --load "$tmp/gpt2.ckpt" --export "$tmp/keep" --steps 5 --save "$tmp/keep2"
+expect_fail "--export with --dump-step" "--dump-step would be ignored" ./train --load "$tmp/gpt2.ckpt" --export "$tmp/keep" --dump-step "$tmp/keep2"
+expect_fail "--export-llmc with --ppl-out" "--export-llmc runs on the model alone and ends the run (no training, evaluation or sampling): --ppl-out would be ignored" \
+  ./train --load "$tmp/gpt2.ckpt" --export-llmc "$tmp/keep" --ppl-out "$tmp/keep2"
+expect_fail "--attention-map with --export" "--attention-map runs on the model alone and ends the run (no training, evaluation or sampling): --export would be ignored" \
+  ./train --load "$tmp/gpt2.ckpt" --attention-map "$tmp/keep" --prompt ab --export "$tmp/keep2"
+[ ! -e "$tmp/keep2" ]; check $? "a refused model-only mode wrote nothing"
 expect_fail "--pe with --load of a learned model" "--pe would give the model of '$tmp/gpt2.bin' a new positional schedule, dropping the learned position table it was trained with; add --new-schedule" \
   ./train --load "$tmp/gpt2.bin" --pe rope --steps 2 --save "$tmp/keep"
 expect_fail "--pe-layers with --load of a RoPE model" "a new positional schedule in place of its own (rope); add --new-schedule" ./train --load "$tmp/rope.ckpt" --pe-layers nope --save "$tmp/keep"
