@@ -663,6 +663,19 @@ static void run_one(const char *only, int steps, double given_peak) {
     printf("\n");
 }
 
+// Flags that the chosen part would not use are refused, not ignored: modes counts --schemes,
+// --bf16-loss, --bf16 and --shapes given.
+static void check_combination(const char *only, int modes, int steps, double given_peak, int bf16_only) {
+    CHECK(modes <= 1 && !(modes && only), "--config, --shapes, --schemes, --bf16 and --bf16-loss each run one part "
+          "of the bench: give one of them (or none, for the whole bench)");
+    CHECK(!steps || only, "--steps applies to --config NAME (the timed steps of that config; the full bench keeps its own)");
+    CHECK(!g_bf16 || only, "--precision applies to --config NAME (the full bench runs both precisions)");
+    CHECK(g_rounds == 1 || (!only && !modes),
+          "--rounds applies to the whole bench (its table of training steps), not to --config, --shapes, --schemes, --bf16 or --bf16-loss");
+    CHECK(given_peak <= 0 || only || bf16_only, "--peak applies to --config NAME and --bf16 (the fractions they give); "
+          "the whole bench and --shapes measure the peak themselves");
+}
+
 int main(int argc, char **argv) {
     const char *only = NULL;
     double given_peak = 0;
@@ -701,6 +714,7 @@ int main(int argc, char **argv) {
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
         }
     }
+    check_combination(only, schemes_only + loss_only + bf16_only + shapes_only, steps, given_peak, bf16_only);
 #ifdef BENCH_OPENBLAS
     openblas_set_num_threads(bench_threads());          // the sgemm reference gets the same threads as we do
 #endif
@@ -719,10 +733,6 @@ int main(int argc, char **argv) {
         bf16_section(NULL, peak);
         return 0;
     }
-    CHECK(!steps || only, "--steps applies to --config NAME (the timed steps of that config; the full bench keeps its own)");
-    CHECK(!g_bf16 || only, "--precision applies to --config NAME (the full bench runs both precisions)");
-    CHECK(g_rounds == 1 || (!only && !schemes_only && !loss_only && !shapes_only && !bf16_only),
-          "--rounds applies to the whole bench (its table of training steps), not to --config, --shapes, --schemes, --bf16 or --bf16-loss");
     if (only) {
         run_one(only, steps, given_peak);
         return 0;
