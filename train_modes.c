@@ -358,10 +358,32 @@ static void check_model_only_flags(const Args *a) {
               "ignored; give it in a command of its own", mode, *f);
 }
 
+// Flags that only modify something not asked for: refused rather than ignored.
+static void check_modifier_flags(const Args *a) {
+    const Options *o = &a->o;
+    int evaluates = o->dump || o->eval_batches || eval_requested(o);    // these run instead of training
+    CHECK(o->sample || (!flag_set(a, "temperature") && !flag_set(a, "top-k")), "--temperature and --top-k shape "
+          "--sample's draws: give --sample N");
+    CHECK(o->sample || o->attention_map || !o->prompt, "--prompt is the text --sample continues (or --attention-map "
+          "draws): give --sample N");
+    CHECK(!o->sample || !evaluates, "--sample is not run beside --dump-step, --eval-batches, --ppl-out, --ppl-positions, "
+          "--attention-stats or --longrope-search (they evaluate the model instead of training it); sample in a command "
+          "of its own");
+    CHECK(!evaluates || !flag_set(a, "steps"), "--steps: --dump-step, --eval-batches, --ppl-out, --ppl-positions, "
+          "--attention-stats and --longrope-search evaluate the model instead of training it; train in a command of "
+          "its own (with --save), then evaluate its checkpoint");
+    CHECK(!o->save_every || o->save, "--save-every %d checkpoints to --save FILE: give --save", o->save_every);
+    CHECK(!o->eval_out || o->eval_per_length, "--eval-out writes the accuracy by length, which --eval-per-length 0 "
+          "turns off");
+    CHECK(!o->val_data || !flag_set(a, "val-frac") || o->val_frac == 0, "--val-frac %g with --val-data: the "
+          "validation text is --val-data's and all of --data trains; drop --val-frac", o->val_frac);
+}
+
 // The one-shot modes' flags, checked before any work (check_flags, train.c).
 void check_mode_flags(const Args *a) {
     const Options *o = &a->o;
     check_model_only_flags(a);
+    check_modifier_flags(a);
     if (o->attention_map) attention_map_dir(o->attention_map);
     check_ppl_flags(a);
     check_longrope_flags(a);

@@ -330,6 +330,14 @@ expect_fail "--export-llmc with --ppl-out" "--export-llmc runs on the model alon
 expect_fail "--attention-map with --export" "--attention-map runs on the model alone and ends the run (no training, evaluation or sampling): --export would be ignored" \
   ./train --load "$tmp/gpt2.ckpt" --attention-map "$tmp/keep" --prompt ab --export "$tmp/keep2"
 [ ! -e "$tmp/keep2" ]; check $? "a refused model-only mode wrote nothing"
+# flags that only modify something not asked for are refused, not ignored
+expect_fail "--temperature without --sample" "--temperature and --top-k shape --sample's draws" ./train --load "$tmp/gpt2.ckpt" --temperature 0.5 --save "$tmp/keep"
+expect_fail "--prompt without --sample" "--prompt is the text --sample continues" ./train --load "$tmp/gpt2.ckpt" --prompt ab --save "$tmp/keep"
+expect_fail "--sample with --eval-batches" "--sample is not run beside --dump-step, --eval-batches" ./train --load "$tmp/gpt2.ckpt" $ev --sample 5
+expect_fail "--steps with --eval-batches" "evaluate the model instead of training it" ./train --load "$tmp/gpt2.ckpt" $ev --steps 3 --save "$tmp/keep"
+expect_fail "--save-every without --save" "--save-every 3 checkpoints to --save FILE" ./train $small --steps 3 --save-every 3 --log "$tmp/keep"
+expect_fail "--val-frac with --val-data" "--val-frac 0.2 with --val-data" ./train $small --steps 1 --val-data "$tmp/tiny.txt" --val-frac 0.2 --save "$tmp/keep"
+expect_fail "--eval-out with --eval-per-length 0" "which --eval-per-length 0 turns off" ./train --task copy --steps 1 --eval-per-length 0 --eval-out "$tmp/keep"
 expect_fail "--pe with --load of a learned model" "--pe would give the model of '$tmp/gpt2.bin' a new positional schedule, dropping the learned position table it was trained with; add --new-schedule" \
   ./train --load "$tmp/gpt2.bin" --pe rope --steps 2 --save "$tmp/keep"
 expect_fail "--pe-layers with --load of a RoPE model" "a new positional schedule in place of its own (rope); add --new-schedule" ./train --load "$tmp/rope.ckpt" --pe-layers nope --save "$tmp/keep"
