@@ -116,7 +116,7 @@ static void parse_claims(Cfg *c, char *v) {
 
 // The command line being read: the settings, and the lists applied once every flag is read
 // (--claims names schemes that later flags may give; --double-length reads the flags after --).
-typedef struct { Cfg *c; char *claims, *doubled; char *paper[MAX_ITEMS]; int n_paper; } Parse;
+typedef struct { Cfg *c; char *claims, *doubled; char *paper[MAX_ITEMS]; int n_paper; unsigned char given[128]; } Parse;
 
 typedef enum {
     ARG_SWITCH,    // no value: the int at off set to 1
@@ -313,6 +313,7 @@ static const CompareFlag FLAGS[] = {
       "stopped by Ctrl-C, SIGTERM, kill -9 or a reboot continues from its checkpoint when\n"
       "the command runs again (not with --fit-target: those runs start again)" },
 };
+_Static_assert(sizeof FLAGS / sizeof FLAGS[0] <= sizeof ((Parse *)0)->given, "Parse.given holds one mark per flag");
 #undef O
 enum { N_FLAGS = (int)(sizeof FLAGS / sizeof FLAGS[0]) };
 
@@ -425,6 +426,24 @@ static void check_extra(const Cfg *c) {
           "give --max-steps N instead of --steps");
 }
 
+// 1 when the flag named (without --) was on the command line or in the protocol
+static int given(const Parse *p, const char *name) {
+    for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++)
+        if (!strcmp(FLAGS[i].name, name)) return p->given[i];
+    return 0;
+}
+
+// Flags that only shape something the grid does not do: refused, not ignored.
+static void check_modifiers(const Cfg *c, const Parse *p) {
+    CHECK(!c->data || !given(p, "eval-per-length"), "--eval-per-length applies to tasks (--task), whose accuracy it "
+          "samples by length; text is scored by perplexity (--eval-flags '--ppl-tokens N')");
+    CHECK(c->n_ext || !given(p, "rope-factor"), "--rope-factor is the factor of --rope-extensions: give --rope-extensions "
+          "(text), or drop it");
+    CHECK(p->claims || isnan(c->floor), "--floor sets the claims' sensitivity table: give --claims");
+    CHECK(p->claims || c->attention_distance || !given(p, "claims-unit"), "--claims-unit is the unit of --claims' and "
+          "--attention-distance's tests: give one of them");
+}
+
 void compare_parse(Cfg *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
     Parse p = { .c = c };
@@ -442,6 +461,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         CHECK(i + 1 < argc, "%s needs a value (see ./compare --help)", s);
         char *v = argv[++i], *end;
         CHECK(f, "unknown flag %s (see ./compare --help)", s);
+        p.given[f - FLAGS] = 1;
         if (f->kind == ARG_TEXT) *(const char **)((char *)c + f->off) = v;
         else if (f->kind == ARG_CALL) f->set(&p, v);
         else {
@@ -451,6 +471,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         }
     }
     check_modes(c, p.claims);
+    check_modifiers(c, &p);
     complete(c, &p, p.claims, p.doubled);
     check_extra(c);
 }
