@@ -292,6 +292,12 @@ static void check_with_model(Session *s) {
           "--detect-anomaly checks training steps and evaluations, and this run has neither; give --steps N (with --load), "
           "an evaluation or --sample, or drop the flag");
     CHECK(!strcmp(o->precision, "fp32") || !strcmp(o->precision, "bf16"), "--precision %s: give fp32 or bf16", o->precision);
+    // a run must do something (--save and --log without training have their own message, prepare_data)
+    CHECK(o->steps > s->st.step || s->a.continuing || o->dump || o->eval_batches || eval_requested(o) || o->sample ||
+          (o->task && o->eval_per_length > 0) || o->attention_map || o->attention_distance || o->export_path ||
+          o->export_llmc || o->save || o->log, "nothing to do: the run trains no step (--steps %d%s) and asks for no "
+          "evaluation, sample or export; give --steps N, --sample N, --eval-batches N, --ppl-out, a --task's "
+          "--eval-per-length or --export", o->steps, o->load ? ", the default with --load" : "");
     gpt_set_bf16(&s->model, !strcmp(o->precision, "bf16"));
     if (s->model.state.bf16) bf16_path();            // a PEGPT_BF16_PATH the CPU cannot run stops here, before any work
     char msg[512];

@@ -29,7 +29,8 @@ __attribute__((target("avx512f"))) void copy(int *o, const float *x, int n) {
     for (int i = 0; i < n; i += 16) _mm512_storeu_si512(o + i, load16(x + i));
 }
 C
-    ! clang -std=gnu11 -O2 -march=x86-64 -fopenmp -c -o "$tmp/x.o" "$tmp/wrong.c" 2> /dev/null
-    check $? "clang must refuse an AVX-512 helper called inside OpenMP's outlined function (-march=x86-64)"
+    ! clang -std=gnu11 -O2 -march=x86-64 -fopenmp -c -o "$tmp/x.o" "$tmp/wrong.c" 2> "$tmp/wrong.err" &&
+      grep -q "changes the ABI" "$tmp/wrong.err"
+    check $? "clang must refuse an AVX-512 helper called inside OpenMP's outlined function (-march=x86-64), for the ABI: $(head -c 300 "$tmp/wrong.err")"
 fi
 finish

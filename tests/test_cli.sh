@@ -228,8 +228,8 @@ expect_fail "an unknown gemm path" "PEGPT_GEMM_PATH=sse: give avx512, avx2 or ge
 expect_fail "--dropout 1" "--dropout 1 is out of range" ./train $small --dropout 1 --save "$tmp/keep"
 expect_fail "--warmup-frac above 1" "--warmup-frac 1.5 is out of range" ./train $small --warmup-frac 1.5 --save "$tmp/keep"
 # dropout changes the training losses, and the run says so
-./train $small --steps 3 --log "$tmp/d0.csv" > /dev/null
-./train $small --steps 3 --dropout 0.1 --log "$tmp/d1.csv" > "$tmp/dout"
+./train $small --steps 3 --log "$tmp/d0.csv" > /dev/null &&
+./train $small --steps 3 --dropout 0.1 --log "$tmp/d1.csv" > "$tmp/dout" && [ -s "$tmp/d0.csv" ] &&
 grep -q "^training: dropout 0.1 | lr 0.001, 0 warm-up steps, cosine decay to 0.0001$" "$tmp/dout" &&
    [ "$(cut -d, -f2 "$tmp/d0.csv")" != "$(cut -d, -f2 "$tmp/d1.csv")" ]
 check $? "--dropout 0.1 must change the losses and be printed" || cat "$tmp/dout"
@@ -263,6 +263,8 @@ expect_fail "--detect-anomaly with a mode it does not check" "--export and --exp
 expect_fail "--detect-anomaly with nothing to check" "this run has neither" ./train --load "$tmp/da.ckpt" --detect-anomaly
 
 # ---- --save and --log with nothing to train: refused, not silently unwritten
+expect_fail "a run with nothing to do" "nothing to do: the run trains no step (--steps 0)" ./train $small --steps 0
+expect_fail "a loaded model with nothing to do" "(--steps 0, the default with --load)" ./train --load "$tmp/bytes.ckpt"
 expect_fail "--save with --steps 0" "--save and --log keep what training steps make, and this run trains none (--steps 0)" ./train $small --steps 0 --save "$tmp/keep"
 ./train $small --steps 1 --save "$tmp/one.ckpt" > /dev/null 2>&1
 expect_fail "--load then --save without --steps" "trains none (--load trains only with --steps)" ./train --load "$tmp/one.ckpt" --save "$tmp/keep"

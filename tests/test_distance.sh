@@ -27,7 +27,7 @@ done
 cmp -s "$tmp/a.st" "$tmp/b.st"; check $? "--seed 3 --data-seed 9 must start from --seed 3's weights, bit for bit"
 ! cmp -s "$tmp/a.st" "$tmp/c.st"; check $? "--seed 4 must start from other weights than --seed 3"
 ./train $m --steps 6 --seed 3 --dropout 0.1 --log "$tmp/a.csv" > /dev/null
-./train $m --steps 6 --seed 3 --dropout 0.1 --data-seed 9 --log "$tmp/b.csv" > /dev/null
+./train $m --steps 6 --seed 3 --dropout 0.1 --data-seed 9 --log "$tmp/b.csv" > /dev/null; check $? "the run with --data-seed 9"
 ./train $m --steps 6 --seed 3 --dropout 0.1 --data-seed 3 --log "$tmp/same.csv" > /dev/null
 ! diff -q <(losses "$tmp/a.csv") <(losses "$tmp/b.csv") > /dev/null; check $? "--data-seed 9 must train on other instances (other losses)"
 diff <(losses "$tmp/a.csv") <(losses "$tmp/same.csv") > /dev/null; check $? "--data-seed 3 with --seed 3 must be the default run bit for bit"

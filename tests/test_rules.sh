@@ -15,7 +15,8 @@
 # scaling methods of SCALING_NAMES (none, linear, ...), which count as scheme names in 1 and 2.
 #   5. No line of a flag table is over 120 columns, in any C file: a table is a top-level or local
 #      array initializer (from "NAME[] = {" to "};") with a row that starts with a flag, as
-#      { "--flag", ...} (tools/tokenize.c), { "flag", F_TYPE, ...} (train_options.c) or
+#      { "--flag", ...} (tools/tokenize.c), { "flag", F_TYPE, ...} (train_options.c),
+#      { "flag", "ARG", ARG_KIND, ...} (lab/compare_options.c) or
 #      { .key = "setting", ...} (posenc.c); every line of it counts, continuation lines too.
 . "$(dirname "$0")/lib.sh"
 rule() {   # rule NAME HITS: HITS empty passes; else they are listed under the FAIL line
@@ -82,7 +83,7 @@ tables=$(awk '
     }
     inb {
         text[++n] = $0; at[n] = FNR
-        if ($0 ~ /^[ \t]*\{ *("--|"[a-z][a-z0-9-]*", *F_[A-Z]|\.key *= *")/) isflag = 1
+        if ($0 ~ /^[ \t]*\{ *("--|"[a-z][a-z0-9-]*", *(F_[A-Z]|"[A-Z]+", *ARG_)|\.key *= *")/) isflag = 1
     }' $all)
 rule "a line of a flag table over 120 columns" "$tables"
 finish
