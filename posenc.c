@@ -119,6 +119,32 @@ int posenc_is_flag(const char *flag) {
     return 0;
 }
 
+// 1 when scheme `name` is the input scheme or any layer's
+static int uses_scheme(const PosConfig *c, const char *name) {
+    int id = posenc_find(name);
+    if (c->input == id) return 1;
+    for (int l = 0; l < c->n_layer; l++) if (c->layer[l] == id) return 1;
+    return 0;
+}
+
+const char *posenc_setting_unused(const PosConfig *c, const char *key) {
+    int rotary = uses_scheme(c, "rope") || uses_scheme(c, "xpos") || uses_scheme(c, "p-rope");
+    static const struct { const char *prefix; int scaling; } by_method[] = {
+        { "yarn_", ROPE_SCALING_YARN }, { "llama3_", ROPE_SCALING_LLAMA3 }, { "longrope_", ROPE_SCALING_LONGROPE } };
+    static const char *const method_name[] = { "--rope-scaling yarn", "--rope-scaling llama3", "--rope-scaling longrope" };
+    if (!strncmp(key, "xpos_", 5)) return uses_scheme(c, "xpos") ? NULL : "an xpos layer";
+    if (!strncmp(key, "p_rope_", 7)) return uses_scheme(c, "p-rope") ? NULL : "a p-rope layer";
+    if (!strncmp(key, "t5_", 3)) return uses_scheme(c, "t5") ? NULL : "a t5 layer";
+    if (!strncmp(key, "sinusoidal_", 11)) return uses_scheme(c, "sinusoidal") ? NULL : "a sinusoidal input (--input-pe sinusoidal)";
+    if (!rotary) return "a rope, xpos or p-rope layer";
+    for (int k = 0; k < 3; k++)
+        if (!strncmp(key, by_method[k].prefix, strlen(by_method[k].prefix)))
+            return (int)c->rope_scaling == by_method[k].scaling ? NULL : method_name[k];
+    if (!strcmp(key, "rope_factor") || !strcmp(key, "rope_original_context"))
+        return c->rope_scaling != ROPE_SCALING_NONE ? NULL : "a --rope-scaling other than none";
+    return NULL;                                   // rope_base, rope_fraction, rope_pairing, rope_scaling
+}
+
 int posenc_is_gpt2(const PosConfig *c) {
     if (c->input != posenc_find("learned")) return 0;
     for (int l = 0; l < c->n_layer; l++) if (c->layer[l] != PE_NOPE) return 0;

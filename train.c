@@ -292,6 +292,16 @@ static void check_with_model(Session *s) {
           "--detect-anomaly checks training steps and evaluations, and this run has neither; give --steps N (with --load), "
           "an evaluation or --sample, or drop the flag");
     CHECK(!strcmp(o->precision, "fp32") || !strcmp(o->precision, "bf16"), "--precision %s: give fp32 or bf16", o->precision);
+    for (int i = 0; i < s->a.n_pe; i++) {      // a scheme setting the model reads (else it would change nothing)
+        const char *reader = posenc_setting_unused(&cfg->pe, s->a.pe_key[i]);
+        char flag[64], label[PE_MAX_LAYERS * 24];
+        size_t k = 0;
+        for (; s->a.pe_key[i][k] && k + 1 < sizeof flag; k++) flag[k] = s->a.pe_key[i][k] == '_' ? '-' : s->a.pe_key[i][k];
+        flag[k] = 0;
+        if (reader) posenc_label(&cfg->pe, label, sizeof label);
+        CHECK(!reader, "--%s is read only with %s, which this model does not have (its positions: %s): it would "
+              "change nothing; drop it", flag, reader, label);
+    }
     // a run must do something (--save and --log without training have their own message, prepare_data)
     CHECK(o->steps > s->st.step || s->a.continuing || o->dump || o->eval_batches || eval_requested(o) || o->sample ||
           (o->task && o->eval_per_length > 0) || o->attention_map || o->attention_distance || o->export_path ||

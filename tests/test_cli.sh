@@ -333,6 +333,13 @@ expect_fail "--attention-map with --export" "--attention-map runs on the model a
   ./train --load "$tmp/gpt2.ckpt" --attention-map "$tmp/keep" --prompt ab --export "$tmp/keep2"
 [ ! -e "$tmp/keep2" ]; check $? "a refused model-only mode wrote nothing"
 # flags that only modify something not asked for are refused, not ignored
+expect_fail "a RoPE setting for an ALiBi model" "--rope-base is read only with a rope, xpos or p-rope layer, which this model does not have (its positions: alibi)" \
+  ./train $small --pe alibi --rope-base 500 --save "$tmp/keep"
+expect_fail "a YaRN setting without --rope-scaling yarn" "--yarn-beta-fast is read only with --rope-scaling yarn" ./train $small --pe rope --yarn-beta-fast 5 --save "$tmp/keep"
+expect_fail "--rope-factor without a --rope-scaling" "--rope-factor is read only with a --rope-scaling other than none" ./train $small --pe rope --rope-factor 2 --save "$tmp/keep"
+expect_fail "a context extension for a loaded model without RoPE" "--rope-scaling is read only with a rope, xpos or p-rope layer" \
+  ./train --load "$tmp/bytes.ckpt" --rope-scaling yarn --rope-factor 4 --sample 5
+expect_fail "--sinusoidal-scale without a sinusoidal input" "--sinusoidal-scale is read only with a sinusoidal input" ./train $small --pe t5 --sinusoidal-scale none --save "$tmp/keep"
 expect_fail "--temperature without --sample" "--temperature and --top-k shape --sample's draws" ./train --load "$tmp/gpt2.ckpt" --temperature 0.5 --save "$tmp/keep"
 expect_fail "--prompt without --sample" "--prompt is the text --sample continues" ./train --load "$tmp/gpt2.ckpt" --prompt ab --save "$tmp/keep"
 expect_fail "--sample with --eval-batches" "--sample is not run beside --dump-step, --eval-batches" ./train --load "$tmp/gpt2.ckpt" $ev --sample 5
