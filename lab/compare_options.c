@@ -407,6 +407,43 @@ static void complete(Cfg *c, Parse *p, char *claims, char *doubled) {
 
 // The flags after -- (every run's): none that ./compare sets itself or that belongs to a scheme, and
 // a step budget that suits --fit-target.
+// A setting in a scheme's flags that its model would not read (--rope-base with --pe alibi): ./train
+// refuses it, so every run of the scheme would fail; refused here, before any run. n_layer: --layers
+// after -- (./train's default 4).
+static void check_scheme_settings(const Cfg *c) {
+    const char *lv = last_value(c->extra, c->n_extra, "--layers");
+    int n_layer = lv ? atoi(lv) : 4;
+    if (n_layer < 1 || n_layer > PE_MAX_LAYERS) return;            // ./train says what is wrong with it
+    for (int i = 0; i < c->n_schemes; i++) {
+        char buf[512], msg[512];
+        const char *pe = NULL, *pe_layers = NULL, *input_pe = NULL, *scaling = NULL;
+        snprintf(buf, sizeof buf, "%s", c->schemes[i].flags);
+        char *w[64];
+        int n = 0;
+        for (char *t = strtok(buf, " \t"); t && n < 64; t = strtok(NULL, " \t")) w[n++] = t;
+        for (int k = 0; k + 1 < n; k++) {
+            if (!strcmp(w[k], "--pe")) pe = w[k + 1];
+            if (!strcmp(w[k], "--pe-layers")) pe_layers = w[k + 1];
+            if (!strcmp(w[k], "--input-pe")) input_pe = w[k + 1];
+            if (!strcmp(w[k], "--rope-scaling")) scaling = w[k + 1];
+        }
+        PosConfig pc;
+        posenc_defaults(&pc, n_layer);
+        if (!posenc_schedule(&pc, n_layer, pe, pe_layers, input_pe, msg, sizeof msg)) continue;   // ./train says it
+        if (scaling && posenc_set(&pc, "rope_scaling", scaling, msg, sizeof msg) <= 0) continue;
+        for (int k = 0; k < n; k++) {
+            if (strncmp(w[k], "--", 2) || !posenc_is_flag(w[k] + 2)) continue;
+            char key[64];
+            size_t j = 0;
+            for (; w[k][2 + j] && j + 1 < sizeof key; j++) key[j] = w[k][2 + j] == '-' ? '_' : w[k][2 + j];
+            key[j] = 0;
+            const char *reader = posenc_setting_unused(&pc, key, 0);
+            CHECK(!reader, "--scheme %s=%s: %s is read only with %s, which this scheme's model does not have: it "
+                  "would change nothing (./train refuses it); drop it", c->schemes[i].label, c->schemes[i].flags, w[k], reader);
+        }
+    }
+}
+
 static void check_extra(const Cfg *c) {
     for (int k = 0; k < c->n_extra; k++)
         for (const char *const *f = (const char *const[]){ "--task", "--pe", "--pe-layers", "--input-pe", "--seed", "--save", "--log", "--eval-out",
@@ -474,4 +511,5 @@ void compare_parse(Cfg *c, int argc, char **argv) {
     check_modifiers(c, &p);
     complete(c, &p, p.claims, p.doubled);
     check_extra(c);
+    check_scheme_settings(c);
 }

@@ -452,6 +452,7 @@ expect_fail "--double-length of an unknown scheme" "'kerple' is not one of the s
 expect_fail "--double-length on a task" "applies to text" ./compare --out "$tmp/z" --task copy --double-length nope -- --seq 16 --batch 4
 expect_fail "--attention-distance on text" "applies to tasks" ./compare --out "$tmp/z" --data README.md --attention-distance -- $model --steps 1
 # flags that only shape something the grid does not do are refused, not ignored
+expect_fail "a scheme setting its model does not read" "--rope-base is read only with a rope, xpos or p-rope layer" ./compare --out "$tmp/z" --task copy --scheme 'x=--pe alibi --rope-base 500' -- $model --steps 1
 expect_fail "--eval-per-length on text" "--eval-per-length applies to tasks" ./compare --out "$tmp/z" --data README.md --eval-per-length 5 -- $model --steps 1
 expect_fail "--rope-factor without --rope-extensions" "--rope-factor is the factor of --rope-extensions" ./compare --out "$tmp/z" --task copy --rope-factor 4 -- $model --steps 1
 expect_fail "--floor without --claims" "--floor sets the claims' sensitivity table" ./compare --out "$tmp/z" --task copy --floor 0.5 -- $model --steps 1
