@@ -127,7 +127,7 @@ static int uses_scheme(const PosConfig *c, const char *name) {
     return 0;
 }
 
-const char *posenc_setting_unused(const PosConfig *c, const char *key, int searching) {
+const char *posenc_setting_unused(const PosConfig *c, const char *key) {
     int rotary = uses_scheme(c, "rope") || uses_scheme(c, "xpos") || uses_scheme(c, "p-rope");
     static const struct { const char *prefix; int scaling; } by_method[] = {
         { "yarn_", ROPE_SCALING_YARN }, { "llama3_", ROPE_SCALING_LLAMA3 }, { "longrope_", ROPE_SCALING_LONGROPE } };
@@ -137,8 +137,6 @@ const char *posenc_setting_unused(const PosConfig *c, const char *key, int searc
     if (!strncmp(key, "t5_", 3)) return uses_scheme(c, "t5") ? NULL : "a t5 layer";
     if (!strncmp(key, "sinusoidal_", 11)) return uses_scheme(c, "sinusoidal") ? NULL : "a sinusoidal input (--input-pe sinusoidal)";
     if (!rotary) return "a rope, xpos or p-rope layer";
-    if (searching && (!strncmp(key, "longrope_", 9) || !strcmp(key, "rope_factor") || !strcmp(key, "rope_original_context")))
-        return NULL;
     for (int k = 0; k < 3; k++)
         if (!strncmp(key, by_method[k].prefix, strlen(by_method[k].prefix)))
             return (int)c->rope_scaling == by_method[k].scaling ? NULL : method_name[k];

@@ -268,9 +268,9 @@ double posenc_embed_scale(const PosConfig *c, int n_embd);
 int posenc_is_gpt2(const PosConfig *c);
 // NULL when a model with schedule c reads the setting `key` (a SETTINGS row, "rope_base"); else what
 // would read it ("a rope, xpos or p-rope layer", "--rope-scaling yarn", ...): a setting given for a
-// scheme the model does not use would change nothing. searching: LongRoPE's factor search runs (it
-// reads --rope-factor, --rope-original-context and the longrope lists without --rope-scaling longrope).
-const char *posenc_setting_unused(const PosConfig *c, const char *key, int searching);
+// scheme the model does not use would change nothing. (LongRoPE's factor search reads --rope-factor
+// and --rope-original-context without a --rope-scaling, and checks its model itself: not asked then.)
+const char *posenc_setting_unused(const PosConfig *c, const char *key);
 // Prints the schemes and the scheme flags (--rope-base ...) for --help.
 void posenc_help(FILE *f);
 // The --help text of a schedule flag ("pe", "pe-layers", "input-pe"), written into buf.

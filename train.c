@@ -292,8 +292,10 @@ static void check_with_model(Session *s) {
           "--detect-anomaly checks training steps and evaluations, and this run has neither; give --steps N (with --load), "
           "an evaluation or --sample, or drop the flag");
     CHECK(!strcmp(o->precision, "fp32") || !strcmp(o->precision, "bf16"), "--precision %s: give fp32 or bf16", o->precision);
-    for (int i = 0; i < s->a.n_pe; i++) {      // a scheme setting the model reads (else it would change nothing)
-        const char *reader = posenc_setting_unused(&cfg->pe, s->a.pe_key[i], o->longrope_search != NULL);
+    // a scheme setting the model reads (else it would change nothing); LongRoPE's search reads the
+    // extension settings without a --rope-scaling and checks its model itself
+    for (int i = 0; i < s->a.n_pe && !o->longrope_search; i++) {
+        const char *reader = posenc_setting_unused(&cfg->pe, s->a.pe_key[i]);
         char flag[64], label[PE_MAX_LAYERS * 24];
         size_t k = 0;
         for (; s->a.pe_key[i][k] && k + 1 < sizeof flag; k++) flag[k] = s->a.pe_key[i][k] == '_' ? '-' : s->a.pe_key[i][k];

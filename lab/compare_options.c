@@ -437,7 +437,7 @@ static void check_scheme_settings(const Cfg *c) {
             size_t j = 0;
             for (; w[k][2 + j] && j + 1 < sizeof key; j++) key[j] = w[k][2 + j] == '-' ? '_' : w[k][2 + j];
             key[j] = 0;
-            const char *reader = posenc_setting_unused(&pc, key, 0);
+            const char *reader = posenc_setting_unused(&pc, key);
             CHECK(!reader, "--scheme %s=%s: %s is read only with %s, which this scheme's model does not have: it "
                   "would change nothing (./train refuses it); drop it", c->schemes[i].label, c->schemes[i].flags, w[k], reader);
         }
