@@ -93,7 +93,7 @@ static void check_gemm(int M, int N, int K, int ta, int tb, int accumulate) {
             for (int j = 0; j < N; j++) {
                 double got = c[p][(size_t)i * ldc + j], e = fabs(got - r[(size_t)i * N + j]);
                 double tol = 1e-6 * (K + 2) * (mag[(size_t)i * N + j] + 1e-30);
-                if (!(e <= tol)) worst = fmax(worst, isfinite(e) ? e / tol : INFINITY);
+                if (!(e <= tol)) worst = err_max(worst, e / tol);
                 away = fmax(away, fabs(got - u[(size_t)i * N + j]));
             }
         EXPECT(worst == 0, "gemm_bf16 (%s) %dx%dx%d (A %s, B %s, %s): error %.3g times the tolerance", bf16_path_name(paths[p]),
@@ -114,7 +114,7 @@ static void check_gemm(int M, int N, int K, int ta, int tb, int accumulate) {
             for (int j = 0; j < N; j++) {
                 double e = fabs((double)c[p][(size_t)i * ldc + j] - c[0][(size_t)i * ldc + j]);
                 double tol = 2e-6 * (K + 2) * (mag[(size_t)i * N + j] + 1e-30);
-                if (!(e <= tol)) worst = fmax(worst, e / tol);
+                if (!(e <= tol)) worst = err_max(worst, e / tol);
             }
         EXPECT(worst == 0, "gemm_bf16 %dx%dx%d: %s and %s differ by %.3g times the tolerance", M, N, K,
                bf16_path_name(paths[0]), bf16_path_name(paths[p]), worst);
@@ -270,23 +270,23 @@ static void check_matmul_layer(int N, int C, int OC) {
         for (int o = 0; o < OC; o++) {
             double s = 0, m = 0;
             for (int k = 0; k < C; k++) { double p = (double)bf16_round(inp[n * C + k]) * bf16_round(w[o * C + k]); s += p; m += fabs(p); }
-            e_out = fmax(e_out, fabs(out[n * OC + o] - (s + bias[o])) / (1e-6 * (C + 2) * (m + fabs(bias[o]))));
+            e_out = err_max(e_out, fabs(out[n * OC + o] - (s + bias[o])) / (1e-6 * (C + 2) * (m + fabs(bias[o]))));
         }
     for (int n = 0; n < N; n++)
         for (int k = 0; k < C; k++) {
             double s = 0, m = 0;
             for (int o = 0; o < OC; o++) { double p = (double)bf16_round(dout[n * OC + o]) * bf16_round(w[o * C + k]); s += p; m += fabs(p); }
-            e_dinp = fmax(e_dinp, fabs(dinp[n * C + k] - s) / (1e-6 * (OC + 2) * m));
+            e_dinp = err_max(e_dinp, fabs(dinp[n * C + k] - s) / (1e-6 * (OC + 2) * m));
         }
     for (int o = 0; o < OC; o++) {
         for (int k = 0; k < C; k++) {
             double s = 0, m = 0;
             for (int n = 0; n < N; n++) { double p = (double)bf16_round(dout[n * OC + o]) * bf16_round(inp[n * C + k]); s += p; m += fabs(p); }
-            e_dw = fmax(e_dw, fabs(dw[o * C + k] - s) / (1e-6 * (N + 2) * m));
+            e_dw = err_max(e_dw, fabs(dw[o * C + k] - s) / (1e-6 * (N + 2) * m));
         }
         double s = 0, m = 0;
         for (int n = 0; n < N; n++) { s += dout[n * OC + o]; m += fabs(dout[n * OC + o]); }   // fp32, not rounded
-        e_db = fmax(e_db, fabs(db[o] - s) / (1e-6 * (N + 2) * m));
+        e_db = err_max(e_db, fabs(db[o] - s) / (1e-6 * (N + 2) * m));
     }
     EXPECT(e_out <= 1 && e_dinp <= 1 && e_dw <= 1 && e_db <= 1, "matmul bf16 %dx%dx%d: errors %.3g (out) %.3g (dinp) %.3g "
            "(dweight) %.3g (dbias) times the tolerance", N, C, OC, e_out, e_dinp, e_dw, e_db);

@@ -302,10 +302,24 @@ static void check_sampled(void *arg, int token, const real *logits) {
     gpt_forward(c->ref, &b);
     b.targets = targets;
     const real *want = c->ref->state.a.logits + (size_t)(w - 1) * c->ref->cfg.padded_vocab;
-    for (int v = 0; v < c->V; v++) c->worst = fmax(c->worst, fabs(want[v] - logits[v]));
+    for (int v = 0; v < c->V; v++) c->worst = err_max(c->worst, fabs(want[v] - logits[v]));
     c->bad_argmax += token != argmax_token(logits, c->V);
     batch_free(&b);
     c->step++;
+}
+
+// top-k 3 at temperature 1: each drawn token among the 3 largest of the logits it was drawn from (fewer than
+// 3 logits above it; ties admitted), and not always the largest, or top-k 3 would pass as greedy
+typedef struct { int V, drawn, outside, below_top; } TopkCheck;
+
+static void check_topk(void *arg, int token, const real *logits) {
+    TopkCheck *c = arg;
+    c->drawn++;
+    if (token < 0 || token >= c->V) { c->outside++; return; }
+    int above = 0;
+    for (int v = 0; v < c->V; v++) above += logits[v] > logits[token];
+    c->outside += above >= 3;
+    c->below_top += above > 0;
 }
 
 static void test_sampling(void) {
@@ -332,9 +346,13 @@ static void test_sampling(void) {
         // temperature 1 with top-k 3: the same seed draws the same tokens; each among the 3 most likely
         int a[PROMPT + COUNT], b2[PROMPT + COUNT];
         memcpy(a, ctx, sizeof(int) * PROMPT); memcpy(b2, ctx, sizeof(int) * PROMPT);
-        rng_seed(&rng, 9); sample_tokens(&m, a, PROMPT, COUNT, 1.0, 3, &rng, NULL, NULL);
+        TopkCheck tk = { .V = V };
+        rng_seed(&rng, 9); sample_tokens(&m, a, PROMPT, COUNT, 1.0, 3, &rng, check_topk, &tk);
         rng_seed(&rng, 9); sample_tokens(&m, b2, PROMPT, COUNT, 1.0, 3, &rng, NULL, NULL);
         EXPECT(!memcmp(a, b2, sizeof a), "%s: sampling with the same seed drew other tokens", schemes[k]);
+        EXPECT(tk.drawn == COUNT && tk.outside == 0, "%s: top-k 3 drew %d of %d tokens outside the 3 most likely",
+               schemes[k], tk.outside, tk.drawn);
+        EXPECT(tk.below_top > 0, "%s: top-k 3 at temperature 1 drew the most likely token all %d times", schemes[k], tk.drawn);
         gpt_free(&m); gpt_free(&ref);
     }
 }

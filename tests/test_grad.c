@@ -112,7 +112,7 @@ static void test_matmul(void) {
         for (int o = 0; o < c.OC; o++) {
             double s = c.b[o];
             for (int k = 0; k < c.C; k++) s += (double)c.inp[n * c.C + k] * c.w[o * c.C + k];
-            max_err = fmax(max_err, fabs(s - c.out[n * c.OC + o]));
+            max_err = err_max(max_err, fabs(s - c.out[n * c.OC + o]));
         }
     EXPECT(max_err < 1e-12, "matmul_forward differs from the definition by %.3g", max_err);
     matmul_backward(di, dw, db, c.R, c.inp, c.w, c.N, c.C, c.OC, 1, 1);
@@ -315,8 +315,8 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
     double ef = 0, eb = 0, big_f = 1, big_b = 1;
     for (size_t k = 0; k < no; k++) big_f = fmax(big_f, fabs(pout[k]));
     for (size_t k = 0; k < nq; k++) big_b = fmax(big_b, fabs(pdqkv[k]));
-    for (size_t k = 0; k < no; k++) ef = isfinite(c.out[k]) ? fmax(ef, fabs(pout[k] - c.out[k]) / big_f) : INFINITY;
-    for (size_t k = 0; k < nq; k++) eb = isfinite(dqkv[k]) ? fmax(eb, fabs(pdqkv[k] - dqkv[k]) / big_b) : INFINITY;
+    for (size_t k = 0; k < no; k++) ef = err_max(ef, fabs(pout[k] - c.out[k]) / big_f);
+    for (size_t k = 0; k < nq; k++) eb = err_max(eb, fabs(pdqkv[k] - dqkv[k]) / big_b);
     EXPECT(ef < 1e-12 && eb < 1e-12, "%s (T = %d%s, dropout %g): O(T) attention differs from the plain attention: forward %.3g, "
            "backward %.3g (relative to the largest value, %.3g and %.3g)", s->name, T,
            bidirectional ? ", bidirectional" : "", dropout, ef, eb, big_f, big_b);
@@ -326,7 +326,7 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
     for (int tk = T; tk < T + half; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] += 1;
     att_loss(&c);
     double leak = 0;
-    for (size_t k = (size_t)(T + half) * c.C; k < no; k++) leak = fmax(leak, fabs(saved[k] - c.out[k]));
+    for (size_t k = (size_t)(T + half) * c.C; k < no; k++) leak = err_max(leak, fabs(saved[k] - c.out[k]));
     EXPECT(leak == 0, "%s: attention crosses a document boundary (%.3g)", s->name, leak);
     for (int tk = T; tk < T + half; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] -= 1;
     att_loss(&c);
@@ -437,8 +437,8 @@ static void test_dropout_rates(double p) {
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < T; i++) {
                 double k = out[((size_t)b * T + i) * C + h * hs] * (i + 1) * (1 - p);
-                off_integer = fmax(off_integer, fabs(k - round(k)));
-                lse_err = fmax(lse_err, fabs(lse[((size_t)b * NH + h) * T + i] - log(i + 1.0)));
+                off_integer = err_max(off_integer, fabs(k - round(k)));
+                lse_err = err_max(lse_err, fabs(lse[((size_t)b * NH + h) * T + i] - log(i + 1.0)));
                 kept += round(k); total += i + 1;
             }
     double rate = 1 - kept / total, sd = sqrt(p * (1 - p) / total);
@@ -542,7 +542,7 @@ static void test_dropout_model(void) {
     gpt_backward(&m, 1.0 / 120);
     expect_gathered_norm(&m, "dropout by global row: two micro-batches accumulated");
     double worst = 0;
-    for (size_t i = 0; i < np; i++) worst = fmax(worst, fabs(m.weights.grads[i] - g1[i]) / (fabs(g1[i]) + 1e-12));
+    for (size_t i = 0; i < np; i++) worst = err_max(worst, fabs(m.weights.grads[i] - g1[i]) / (fabs(g1[i]) + 1e-12));
     EXPECT(rows_same && worst < 1e-9, "dropout by global row: rows 1-2 with b0 = 1 drop as in the whole batch (logits %s; "
            "gradients' sum off by %.3g relative)", rows_same ? "equal" : "differ", worst);
     gpt_set_dropout_rows(&m, 0);

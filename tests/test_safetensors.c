@@ -253,7 +253,7 @@ static void test_rejections(void) {
 
     path_in_dir(path, sizeof path, "truncated.safetensors");
     spit(path, raw, size - 5);
-    expect_rejected(path, "y", "truncated data");
+    expect_rejected(path, "tensor y has", "truncated data");
 
     path_in_dir(path, sizeof path, "truncated_header.safetensors");
     spit(path, raw, 20);
@@ -279,22 +279,22 @@ static void test_rejections(void) {
     float d[4] = {0};
     path_in_dir(path, sizeof path, "dtype.safetensors");
     write_raw(path, "{\"w\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", d, 4);
-    expect_rejected(path, "w", "unknown dtype F16");
+    expect_rejected(path, "tensor w has dtype \"F16\"", "unknown dtype F16");
     write_raw(path, "{\"w\":{\"dtype\":\"Q9\",\"shape\":[2],\"data_offsets\":[0,8]}}", d, 8);
     expect_rejected(path, "Q9", "unknown dtype Q9");
 
     path_in_dir(path, sizeof path, "overlap.safetensors");
     write_raw(path, "{\"p\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                     "\"q\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", d, 16);
-    expect_rejected(path, "overlap", "overlapping tensors");
+    expect_rejected(path, "tensors p and q overlap", "overlapping tensors");
 
     path_in_dir(path, sizeof path, "size.safetensors");
     write_raw(path, "{\"p\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", d, 16);
-    expect_rejected(path, "p", "size does not match shape");
+    expect_rejected(path, "tensor p spans", "size does not match shape");
 
     path_in_dir(path, sizeof path, "range.safetensors");
     write_raw(path, "{\"p\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", d, 16);
-    expect_rejected(path, "p", "begin after end");
+    expect_rejected(path, "tensor p has data_offsets", "begin after end");
 
     path_in_dir(path, sizeof path, "json.safetensors");
     write_raw(path, "{\"p\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", d, 8);

@@ -99,7 +99,7 @@ static void test_accumulation(void) {
     for (int k = 0; k < 2; k++) { gpt_forward(&m, &half[k]); gpt_backward(&m, 1.0 / wtotal); }
     double err = 0, mx = 0;
     for (size_t i = 0; i < m.weights.num_params; i++) {
-        err = fmax(err, fabs(m.weights.grads[i] - g_both[i])); mx = fmax(mx, fabs(g_both[i]));
+        err = err_max(err, fabs(m.weights.grads[i] - g_both[i])); mx = fmax(mx, fabs(g_both[i]));
     }
     EXPECT(mx > 0 && err <= 1e-4 * mx, "accumulated gradient differs from the full batch's: %.3g of %.3g", err, mx);
     free(g_both); batch_free(&both); batch_free(&half[0]); batch_free(&half[1]); gpt_free(&m);
@@ -136,8 +136,8 @@ static void crossentropy_case(double gain) {
         }
         for (int v = V; v < Vp; v++) pad_zero &= p[v] == 0;
         double loss = -(l[b.targets[n]] - mx - log(sum));
-        worst_loss = fmax(worst_loss, fabs(m.state.a.losses[n] - loss) / fmax(1, loss));
-        worst_sum = fmax(worst_sum, fabs(psum - 1));
+        worst_loss = err_max(worst_loss, fabs(m.state.a.losses[n] - loss) / fmax(1, loss));
+        worst_sum = err_max(worst_sum, fabs(psum - 1));
         spread = fmax(spread, mx - mn);
     }
     EXPECT(finite && pad_zero && worst_p < 2e-6 && worst_loss < 1e-6 && worst_sum < 2e-6,
@@ -345,8 +345,8 @@ static void test_fused_update(void) {
         EXPECT(t == 3 || norm > clips[t - 1], "step %d: the norm %g should be clipped at %g", t, norm, clips[t - 1]);
         double worst = 0, worst_m = 0;
         for (size_t i = 0; i < a.weights.num_params; i++) {
-            worst = fmax(worst, fabs(a.weights.params[i] - r.weights.params[i]) / (fabs(r.weights.params[i]) + 1e-3));
-            worst_m = fmax(worst_m, fabs(a.weights.adam_m[i] - mm[i]) / (fabs(mm[i]) + 1e-6) +
+            worst = err_max(worst, fabs(a.weights.params[i] - r.weights.params[i]) / (fabs(r.weights.params[i]) + 1e-3));
+            worst_m = err_max(worst_m, fabs(a.weights.adam_m[i] - mm[i]) / (fabs(mm[i]) + 1e-6) +
                                     fabs(a.weights.adam_v[i] - vv[i]) / (fabs(vv[i]) + 1e-9));
         }
         EXPECT(worst < 1e-6 && worst_m < 1e-5, "step %d: fused update differs from clip-then-AdamW: params %.3g, moments %.3g",

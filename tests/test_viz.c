@@ -186,15 +186,15 @@ static void test_probs(const char *label, GPT *m) {
                             if (*p_ij != 0) masked_nonzero++;
                             continue;
                         }
-                        worst_ref = fmax(worst_ref, fabs(*p_ij - exp(ref[j] - mx) / sum));
+                        worst_ref = err_max(worst_ref, fabs(*p_ij - exp(ref[j] - mx) / sum));
                         psum += *p_ij;
                     }
-                    worst_sum = fmax(worst_sum, fabs(psum - 1));
+                    worst_sum = err_max(worst_sum, fabs(psum - 1));
                     // the output the forward stored is sum_j p(i,j) v_j
                     for (int c = 0; c < hs; c++) {
                         double o = 0;
                         for (int j = 0; j < T; j++) o += P[(size_t)i * T + j] * qkv[((size_t)r * T + j) * 3 * C + 2 * C + h * hs + c];
-                        worst_out = fmax(worst_out, fabs(o - atty[((size_t)r * T + i) * C + h * hs + c]));
+                        worst_out = err_max(worst_out, fabs(o - atty[((size_t)r * T + i) * C + h * hs + c]));
                     }
                 }
             }
@@ -245,8 +245,8 @@ static void test_stats(const char *label, GPT *m) {
     gpt_set_forward_only(m, 0);
     double worst = 0, worst_fo = 0;
     for (size_t k = 0; k < n; k++) {
-        worst = fmax(worst, fabs(acc[k] - ref[k]));
-        worst_fo = fmax(worst_fo, fabs(acc_fo[k] - acc[k]));
+        worst = err_max(worst, fabs(acc[k] - ref[k]));
+        worst_fo = err_max(worst_fo, fabs(acc_fo[k] - acc[k]));
     }
     // rows: row 0 has documents of 15 and 22 tokens, row 1 one of 27 between padding
     EXPECT(ref[ATT_STAT_ROWS] == 14 + 21 + 26, "%s: %g rows summed per head, expected 61", label, ref[ATT_STAT_ROWS]);
@@ -320,7 +320,7 @@ static void check_attention_dat(GPT *m, const int *tokens, const char *dir, cons
             for (int i = 0; i < VT; i++) {
                 double sum = 0;
                 for (int j = 0; j < VT; j++) { sum += got[i * VT + j]; above += j > i && got[i * VT + j] != 0; }
-                worst_sum = fmax(worst_sum, fabs(sum - 1));
+                worst_sum = err_max(worst_sum, fabs(sum - 1));
             }
             double d = dat_diff(got, want, VT * VT);
             EXPECT(d < DAT_TOL, "%s: %s head %d differs from attention_probs by %.3g", label, name, h, d);

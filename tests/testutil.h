@@ -32,6 +32,11 @@ static int tu_pass = 0, tu_fail = 0;
                "%s: got %.9g, expected %.9g", (what), tu_a, tu_b);          \
     } while (0)
 
+// err_max(m, d): the running maximum of errors m with d folded in, where a NaN or infinite d makes
+// it INFINITY, and INFINITY stays. fmax(m, NaN) returns m, so a max built on plain fmax lets a NaN
+// (a kernel that wrote NaN, an entry never written) pass every `< tol` check.
+static inline double err_max(double m, double d) { return isfinite(d) ? fmax(m, d) : INFINITY; }
+
 // dies_with(fn, arg, needle1, needle2): runs fn(arg) in a child with stderr captured; returns 1
 // when the child exited with status 1 (the CHECK macro's exit) and its message contains "error:"
 // and every non-NULL needle. Prints the message on a mismatch. For the error paths of readers.
