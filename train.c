@@ -130,6 +130,8 @@ static void refuse_schedule_flags(const Args *a, const GPT *m, const char *ckpt)
     const PosScheme *table = posenc_fixed_table(&m->cfg.pe);
     for (const char *const *f = SCHEDULE_FLAGS; *f && !a->o.new_schedule; f++) {
         if (!flag_set(a, *f)) continue;
+        CHECK(!a->o.resume, "--%s: --resume continues the run of '%s' with its own positional schedule (%s); to train "
+              "it with another, --load it with --new-schedule", *f, ckpt, label);
         CHECK(!table, "--%s would give the model of '%s' a new positional schedule, dropping the %s position table it "
               "was trained with; add --new-schedule to do that (docs/formats.md: Importing models)", *f, ckpt, table->name);
         CHECK(0, "--%s would give the model of '%s' a new positional schedule in place of its own (%s); add "
@@ -310,6 +312,15 @@ static void check_with_model(Session *s) {
           o->export_llmc || o->save || o->log, "nothing to do: the run trains no step (--steps %d%s) and asks for no "
           "evaluation, sample or export; give --steps N, --sample N, --eval-batches N, --ppl-out, a --task's "
           "--eval-per-length or --export", o->steps, o->load ? ", the default with --load" : "");
+    // the training's own settings on a run that trains nothing would change nothing (a --continue
+    // given after the last step tests again with the run's flags: those are not refused)
+    int trains = o->steps > s->st.step && !(o->dump || o->eval_batches || eval_requested(o) || o->attention_map ||
+                                           o->attention_distance || o->export_path || o->export_llmc);
+    static const char *const training_only[] = { "lr", "min-lr-frac", "schedule", "poly-power", "warmup", "warmup-frac",
+        "wd", "beta1", "beta2", "eps", "clip", "dropout", "accum", "select-every", NULL };
+    for (const char *const *f = training_only; *f && !trains && !s->a.continuing; f++)
+        CHECK(!flag_set(&s->a, *f), "--%s shapes training, and this run trains no step%s: it would change nothing; drop "
+              "it", *f, o->load && !flag_set(&s->a, "steps") ? " (with --load, give --steps N to train)" : "");
     gpt_set_bf16(&s->model, !strcmp(o->precision, "bf16"));
     if (s->model.state.bf16) bf16_path();            // a PEGPT_BF16_PATH the CPU cannot run stops here, before any work
     char msg[512];
@@ -733,6 +744,8 @@ static void session_free(Session *s) {
 // they run in one process.
 static void check_ranks(const Session *s) {
     const Options *o = s->o;
+    CHECK(s->ranks > 1 || (!flag_set(&s->a, "zero") && !flag_set(&s->a, "verify-ranks")), "--zero and --verify-ranks "
+          "work across the ranks of mpirun (make MPI=1, 2 or more ranks); this run is one process: drop them");
     if (s->ranks == 1) return;
     CHECK(!(o->attention_map || o->attention_distance || o->export_path || o->export_llmc || o->dump || o->eval_batches || eval_requested(o)),
           "--attention-map, --export, --export-llmc, --dump-step, --eval-batches, --ppl-out, --ppl-positions, "

@@ -333,6 +333,12 @@ expect_fail "--attention-map with --export" "--attention-map runs on the model a
   ./train --load "$tmp/gpt2.ckpt" --attention-map "$tmp/keep" --prompt ab --export "$tmp/keep2"
 [ ! -e "$tmp/keep2" ]; check $? "a refused model-only mode wrote nothing"
 # flags that only modify something not asked for are refused, not ignored
+expect_fail "a training setting on a run that trains nothing" "--lr shapes training, and this run trains no step (with --load, give --steps N to train)" \
+  ./train --load "$tmp/gpt2.ckpt" --sample 3 --lr 0.1
+expect_fail "--zero in one process" "--zero and --verify-ranks work across the ranks of mpirun" ./train $small --steps 1 --zero 1 --save "$tmp/keep"
+expect_fail "--verify-ranks in one process" "this run is one process: drop them" ./train $small --steps 1 --verify-ranks --save "$tmp/keep"
+expect_fail "a schedule flag with --resume" "--pe: --resume continues the run of '$tmp/gpt2.ckpt' with its own positional schedule (learned); to train it with another, --load it with --new-schedule" \
+  ./train --resume "$tmp/gpt2.ckpt" --steps 9 --pe rope --save "$tmp/keep"
 expect_fail "a RoPE setting for an ALiBi model" "--rope-base is read only with a rope, xpos or p-rope layer, which this model does not have (its positions: alibi)" \
   ./train $small --pe alibi --rope-base 500 --save "$tmp/keep"
 expect_fail "a YaRN setting without --rope-scaling yarn" "--yarn-beta-fast is read only with --rope-scaling yarn" ./train $small --pe rope --yarn-beta-fast 5 --save "$tmp/keep"
