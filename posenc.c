@@ -127,7 +127,11 @@ static int uses_scheme(const PosConfig *c, const char *name) {
     return 0;
 }
 
-const char *posenc_setting_unused(const PosConfig *c, const char *key) {
+const char *posenc_setting_unused(const PosConfig *c, const char *name) {
+    char key[64];                                  // a flag's name ("rope-base") as its key ("rope_base")
+    size_t j = 0;
+    for (; name[j] && j + 1 < sizeof key; j++) key[j] = name[j] == '-' ? '_' : name[j];
+    key[j] = 0;
     int rotary = uses_scheme(c, "rope") || uses_scheme(c, "xpos") || uses_scheme(c, "p-rope");
     static const struct { const char *prefix; int scaling; } by_method[] = {
         { "yarn_", ROPE_SCALING_YARN }, { "llama3_", ROPE_SCALING_LLAMA3 }, { "longrope_", ROPE_SCALING_LONGROPE } };

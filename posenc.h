@@ -266,11 +266,12 @@ int posenc_preset(const char *name, int n_layer, char *out, size_t cap);
 double posenc_embed_scale(const PosConfig *c, int n_embd);
 // 1 for plain GPT-2 positions: learned input, every layer nope (transformers can load it).
 int posenc_is_gpt2(const PosConfig *c);
-// NULL when a model with schedule c reads the setting `key` (a SETTINGS row, "rope_base"); else what
+// NULL when a model with schedule c reads the setting `name` (a SETTINGS key, "rope_base", or its flag's
+// name, "rope-base"); else what
 // would read it ("a rope, xpos or p-rope layer", "--rope-scaling yarn", ...): a setting given for a
 // scheme the model does not use would change nothing. (LongRoPE's factor search reads --rope-factor
 // and --rope-original-context without a --rope-scaling, and checks its model itself: not asked then.)
-const char *posenc_setting_unused(const PosConfig *c, const char *key);
+const char *posenc_setting_unused(const PosConfig *c, const char *name);
 // Prints the schemes and the scheme flags (--rope-base ...) for --help.
 void posenc_help(FILE *f);
 // The --help text of a schedule flag ("pe", "pe-layers", "input-pe"), written into buf.

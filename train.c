@@ -81,6 +81,13 @@ double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int ran
 // ----------------------------------------------------------------------------------------------
 // the model: from the flags, or from a model file (--load, --resume) with the settings that may change
 
+// A scheme setting's key ("rope_base") as its flag's name ("rope-base"), into buf
+static void setting_flag(const char *key, char *buf, size_t cap) {
+    size_t k = 0;
+    for (; key[k] && k + 1 < cap; k++) buf[k] = key[k] == '_' ? '-' : key[k];
+    buf[k] = 0;
+}
+
 // With --load: the settings of how a trained model is run may change: a new --context (not for a
 // learned position table, whose size is fixed) and the context-extension settings (--rope-scaling ...).
 // With --new-schedule the model loads as it is: those flags are the new schedule's (new_schedule).
@@ -100,9 +107,7 @@ static void adjust_loaded(GPTConfig *cfg, void *ctx) {
     }
     for (int i = 0; i < a->n_pe; i++) {
         char flag[64];
-        size_t k = 0;
-        for (; a->pe_key[i][k]; k++) flag[k] = a->pe_key[i][k] == '_' ? '-' : a->pe_key[i][k];
-        flag[k] = 0;
+        setting_flag(a->pe_key[i], flag, sizeof flag);
         CHECK(!o->resume && posenc_is_flag(flag) == 2, "--%s cannot change the model in the checkpoint; %s",
               flag, o->resume ? "--resume continues the same run" : "only --context and the context-extension "
               "settings (--rope-scaling, --rope-factor, ...) may change with --load");
@@ -299,9 +304,7 @@ static void check_with_model(Session *s) {
     for (int i = 0; i < s->a.n_pe && !o->longrope_search; i++) {
         const char *reader = posenc_setting_unused(&cfg->pe, s->a.pe_key[i]);
         char flag[64], label[PE_MAX_LAYERS * 24];
-        size_t k = 0;
-        for (; s->a.pe_key[i][k] && k + 1 < sizeof flag; k++) flag[k] = s->a.pe_key[i][k] == '_' ? '-' : s->a.pe_key[i][k];
-        flag[k] = 0;
+        setting_flag(s->a.pe_key[i], flag, sizeof flag);
         if (reader) posenc_label(&cfg->pe, label, sizeof label);
         CHECK(!reader, "--%s is read only with %s, which this model does not have (its positions: %s): it would "
               "change nothing; drop it", flag, reader, label);

@@ -433,11 +433,7 @@ static void check_scheme_settings(const Cfg *c) {
         if (scaling && posenc_set(&pc, "rope_scaling", scaling, msg, sizeof msg) <= 0) continue;
         for (int k = 0; k < n; k++) {
             if (strncmp(w[k], "--", 2) || !posenc_is_flag(w[k] + 2)) continue;
-            char key[64];
-            size_t j = 0;
-            for (; w[k][2 + j] && j + 1 < sizeof key; j++) key[j] = w[k][2 + j] == '-' ? '_' : w[k][2 + j];
-            key[j] = 0;
-            const char *reader = posenc_setting_unused(&pc, key);
+            const char *reader = posenc_setting_unused(&pc, w[k] + 2);
             CHECK(!reader, "--scheme %s=%s: %s is read only with %s, which this scheme's model does not have: it "
                   "would change nothing (./train refuses it); drop it", c->schemes[i].label, c->schemes[i].flags, w[k], reader);
         }

@@ -88,6 +88,9 @@ const char *built_for(void) {
 // AVX2's and SSE's 16 registers that the two operands leave.
 typedef float fvec __attribute__((vector_size(FMA_LANES * sizeof(float))));
 
+// rounds of the FMA loop per timed run: about the same work whatever the chains and lanes
+static const long FMA_ITERS = 4000000L * 12 / FMA_CHAINS * 16 / FMA_LANES;
+
 // One thread's FMA_CHAINS independent chains of a*x+y for `iters` rounds; returns a value that
 // depends on them all (the caller keeps it alive)
 static float fma_chains(long iters) {
@@ -115,7 +118,7 @@ static double fma_loop_gflops(long iters) {
 }
 
 int fma_thread_gflops(double *rate, int max) {
-    const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
+    const long iters = FMA_ITERS;
     double r[3][FMA_THREADS_MAX] = { { 0 } };
     int n = 1;
     if (max > FMA_THREADS_MAX) max = FMA_THREADS_MAX;
@@ -142,7 +145,7 @@ int fma_thread_gflops(double *rate, int max) {
 }
 
 double fma_one_thread_gflops(void) {
-    const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
+    const long iters = FMA_ITERS;
     double r[3];
     float sink = fma_chains(iters / 4);           // a warm-up
     for (int rep = 0; rep < 3; rep++) {
@@ -187,7 +190,7 @@ double clock_ghz(void) {
 // The FMA loop's peak: repeated until two measurements in a row agree within 3% (thread start-up
 // and the clock's ramp are over), then the best of five more. Each measurement is ~0.1 s.
 double fma_peak_gflops(int *warmups) {
-    const long iters = 4000000 * 12 / FMA_CHAINS * 16 / FMA_LANES;
+    const long iters = FMA_ITERS;
     double prev = fma_loop_gflops(iters), cur = 0;
     int n = 1;
     for (; n < 20; n++, prev = cur) {
