@@ -46,7 +46,7 @@ TASKS_SRC = dataset/tasks.c dataset/tasks_sets.c dataset/tasks_gen.c dataset/tas
   dataset/scan.c dataset/pcfg.c
 CORE = util/common.c util/atomicfile.c model.c model_build.c model_optim.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c nn/bf16_cpu.c dataset/batch.c
 LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c $(TASKS_SRC)
-HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h dist/dist.h dist/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc nn/bf16_pack.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/scan.h dataset/pcfg.h dataset/bpe.h dataset/unicode_classes.h
+HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h mpi/dist.h mpi/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc nn/bf16_pack.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/scan.h dataset/pcfg.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe tests/test_scan tests/test_pcfg
@@ -70,8 +70,8 @@ $(D)/%.o: %.c $(HDR) tests/testutil.h tests/matmul_check.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -c -o $@ $<
 
 LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-# make MPI=1: ./train trains data parallel and ./compare shares its runs out under mpirun (dist/dist.h,
-# docs/mpi.md). Only dist/dist.c and dist/dist_grad.c differ: compiled with mpicc and
+# make MPI=1: ./train trains data parallel and ./compare shares its runs out under mpirun (mpi/dist.h,
+# docs/mpi.md). Only mpi/dist.c and mpi/dist_grad.c differ: compiled with mpicc and
 # -DUSE_MPI into NAME_mpi.o, and the programs linked with mpicc. build/mpi-setting changes when MPI
 # does, so switching relinks them. tests/train_mpi and tests/compare_mpi are the MPI builds under
 # other names, for tests/test_mpi.sh (whatever MPI is).
@@ -89,14 +89,14 @@ COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
 LAB_HDR = lab/runs.h lab/report.h lab/protocol.h eval/ppl_defaults.h
 $(call fobj,$(filter lab/%,$(COMPARE_SRC))): $(LAB_HDR)
 ifeq ($(MPI),1)
-train: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o build/mpi-setting
+train: $(TRAIN_OBJ) $(F)/mpi/dist_mpi.o $(F)/mpi/dist_grad_mpi.o build/mpi-setting
 	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
-compare: $(COMPARE_OBJ) $(F)/dist/dist_mpi.o build/mpi-setting
+compare: $(COMPARE_OBJ) $(F)/mpi/dist_mpi.o build/mpi-setting
 	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 else
-train: $(TRAIN_OBJ) $(F)/dist/dist.o $(F)/dist/dist_grad.o build/mpi-setting
+train: $(TRAIN_OBJ) $(F)/mpi/dist.o $(F)/mpi/dist_grad.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
-compare: $(COMPARE_OBJ) $(F)/dist/dist.o build/mpi-setting
+compare: $(COMPARE_OBJ) $(F)/mpi/dist.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 endif
 # ./ladder reads the protocols as ./compare does, and the grids' runs.csv; no model code
@@ -105,9 +105,9 @@ LADDER_SRC = lab/ladder.c lab/ladder_report.c lab/compare_options.c lab/protocol
 $(call fobj,lab/ladder.c lab/ladder_report.c): lab/ladder.h $(LAB_HDR)
 ladder: $(call fobj,$(LADDER_SRC))
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-tests/train_mpi: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o
+tests/train_mpi: $(TRAIN_OBJ) $(F)/mpi/dist_mpi.o $(F)/mpi/dist_grad_mpi.o
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-tests/compare_mpi: $(COMPARE_OBJ) $(F)/dist/dist_mpi.o
+tests/compare_mpi: $(COMPARE_OBJ) $(F)/mpi/dist_mpi.o
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 tokenize: $(call fobj,tools/tokenize.c $(BPE))
 	$(LINK)

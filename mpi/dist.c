@@ -1,7 +1,7 @@
-// dist/dist.c: the processes of an MPI job (dist/dist.h): rank, size, sums, checks. Built twice: with
+// mpi/dist.c: the processes of an MPI job (mpi/dist.h): rank, size, sums, checks. Built twice: with
 // -DUSE_MPI (make MPI=1, mpicc) and without, where every function is the one-process case. The
-// gradients' reductions are in dist/dist_grad.c.
-#include "dist/dist.h"
+// gradients' reductions are in mpi/dist_grad.c.
+#include "mpi/dist.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-// dist/dist_grad.c: the gradients' reductions across ranks and the update (dist/dist_grad.h). Built
-// twice, as dist/dist.c is: with -DUSE_MPI, and without, where they are gpt_grad_norm and gpt_adamw.
-#include "dist/dist_grad.h"
+// mpi/dist_grad.c: the gradients' reductions across ranks and the update (mpi/dist_grad.h). Built
+// twice, as mpi/dist.c is: with -DUSE_MPI, and without, where they are gpt_grad_norm and gpt_adamw.
+#include "mpi/dist_grad.h"
 
 #include <math.h>
 #include <string.h>

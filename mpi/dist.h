@@ -1,7 +1,7 @@
-// dist/dist.h: the processes of an MPI job: rank, size, sums, broadcast, barriers and checks (make
-// MPI=1 builds dist/dist.c with mpicc and -DUSE_MPI; without it every function below is the
+// mpi/dist.h: the processes of an MPI job: rank, size, sums, broadcast, barriers and checks (make
+// MPI=1 builds mpi/dist.c with mpicc and -DUSE_MPI; without it every function below is the
 // one-process case: rank 0 of 1). ./train trains data parallel on it (the gradients' reductions are
-// dist/dist_grad.h's); ./compare shares its runs out among the ranks.
+// mpi/dist_grad.h's); ./compare shares its runs out among the ranks.
 #ifndef DIST_H
 #define DIST_H
 

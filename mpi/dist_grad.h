@@ -1,5 +1,5 @@
-// dist/dist_grad.h: data-parallel training's gradients across processes, on MPI (make MPI=1 builds
-// dist/dist_grad.c with mpicc and -DUSE_MPI; without it there is one rank (dist/dist.h) and the
+// mpi/dist_grad.h: data-parallel training's gradients across processes, on MPI (make MPI=1 builds
+// mpi/dist_grad.c with mpicc and -DUSE_MPI; without it there is one rank (mpi/dist.h) and the
 // gradient functions call gpt_grad_norm and gpt_adamw directly, so a build without MPI computes
 // exactly what it did before this file existed).
 //
@@ -22,7 +22,7 @@
 #ifndef DIST_GRAD_H
 #define DIST_GRAD_H
 
-#include "dist/dist.h"
+#include "mpi/dist.h"
 #include "model.h"
 
 typedef struct {
