@@ -9,6 +9,8 @@
 #                   (~26 min; needs make kjv), runs/collapse/
 #   make test       every test, to the end; a closing line counts passed, failed and SKIPPED (REQUIRE_ALL=1: a skip fails)
 #   make bench      speed: peak, training steps, schemes' cost, attention scaling, streaming, MPI, tokenizer
+#   make bench-tools  the measuring programs of tools/bench/ (per-shape products, attention, tiles,
+#                   machine latencies, FMA runs, AdamW's bandwidth) as build/bench/NAME
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       every reader's libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each (60); needs clang
 #   make fixtures   regenerate the PyTorch reference fixtures (needs python3-torch)
@@ -51,7 +53,7 @@ HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h mpi/dist.h mpi/dist_gr
 BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe tests/test_scan tests/test_pcfg
 
-.PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse
+.PHONY: all test run asan fuzz clean fixtures bench bench-tools kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse
 all: train compare ladder tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
@@ -216,7 +218,7 @@ $(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c $(TASKS_SRC) dataset/batch
 # with REQUIRE_ALL=1 (.ci/run) a skip is a failure. Two threads make the C tests exercise the OpenMP
 # paths on any machine.
 OMP2 = OMP_NUM_THREADS=2
-test: all $(FUZZ_SA)
+test: all bench-tools $(FUZZ_SA)
 	@tests/run.sh '$(OMP2) ./tests/test_grad' '$(OMP2) ./tests/test_posenc' '$(OMP2) ./tests/test_positions' \
 	  '$(OMP2) ./tests/test_viz' '$(OMP2) ./tests/test_kernels' '$(OMP2) ./tests/test_bf16' ./tests/test_data \
 	  ./tests/test_stream ./tests/test_tasks ./tests/test_tasks_sets ./tests/test_safetensors '$(OMP2) ./tests/test_import' \
@@ -226,7 +228,7 @@ test: all $(FUZZ_SA)
 	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_interrupt.sh ./tests/test_ladder.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh \
 	  ./tests/test_compare.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
-	  ./tests/test_rules.sh ./tests/test_clang.sh
+	  ./tests/test_rules.sh ./tests/test_clang.sh ./tests/test_bench_tools.sh
 
 # make run: the comparison on the default task, fit-first. Five schemes x 8 seeds of a small model
 # (2 layers, 4 heads, dim 64, batch 8: about 16 minutes on 2 cores) on copy-repeat (train on
@@ -353,12 +355,22 @@ HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
 BENCH_ROUNDS ?= 1
-bench: $(call fobj,$(LIB)) train tokenize tests/test_bpe
+bench: $(call fobj,$(LIB)) train tokenize tests/test_bpe bench-tools
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench tools/bench.c tools/bench_machine.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench --rounds $(BENCH_ROUNDS)
 	./tools/bench_stream.sh
 	./tools/bench_mpi.sh
 	tools/bench_tokenize.sh
+
+# make bench-tools: the measuring programs of tools/bench/ as build/bench/NAME, each linked against
+# the library's objects (the same ones ./bench links), so they follow the code as it moves. Each
+# file's head says what it measures and how to run it; tests/test_bench_tools.sh runs each briefly.
+BENCH_TOOLS = adamw_bw attn_bits attn_group_ab attn_time bf16_fused_shapes fma_runs gemm_ab machine_latency tile_time
+bench-tools: $(addprefix build/bench/,$(BENCH_TOOLS))
+$(call fobj,$(addprefix tools/bench/,$(addsuffix .c,$(BENCH_TOOLS)))): tools/bench/attn_setup.h tools/bench_machine.c tools/bench_machine.h
+build/bench/%: $(F)/tools/bench/%.o $(call fobj,$(LIB))
+	@mkdir -p $(@D)
+	$(LINK)
 
 # make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the
 # perplexity-against-length lab. Debian's bible-kjv (`apt-get install bible-kjv`) prints one verse

@@ -1,14 +1,13 @@
-// results/bench/bf16_fused_shapes.c: gemm_bf16 on the training shapes of gpt2-124m (B4 T64) and small
+// tools/bench/bf16_fused_shapes.c: gemm_bf16 on the training shapes of gpt2-124m (B4 T64) and small
 // (B8 T256), B packed ahead of the product (bf16_set_fused(0)) against B packed by each thread inside
 // it (1), in one process: per shape, ROUNDS rounds of (ahead, inside), each the best of 5 calls with
 // the caches flushed (64 MB written) before every call, as a step finds its weights. Prints the
 // median of each and of the rounds' ratios, and the packing's share of the call (bf16_pack_seconds).
-// cc -O3 -march=native -fopenmp -I. results/bench/bf16_fused_shapes.c build/float/nn/bf16.o
-//    build/float/nn/bf16_cpu.o build/float/nn/kernels.o build/float/util/common.o -lm
-// usage: bf16_fused_shapes PEAK_GFLOPS [ROUNDS] [NAME_PREFIX]   (PEAK: ./bench --bf16's VDPBF16PS loop)
-// Built with -DPACK_CONVERT, the switch is bf16_set_pack_convert instead (nn/bf16.h): the packers round
-// with integer arithmetic (the columns headed "ahead") or with VCVTNE2PS2BF16 ("inside"), B packed
-// inside the product in both (bf16-convert-zen5-dec05.txt).
+// Built by make bench-tools.
+// usage: build/bench/bf16_fused_shapes PEAK_GFLOPS [ROUNDS] [NAME_PREFIX]   (PEAK: ./bench --bf16's VDPBF16PS loop)
+// Built with -DPACK_CONVERT (by hand: make bench-tools builds without), the switch is bf16_set_pack_convert
+// instead (nn/bf16.h): the packers round with integer arithmetic (the columns headed "ahead") or with
+// VCVTNE2PS2BF16 ("inside"), B packed inside the product in both (results/bench/bf16-convert-zen5-dec05.txt).
 #include "nn/bf16.h"
 #include <stdio.h>
 #include <stdlib.h>

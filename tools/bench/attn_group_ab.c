@@ -1,12 +1,10 @@
-// results/bench/attn_group_ab.c: the fused attention alone (B batch rows, 6 heads of 64, nope), its
+// tools/bench/attn_group_ab.c: the fused attention alone (B batch rows, 6 heads of 64, nope), its
 // query blocks each alone (attention_set_group(1)) against in groups (the argument), switching call by
 // call in one process (A B B A ...), so that the machine's drift falls on both alike. Prints the
 // medians and the median of the pairs' ratios (quartiles) of the forward and the backward.
-// make build/float/nn/attention.o (and the rest of the library), then
-// cc -std=gnu11 -O3 -march=native -fopenmp -I. results/bench/attn_group_ab.c build/float/nn/*.o
-//    build/float/util/*.o build/float/posenc.o build/float/posenc_schemes.o -lm
-// usage: attn_group_ab T B PAIRS GROUP [0: forward only]
-#include "results/bench/attn_setup.h"
+// Built by make bench-tools.
+// usage: build/bench/attn_group_ab T B PAIRS GROUP [0: forward only]
+#include "tools/bench/attn_setup.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

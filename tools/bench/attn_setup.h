@@ -1,5 +1,5 @@
-// results/bench/attn_setup.h: the inputs the attention harnesses share (attn_ab.c, attn_group_ab.c,
-// attn_time.c, attn_bits.c): B batch rows of T tokens, NH heads over C channels; qkv (B,T,3C) and dout
+// tools/bench/attn_setup.h: the inputs the attention harnesses share (attn_group_ab.c, attn_time.c,
+// attn_bits.c): B batch rows of T tokens, NH heads over C channels; qkv (B,T,3C) and dout
 // (B,T,C) filled with a fixed pattern in [-0.5, 0.5), positions 0 .. T-1 in every row, one document,
 // one scheme's attention (an id, posenc.h; its tables built for T); out, lse and dqkv allocated, scratch for 64 threads.
 // A harness may change the documents and ap's fields (mask, dropout) after attn_setup.

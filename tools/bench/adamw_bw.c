@@ -1,10 +1,9 @@
-// results/bench/adamw_bw.c: gpt_adamw over gpt2-124m's 123.7M parameters against a plain loop with the
+// tools/bench/adamw_bw.c: gpt_adamw over gpt2-124m's 123.7M parameters against a plain loop with the
 // same four streams read and three written, and a copy, on all threads: the best of 8 each, in ms and
 // GB/s (of 7 streams of 4-byte floats for the first two). Says whether the update runs at the memory's
 // speed (no code can then make it faster; only fewer bytes could).
-// cc -O3 -march=native -fopenmp -I. results/bench/adamw_bw.c build/float/model*.o build/float/posenc*.o
-//    build/float/nn/*.o build/float/util/*.o build/float/dataset/*.o -lm
-// usage: ./adamw_bw
+// Built by make bench-tools (build/bench/adamw_bw).
+// usage: build/bench/adamw_bw [LAYERS CHANNELS VOCAB]   (default 12 768 50257: gpt2-124m)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +11,11 @@
 #include <omp.h>
 #include "model.h"
 static double now(void){struct timespec t; clock_gettime(CLOCK_MONOTONIC,&t); return t.tv_sec+1e-9*t.tv_nsec;}
-int main(void){
-  int L = 12, C = 768, NH = 12, V = 50257, T = 64;
+int main(int argc, char **argv){
+  int L = argc > 3 ? atoi(argv[1]) : 12, C = argc > 3 ? atoi(argv[2]) : 768, V = argc > 3 ? atoi(argv[3]) : 50257, T = 64;
+  if (argc != 1 && argc != 4) { fprintf(stderr, "usage: %s [LAYERS CHANNELS VOCAB]\n", argv[0]); return 2; }
+  if (L < 1 || C < 64 || C % 64 || V < 1) { fprintf(stderr, "%s: LAYERS >= 1, CHANNELS a multiple of 64, VOCAB >= 1\n", argv[0]); return 2; }
+  int NH = C / 64;
   GPTConfig cfg = { .vocab_size = V, .n_layer = L, .n_head = NH, .n_embd = C, .max_seq_len = T };
   posenc_defaults(&cfg.pe, L); char msg[256];
   if (!posenc_schedule(&cfg.pe, L, NULL, NULL, NULL, msg, sizeof msg)) { puts(msg); return 1; }

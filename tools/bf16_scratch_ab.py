@@ -1,5 +1,7 @@
-# summary of results/bench/bf16-scratch-ab-epyc.csv: per round, each binary's bf16/fp32 ratio (runs
-# one after the other); the medians, and a two-sided sign test of new minus old over the rounds
+# tools/bf16_scratch_ab.py: the summary of results/bench/bf16-scratch-ab-epyc.csv (docs/training.md
+# quotes it): per round, each binary's bf16/fp32 ratio (runs one after the other); the medians, and a
+# two-sided sign test of new minus old over the rounds.
+# usage: /usr/bin/python3 tools/bf16_scratch_ab.py results/bench/bf16-scratch-ab-epyc.csv
 import csv, statistics as st, sys
 from math import comb
 rows = list(csv.DictReader(open(sys.argv[1])))

@@ -1,6 +1,6 @@
-// results/bench/gemm_ab.c: times gemm_own on one shape, best of REPS calls (the A/B of split-ab-zen5.txt).
-// cc -O3 -march=native -ffp-contract=fast -fopenmp -I. results/bench/gemm_ab.c build/float/nn/kernels.o build/float/util/*.o -lm
-// usage: gemm_ab M N K N|Bt|T [REPS]: Bt reads B transposed (the forward), T reads A transposed (dW)
+// tools/bench/gemm_ab.c: times gemm_own on one shape, best of REPS calls (the A/B of
+// results/bench/split-ab-zen5.txt: one binary per build, run in turn). Built by make bench-tools.
+// usage: build/bench/gemm_ab M N K N|Bt|T [REPS]: Bt reads B transposed (the forward), T reads A transposed (dW)
 #include "nn/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +8,12 @@
 #include <time.h>
 static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+1e-9*t.tv_nsec;}
 int main(int argc,char**argv){
+  if(argc<5||argc>6||(strcmp(argv[4],"N")&&strcmp(argv[4],"Bt")&&strcmp(argv[4],"T"))||atoi(argv[1])<1||atoi(argv[2])<1||atoi(argv[3])<1){
+    fprintf(stderr,"usage: %s M N K N|Bt|T [REPS]\n",argv[0]);return 2;}
   int M=atoi(argv[1]),N=atoi(argv[2]),K=atoi(argv[3]);const char*mode=argv[4];int reps=argc>5?atoi(argv[5]):10;
   float*a=malloc(sizeof(float)*M*K),*b=malloc(sizeof(float)*K*N),*c=malloc(sizeof(float)*M*N);
-  for(long i=0;i<(long)M*K;i++)a[i]=(i%7)*0.1f;for(long i=0;i<(long)K*N;i++)b[i]=(i%5)*0.1f;
+  for(long i=0;i<(long)M*K;i++)a[i]=(i%7)*0.1f;
+  for(long i=0;i<(long)K*N;i++)b[i]=(i%5)*0.1f;
   double best=1e9;
   for(int r=0;r<reps;r++){double t0=now();
     if(!strcmp(mode,"N")) gemm_own(M,N,K,a,K,1,b,N,1,c,N,0);

@@ -1,14 +1,12 @@
-// results/bench/attn_time.c: the fused attention alone at small's heads (6 heads of 64, C = 384, nope,
+// tools/bench/attn_time.c: the fused attention alone at small's heads (6 heads of 64, C = 384, nope,
 // causal): the best of REPS calls of the forward and of the backward, in ms and GFLOP/s (the causal
 // flops: 4 hs T (T+1)/2 per (batch row, head) forward, 2.5 times that backward). To compare two
-// builds, link it against each one's objects and run the two binaries in turn, pinned to one core
-// (taskset) or on all:
-//   cc -std=gnu11 -O3 -march=native -fopenmp -I. results/bench/attn_time.c build/float/nn/*.o
-//      build/float/util/*.o build/float/posenc.o build/float/posenc_schemes.o -lm -o attn_time
-// usage: attn_time T B REPS
+// builds, build it in each (make bench-tools) and run the two binaries in turn, pinned to one core
+// (taskset) or on all.
+// usage: build/bench/attn_time T B REPS
 // (Since 2026-12-05 the backward zeroes dqkv itself, inside the timed call; the buffer is also cleared
 // before it here, outside the timing, as builds before then need.)
-#include "results/bench/attn_setup.h"
+#include "tools/bench/attn_setup.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

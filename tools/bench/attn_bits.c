@@ -1,11 +1,9 @@
-// results/bench/attn_bits.c: hashes of the fused attention's out, lse and dqkv for configurations of head size,
-// documents and padding, schemes, dropout and the bidirectional mask, to compare two builds bit for bit (link it
-// against each one's objects, run both at the same thread count, diff the outputs):
-//   cc -std=gnu11 -O3 -march=native -fopenmp -I. results/bench/attn_bits.c build/float/nn/*.o
-//      build/float/util/*.o build/float/posenc.o build/float/posenc_schemes.o -lm -o attn_bits
-// usage: attn_bits [SCHEME]: the configurations marked "biased" below run SCHEME (a score-bias scheme such as
+// tools/bench/attn_bits.c: hashes of the fused attention's out, lse and dqkv for configurations of head size,
+// documents and padding, schemes, dropout and the bidirectional mask, to compare two builds bit for bit (build it
+// in each with make bench-tools, run both at the same thread count, diff the outputs).
+// usage: build/bench/attn_bits [SCHEME]: the configurations marked "biased" below run SCHEME (a score-bias scheme such as
 // ALiBi's; default nope), the others nope (results/bench/attn-overheads-zen5-dec05.txt ran it with alibi)
-#include "results/bench/attn_setup.h"
+#include "tools/bench/attn_setup.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,9 @@
-// results/bench/machine_latency.c: two facts about the machine that a step's speed depends on.
+// tools/bench/machine_latency.c: two facts about the machine that a step's speed depends on.
 // (1) A cache line passed back and forth between two threads (one per core): the round trip.
 // (2) A chain of dependent loads through a random cycle of cache lines in buffers of 256 KiB to
 //     256 MiB: the latency of the level each size lives in (L2, L3, DRAM).
-// cc -O2 -fopenmp results/bench/machine_latency.c -o machine_latency && ./machine_latency
+// Built by make bench-tools. usage: build/bench/machine_latency [MAX_KIB [ROUND_TRIPS]]: buffers up to
+// MAX_KIB (default 262144), ROUND_TRIPS of the line (default 200000)
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +11,11 @@
 #include <omp.h>
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 _Alignas(64) static _Atomic long flag;
-int main(void) {
+int main(int argc, char **argv) {
+    long max_kb = argc > 1 ? atol(argv[1]) : 262144, trips = argc > 2 ? atol(argv[2]) : 200000;
+    if (argc > 3 || max_kb < 256 || trips < 1) { fprintf(stderr, "usage: %s [MAX_KIB (>= 256) [ROUND_TRIPS]]\n", argv[0]); return 2; }
     for (int rep = 0; rep < 3; rep++) {
-        long n = 200000;
+        long n = trips;
         atomic_store(&flag, 0);
         double t0 = now();
         #pragma omp parallel num_threads(2)
@@ -26,7 +29,7 @@ int main(void) {
         }
         printf("core to core: a cache line's round trip %.0f ns\n", (now() - t0) / n * 1e9);
     }
-    for (size_t kb = 256; kb <= 262144; kb *= 2) {
+    for (size_t kb = 256; kb <= (size_t)max_kb; kb *= 2) {
         size_t n = kb * 1024 / 64, *perm = malloc(n * sizeof(size_t));
         size_t *a = aligned_alloc(64, n * 64);
         for (size_t i = 0; i < n; i++) perm[i] = i;
