@@ -252,8 +252,9 @@ run: train compare
 # its ranking with the task configuration as unit, a sensitivity table, the paper's means beside, and
 # not the attention distance (reproduce-nope-distance). Hours of 2 cores (planned as 3; docs/reproduce-nope.md); stopped, it continues
 # where it stopped (finished runs kept). Writes runs/nope17/ (docs/reproduce-nope.md).
-# reproduce-nope-fitfirst: the earlier, narrowed design (3 copy tasks, 8 seeds, fit-first; its runs in
-# results/nope/), kept to redo those numbers; its selection on fit is what the protocol replaced.
+# reproduce-nope-fitfirst: the earlier, narrowed design (3 copy tasks, 8 seeds, fit-first; its runs were
+# results/nope/, removed since: commit f8478ca holds them), kept to redo those numbers; its selection on
+# fit is what the protocol replaced.
 NOPE_TASKS = copy-repeat,copy-successor,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal --sinusoidal-scale none'
