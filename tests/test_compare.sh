@@ -418,7 +418,7 @@ check $? "the baseline's layer 0 should be seed 1's $want: $(grep '^| nope (vs' 
 want=$(cat "$tmp/dist/runs/copy-repeat/alibi/seed"[12]/distance.csv | awk -F, '$1 == 0 && $2 == "in" { s += $4; n++ } END { printf "%.4f", s / n }')
 grep "^| alibi | 2 |" "$tmp/dist/summary.md" | grep -qF "| $want ["
 check $? "alibi's layer 0 distance should be $want: $(grep '^| alibi | 2 |' "$tmp/dist/summary.md")"
-grep -q "^0 " "$tmp/mpi/distance_copy-repeat.dat" && [ -f "$tmp/mpi/distance_copy-repeat.gp" ]; check $? "no distance plot data"
+grep -q "^0 " "$tmp/dist/distance_copy-repeat.dat" && [ -f "$tmp/dist/distance_copy-repeat.gp" ]; check $? "no distance plot data"
 rm -rf "$tmp/dist/runs/copy-repeat/alibi/seed1/distance.csv"     # a second command makes only what is missing
 ./compare --out "$tmp/dist" --task copy-repeat --schemes nope,alibi --seeds 1,2 --eval-per-length 5 --attention-distance \
   --threads 1 --jobs 2 --quiet -- $model --steps 30 --train-max 6 --test-max 10 --seq 32 > "$tmp/dist.out" 2>&1
