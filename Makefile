@@ -9,6 +9,8 @@
 #                   (~26 min; needs make kjv), runs/collapse/
 #   make test       every test, to the end; a closing line counts passed, failed and SKIPPED (REQUIRE_ALL=1: a skip fails)
 #   make bench      speed: peak, training steps, schemes' cost, attention scaling, streaming, MPI, tokenizer
+#   make bench-tools  the measuring programs of tools/bench/ (per-shape products, attention, tiles,
+#                   machine latencies, FMA runs, AdamW's bandwidth) as build/bench/NAME
 #   make asan       the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       every reader's libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each (60); needs clang
 #   make fixtures   regenerate the PyTorch reference fixtures (needs python3-torch)
@@ -46,12 +48,12 @@ TASKS_SRC = dataset/tasks.c dataset/tasks_sets.c dataset/tasks_gen.c dataset/tas
   dataset/scan.c dataset/pcfg.c
 CORE = util/common.c util/atomicfile.c model.c model_build.c model_optim.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c nn/bf16_cpu.c dataset/batch.c
 LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c $(TASKS_SRC)
-HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h dist/dist.h dist/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc nn/bf16_pack.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/scan.h dataset/pcfg.h dataset/bpe.h dataset/unicode_classes.h
+HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h mpi/dist.h mpi/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc nn/bf16_pack.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/scan.h dataset/pcfg.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe tests/test_scan tests/test_pcfg
 
-.PHONY: all test run asan fuzz clean fixtures bench kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse
+.PHONY: all test run asan fuzz clean fixtures bench bench-tools kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse
 all: train compare ladder tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
@@ -70,8 +72,8 @@ $(D)/%.o: %.c $(HDR) tests/testutil.h tests/matmul_check.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DREAL=double -c -o $@ $<
 
 LINK = $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-# make MPI=1: ./train trains data parallel and ./compare shares its runs out under mpirun (dist/dist.h,
-# docs/mpi.md). Only dist/dist.c and dist/dist_grad.c differ: compiled with mpicc and
+# make MPI=1: ./train trains data parallel and ./compare shares its runs out under mpirun (mpi/dist.h,
+# docs/mpi.md). Only mpi/dist.c and mpi/dist_grad.c differ: compiled with mpicc and
 # -DUSE_MPI into NAME_mpi.o, and the programs linked with mpicc. build/mpi-setting changes when MPI
 # does, so switching relinks them. tests/train_mpi and tests/compare_mpi are the MPI builds under
 # other names, for tests/test_mpi.sh (whatever MPI is).
@@ -89,14 +91,14 @@ COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
 LAB_HDR = lab/runs.h lab/report.h lab/protocol.h eval/ppl_defaults.h
 $(call fobj,$(filter lab/%,$(COMPARE_SRC))): $(LAB_HDR)
 ifeq ($(MPI),1)
-train: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o build/mpi-setting
+train: $(TRAIN_OBJ) $(F)/mpi/dist_mpi.o $(F)/mpi/dist_grad_mpi.o build/mpi-setting
 	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
-compare: $(COMPARE_OBJ) $(F)/dist/dist_mpi.o build/mpi-setting
+compare: $(COMPARE_OBJ) $(F)/mpi/dist_mpi.o build/mpi-setting
 	$(MPICC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 else
-train: $(TRAIN_OBJ) $(F)/dist/dist.o $(F)/dist/dist_grad.o build/mpi-setting
+train: $(TRAIN_OBJ) $(F)/mpi/dist.o $(F)/mpi/dist_grad.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
-compare: $(COMPARE_OBJ) $(F)/dist/dist.o build/mpi-setting
+compare: $(COMPARE_OBJ) $(F)/mpi/dist.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 endif
 # ./ladder reads the protocols as ./compare does, and the grids' runs.csv; no model code
@@ -105,9 +107,9 @@ LADDER_SRC = lab/ladder.c lab/ladder_report.c lab/compare_options.c lab/protocol
 $(call fobj,lab/ladder.c lab/ladder_report.c): lab/ladder.h $(LAB_HDR)
 ladder: $(call fobj,$(LADDER_SRC))
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-tests/train_mpi: $(TRAIN_OBJ) $(F)/dist/dist_mpi.o $(F)/dist/dist_grad_mpi.o
+tests/train_mpi: $(TRAIN_OBJ) $(F)/mpi/dist_mpi.o $(F)/mpi/dist_grad_mpi.o
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-tests/compare_mpi: $(COMPARE_OBJ) $(F)/dist/dist_mpi.o
+tests/compare_mpi: $(COMPARE_OBJ) $(F)/mpi/dist_mpi.o
 	$(MPICC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 tokenize: $(call fobj,tools/tokenize.c $(BPE))
 	$(LINK)
@@ -216,7 +218,7 @@ $(FZ)/make_seeds: $(call fobj,tests/fuzz/make_seeds.c $(TASKS_SRC) dataset/batch
 # with REQUIRE_ALL=1 (.ci/run) a skip is a failure. Two threads make the C tests exercise the OpenMP
 # paths on any machine.
 OMP2 = OMP_NUM_THREADS=2
-test: all $(FUZZ_SA)
+test: all bench-tools $(FUZZ_SA)
 	@tests/run.sh '$(OMP2) ./tests/test_grad' '$(OMP2) ./tests/test_posenc' '$(OMP2) ./tests/test_positions' \
 	  '$(OMP2) ./tests/test_viz' '$(OMP2) ./tests/test_kernels' '$(OMP2) ./tests/test_bf16' ./tests/test_data \
 	  ./tests/test_stream ./tests/test_tasks ./tests/test_tasks_sets ./tests/test_safetensors '$(OMP2) ./tests/test_import' \
@@ -226,7 +228,7 @@ test: all $(FUZZ_SA)
 	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_interrupt.sh ./tests/test_ladder.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh \
 	  ./tests/test_compare.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
-	  ./tests/test_rules.sh ./tests/test_clang.sh
+	  ./tests/test_rules.sh ./tests/test_clang.sh ./tests/test_bench_tools.sh
 
 # make run: the comparison on the default task, fit-first. Five schemes x 8 seeds of a small model
 # (2 layers, 4 heads, dim 64, batch 8: about 16 minutes on 2 cores) on copy-repeat (train on
@@ -250,8 +252,9 @@ run: train compare
 # its ranking with the task configuration as unit, a sensitivity table, the paper's means beside, and
 # not the attention distance (reproduce-nope-distance). Hours of 2 cores (planned as 3; docs/reproduce-nope.md); stopped, it continues
 # where it stopped (finished runs kept). Writes runs/nope17/ (docs/reproduce-nope.md).
-# reproduce-nope-fitfirst: the earlier, narrowed design (3 copy tasks, 8 seeds, fit-first; its runs in
-# results/nope/), kept to redo those numbers; its selection on fit is what the protocol replaced.
+# reproduce-nope-fitfirst: the earlier, narrowed design (3 copy tasks, 8 seeds, fit-first; its runs were
+# results/nope/, removed since: commit f8478ca holds them), kept to redo those numbers; its selection on
+# fit is what the protocol replaced.
 NOPE_TASKS = copy-repeat,copy-successor,copy-repeat-2x
 NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fraction 0.25 --rope-pairing interleaved' \
   --scheme 'ape=--pe sinusoidal --sinusoidal-scale none'
@@ -353,12 +356,22 @@ HAVE_OPENBLAS := $(shell test -f /usr/include/x86_64-linux-gnu/cblas.h && test -
 BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DBENCH_OPENBLAS -I/usr/include/x86_64-linux-gnu,)
 BENCH_LIBS = $(if $(HAVE_OPENBLAS),-lopenblas,)
 BENCH_ROUNDS ?= 1
-bench: $(call fobj,$(LIB)) train tokenize tests/test_bpe
+bench: $(call fobj,$(LIB)) train tokenize tests/test_bpe bench-tools
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BENCH_BLAS) -o bench tools/bench.c tools/bench_machine.c $(call fobj,$(LIB)) $(LDLIBS) $(BENCH_LIBS)
 	./bench --rounds $(BENCH_ROUNDS)
 	./tools/bench_stream.sh
 	./tools/bench_mpi.sh
 	tools/bench_tokenize.sh
+
+# make bench-tools: the measuring programs of tools/bench/ as build/bench/NAME, each linked against
+# the library's objects (the same ones ./bench links), so they follow the code as it moves. Each
+# file's head says what it measures and how to run it; tests/test_bench_tools.sh runs each briefly.
+BENCH_TOOLS = adamw_bw attn_bits attn_group_ab attn_time bf16_fused_shapes fma_runs gemm_ab machine_latency tile_time
+bench-tools: $(addprefix build/bench/,$(BENCH_TOOLS))
+$(call fobj,$(addprefix tools/bench/,$(addsuffix .c,$(BENCH_TOOLS)))): tools/bench/attn_setup.h tools/bench_machine.c tools/bench_machine.h
+build/bench/%: $(F)/tools/bench/%.o $(call fobj,$(LIB))
+	@mkdir -p $(@D)
+	$(LINK)
 
 # make kjv: data/kjv.txt, the King James Bible as plain text (4.1 MB, 31102 lines), for the
 # perplexity-against-length lab. Debian's bible-kjv (`apt-get install bible-kjv`) prints one verse

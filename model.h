@@ -180,7 +180,7 @@ typedef struct {
     // Called by gpt_backward as soon as gradients are final: grad_ready(ctx, l) after block l's
     // (l = L-1 down to 0: the tensors whose TensorInfo.layer is l), then grad_ready(ctx, -1) for
     // the rest (wte, ln_f, the input scheme's and shared positional tensors) at the very end.
-    // NULL (the default): nothing is called. The training loop's MPI layer (dist/dist.h) starts the
+    // NULL (the default): nothing is called. The training loop's MPI layer (mpi/dist.h) starts the
     // reduction of a block's gradients there while the backward goes on below.
     void (*grad_ready)(void *ctx, int layer);
     void *grad_ready_ctx;
@@ -383,7 +383,7 @@ double gpt_clip_scale(double norm, double max_norm);
 void gpt_adamw(GPT *m, const AdamWConfig *o, int t, double grad_scale);
 // What gpt_adamw does to one tensor's elements [offset, offset + n) of the parameter buffer, with
 // that span's gradient and moments given (grad, mm, vv: (n,)) and decay its TensorInfo.decay: the
-// same numbers, for an update that owns only slices of the tensors (dist/dist.c's --zero 1). Threaded.
+// same numbers, for an update that owns only slices of the tensors (mpi/dist.c's --zero 1). Threaded.
 void gpt_adamw_span(GPT *m, const AdamWConfig *o, int t, double grad_scale, size_t offset, size_t n,
                     const real *grad, real *mm, real *vv, int decay);
 // The constraints schemes put on their parameters (KERPLE's r1, r2 >= 0.01), which gpt_adamw

@@ -1,6 +1,6 @@
 // model_optim.c: the optimiser: the gradient's global norm (gathered by the backward, or a pass of
 // its own) and the clipping scale, AdamW over the whole parameter buffer or one slice of it
-// (dist/dist.c's --zero 1), and the schemes' parameter constraints applied after an update.
+// (mpi/dist.c's --zero 1), and the schemes' parameter constraints applied after an update.
 #include "model.h"
 
 #include "nn/kernels.h"

@@ -20,8 +20,8 @@
 #include "nn/kernels.h"
 #include "formats/checkpoint.h"
 #include "dataset/data.h"
-#include "dist/dist.h"
-#include "dist/dist_grad.h"
+#include "mpi/dist.h"
+#include "mpi/dist_grad.h"
 #include "dataset/loader.h"
 #include "dataset/tasks.h"
 #include "formats/llmc_model.h"
@@ -556,7 +556,7 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
         stop_on_anomaly(&s->model, step);
         loss += s->model.state.loss * s->model.state.weight_sum / (wtotal > 0 ? wtotal : 1);
         // under mpirun the last backward reduces each block's gradients across the ranks as it
-        // finishes the block (dist/dist.h); the earlier micro-batches only accumulate
+        // finishes the block (mpi/dist.h); the earlier micro-batches only accumulate
         if (k == o->accum - 1 && wtotal > 0) dist_grad_arm(&s->dg);
         // the last backward leaves the final gradients: it gathers their norm as it writes them
         gpt_set_norm_gather(&s->model, k == o->accum - 1);

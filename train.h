@@ -16,7 +16,7 @@
 
 #include "dataset/loader.h"
 #include "dataset/tasks.h"
-#include "dist/dist_grad.h"
+#include "mpi/dist_grad.h"
 #include "formats/checkpoint.h"
 #include "model.h"
 #include "train_options.h"
@@ -56,7 +56,7 @@ typedef struct {
     Batch *mb;                                   // (accum,) micro-batches
     Loader loader;                               // text: the training stream
     const char *prog;                            // argv[0], for the command that resumes
-    int rank, ranks;                             // under mpirun: this process's rank of `ranks` (dist/dist.h)
+    int rank, ranks;                             // under mpirun: this process's rank of `ranks` (mpi/dist.h)
     DistGrad dg;                                 // the gradients' reduction across ranks
     Batch task_rows;                             // a --task's global micro-batch (ranks x --batch rows)
     struct Select *sel;                          // --select-every's best check (rank 0), for the checkpoints

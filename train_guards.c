@@ -17,7 +17,7 @@
 #include <omp.h>
 #endif
 
-#include "dist/dist.h"
+#include "mpi/dist.h"
 #include "nn/kernels.h"
 #include "train.h"
 

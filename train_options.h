@@ -39,7 +39,7 @@ typedef struct {
     int detect_anomaly;                        // --detect-anomaly: stop at the first NaN or Inf, naming it
     const char *attention_distance, *distance_to;   // --attention-distance OUT --distance-to CKPT (eval/attndist.h)
     int distance_per_length;
-    int zero;                                  // --zero 1: ZeRO stage 1 under MPI (dist/dist_grad.h): moments sharded
+    int zero;                                  // --zero 1: ZeRO stage 1 under MPI (mpi/dist_grad.h): moments sharded
     int verify_ranks;                          // --verify-ranks: compare the ranks' parameters after every step
 } Options;
 

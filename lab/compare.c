@@ -53,7 +53,7 @@
 #include "lab/compare.h"
 #include "lab/report.h"
 #include "lab/runs.h"
-#include "dist/dist.h"
+#include "mpi/dist.h"
 #include "eval/ppl_defaults.h"
 
 #define MAX_ARGS 256

@@ -89,10 +89,12 @@ diff <(cat "$tmp/B1.out" "$tmp/B2.out" "$tmp/B3.out") <(grep -v '^== compare, a 
 check $? "compare.log holds the three sittings' output, in order"
 
 # tools/keep_results.sh keeps what the report needs (no checkpoint) and the report written from it
-# is the grid's, byte for byte (the loss plot from log.csv thinned to every 50th step)
+# is the grid's, byte for byte (the loss plot from log.csv's step and loss, thinned to every 50th step)
 tools/keep_results.sh "$tmp/A" "$tmp/K" > "$tmp/keep.out" 2>&1; check $? "tools/keep_results.sh" || cat "$tmp/keep.out"
 ! find "$tmp/K" -name 'model.ckpt*' | grep -q .; check $? "no checkpoint kept"
 [ "$(wc -l < "$tmp/K/runs/parity/nope/seed1/log.csv")" = 5 ]; check $? "log.csv thinned to its header and steps 50, 100, 150, 200"
+[ "$(head -1 "$tmp/K/runs/parity/nope/seed1/log.csv")" = step,loss ] && [ "$(tail -1 "$tmp/K/runs/parity/nope/seed1/log.csv" | cut -d, -f1)" = 200 ]
+check $? "log.csv kept as the loss plot reads it: its step and loss columns"
 cmp -s "$tmp/A/compare.log" "$tmp/K/compare.log"; check $? "compare.log kept"
 rm "$tmp"/K/*.png
 ./compare --out "$tmp/K" --report-only "${flags[@]}" > "$tmp/K.out" 2>&1; check $? "the report from the kept files" || cat "$tmp/K.out"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_mpi.sh: data-parallel training under mpirun (dist/dist_grad.h; docs/mpi.md).
+# tests/test_mpi.sh: data-parallel training under mpirun (mpi/dist_grad.h; docs/mpi.md).
 # Builds tests/train_mpi (./train with MPI) and checks, with 2 ranks:
 #  - equivalence: 2 ranks x --batch B log the losses of one process with --batch 2B (relative
 #    difference <= 1e-6: the same sums in another order) and end with the same parameters (to

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # tools/keep_results.sh SRC DST [EVERY]: the small files of a ./compare folder SRC copied to DST
-# (e.g. results/NAME, to commit): what `./compare ... --out DST --report-only` needs to write every
-# table and plot again, and its sittings' record. Kept: summary.md, results.csv, runs.csv,
-# compare.log (what each sitting of the grid printed), the plots (.png,
-# and the .gp/.dat that draw them) and per run done, train.log, eval.csv, ppl*.csv,
-# ppl_positions*.csv, attention.csv, distance.csv; log.csv thinned to its header, every EVERY-th
-# step (default 50) and the last (the loss plot's points). Left out: checkpoints (model.ckpt*),
-# started, the SVGs, longrope lists, logs of the distance commands, OUT/.lock.
+# (e.g. results/NAME, to commit): what `./compare ... --out DST --report-only` and ./ladder read to
+# write every table and plot again, and its sittings' record. Kept: summary.md, results.csv, runs.csv,
+# compare.log (what each sitting of the grid printed), the plots (.png, and the .gp/.dat that draw
+# them) and per run what the report reads: done (the run's settings, checked against the command),
+# train.log (its fit or select line, train lengths, parameter count), eval.csv (tasks), ppl.csv and
+# ppl_EXT.csv (text), attention.csv, distance.csv; and log.csv as the loss plot reads it (its .gp:
+# `using 1:2`): the columns step and loss only, on its header, every EVERY-th step (default 50) and
+# the last. Left out: checkpoints (model.ckpt*), started, ppl_positions*.csv, the longrope lists,
+# distance.pair and distance.log (only a later distance command reads them), the SVGs, OUT/.lock.
 set -euo pipefail
 [ $# -ge 2 ] && [ $# -le 3 ] || { echo "usage: tools/keep_results.sh SRC DST [EVERY]" >&2; exit 2; }
 src=${1%/}; dst=${2%/}; every=${3:-50}
@@ -21,11 +23,14 @@ while IFS= read -r done_file; do
     run=$(dirname "$done_file"); rel=${run#"$src/"}
     mkdir -p "$dst/$rel"
     for f in done train.log eval.csv attention.csv distance.csv; do [ -f "$run/$f" ] && cp "$run/$f" "$dst/$rel/"; done
-    for f in "$run"/ppl*.csv; do [ -f "$f" ] && cp "$f" "$dst/$rel/"; done
+    for f in "$run"/ppl*.csv; do
+        case "$f" in */ppl_positions*) continue ;; esac
+        [ -f "$f" ] && cp "$f" "$dst/$rel/"
+    done
     if [ -f "$run/log.csv" ]; then
-        awk -F, -v k="$every" 'NR == 1 || $1 % k == 0 { print; last = NR; next } { held = $0 } END { if (held != "" && last != NR) print held }' \
-            "$run/log.csv" > "$dst/$rel/log.csv"
+        awk -F, -v k="$every" 'NR == 1 || $1 % k == 0 { print $1 "," $2; last = NR; next } { held = $1 "," $2 }
+                                END { if (held != "" && last != NR) print held }' "$run/log.csv" > "$dst/$rel/log.csv"
     fi
     n=$((n + 1))
 done < <(find "$src/runs" -name done | sort)
-echo "keep_results: $n finished runs of $src in $dst ($(du -sh "$dst" | cut -f1)); log.csv every $every steps"
+echo "keep_results: $n finished runs of $src in $dst ($(du -sh "$dst" | cut -f1)); log.csv's step and loss every $every steps"
