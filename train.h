@@ -168,7 +168,8 @@ int model_only_modes(Session *s);
 // --eval-batches, --ppl-out/--ppl-positions, --longrope-search, --attention-stats and --dump-step:
 // evaluations of the model on data (training is skipped when one is given).
 void data_modes(Session *s);
-// --sample: the prompt (or end-of-text, or a newline) and o->sample generated tokens.
-void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng);
+// The sample: the prompt (or end-of-text, or a newline) and n generated tokens (--sample N, or the
+// default sample after training on text, train.c).
+void generate(GPT *m, const Tokenizer *tok, const Options *o, int n, Rng *rng);
 
 #endif

@@ -460,27 +460,27 @@ void data_modes(Session *s) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// sampling (--sample, after training or from --load)
+// sampling (--sample, after training or from --load; the default sample after training on text)
 
 static void print_piece(const Tokenizer *tok, int id) {
     if (id >= 0 && id < tok->n) fwrite(tok->piece[id], 1, tok->piece_len[id], stdout);
     fflush(stdout);
 }
 
-// --sample: the prompt (or end-of-text, or a newline) and o->sample generated tokens (sample_tokens,
+// The sample: the prompt (or end-of-text, or a newline) and n generated tokens (sample_tokens,
 // eval/eval.h: the KV cache, started again from the last half of the text when the context is full).
 static void emit_piece(void *tok, int token, const real *logits) { (void)logits; print_piece(tok, token); }
 
-void generate(GPT *m, const Tokenizer *tok, const Options *o, Rng *rng) {
+void generate(GPT *m, const Tokenizer *tok, const Options *o, int n_new, Rng *rng) {
     int V = m->cfg.vocab_size;
     int cap = (int)strlen(o->prompt ? o->prompt : "") + 1;
-    int *ctx = xmalloc(sizeof(int) * (size_t)(cap + o->sample + 1));
+    int *ctx = xmalloc(sizeof(int) * (size_t)(cap + n_new + 1));
     int n = o->prompt ? tokenizer_encode(tok, o->prompt, ctx, cap) : 0;
     if (n == 0) ctx[n++] = tok->eot >= 0 ? tok->eot : '\n';   // start from end-of-text or a newline
     for (int i = 0; i < n; i++) CHECK(ctx[i] < V, "--prompt: token %d is outside the model's vocabulary", ctx[i]);
-    printf("---- sample (%d tokens, temperature %g, top-k %d) ----\n", o->sample, o->temperature, o->top_k);
+    printf("---- sample (%d tokens, temperature %g, top-k %d) ----\n", n_new, o->temperature, o->top_k);
     if (o->prompt) fputs(o->prompt, stdout);
-    sample_tokens(m, ctx, n, o->sample, o->temperature, o->top_k, rng, emit_piece, (void *)tok);
+    sample_tokens(m, ctx, n, n_new, o->temperature, o->top_k, rng, emit_piece, (void *)tok);
     printf("\n---- end of sample ----\n");
     free(ctx);
 }

@@ -140,7 +140,7 @@ const Flag FLAGS[] = {
       "with --save FILE (no {step}): when FILE exists, go on from it as --resume FILE does, after checking that the "
       "model and training flags given are the ones it was made with; else start afresh. With --save-every, a run "
       "killed at any point continues from its last checkpoint when the same command is run again (./compare does)" },
-    { "sample", F_INT, O(sample), 0, 1e7, K_RUN, "N", "generate N tokens after training (or from --load)" },
+    { "sample", F_INT, O(sample), 0, 1e7, K_RUN, "N", "generate N tokens after training (or from --load); 0 = none (64 after training on text, else 0)" },
     { "prompt", F_STR, O(prompt), 0, 0, K_RUN, "TEXT", "text to continue when sampling" },
     { "temperature", F_DBL, O(temperature), 0, 100, K_RUN, "X", "sampling temperature, 0 = greedy (1.0)" },
     { "top-k", F_INT, O(top_k), 0, 1e9, K_RUN, "K", "sample among the K most likely tokens, 0 = all (0)" },

@@ -198,7 +198,8 @@ static void eval_command(Argv *a, const Cfg *c, const Run *r) {
 // for text one perplexity evaluation per RoPE extension and, with --attention-stats, the attention
 // statistics (attention.csv). cmds holds MAX_CMDS; returns the count.
 // exec: the commands as run, with the training's checkpoints to continue from (--save-every K
-// --continue: no bit of the results changes, so the settings, exec = 0, leave them out).
+// --continue) and, on text, no sample (--sample 0): no bit of the results changes, so the
+// settings, exec = 0, leave them out.
 static int build_cmds(const Cfg *c, const Run *r, Argv *cmds, int exec) {
     Argv *a = &cmds[0];
     if (c->launch) arg_words(a, c->launch);
@@ -215,6 +216,8 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds, int exec) {
     arg(a, "--save"); arg(a, "%s/model.ckpt", r->dir);
     if (exec && c->save_every && !c->fit_target) { arg(a, "--save-every"); arg(a, "%d", c->save_every); }
     if (exec && !c->fit_target) arg(a, "--continue");    // (fit-first runs stop at a step a checkpoint does not record)
+    // (a --sample after -- still gives one)
+    if (exec && c->data) { arg(a, "--sample"); arg(a, "0"); }
     for (int k = 0; k < c->n_extra; k++) arg(a, "%s", c->extra[k]);
     const Scheme *sch = &c->schemes[r->scheme];
     if (*sch->post) arg_words(a, sch->post);

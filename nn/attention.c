@@ -39,11 +39,7 @@ void qk_hook(real *qkv, const AttnPos *ap, int N, int C, int NH, int dir) {
 // ----------------------------------------------------------------------------------------------
 // what every attention function shares: the mask, the per-call context, hook 3's cache
 
-// The mask, in one place (forward, backward, KV cache, probabilities): query i may attend the
-// keys j < attn_limit(ap, i, T) whose document is its own (key_visible; padding has doc -1, so a
-// real token never sees it).
-static inline int attn_limit(const AttnPos *ap, int i, int T) { return ap->bidirectional ? T : i + 1; }
-static inline int key_visible(int kdoc, int qdoc) { return kdoc == qdoc; }
+// The mask is attn_limit and key_visible (nn/attention.h), shared with nn/attention_ref.c.
 
 // One attention call's fixed inputs, set once per call and read by every helper.
 typedef struct {

@@ -32,6 +32,12 @@ typedef struct {
                                // MPI rank r x B), so the ranks draw one process's masks
 } AttnPos;
 
+// The mask, in one place (the tiled kernel, the KV cache, the probabilities and the plain reference,
+// nn/attention_ref.h): query i may attend the keys j < attn_limit(ap, i, T) whose document is its
+// own (key_visible; padding has doc -1, so a real token never sees it).
+static inline int attn_limit(const AttnPos *ap, int i, int T) { return ap->bidirectional ? T : i + 1; }
+static inline int key_visible(int kdoc, int qdoc) { return kdoc == qdoc; }
+
 // The fused kernel, tiled: blocks of ATT_QB query rows against tiles of up to ATT_KB keys, with an
 // online softmax. Memory: lse, one number per (b, h, query row), and a scratch of ATT_SCRATCH(hs)
 // reals per thread that does not grow with T; never a (T, T) matrix.

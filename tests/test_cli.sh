@@ -292,7 +292,7 @@ fi
 # ---- a validation text of fewer whole batches than --val-batches: those are read, each once (13
 # tokens hold 3 batches of 1 x 4; reading 8 wrapped to the start and counted some twice)
 printf 'abcdefghijklm' > "$tmp/v13.txt"
-vb="--layers 1 --heads 2 --dim 16 --seq 4 --batch 1 --steps 1 --val-data $tmp/v13.txt --val-frac 0"
+vb="--layers 1 --heads 2 --dim 16 --seq 4 --batch 1 --steps 1 --val-data $tmp/v13.txt --val-frac 0 --sample 0"
 ./train $vb --val-batches 8 > "$tmp/vb8" 2> "$tmp/vb8.err"; ./train $vb --val-batches 3 > "$tmp/vb3" 2> "$tmp/vb3.err"
 grep -q "hold 3 whole batches of 1 x 4, fewer than --val-batches 8" "$tmp/vb8.err" && ! grep -q "whole batches" "$tmp/vb3.err" &&
    [ -n "$(grep -o '| val [0-9.]*' "$tmp/vb8")" ] && [ "$(grep -o '| val [0-9.]*' "$tmp/vb8")" = "$(grep -o '| val [0-9.]*' "$tmp/vb3")" ]

@@ -6,8 +6,12 @@
 // room for a wrong term. Then dropout's properties: its rate, evaluation without it, the same key
 // giving the same result and another key another, and no dependence on the thread count. Every
 // whole-model backward's gathered gradient norm is checked against a pass over the gradient.
+// Attention: the tiled kernel (nn/attention.h) against the plain reference (nn/attention_ref.h),
+// forward and backward, for every scheme at T = 1, 6, 37, 70 and 600 (3 heads, packed documents,
+// with and without dropout and the causal limit), and both by finite differences at T = 1, 6 and 37.
 #include <string.h>
 
+#include "nn/attention_ref.h"
 #include "nn/kernels.h"
 #include "model.h"
 #include "tests/testutil.h"
@@ -185,89 +189,67 @@ static void test_dropout_layer(double p) {
 }
 
 // ---- attention with each scheme's q/k and score hooks ---------------------------------------
-typedef struct { int B, T, C, NH; real *qkv_raw, *qkv, *out, *lse, *scratch, *R; AttnPos ap; } AttCtx;
+// ref: 1, the loss through the plain reference (nn/attention_ref.h); 0, through the tiled kernel
+typedef struct { int B, T, C, NH, ref; real *qkv_raw, *qkv, *out, *lse, *scratch, *R; AttnPos ap; } AttCtx;
 static double att_loss(void *p) {
     AttCtx *c = p;
     size_t n = (size_t)c->B * c->T * 3 * c->C;
     memcpy(c->qkv, c->qkv_raw, n * sizeof(real));
     qk_hook(c->qkv, &c->ap, c->B * c->T, c->C, c->NH, QK_FORWARD);
-    attention_forward(c->out, c->lse, c->qkv, &c->ap, c->scratch, c->B, c->T, c->C, c->NH);
+    if (c->ref) attention_ref_forward(c->out, c->lse, c->qkv, &c->ap, c->B, c->T, c->C, c->NH);
+    else attention_forward(c->out, c->lse, c->qkv, &c->ap, c->scratch, c->B, c->T, c->C, c->NH);
     return dot(c->out, c->R, (size_t)c->B * c->T * c->C);
 }
 
-// The plain attention, written from the definition with the full (T, T) probability matrix: the
-// reference that the O(T)-memory kernel in nn/attention.c must equal, forward and backward. With
-// ap->dropout: out_i = sum_j F(i,j) P(i,j) v_j, F = keep / (1 - dropout) from nn/attention.h's mask.
-static void plain_attention(real *out, real *dqkv, const real *qkv, const real *dout, const AttnPos *ap,
-                            int B, int T, int C, int NH) {
-    int hs = C / NH;
-    double *P = xmalloc(sizeof(double) * T * T), *dS = xmalloc(sizeof(double) * T * T), *F = xmalloc(sizeof(double) * T * T);
-    real *bias = xmalloc(sizeof(real) * T);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const int *pos = ap->pos + b * T, *doc = ap->doc + b * T;
-            #define Q(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + h * hs + (c)]
-            #define K(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + C + h * hs + (c)]
-            #define VV(t, c) qkv[((size_t)(b * T + (t))) * 3 * C + 2 * C + h * hs + (c)]
-            for (int i = 0; i < T; i++) {
-                int lim = ap->bidirectional ? T : i + 1;      // keys j < lim (and of i's document)
-                for (int j = 0; j < T; j++) bias[j] = 0;
-                if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, NULL, h, pos[i], pos, lim, bias);
-                double mx = -1e300, sum = 0;
-                for (int j = 0; j < lim; j++) {
-                    double sc = 0;
-                    for (int c = 0; c < hs; c++) sc += Q(i, c) * K(j, c);
-                    P[i * T + j] = sc / sqrt((double)hs) + bias[j];
-                    if (doc[j] == doc[i] && P[i * T + j] > mx) mx = P[i * T + j];
-                }
-                for (int j = 0; j < T; j++) {
-                    P[i * T + j] = j < lim && doc[j] == doc[i] ? exp(P[i * T + j] - mx) : 0;
-                    sum += P[i * T + j];
-                }
-                for (int j = 0; j < T; j++) P[i * T + j] /= sum;
-                uint32_t rk = drop_row_key(ap->drop_key, ((uint64_t)b * NH + h) * T + i);
-                for (int j = 0; j < T; j++)
-                    F[i * T + j] = ap->dropout == 0 ? 1 : drop_keep(rk, (uint32_t)j, drop_threshold(ap->dropout)) ? 1 / (1 - ap->dropout) : 0;
-                for (int c = 0; c < hs; c++) {
-                    double o = 0;
-                    for (int j = 0; j < T; j++) o += F[i * T + j] * P[i * T + j] * VV(j, c);
-                    out[(size_t)(b * T + i) * C + h * hs + c] = (real)o;
-                }
-            }
-            // backward: dP = F * (dout V^T), dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt,
-            // dK = dS^T Q / sqrt, dV = (F * P)^T dout
-            for (int i = 0; i < T; i++) {
-                double rs = 0;
-                for (int j = 0; j < T; j++) {
-                    double dp = 0;
-                    for (int c = 0; c < hs; c++) dp += dout[(size_t)(b * T + i) * C + h * hs + c] * VV(j, c);
-                    dp *= F[i * T + j];
-                    dS[i * T + j] = dp;
-                    rs += P[i * T + j] * dp;
-                }
-                for (int j = 0; j < T; j++) dS[i * T + j] = P[i * T + j] * (dS[i * T + j] - rs);
-            }
-            for (int t = 0; t < T; t++)
-                for (int c = 0; c < hs; c++) {
-                    double dq = 0, dk = 0, dv = 0;
-                    for (int u = 0; u < T; u++) {
-                        dq += dS[t * T + u] * K(u, c);
-                        dk += dS[u * T + t] * Q(u, c);
-                        dv += F[u * T + t] * P[u * T + t] * dout[(size_t)(b * T + u) * C + h * hs + c];
-                    }
-                    size_t base = (size_t)(b * T + t) * 3 * C + h * hs + c;
-                    dqkv[base] = (real)(dq / sqrt((double)hs));
-                    dqkv[base + C] = (real)(dk / sqrt((double)hs));
-                    dqkv[base + 2 * C] = (real)dv;
-                }
-            #undef Q
-            #undef K
-            #undef VV
-        }
-    free(P); free(dS); free(F); free(bias);
+// max |a - b| over n, relative to the largest |a| (at least 1: xpos at T = 70 with scale base 4
+// scales q and k by up to ~1e8, and its gradients with them)
+static double rel_err(const real *a, const real *b, size_t n) {
+    double big = 1, e = 0;
+    for (size_t k = 0; k < n; k++) big = fmax(big, fabs(a[k]));
+    for (size_t k = 0; k < n; k++) e = err_max(e, fabs(a[k] - b[k]) / big);
+    return e;
 }
-// T = 6 is one block of queries in the kernel; T = 37 spans three, the last one partial.
-// Row 1 holds two packed documents: tokens 0..T/2-1 and T/2..T-1. dropout: the rate, at a fixed key.
+
+// The tiled kernel against the plain reference (nn/attention_ref.h), forward (out, lse) and
+// backward (dqkv, the learned bias's gradient); c's buffers as att_loss and the kernel's backward
+// left them, dqkv (B,T,3C) and dp (np) the kernel's gradients.
+static void expect_reference(AttCtx *c, const real *dqkv, const real *dp, size_t np, const char *what) {
+    size_t nq = (size_t)c->B * c->T * 3 * c->C, no = (size_t)c->B * c->T * c->C, nl = (size_t)c->B * c->NH * c->T;
+    real *out = xmalloc(no * sizeof(real)), *lse = xmalloc(nl * sizeof(real)), *dq = xmalloc(nq * sizeof(real));
+    real *rdp = xcalloc(np + 1, sizeof(real));
+    AttnPos ap = c->ap;
+    ap.pe_dparams = np ? rdp : NULL;
+    attention_ref_forward(out, lse, c->qkv, &ap, c->B, c->T, c->C, c->NH);
+    attention_ref_backward(dq, c->R, c->qkv, &ap, c->B, c->T, c->C, c->NH);
+    double ef = rel_err(out, c->out, no), el = rel_err(lse, c->lse, nl), eb = rel_err(dq, dqkv, nq), ep = np ? rel_err(rdp, dp, np) : 0;
+    EXPECT(ef < 1e-12 && el < 1e-12 && eb < 1e-12 && ep < 1e-12, "%s: the tiled attention differs from nn/attention_ref: "
+           "out %.3g, lse %.3g, dqkv %.3g, d(parameters) %.3g (relative to the largest value)", what, ef, el, eb, ep);
+    free(out); free(lse); free(dq); free(rdp);
+}
+
+// The reference's own gradients by finite differences: dqkv through hook 2, and the learned bias's
+static void check_reference_grad(AttCtx *c, size_t np, const char *what) {
+    size_t nq = (size_t)c->B * c->T * 3 * c->C;
+    real *dq = xmalloc(nq * sizeof(real)), *rdp = xcalloc(np + 1, sizeof(real)), *dp = c->ap.pe_dparams;
+    c->ref = 1;
+    att_loss(c);
+    c->ap.pe_dparams = np ? rdp : NULL;
+    attention_ref_backward(dq, c->R, c->qkv, &c->ap, c->B, c->T, c->C, c->NH);
+    c->ap.pe_dparams = dp;
+    qk_hook(dq, &c->ap, c->B * c->T, c->C, c->NH, QK_BACKWARD);
+    char label[192];
+    snprintf(label, sizeof label, "nn/attention_ref dqkv [%s]", what);
+    check_grad(label, c->qkv_raw, dq, nq, att_loss, c);
+    if (np && c->T > 1) {         // (as test_attention's)
+        snprintf(label, sizeof label, "nn/attention_ref d(parameters) [%s]", what);
+        check_grad(label, (real *)c->ap.pe_params, rdp, np, att_loss, c);
+    }
+    c->ref = 0;
+    free(dq); free(rdp);
+}
+
+// T = 6 is one block of queries in the kernel; T = 37 spans three, the last one partial; T = 1 one
+// query. Row 1 holds two packed documents: tokens 0..T/2-1 and T/2..T-1. dropout: the rate, at a fixed key.
 static void test_attention(int scheme, int interleaved, double fraction, int T, int finite_differences, int bidirectional,
                            double dropout) {
     AttCtx c = { .B = 2, .T = T, .C = 12, .NH = 3 };
@@ -307,19 +289,10 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
     att_loss(&c);
     real *dqkv = xcalloc(nq, sizeof(real));
     attention_backward(dqkv, c.scratch, c.R, c.qkv, c.out, c.lse, &c.ap, c.B, c.T, c.C, c.NH);
-    // equal to the plain attention (full probability matrix), forward and backward
-    real *pout = xmalloc(no * sizeof(real)), *pdqkv = xmalloc(nq * sizeof(real));
-    plain_attention(pout, pdqkv, c.qkv, c.R, &c.ap, c.B, c.T, c.C, c.NH);
-    // (relative to the largest value, at least 1: xpos at T = 70 with scale base 4 scales q and k
-    // by up to ~1e8, and its gradients with them)
-    double ef = 0, eb = 0, big_f = 1, big_b = 1;
-    for (size_t k = 0; k < no; k++) big_f = fmax(big_f, fabs(pout[k]));
-    for (size_t k = 0; k < nq; k++) big_b = fmax(big_b, fabs(pdqkv[k]));
-    for (size_t k = 0; k < no; k++) ef = err_max(ef, fabs(pout[k] - c.out[k]) / big_f);
-    for (size_t k = 0; k < nq; k++) eb = err_max(eb, fabs(pdqkv[k] - dqkv[k]) / big_b);
-    EXPECT(ef < 1e-12 && eb < 1e-12, "%s (T = %d%s, dropout %g): O(T) attention differs from the plain attention: forward %.3g, "
-           "backward %.3g (relative to the largest value, %.3g and %.3g)", s->name, T,
-           bidirectional ? ", bidirectional" : "", dropout, ef, eb, big_f, big_b);
+    char what[128];
+    snprintf(what, sizeof what, "%s%s, fraction %g, T = %d%s, dropout %g", s->name, interleaved ? " interleaved" : "", fraction,
+             T, bidirectional ? ", bidirectional" : "", dropout);
+    expect_reference(&c, dqkv, dp, np, what);
     // masking: row 1's second document never sees the first
     real *saved = xmalloc(no * sizeof(real));
     memcpy(saved, c.out, no * sizeof(real));
@@ -331,15 +304,16 @@ static void test_attention(int scheme, int interleaved, double fraction, int T, 
     for (int tk = T; tk < T + half; tk++) for (int k = 0; k < 3 * c.C; k++) c.qkv_raw[(size_t)tk * 3 * c.C + k] -= 1;
     att_loss(&c);
     qk_hook(dqkv, &c.ap, N, c.C, c.NH, QK_BACKWARD);
-    free(pout); free(pdqkv); free(saved);
+    free(saved);
     if (finite_differences) {
-        char what[128];
-        snprintf(what, sizeof what, "attention dqkv [%s%s, fraction %g, dropout %g]", s->name, interleaved ? " interleaved" : "", fraction, dropout);
-        check_grad(what, c.qkv_raw, dqkv, nq, att_loss, &c);
-        if (np) {
-            snprintf(what, sizeof what, "attention d(%s parameters), dropout %g", s->name, dropout);
-            check_grad(what, p, dp, np, att_loss, &c);
+        char label[192];
+        snprintf(label, sizeof label, "attention dqkv [%s]", what);
+        check_grad(label, c.qkv_raw, dqkv, nq, att_loss, &c);
+        if (np && T > 1) {        // (T = 1: one key per query, p = 1 whatever the bias: no gradient)
+            snprintf(label, sizeof label, "attention d(%s parameters) [%s]", s->name, what);
+            check_grad(label, p, dp, np, att_loss, &c);
         }
+        check_reference_grad(&c, np, what);
     }
     posenc_tables_free(&t);
     free(c.qkv_raw); free(c.qkv); free(c.out); free(c.R); free(c.lse); free(c.scratch); free(dqkv); free(p); free(dp);
@@ -611,5 +585,12 @@ int main(void) {
     // the sinusoidal input with unscaled embeddings (--sinusoidal-scale none; "sinusoidal" above is
     // the default, sqrt(C)), last so that the cases above draw what they drew before it
     model_case("sinusoidal, unscaled embeddings", "sinusoidal", NULL, NULL, 0, 1.0, 2, 0, "sinusoidal_scale=none");
+    // one query (T = 1) of each scheme, without and with dropout, last too: the kernel against the
+    // reference, and both by finite differences
+    for (int s = 0; s < posenc_count(); s++) {
+        if (posenc_scheme(s)->hooks & PE_HOOK_INPUT) continue;
+        test_attention(s, 0, 1.0, 1, 1, 0, 0);
+        test_attention(s, 0, 1.0, 1, 1, 0, 0.5);
+    }
     return test_summary("test_grad");
 }
