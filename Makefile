@@ -44,7 +44,7 @@ PYTHON ?= /usr/bin/python3
 
 TASKS_SRC = dataset/tasks.c dataset/tasks_sets.c dataset/tasks_gen.c dataset/tasks_math.c dataset/tasks_lang.c \
   dataset/scan.c dataset/pcfg.c
-CORE = util/common.c util/atomicfile.c model.c model_build.c model_optim.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c nn/bf16_cpu.c dataset/batch.c
+CORE = util/common.c util/atomicfile.c model.c model_build.c model_optim.c model_check.c nn/layers.c nn/attention.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c nn/bf16_cpu.c dataset/batch.c
 LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c $(TASKS_SRC)
 HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h dist/dist.h dist/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc nn/bf16_pack.inc model.h nn/layers.h nn/attention.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/scan.h dataset/pcfg.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
