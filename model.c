@@ -1,19 +1,15 @@
 // model.c: the GPT-2 model's forward (the transformer block, written once for the batch and the KV
-// cache) and backward passes, dropout's keys and anomaly detection. The layout and allocation are in
-// model_build.c, the optimiser in model_optim.c, the layers in nn/layers.c, attention in
-// nn/attention.c. Shapes follow the legend in model.h. Every backward ACCUMULATES (+=) into its outputs,
-// but the first after gpt_zero_grad overwrites the parameter gradients (gpt_backward).
-#include "model.h"
+// cache) and backward passes, and dropout's keys. The layout and allocation are in model_build.c,
+// the optimiser in model_optim.c, --detect-anomaly's checks in model_check.c, the layers in
+// nn/layers.c, attention in nn/attention.c. Shapes follow the legend in model.h. Every backward
+// ACCUMULATES (+=) into its outputs, but the first after gpt_zero_grad overwrites the parameter
+// gradients (gpt_backward).
+#include "model_ops.h"
 
 #include "nn/kernels.h"
 
 #include <string.h>
 #include <tgmath.h>   // exp, sqrt, tanh follow the type of `real` (expf in the float build)
-
-// Adds the time of `stmt` to m->state.prof[k] (where a benchmark reads the share of each kind of work).
-#define TIMED(m, k, stmt) do { double t0_ = now_seconds(); stmt; (m)->state.prof[k] += now_seconds() - t0_; } while (0)
-// the linear layers' products in the model's precision (gpt_set_bf16)
-#define MATMUL_FORWARD(m) ((m)->state.bf16 ? matmul_forward_bf16 : matmul_forward)
 
 // ----------------------------------------------------------------------------------------------
 // decoding's transposed weights (model.h, gpt_decode_begin)
@@ -51,14 +47,119 @@ static const real *decode_weight(GPT *m, const real *w, int C, int OC) {
 #endif
 }
 
-// out (N,OC) = inp (N,C) @ w^T + bias: a linear layer's forward; one row while decoding reads w's
-// transposed copy (the same bits)
-static void linear_forward(GPT *m, real *out, const real *inp, const real *w, const real *bias, size_t N, int C, int OC) {
-    const real *wt = N == 1 ? decode_weight(m, w, C, OC) : NULL;
-    if (wt) matmul_forward_wt(out, inp, wt, bias, 1, C, OC);
-    else MATMUL_FORWARD(m)(out, inp, w, bias, (int)N, C, OC);
-}
+// ----------------------------------------------------------------------------------------------
+// the operations of the stages, each timed where a benchmark reads the share of each kind of work
+// (m->state.prof): the products of the linear layers, attention with its hooks
+
+// the linear layers' products in the model's precision (gpt_set_bf16)
+#define MATMUL_FORWARD(m) ((m)->state.bf16 ? matmul_forward_bf16 : matmul_forward)
 #define MATMUL_BACKWARD(m) ((m)->state.bf16 ? matmul_backward_bf16 : matmul_backward)
+
+// out (N,OC) = inp (N,C) @ w^T (+ bias): the LM head's and the linear layers' product
+static void matmul(GPT *m, real *out, const real *inp, const real *w, const real *bias, size_t N, int C, int OC) {
+    double t0 = now_seconds();
+    MATMUL_FORWARD(m)(out, inp, w, bias, (int)N, C, OC);
+    m->state.prof[PROF_MATMUL] += now_seconds() - t0;
+}
+
+// its backward: dinp (N,C) overwritten, dw (OC,C) and db (OC) added to (acc) or overwritten
+static void matmul_grad(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                        int N, int C, int OC, int acc) {
+    double t0 = now_seconds();
+    MATMUL_BACKWARD(m)(dinp, dw, db, dout, inp, w, N, C, OC, acc, 0);
+    m->state.prof[PROF_MATMUL] += now_seconds() - t0;
+}
+
+void linear_forward(GPT *m, real *out, const real *inp, const real *w, const real *bias, size_t N, int C, int OC) {
+    const real *wt = N == 1 ? decode_weight(m, w, C, OC) : NULL;
+    if (!wt) { matmul(m, out, inp, w, bias, N, C, OC); return; }
+    double t0 = now_seconds();
+    matmul_forward_wt(out, inp, wt, bias, 1, C, OC);
+    m->state.prof[PROF_MATMUL] += now_seconds() - t0;
+}
+
+// No other call of a backward writes dw and db, so they are final: their squares go into the norm.
+void linear_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                     const real *w, int N, int C, int OC, int acc) {
+    matmul_grad(m, dinp, dw, db, dout, inp, w, N, C, OC, acc);
+    gpt_norm_gather(m, dw, (size_t)OC * C);
+    gpt_norm_gather(m, db, (size_t)OC);
+}
+
+void ln_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                 const real *mean, const real *rstd, int N, int C, int acc) {
+    layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, acc);
+    gpt_norm_gather(m, dw, (size_t)C);
+    gpt_norm_gather(m, db, (size_t)C);
+}
+
+void rotate_qk(GPT *m, real *qkv, const AttnPos *ap, size_t N, int dir) {
+    double t0 = now_seconds();
+    qk_hook(qkv, ap, (int)N, m->cfg.n_embd, m->cfg.n_head, dir);
+    m->state.prof[PROF_ATTENTION] += now_seconds() - t0;
+}
+
+// The tiled kernel over the batch (B,T) when kc is NULL, with the layer's statistics while its qkv
+// and lse exist (GptPass.attn_stats); otherwise the chunk's T queries (B = 1) against the KV cache,
+// to which the chunk's keys and values are appended first.
+void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *ap, int B, int T, KVCache *kc) {
+    int C = m->cfg.n_embd, NH = m->cfg.n_head;
+    double t0 = now_seconds(), *stats = m->state.act.attn_stats;
+    if (!kc) {
+        attention_forward(la->atty, la->att_lse, la->qkv, ap, m->state.a.att_scratch, B, T, C, NH);
+        if (stats)
+            attention_stats(stats + (size_t)l * NH * ATT_NSTAT, la->qkv, la->att_lse, ap, m->state.a.att_scratch, B, T, C, NH);
+    } else {
+        int P = kc->len;
+        real *Kl = kc->k + (size_t)l * kc->cap * C, *Vl = kc->v + (size_t)l * kc->cap * C;
+        for (int t = 0; t < T; t++) {      // append this chunk's keys and values
+            memcpy(Kl + (size_t)(P + t) * C, la->qkv + (size_t)t * 3 * C + C, sizeof(real) * C);
+            memcpy(Vl + (size_t)(P + t) * C, la->qkv + (size_t)t * 3 * C + 2 * C, sizeof(real) * C);
+        }
+        KVKeys kv = { .k = Kl, .v = Vl, .pos = kc->pos, .doc = kc->doc, .P = P, .rows = kc->att_row, .row_cap = kc->cap };
+        attention_forward_cached(la->atty, la->qkv, ap, &kv, T, C, NH);
+    }
+    m->state.prof[PROF_ATTENTION] += now_seconds() - t0;
+}
+
+void attn_backward(GPT *m, const LayerActs *la, const AttnPos *ap, int B, int T) {
+    GradActivations *g = &m->state.ga;
+    double t0 = now_seconds();
+    attention_backward(g->dqkv, m->state.a.att_scratch, g->datty, la->qkv, la->atty, la->att_lse, ap, B, T,
+                       m->cfg.n_embd, m->cfg.n_head);
+    m->state.prof[PROF_ATTENTION] += now_seconds() - t0;
+}
+
+// Its backward is the identity for both: block_backward hands dL/dout on to each side unchanged.
+void residual_add(real *out, const real *a, const real *b, size_t n) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+const real *dropped_grad(real *buf, const real *dout, uint64_t key, double p, size_t N, int C, uint64_t row0) {
+    memset(buf, 0, sizeof(real) * N * C);
+    dropout_backward(buf, dout, key, p, (int)N, C, row0);
+    return buf;
+}
+
+// The embedding multiplies wte's rows by it, its backward the gradient that reaches them.
+real embed_scale(const GPTConfig *c) { return (real)posenc_embed_scale(&c->pe, c->n_embd); }
+
+// scale * wte[token] + hook 1's position into a->encoded; with dropout the sum goes to a->scratch
+// first and the dropout from there into a->encoded, so that what it drops stays to be checked
+void embed_forward(GPT *m, const int *tokens, const int *pos, int B, int T, double drop) {
+    const GPTConfig *c = &m->cfg;
+    const ParamTensors *p = &m->weights.p;
+    Activations *a = &m->state.a;
+    size_t N = (size_t)B * T;
+    real *emb = drop > 0 ? a->scratch : a->encoded;                   // (N,C)
+    encoder_forward(emb, tokens, p->wte, embed_scale(c), N, c->n_embd);
+    const PosScheme *in = posenc_scheme(c->pe.input);
+    if (in->input_forward) in->input_forward(&m->pt, p->pe_input, emb, pos, N);       // hook 1
+    if (drop > 0)
+        dropout_forward(a->encoded, emb, drop_site(m->state.act.drop_key, -1, DROP_EMBEDDING), drop, N, c->n_embd,
+                        m->state.act.drop_row0 * T);
+}
 
 // ----------------------------------------------------------------------------------------------
 // softmax + cross-entropy over the V real classes of each (Vp,) logits row
@@ -66,7 +167,7 @@ static void linear_forward(GPT *m, real *out, const real *inp, const real *w, co
 // probs (N,Vp) = softmax of logits (N,Vp) over the first V columns (the padding columns 0);
 // losses (N,) = -log probs[n][targets[n]], when targets (N,) is not NULL. Its backward,
 // dlogits = weight * grad_scale * (probs - onehot(target)), is written inline at the top of
-// gpt_backward, over probs; or, when grad_scale > 0 (gpt_set_loss_grad_scale: the training step),
+// gpt_backward, over probs; or, when grad_scale > 0 (GptPass.loss_grad_scale: the training step),
 // here in the last pass, with the same operations, instead of probs. Three vectorised passes over
 // a row (V = 50257 for GPT-2): the max, the exponentials and their sum, the normalisation. exp_fast is exp_vec in the float build (relative
 // error ~2.3e-7; 0 below exp(-87), far under a sum >= 1) and libm's exp in the double build, the
@@ -110,52 +211,20 @@ static void crossentropy_forward(real *probs, real *losses, const real *logits, 
 }
 
 // ----------------------------------------------------------------------------------------------
-// the forward's modes
-
-void gpt_set_forward_only(GPT *m, int on) { m->state.forward_only = on != 0; }
-void gpt_set_loss_grad_scale(GPT *m, double grad_scale) { m->state.loss_grad_scale = grad_scale > 0 ? grad_scale : 0; }
-void gpt_set_attention_stats(GPT *m, double *acc) { m->state.attn_stats = acc; }
-
-// ----------------------------------------------------------------------------------------------
-// dropout's keys: the step's key (gpt_set_dropout), then one per layer and site, then one per
-// row of the site (nn/kernels.h)
-
-enum { DROP_EMBEDDING, DROP_ATTENTION, DROP_ATTN_OUT, DROP_MLP_OUT };   // the sites; layer -1: the embedding
+// dropout's keys: the step's key (GptPass.drop_key), then one per layer and site, then one per row
+// of the site (nn/kernels.h)
 
 void gpt_set_bf16(GPT *m, int on) { m->state.bf16 = on != 0; }
-
-void gpt_set_dropout(GPT *m, double p, uint64_t key) {
-    CHECK(p >= 0 && p < 1, "internal: dropout rate %g outside [0, 1)", p);
-    m->state.dropout = p;
-    m->state.drop_key = key;
-}
-
-void gpt_set_dropout_rows(GPT *m, uint64_t b0) { m->state.drop_b0 = b0; }
 
 uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro) {
     return mix64(mix64(mix64(seed ^ 0xD50F0D50F0D50Full) + (uint64_t)step) + (uint64_t)micro);
 }
 
-// the key of site `site` of layer `layer` under the step's key
-static uint64_t drop_site(uint64_t key, int layer, int site) {
+uint64_t drop_site(uint64_t key, int layer, int site) {
     return mix64(key ^ mix64(((uint64_t)(layer + 1) << 2) + (uint64_t)site));
 }
 
-// The slices of layer l's activations (each buffer holds L layers back to back; forward-only, one
-// layer, whose slices every layer overwrites in turn: a layer reads only its input residual, which
-// it has consumed before it writes its own residual2 and residual3 over the slices).
-typedef struct {
-    real *ln1, *ln1_mean, *ln1_rstd;   // (N,C), (N), (N)
-    real *qkv;                         // (N,3C)
-    real *atty;                        // (N,C)
-    real *att_lse;                     // (B,NH,T)
-    real *residual2;                   // (N,C)
-    real *ln2, *ln2_mean, *ln2_rstd;   // (N,C), (N), (N)
-    real *fch, *fch_gelu;              // (N,4C)
-    real *residual3;                   // (N,C)
-} LayerActs;
-
-static LayerActs layer_acts(const GPT *m, int l, int B, int T) {
+LayerActs layer_acts(const GPT *m, int l, int B, int T) {
     const Activations *a = &m->state.a;
     size_t N = (size_t)B * T, C = m->cfg.n_embd, NH = m->cfg.n_head;
     if (m->state.act_forward_only) l = 0;
@@ -168,28 +237,16 @@ static LayerActs layer_acts(const GPT *m, int l, int B, int T) {
     return la;
 }
 
-// layer l's attention inputs for the batch b, with the last forward's dropout (gpt_forward sets it
-// before its layers run); grads: 1 for the backward (the scheme's parameter gradients)
-static AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
+AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads) {
     const GPTWeights *w = &m->weights;
-    const GPTRunState *s = &m->state;
+    const GptPass *act = &m->state.act;
     AttnPos ap = { .pos = b->pos, .doc = b->doc, .scheme = posenc_scheme(m->cfg.pe.layer[l]), .tables = &m->pt,
                    .pe_params = w->p.pe_layer[l], .pe_dparams = grads ? w->g.pe_layer[l] : NULL,
-                   .pe_nparams = w->pe_layer_n[l], .dropout = s->act_dropout,
-                   .drop_key = drop_site(s->act_drop_key, l, DROP_ATTENTION), .drop_b0 = s->act_drop_b0 };
+                   .pe_nparams = w->pe_layer_n[l], .dropout = act->dropout,
+                   .drop_key = drop_site(act->drop_key, l, DROP_ATTENTION), .drop_b0 = act->drop_row0,
+                   .unchecked_scores = m->state.checking };
     return ap;
 }
-
-// out = a + b, each (n,) (n = N*C: a residual stream and a branch). Its backward is the identity
-// for both: block_backward hands dL/dout on to each side unchanged.
-static void residual_add(real *out, const real *a, const real *b, size_t n) {
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-
-// The factor on the token embeddings before hook 1 (1 but for a sinusoidal input's sqrt(C)): the
-// embedding's forward multiplies wte's rows by it, its backward the gradient that reaches them.
-static real embed_scale(const GPTConfig *c) { return (real)posenc_embed_scale(&c->pe, c->n_embd); }
 
 static void check_positions(const GPT *m, const int *pos, size_t N) {
     int limit = gpt_position_limit(m);
@@ -200,125 +257,7 @@ static void check_positions(const GPT *m, const int *pos, size_t N) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// anomaly detection (gpt_set_detect_anomaly): watch() after every tensor a checked call writes
-
-// A tensor's shape for messages: one word per dimension ("b t c"), row-major sizes
-typedef struct { const char *names; int rank; size_t size[4]; } Dims;
-static Dims dims(const char *names, size_t d0, size_t d1, size_t d2, size_t d3) {
-    Dims d = { names, 1, { d0, d1, d2, d3 } };
-    for (const char *c = names; *c; c++) d.rank += *c == ' ';
-    return d;
-}
-static Dims btc(size_t B, size_t T, size_t X) { return dims("b t c", B, T, X, 0); }
-
-// A call that may check starts (pass: "forward", ...): with on, m->state.anomaly is cleared and watch() scans
-static void begin_checks(GPT *m, const char *pass, int on) {
-    GPTRunState *s = &m->state;
-    s->checking = on;
-    if (!on) return;
-    memset(&s->anomaly, 0, sizeof s->anomaly);
-    s->anomaly.pass = pass;
-}
-
-// The first bad value of the call: tensor `name` of layer `layer`, shape d, as scan s found it
-static void record_anomaly(GPT *m, int layer, const char *name, Dims d, FiniteScan s) {
-    Anomaly *a = &m->state.anomaly;
-    a->found = 1; a->layer = layer; a->index = s.first; a->bad = s.bad; a->n = s.n;
-    snprintf(a->tensor, sizeof a->tensor, "%s", name);
-    char at[160] = "", word[16], where[32] = "";
-    size_t rest = s.first;
-    const char *w = d.names;
-    for (int k = 0; k < d.rank; k++) {          // the flat index as coordinates, outermost first
-        size_t stride = 1;
-        for (int j = k + 1; j < d.rank; j++) stride *= d.size[j];
-        int len = (int)strcspn(w, " ");
-        snprintf(word, sizeof word, "%.*s", len, w);
-        w += len + (w[len] == ' ');
-        size_t used = strlen(at);
-        snprintf(at + used, sizeof at - used, "%s%s=%zu", k ? ", " : "", word, rest / stride);
-        rest %= stride;
-    }
-    if (layer >= 0) snprintf(where, sizeof where, "layer %d ", layer);
-    const char *kind = isnan(s.first_value) ? "NaN" : s.first_value > 0 ? "+Inf" : "-Inf";
-    int len = snprintf(a->msg, sizeof a->msg, "%s%s: %s has %s at (%s), first bad of %zu values (of %zu)",
-                       where, a->pass, name, kind, at, s.bad, s.n);
-    if (a->before[0] && len > 0 && (size_t)len < sizeof a->msg)
-        snprintf(a->msg + len, sizeof a->msg - len, "; the tensor checked before it, %s, was finite (max |x| = %g)",
-                 a->before, a->before_max);
-}
-
-// Scan s of tensor `name` (layer, shape d): records the call's first bad one, else remembers it as
-// the last finite tensor
-static void note_scan(GPT *m, int layer, const char *name, Dims d, FiniteScan s) {
-    if (s.bad) { record_anomaly(m, layer, name, d, s); return; }
-    snprintf(m->state.anomaly.before, sizeof m->state.anomaly.before, "%s", name);
-    m->state.anomaly.before_max = s.maxabs;
-}
-
-// After a checked call writes x (shape d): returns 1 when the call has met its first bad value (the
-// call then stops: past a NaN, attention's own divergence check would end the process). One branch
-// when detection is off.
-static int watch(GPT *m, int layer, const char *name, const real *x, Dims d) {
-    if (!m->state.checking) return 0;
-    size_t n = 1;
-    for (int k = 0; k < d.rank; k++) n *= d.size[k];
-    note_scan(m, layer, name, d, finite_scan(x, n));
-    return m->state.anomaly.found;
-}
-
-// Every tensor of layer `layer` (-1: outside the blocks) in the buffer base (params or grads);
-// prefix "grad." names a gradient; returns 1 as watch does
-static int watch_tensors(GPT *m, int layer, const real *base, const char *prefix) {
-    if (!m->state.checking) return 0;
-    for (int k = 0; k < m->weights.n_tensors; k++) {
-        const TensorInfo *ti = &m->weights.tensors[k];
-        if (ti->layer != layer) continue;
-        char name[112];
-        snprintf(name, sizeof name, "%s%s", prefix, ti->name);
-        if (watch(m, layer, name, base + ti->offset, ti->rows == 1 ? dims("i", ti->cols, 0, 0, 0) :
-                  dims("row col", ti->rows, ti->cols, 0, 0))) return 1;
-    }
-    return 0;
-}
-
-// A call that checks every parameter starts (begin_checks), then scans them, the tensors outside
-// the blocks first, then block by block (gpt_check_parameters; gpt_adamw, model_optim.c)
-void gpt_watch_parameters(GPT *m, const char *pass, int on) {
-    begin_checks(m, pass, on);
-    for (int l = -1; l < m->cfg.n_layer && !watch_tensors(m, l, m->weights.params, ""); l++) {}
-}
-
-void gpt_set_detect_anomaly(GPT *m, int on) {
-    m->state.detect_anomaly = on != 0;
-    memset(&m->state.anomaly, 0, sizeof m->state.anomaly);
-}
-
-int gpt_check_parameters(GPT *m) {
-    gpt_watch_parameters(m, "parameters", 1);
-    return m->state.anomaly.found;
-}
-
-// Layer l's attention from its qkv (N,3C, hooked) into atty (N,C): the tiled kernel over the batch
-// (B,T) when kc is NULL; otherwise the chunk's T queries (B = 1) against the KV cache, to which
-// the chunk's keys and values are appended first.
-static void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *ap, int B, int T, KVCache *kc) {
-    int C = m->cfg.n_embd, NH = m->cfg.n_head;
-    if (!kc) {
-        attention_forward(la->atty, la->att_lse, la->qkv, ap, m->state.a.att_scratch, B, T, C, NH);
-        if (m->state.attn_stats)        // gpt_set_attention_stats: this layer's statistics, while its qkv and lse exist
-            attention_stats(m->state.attn_stats + (size_t)l * NH * ATT_NSTAT, la->qkv, la->att_lse, ap,
-                            m->state.a.att_scratch, B, T, C, NH);
-        return;
-    }
-    int P = kc->len;
-    real *Kl = kc->k + (size_t)l * kc->cap * C, *Vl = kc->v + (size_t)l * kc->cap * C;
-    for (int t = 0; t < T; t++) {      // append this chunk's keys and values
-        memcpy(Kl + (size_t)(P + t) * C, la->qkv + (size_t)t * 3 * C + C, sizeof(real) * C);
-        memcpy(Vl + (size_t)(P + t) * C, la->qkv + (size_t)t * 3 * C + 2 * C, sizeof(real) * C);
-    }
-    KVKeys kv = { .k = Kl, .v = Vl, .pos = kc->pos, .doc = kc->doc, .P = P, .rows = kc->att_row, .row_cap = kc->cap };
-    attention_forward_cached(la->atty, la->qkv, ap, &kv, T, C, NH);
-}
+// the forward
 
 // Transformer block l on the N = B*T tokens of residual (N,C), into layer l's activations; returns
 // its output residual3 (N,C). ap: the layer's positions; kc: NULL, or the KV cache (block_attention).
@@ -328,140 +267,29 @@ static void block_attention(GPT *m, int l, const LayerActs *la, const AttnPos *a
 // With dropout (the batch forward only): attention drops inside, and each projection is dropped
 // before its residual add.
 static const real *block_forward(GPT *m, int l, const real *residual, const AttnPos *ap, int B, int T, KVCache *kc) {
-    GPTRunState *s = &m->state;
-    int C = m->cfg.n_embd, NH = m->cfg.n_head;
+    int C = m->cfg.n_embd;
     size_t N = (size_t)B * T;
     const ParamTensors *p = &m->weights.p;
-    real *proj = s->a.scratch;                                  // (N,C) each projection before its residual add
-    double drop = kc ? 0 : s->act_dropout;
+    real *proj = m->state.a.scratch;                            // (N,C) each projection before its residual add
+    double drop = kc ? 0 : m->state.act.dropout;
+    uint64_t key = m->state.act.drop_key, row0 = m->state.act.drop_row0 * T;
     LayerActs la = layer_acts(m, l, B, T);
+
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, N, C);
-    if (watch(m, l, "ln1", la.ln1, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, linear_forward(m, la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C));
-    if (watch(m, l, "qkv", la.qkv, btc(B, T, 3 * C))) return NULL;
-    TIMED(m, PROF_ATTENTION, qk_hook(la.qkv, ap, N, C, NH, QK_FORWARD));                                      // hook 2
-    if ((ap->scheme->hooks & PE_HOOK_QK) && watch(m, l, "qkv after hook 2", la.qkv, btc(B, T, 3 * C))) return NULL;
-    if (s->checking && ap->scheme->bias_forward) {                                                            // hook 3
-        note_scan(m, l, "hook 3 bias", dims("b h i j", B, NH, T, T), attention_bias_scan(ap, B, T, NH));
-        if (s->anomaly.found) return NULL;
-    }
-    TIMED(m, PROF_ATTENTION, block_attention(m, l, &la, ap, B, T, kc));
-    if (watch(m, l, "atty", la.atty, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, linear_forward(m, proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C));
-    if (drop > 0) dropout_forward(proj, proj, drop_site(s->act_drop_key, l, DROP_ATTN_OUT), drop, N, C, s->act_drop_b0 * T);
-    if (watch(m, l, "attproj", proj, btc(B, T, C))) return NULL;
+    linear_forward(m, la.qkv, la.ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + l * 3 * C, N, C, 3 * C);
+    rotate_qk(m, la.qkv, ap, N, QK_FORWARD);                                                // hook 2
+    block_attention(m, l, &la, ap, B, T, kc);                                               // hook 3 inside
+    linear_forward(m, proj, la.atty, p->attprojw + (size_t)l * C * C, p->attprojb + l * C, N, C, C);
+    if (drop > 0) dropout_forward(proj, proj, drop_site(key, l, DROP_ATTN_OUT), drop, N, C, row0);
     residual_add(la.residual2, residual, proj, N * C);
-    if (watch(m, l, "residual2", la.residual2, btc(B, T, C))) return NULL;
+
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p->ln2w + l * C, p->ln2b + l * C, N, C);
-    if (watch(m, l, "ln2", la.ln2, btc(B, T, C))) return NULL;
-    TIMED(m, PROF_MATMUL, linear_forward(m, la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C));
-    if (watch(m, l, "fch", la.fch, btc(B, T, 4 * C))) return NULL;
+    linear_forward(m, la.fch, la.ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + l * 4 * C, N, C, 4 * C);
     gelu_forward(la.fch_gelu, la.fch, N * 4 * C);
-    if (watch(m, l, "fch_gelu", la.fch_gelu, btc(B, T, 4 * C))) return NULL;
-    TIMED(m, PROF_MATMUL, linear_forward(m, proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C));
-    if (drop > 0) dropout_forward(proj, proj, drop_site(s->act_drop_key, l, DROP_MLP_OUT), drop, N, C, s->act_drop_b0 * T);
-    if (watch(m, l, "fcproj", proj, btc(B, T, C))) return NULL;
+    linear_forward(m, proj, la.fch_gelu, p->fcprojw + (size_t)l * 4 * C * C, p->fcprojb + l * C, N, 4 * C, C);
+    if (drop > 0) dropout_forward(proj, proj, drop_site(key, l, DROP_MLP_OUT), drop, N, C, row0);
     residual_add(la.residual3, la.residual2, proj, N * C);
-    if (watch(m, l, "residual3", la.residual3, btc(B, T, C))) return NULL;
     return la.residual3;
-}
-
-// buf (N,C) = the gradient dout (N,C) through a dropout site's mask (key, rate p, first global
-// row row0); returns buf
-static const real *dropped_grad(real *buf, const real *dout, uint64_t key, double p, size_t N, int C, uint64_t row0) {
-    memset(buf, 0, sizeof(real) * N * C);
-    dropout_backward(buf, dout, key, p, (int)N, C, row0);
-    return buf;
-}
-
-// A linear layer's backward in the model's precision (the three products, nn/layers.c): dinp
-// overwritten (scratch: no zeroing first); dw and db added to (acc) or overwritten. No other call of
-// a backward writes them, so they are final: their squares go into the gathered norm.
-static void linear_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp,
-                            const real *w, int N, int C, int OC, int acc) {
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(dinp, dw, db, dout, inp, w, N, C, OC, acc, 0));
-    gpt_norm_gather(m, dw, (size_t)OC * C);
-    gpt_norm_gather(m, db, (size_t)OC);
-}
-
-// A block's LayerNorm backward; its dw and db are final, as linear_backward's are
-static void ln_backward(GPT *m, real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
-                        const real *mean, const real *rstd, int N, int C, int acc) {
-    layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, acc);
-    gpt_norm_gather(m, dw, (size_t)C);
-    gpt_norm_gather(m, db, (size_t)C);
-}
-
-// The backward of block_forward (read them side by side): block l's parameter gradients, and
-// g->dresidual (N,C) carried from the block's output, dL/dresidual3, to its input, dL/dresidual.
-// The forward's steps in reverse:
-//   fcproj -> gelu -> fc -> ln2, into dresidual: now dL/dresidual2
-//   attproj -> attention (hook 3's bias gradient inside) -> hook 2's transpose on dq, dk -> qkv -> ln1,
-//   into dresidual: now dL/dresidual
-// The skip connections need no code of their own: residual3 = residual2 + branch, so dL/dresidual2
-// is dL/dresidual3 (the skip path, already in dresidual) plus the branch's share, which
-// layernorm_backward adds (+=) into dresidual. The other gradient buffers are scratch that the
-// linear layers', GELU's and attention's backward overwrite. Each parameter gradient of the block goes into the gathered
-// norm right after its one write (linear_backward, ln_backward; the layer's own positional tensors
-// after attention and hook 2). acc = 0: the linear and LayerNorm parameter gradients are overwritten
-// (gpt_backward). Returns 1 when a check (--detect-anomaly) stopped the backward.
-static int block_backward(GPT *m, int l, const Batch *b, int acc) {
-    GPTWeights *w = &m->weights;
-    GPTRunState *s = &m->state;
-    int B = b->B, T = b->T, C = m->cfg.n_embd, NH = m->cfg.n_head;
-    size_t N = (size_t)B * T;
-    const Activations *a = &s->a;
-    GradActivations *g = &s->ga;
-    const ParamTensors *p = &w->p;
-    ParamTensors *dp = &w->g;
-    double drop = s->act_dropout;          // the forward's dropout: its masks again, from its key
-    uint64_t key = s->act_drop_key, row0 = s->act_drop_b0 * (uint64_t)T;
-    const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;   // the block's input
-    LayerActs la = layer_acts(m, l, B, T);
-    AttnPos ap = attn_pos(m, b, l, 1);
-
-
-    // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms.
-    // g->dln is scratch for the gradient at a LayerNorm's output (ln_f's above, ln2's, then ln1's)
-    // and, with dropout, at a projection's output (dresidual through the branch's mask).
-    const real *dproj = g->dresidual;
-    if (drop > 0) {
-        dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C, row0);
-        if (watch(m, l, "dfcproj", dproj, btc(B, T, C))) return 1;
-    }
-    linear_backward(m, g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj, la.fch_gelu,
-                    p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C, acc);
-    if (watch(m, l, "dfch_gelu", g->dfch_gelu, btc(B, T, 4 * C))) return 1;
-    gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
-    if (watch(m, l, "dfch", g->dfch, btc(B, T, 4 * C))) return 1;
-    linear_backward(m, g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
-                    p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C, acc);
-    if (watch(m, l, "dln2", g->dln, btc(B, T, C))) return 1;
-    ln_backward(m, g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
-                la.ln2_mean, la.ln2_rstd, N, C, acc);
-    if (watch(m, l, "dresidual2", g->dresidual, btc(B, T, C))) return 1;
-    // residual2 = residual + attproj(attention(qkv(ln1(residual))))
-    dproj = g->dresidual;
-    if (drop > 0) {
-        dproj = dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C, row0);
-        if (watch(m, l, "dattproj", dproj, btc(B, T, C))) return 1;
-    }
-    linear_backward(m, g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
-                    p->attprojw + (size_t)l * C * C, N, C, C, acc);
-    if (watch(m, l, "datty", g->datty, btc(B, T, C))) return 1;
-    TIMED(m, PROF_ATTENTION, attention_backward(g->dqkv, a->att_scratch, g->datty, la.qkv, la.atty, la.att_lse, &ap, B, T, C, NH));
-    if (watch(m, l, "dqkv", g->dqkv, btc(B, T, 3 * C))) return 1;
-    TIMED(m, PROF_ATTENTION, qk_hook(g->dqkv, &ap, N, C, NH, QK_BACKWARD));  // gradient w.r.t. the unrotated q and k
-    if ((ap.scheme->hooks & PE_HOOK_QK) && watch(m, l, "dqkv before hook 2", g->dqkv, btc(B, T, 3 * C))) return 1;
-    gpt_norm_gather_layer(m, l, 1);   // the layer's own positional tensors (a shared one: gpt_backward's end)
-    linear_backward(m, g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
-                    p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, acc);
-    if (watch(m, l, "dln1", g->dln, btc(B, T, C))) return 1;
-    ln_backward(m, g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
-                la.ln1_mean, la.ln1_rstd, N, C, acc);
-    if (watch(m, l, "dresidual", g->dresidual, btc(B, T, C))) return 1;        // at the block's input
-    if (watch_tensors(m, l, w->grads, "grad.")) return 1;          // the block's parameter gradients
-    return 0;
 }
 
 // A forward that met an anomaly stops there: no loss, and no backward of it
@@ -471,55 +299,52 @@ static double forward_stopped(GPT *m) {
     return NAN;
 }
 
-double gpt_forward(GPT *m, const Batch *b) {
-    GPTRunState *s = &m->state;
-    const GPTConfig *c = &m->cfg;
-    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
-    size_t N = (size_t)B * T;
-    s->dlogits_scale = 0;
-    check_positions(m, b->pos, N);
-    for (size_t n = 0; n < N; n++) {
+static void check_ids(const GPT *m, const Batch *b) {
+    int V = m->cfg.vocab_size;
+    check_positions(m, b->pos, (size_t)b->B * b->T);
+    for (size_t n = 0; n < (size_t)b->B * b->T; n++) {
         CHECK(b->tokens[n] >= 0 && b->tokens[n] < V, "token id %d at batch index %zu is outside the "
               "vocabulary (0..%d); the data does not match this model's vocabulary", b->tokens[n], n, V - 1);
         CHECK(!b->targets || (b->targets[n] >= 0 && b->targets[n] < V), "target id %d at batch index "
               "%zu is outside the vocabulary (0..%d)", b->targets ? b->targets[n] : 0, n, V - 1);
     }
-    gpt_alloc_acts(m, B, T);
+}
+
+// The embedding, the blocks, then the head: ln_f, the logits (tied to wte), the cross-entropy.
+// With --detect-anomaly each stage is checked once it has run (model_check.c).
+double gpt_forward(GPT *m, const Batch *b, const GptPass *pass) {
+    static const GptPass evaluation = { 0 };
+    GPTRunState *s = &m->state;
+    const GPTConfig *c = &m->cfg;
+    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
+    size_t N = (size_t)B * T;
+    if (!pass) pass = &evaluation;
+    CHECK(pass->dropout >= 0 && pass->dropout < 1, "internal: dropout rate %g outside [0, 1)", pass->dropout);
+    s->dlogits_scale = 0;
+    check_ids(m, b);
+    gpt_alloc_acts(m, B, T, pass->forward_only);
     s->batch = b;
-    s->act_dropout = s->dropout; s->act_drop_key = s->drop_key; s->act_drop_b0 = s->drop_b0;
+    s->act = *pass;
     Activations *a = &s->a;
     const ParamTensors *p = &m->weights.p;
-    begin_checks(m, "forward", s->detect_anomaly);
+    check_begin(m, "forward", s->detect_anomaly);
 
-    encoder_forward(a->encoded, b->tokens, p->wte, embed_scale(c), N, C);   // scale * wte rows
-    if (watch(m, -1, "encoded", a->encoded, btc(B, T, C))) return forward_stopped(m);
-    const PosScheme *in = posenc_scheme(c->pe.input);
-    if (in->input_forward) {
-        in->input_forward(&m->pt, p->pe_input, a->encoded, b->pos, N);   // hook 1
-        if (watch(m, -1, "encoded after hook 1", a->encoded, btc(B, T, C))) return forward_stopped(m);
-    }
-    if (s->act_dropout > 0) {
-        dropout_forward(a->encoded, a->encoded, drop_site(s->act_drop_key, -1, DROP_EMBEDDING), s->act_dropout, N, C,
-                        s->act_drop_b0 * T);
-        if (watch(m, -1, "encoded after dropout", a->encoded, btc(B, T, C))) return forward_stopped(m);
-    }
-
+    embed_forward(m, b->tokens, b->pos, B, T, pass->dropout);
+    if (check_embedding(m, b->tokens, b->pos, B, T, pass->dropout)) return forward_stopped(m);
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
         AttnPos ap = attn_pos(m, b, l, 0);
+        check_keep(m, residual, N * C);
         residual = block_forward(m, l, residual, &ap, B, T, NULL);
-        if (!residual) return forward_stopped(m);
+        if (check_block_forward(m, l, &ap, B, T, NULL)) return forward_stopped(m);
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, N, C);
-    if (watch(m, -1, "lnf", a->lnf, btc(B, T, C))) return forward_stopped(m);
-    TIMED(m, PROF_MATMUL, MATMUL_FORWARD(m)(a->logits, a->lnf, p->wte, NULL, N, C, Vp));     // LM head tied to wte
-    if (watch(m, -1, "logits", a->logits, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
+    matmul(m, a->logits, a->lnf, p->wte, NULL, N, C, Vp);                     // LM head tied to wte
     // the loss's gradient in the same pass when a backward with a known scale follows (the training step)
-    double gs = b->targets && !s->act_forward_only && !s->detect_anomaly ? s->loss_grad_scale : 0;
-    crossentropy_forward(a->probs, a->losses, a->logits, b->targets, b->weights, gs, N, V, Vp);
-    s->dlogits_scale = gs;
-    if (watch(m, -1, "probs", a->probs, dims("b t v", B, T, Vp, 0))) return forward_stopped(m);
-    if (b->targets && watch(m, -1, "losses", a->losses, dims("b t", B, T, 0, 0))) return forward_stopped(m);
+    double gs = b->targets && !s->act_forward_only && !s->detect_anomaly ? pass->loss_grad_scale : 0;
+    crossentropy_forward(a->probs, a->losses, a->logits, b->targets, b->weights, gs > 0 ? gs : 0, N, V, Vp);
+    s->dlogits_scale = gs > 0 ? gs : 0;
+    if (check_head_forward(m, B, T, 1, b->targets != NULL)) return forward_stopped(m);
 
     double sum = 0, wsum = 0;
     if (b->targets)
@@ -533,7 +358,7 @@ double gpt_forward(GPT *m, const Batch *b) {
 // recomputed from the row's q, k and log-sum-exps by attention_head_probs (nn/attention.c).
 void attention_probs(const GPT *m, int layer, int b, int head, real *out) {
     CHECK(!m->state.act_forward_only, "internal: attention_probs needs every layer's activations; the last forward "
-          "was forward-only (gpt_set_forward_only)");
+          "was forward-only (GptPass.forward_only)");
     const Batch *bt = m->state.batch;
     const GPTConfig *c = &m->cfg;
     CHECK(bt, "internal: attention_probs needs a gpt_forward first (a cached forward keeps no batch)");
@@ -582,9 +407,9 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     for (int t = 0; t < T; t++)
         CHECK(tokens[t] >= 0 && tokens[t] < V, "token id %d is outside the vocabulary (0..%d)", tokens[t], V - 1);
     check_positions(m, pos, (size_t)T);
-    gpt_alloc_acts(m, 1, T);
+    gpt_alloc_acts(m, 1, T, 0);
     m->state.batch = NULL;                       // no backward through a cached forward
-    begin_checks(m, "cached forward", m->state.detect_anomaly);
+    check_begin(m, "cached forward", m->state.detect_anomaly);
     if (max_threads() > kc->threads) {     // the thread count grew since kv_cache_init
         free(kc->att_row);
         kc->threads = max_threads();
@@ -595,24 +420,19 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
     for (int t = 0; t < T; t++) { kc->pos[P + t] = pos[t]; kc->doc[P + t] = 0; }
 
     // with detection on, a bad value stops the call (the cache is not advanced); the caller looks
-    encoder_forward(a->encoded, tokens, p->wte, embed_scale(c), T, C);
-    if (watch(m, -1, "encoded", a->encoded, btc(1, T, C))) return;
-    const PosScheme *in = posenc_scheme(c->pe.input);
-    if (in->input_forward) {
-        in->input_forward(&m->pt, p->pe_input, a->encoded, pos, T);
-        if (watch(m, -1, "encoded after hook 1", a->encoded, btc(1, T, C))) return;
-    }
+    embed_forward(m, tokens, pos, 1, T, 0);
+    if (check_embedding(m, tokens, pos, 1, T, 0)) return;
     const real *residual = a->encoded;
     for (int l = 0; l < L; l++) {
         AttnPos ap = { .pos = pos, .doc = kc->doc + P, .scheme = posenc_scheme(c->pe.layer[l]), .tables = &m->pt,
-                       .pe_params = m->weights.p.pe_layer[l] };
+                       .pe_params = m->weights.p.pe_layer[l], .unchecked_scores = m->state.checking };
+        check_keep(m, residual, (size_t)T * C);
         residual = block_forward(m, l, residual, &ap, 1, T, kc);
-        if (!residual) return;
+        if (check_block_forward(m, l, &ap, 1, T, kc)) return;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, T, C);
-    if (watch(m, -1, "lnf", a->lnf, btc(1, T, C))) return;
     linear_forward(m, a->logits, a->lnf, p->wte, NULL, T, C, Vp);
-    if (watch(m, -1, "logits", a->logits, dims("b t v", 1, T, Vp, 0))) return;
+    if (check_head_forward(m, 1, T, 0, 0)) return;
     kc->len = P + T;
 }
 
@@ -634,79 +454,140 @@ static void zero_scheme_grads(GPT *m) {
             memset(w->grads + w->tensors[k].offset, 0, sizeof(real) * w->tensors[k].rows * w->tensors[k].cols);
 }
 
-// The backward of gpt_forward (model.h), its steps in reverse: the cross-entropy (the backward of
-// crossentropy_forward, written inline: dlogits over probs) -> the LM head, tied to wte (dwte's first
-// contribution) -> ln_f -> blocks L-1..0 (block_backward, each from dL/dresidual3 to dL/dresidual
-// in g->dresidual) -> the embedding's dropout -> hook 1's input_backward (dpe_input) -> the token
-// rows of wte (encoder_backward: dwte's second contribution). The norm is gathered as the gradients
-// become final: each block's in block_backward, then at the end the tensors outside the blocks
-// (wte after its second contribution, ln_f, the input scheme's and the shared positional tensors).
-// The first backward after gpt_zero_grad overwrites instead of adding (acc = 0): the LM head's dW
-// (all Vp rows of dwte, which the embedding then adds to), every linear and LayerNorm parameter
-// gradient; the schemes' few are zeroed first. Those are all the parameters, each tensor's first
-// write; a backward that stops at an anomaly leaves the gradient undefined.
-void gpt_backward(GPT *m, double grad_scale) {
-    GPTWeights *w = &m->weights;
-    CHECK(!m->state.act_forward_only, "internal: gpt_backward after a forward-only pass (gpt_set_forward_only): "
-          "the activations of the earlier layers are gone");
-    const Batch *b = m->state.batch;
-    CHECK(b && b->targets, "internal: gpt_backward needs a forward pass with targets first");
-    const GPTConfig *c = &m->cfg;
-    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, V = c->vocab_size, Vp = c->padded_vocab;
-    size_t N = (size_t)B * T;
-    Activations *a = &m->state.a;
-    GradActivations *g = &m->state.ga;
-    const ParamTensors *p = &w->p;
-    ParamTensors *dp = &w->g;
-    double drop = m->state.act_dropout;          // the forward's dropout: its masks again, from its key
-    uint64_t key = m->state.act_drop_key, row0 = m->state.act_drop_b0 * (uint64_t)T;
+// ----------------------------------------------------------------------------------------------
+// the backward
 
-    // dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)), written over probs: after a
-    // backward the probabilities are gone (dump_step copies the logits before it calls backward)
-    real *dlogits = a->probs;
-    begin_checks(m, "backward", m->state.detect_anomaly);
-    gpt_norm_begin(m);
-    int acc = !m->state.grads_zero;
-    if (!acc) zero_scheme_grads(m);
-    m->state.grads_zero = 0;
-    if (m->state.dlogits_scale > 0)         // the forward wrote them (gpt_set_loss_grad_scale)
-        CHECK(grad_scale == m->state.dlogits_scale, "internal: gpt_backward's grad_scale %.17g is not the %.17g its "
-              "forward wrote dlogits with (gpt_set_loss_grad_scale)", grad_scale, m->state.dlogits_scale);
+// The backward of block_forward (read them side by side): block l's parameter gradients, and
+// g->dresidual (N,C) carried from the block's output, dL/dresidual3, to its input, dL/dresidual.
+// The forward's steps in reverse:
+//   fcproj -> gelu -> fc -> ln2, into dresidual: now dL/dresidual2
+//   attproj -> attention (hook 3's bias gradient inside) -> hook 2's transpose on dq, dk -> qkv -> ln1,
+//   into dresidual: now dL/dresidual
+// The skip connections need no code of their own: residual3 = residual2 + branch, so dL/dresidual2
+// is dL/dresidual3 (the skip path, already in dresidual) plus the branch's share, which
+// layernorm_backward adds (+=) into dresidual. The other gradient buffers are scratch that the
+// linear layers', GELU's and attention's backward overwrite; g->dln holds the gradient at a
+// LayerNorm's output (ln_f's above, ln2's, then ln1's) and, with dropout, at a projection's output
+// (dresidual through the branch's mask). Each parameter gradient of the block goes into the
+// gathered norm right after its one write (linear_backward, ln_backward; the layer's own
+// positional tensors after attention and hook 2). acc = 0: the linear and LayerNorm parameter
+// gradients are overwritten (gpt_backward).
+static void block_backward(GPT *m, int l, const Batch *b, int acc) {
+    int B = b->B, T = b->T, C = m->cfg.n_embd;
+    size_t N = (size_t)B * T;
+    const Activations *a = &m->state.a;
+    GradActivations *g = &m->state.ga;
+    const ParamTensors *p = &m->weights.p;
+    ParamTensors *dp = &m->weights.g;
+    double drop = m->state.act.dropout;          // the forward's dropout: its masks again, from its key
+    uint64_t key = m->state.act.drop_key, row0 = m->state.act.drop_row0 * (uint64_t)T;
+    const real *residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * N * C;   // the block's input
+    LayerActs la = layer_acts(m, l, B, T);
+    AttnPos ap = attn_pos(m, b, l, 1);
+
+    // residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dresidual reaches both terms
+    const real *dproj = drop > 0 ? dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_MLP_OUT), drop, N, C, row0)
+                                 : g->dresidual;
+    linear_backward(m, g->dfch_gelu, dp->fcprojw + (size_t)l * 4 * C * C, dp->fcprojb + l * C, dproj, la.fch_gelu,
+                    p->fcprojw + (size_t)l * 4 * C * C, N, 4 * C, C, acc);
+    gelu_backward(g->dfch, la.fch, g->dfch_gelu, N * 4 * C);
+    linear_backward(m, g->dln, dp->fcw + (size_t)l * 4 * C * C, dp->fcb + l * 4 * C, g->dfch, la.ln2,
+                    p->fcw + (size_t)l * 4 * C * C, N, C, 4 * C, acc);
+    ln_backward(m, g->dresidual, dp->ln2w + l * C, dp->ln2b + l * C, g->dln, la.residual2, p->ln2w + l * C,
+                la.ln2_mean, la.ln2_rstd, N, C, acc);
+
+    // residual2 = residual + attproj(attention(qkv(ln1(residual))))
+    dproj = drop > 0 ? dropped_grad(g->dln, g->dresidual, drop_site(key, l, DROP_ATTN_OUT), drop, N, C, row0)
+                     : g->dresidual;
+    linear_backward(m, g->datty, dp->attprojw + (size_t)l * C * C, dp->attprojb + l * C, dproj, la.atty,
+                    p->attprojw + (size_t)l * C * C, N, C, C, acc);
+    attn_backward(m, &la, &ap, B, T);                       // dqkv; hook 3's parameter gradients inside
+    rotate_qk(m, g->dqkv, &ap, N, QK_BACKWARD);             // gradient w.r.t. the unrotated q and k
+    gpt_norm_gather_layer(m, l, 1);   // the layer's own positional tensors (a shared one: gpt_backward's end)
+    linear_backward(m, g->dln, dp->qkvw + (size_t)l * 3 * C * C, dp->qkvb + l * 3 * C, g->dqkv, la.ln1,
+                    p->qkvw + (size_t)l * 3 * C * C, N, C, 3 * C, acc);
+    ln_backward(m, g->dresidual, dp->ln1w + l * C, dp->ln1b + l * C, g->dln, residual, p->ln1w + l * C,
+                la.ln1_mean, la.ln1_rstd, N, C, acc);
+}
+
+// dloss_n/dlogits = w_n * grad_scale * (probs - onehot(target)), written over probs (the backward
+// of crossentropy_forward): after a backward the probabilities are gone (dump_step copies the
+// logits before it calls backward). Skipped when the forward wrote them (GptPass.loss_grad_scale).
+static void crossentropy_backward(GPT *m, const Batch *b, double grad_scale) {
+    GPTRunState *s = &m->state;
+    int V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
+    if (s->dlogits_scale > 0)
+        CHECK(grad_scale == s->dlogits_scale, "internal: gpt_backward's grad_scale %.17g is not the %.17g its "
+              "forward wrote dlogits with (GptPass.loss_grad_scale)", grad_scale, s->dlogits_scale);
     else {
         #pragma omp parallel for schedule(static)
-        for (size_t n = 0; n < N; n++) {
-            real *d = dlogits + n * Vp;
-            real s = (real)(b->weights[n] * grad_scale);
-            for (int v = 0; v < V; v++) d[v] *= s;
-            d[b->targets[n]] -= s;
+        for (size_t n = 0; n < (size_t)b->B * b->T; n++) {
+            real *d = s->a.probs + n * Vp;
+            real sc = (real)(b->weights[n] * grad_scale);
+            for (int v = 0; v < V; v++) d[v] *= sc;
+            d[b->targets[n]] -= sc;
         }
     }
-    m->state.dlogits_scale = 0;
-    if (watch(m, -1, "dlogits", dlogits, dims("b t v", B, T, Vp, 0))) return;
+    s->dlogits_scale = 0;
+}
+
+// The backward of gpt_forward (model.h), its steps in reverse: the cross-entropy (dlogits over
+// probs) -> the LM head, tied to wte (dwte's first contribution) -> ln_f -> blocks L-1..0
+// (block_backward, each from dL/dresidual3 to dL/dresidual in g->dresidual) -> the embedding's
+// dropout -> hook 1's input_backward (dpe_input) -> the token rows of wte (encoder_backward: dwte's
+// second contribution). The norm is gathered as the gradients become final: each block's in
+// block_backward, then at the end the tensors outside the blocks (wte after its second
+// contribution, ln_f, the input scheme's and the shared positional tensors). The first backward
+// after gpt_zero_grad overwrites instead of adding (acc = 0): the LM head's dW (all Vp rows of
+// dwte, which the embedding then adds to), every linear and LayerNorm parameter gradient; the
+// schemes' few are zeroed first. Those are all the parameters, each tensor's first write; a
+// backward that stops at an anomaly (--detect-anomaly: each stage checked once it has run,
+// model_check.c) leaves the gradient undefined.
+void gpt_backward(GPT *m, double grad_scale, const GptPass *pass) {
+    GPTWeights *w = &m->weights;
+    GPTRunState *s = &m->state;
+    CHECK(!s->act_forward_only, "internal: gpt_backward after a forward-only pass (GptPass.forward_only): "
+          "the activations of the earlier layers are gone");
+    const Batch *b = s->batch;
+    CHECK(b && b->targets, "internal: gpt_backward needs a forward pass with targets first");
+    const GPTConfig *c = &m->cfg;
+    int B = b->B, T = b->T, L = c->n_layer, C = c->n_embd, Vp = c->padded_vocab;
+    size_t N = (size_t)B * T;
+    Activations *a = &s->a;
+    GradActivations *g = &s->ga;
+    const ParamTensors *p = &w->p;
+    ParamTensors *dp = &w->g;
+    double drop = s->act.dropout;          // the forward's dropout: its masks again, from its key
+    uint64_t key = s->act.drop_key, row0 = s->act.drop_row0 * (uint64_t)T;
+    check_begin(m, "backward", s->detect_anomaly);
+    gpt_norm_begin(m, !(pass && pass->skip_norm));
+    int acc = !s->grads_zero;
+    if (!acc) zero_scheme_grads(m);
+    s->grads_zero = 0;
+
+    crossentropy_backward(m, b, grad_scale);                    // dlogits (N,Vp), over probs
     const real *residual_last = L ? a->residual3 + (size_t)(L - 1) * N * C : a->encoded;
     // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share; not
     // final, so not gathered here: the embedding's backward adds to dwte last)
-    TIMED(m, PROF_MATMUL, MATMUL_BACKWARD(m)(g->dln, dp->wte, NULL, dlogits, a->lnf, p->wte, N, C, Vp, acc, 0));
-    if (watch(m, -1, "dlnf", g->dln, btc(B, T, C))) return;
+    matmul_grad(m, g->dln, dp->wte, NULL, a->probs, a->lnf, p->wte, N, C, Vp, acc);
     memset(g->dresidual, 0, sizeof(real) * N * C);
     layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, acc);
-    if (watch(m, L - 1, "dresidual3", g->dresidual, btc(B, T, C))) return;
+    if (check_head_backward(m, B, T)) return;
 
     for (int l = L - 1; l >= 0; l--) {                      // dresidual: dL/dresidual3 of block l
-        if (block_backward(m, l, b, acc)) return;              // now dL/dresidual at its input
+        check_keep(m, g->dresidual, N * C);
+        block_backward(m, l, b, acc);                       // now dL/dresidual at its input
+        if (check_block_backward(m, l, b, acc)) return;
         // block l's gradients are final: MPI may reduce them
-        if (m->state.grad_ready) m->state.grad_ready(m->state.grad_ready_ctx, l);
+        if (s->grad_ready) s->grad_ready(s->grad_ready_ctx, l);
     }
     const real *demb = g->dresidual;        // the gradient at the embedding sum, before its dropout
-    if (drop > 0) {
-        demb = dropped_grad(g->dln, g->dresidual, drop_site(key, -1, DROP_EMBEDDING), drop, N, C, row0);
-        if (watch(m, -1, "dencoded before dropout", demb, btc(B, T, C))) return;
-    }
+    if (drop > 0) demb = dropped_grad(g->dln, g->dresidual, drop_site(key, -1, DROP_EMBEDDING), drop, N, C, row0);
     const PosScheme *in = posenc_scheme(c->pe.input);
     if (in->input_backward) in->input_backward(&m->pt, dp->pe_input, demb, b->pos, N);
     encoder_backward(dp->wte, demb, b->tokens, embed_scale(c), N, C);   // dwte's rows of the batch's tokens += scale * demb
-    if (watch_tensors(m, -1, w->grads, "grad.")) return;     // wte, ln_f, the input scheme's and shared tensors
+    if (check_tail_backward(m, B, T, drop > 0 ? demb : NULL)) return;
     gpt_norm_gather_layer(m, -1, 0);
     gpt_norm_end(m);
-    if (m->state.grad_ready) m->state.grad_ready(m->state.grad_ready_ctx, -1);
+    if (s->grad_ready) s->grad_ready(s->grad_ready_ctx, -1);
 }

@@ -89,7 +89,7 @@ typedef struct {
     real *lnf_mean;    // (B,T)
     real *lnf_rstd;    // (B,T)
     real *logits;      // (B,T,Vp)
-    real *probs;       // (B,T,Vp), turned into dlogits in place by backward (or by the forward: gpt_set_loss_grad_scale)
+    real *probs;       // (B,T,Vp), turned into dlogits in place by backward (or by the forward: GptPass.loss_grad_scale)
     real *losses;      // (B,T) per-token cross-entropy
     real *scratch;     // (B,T,C) projection outputs before the residual add
     real *att_scratch; // (threads, ATT_SCRATCH(hs)) attention tiles per thread
@@ -125,7 +125,6 @@ enum { PROF_MATMUL, PROF_ATTENTION, PROF_OPTIMIZER, PROF_N };
 // parameter gradient's squares are summed right after the backward's last write into it, so that
 // gpt_grad_norm needs no pass of its own over the whole gradient buffer.
 typedef struct {
-    int off;             // gpt_set_norm_gather(m, 0): the backwards gather nothing
     int running;         // the running backward gathers
     int valid;           // ss is the sum of squares of the gradient buffer as it is now
     double ss;           // (valid) that sum
@@ -146,32 +145,74 @@ typedef struct {
                                    // an evaluation may run the model at a shorter context and back
 } GPTWeights;
 
-// What the forwards and backwards write, and the switches they read (model.c): activations for the
-// largest batch seen, the modes set by gpt_set_*, dropout's keys, the last forward's batch and
-// loss, the anomaly record, the profiler and the backward's grad_ready hook.
+// The modes of one pass, chosen by its caller and given to gpt_forward and to the gpt_backward that
+// follows it. Zero-initialised (GptPass pass = { 0 }, or a NULL pointer) it is an evaluation
+// forward: every layer's activations kept, no dropout, the probabilities written, no attention
+// statistics; and a backward that gathers the gradient's norm. What a whole run keeps stays on the
+// model: its context (gpt_set_context), the memory check, the precision (gpt_set_bf16) and anomaly
+// detection (gpt_set_detect_anomaly).
+typedef struct {
+    // 1: evaluation keeps one layer's activations: every layer reuses one layer's slices and no
+    // gradient buffers exist: 16 T C floats of layer activations instead of 16 L T C (the logits
+    // and probabilities, 2 T Vp, stay), so a 32768-token window of `small` needs 1.1 GB instead of
+    // the training mode's 4.9 GB. Losses and logits are bit-identical to the normal forward;
+    // gpt_backward and attention_probs refuse to run after such a forward. The activations are
+    // reallocated when a forward's mode differs from the last one's.
+    int forward_only;
+    // Dropout, as GPT-2 trains (embd_pdrop = attn_pdrop = resid_pdrop = dropout): at rate dropout
+    // (0 <= p < 1, kept values scaled by 1/(1-p)) the forward drops elements of the embedding sum
+    // (token + input position, before block 0), the attention probabilities (after the softmax,
+    // before V) and each residual branch (the attention and MLP projections, before the residual
+    // add); its gpt_backward repeats the masks. Each mask is a hash of drop_key (gpt_dropout_key),
+    // the layer, the site and the element (nn/kernels.h): the same key gives the same masks whatever
+    // the thread count. 0: no dropout (every evaluation; gpt_forward_cached never drops).
+    double dropout;
+    uint64_t drop_key;
+    // Under MPI each rank's batch is rows drop_row0 .. drop_row0 + B - 1 of the step's global batch
+    // (drop_row0 = rank x B): the masks are drawn for those global rows, so N ranks drop what one
+    // process with N x B rows drops. 0 for one process.
+    uint64_t drop_row0;
+    // Training's step: > 0 is the grad_scale that the gpt_backward after this forward will be given.
+    // The forward's cross-entropy then writes the loss's gradient with respect to the logits,
+    // w_n * grad_scale * (probs - onehot(target)), in its last pass over each row (the same
+    // operations as the backward's pass: the same bits), instead of the probabilities, and the
+    // backward skips its own pass over the (B T, Vp) buffer: 51 MB read and 51 MB written fewer for
+    // GPT-2's vocabulary at 256 rows. A backward given another scale stops with an error (the
+    // probabilities are gone). 0: probabilities; forwards without targets, forward-only ones and
+    // those of --detect-anomaly (which checks the probabilities) write probabilities anyway.
+    double loss_grad_scale;
+    // Attention statistics (attention_stats, nn/attention.h): when set, (L, NH, ATT_NSTAT) sums to
+    // which the forward adds each layer's sums over the batch, layer by layer as it runs (so
+    // forward-only mode works). The caller zeroes and owns it. The KV cache's forward adds nothing.
+    double *attn_stats;
+    // gpt_backward: 1 gathers no norm (train.c's micro-batches before a step's last: the values
+    // they leave are not final, so their gathering would be work thrown away). Only speed depends
+    // on it: without a gathered norm gpt_grad_norm makes its own pass.
+    int skip_norm;
+} GptPass;
+
+// What the forwards and backwards write and the settings they read (model.c): activations for the
+// largest batch seen, the last forward's modes, batch and loss, the precision, the anomaly record,
+// the profiler and the backward's grad_ready hook.
 typedef struct {
     // activations, allocated for the largest B*T seen so far
     int act_B, act_T, act_threads;   // act_threads: rows of the per-thread scratch
     double act_bytes;                // what the activation buffers hold, in bytes
-    int forward_only;                // gpt_set_forward_only: the next forwards keep one layer's activations
     int act_forward_only;            // the mode the activations were allocated in
     Activations a;
     GradActivations ga;
-    double *attn_stats;            // gpt_set_attention_stats: (L, NH, ATT_NSTAT) sums, or NULL
-    double dropout;                // rate of the next forwards' dropout (gpt_set_dropout); 0: evaluation
-    uint64_t drop_key;             // their masks' key
-    uint64_t drop_b0;              // gpt_set_dropout_rows: the batch's first row in the global batch
-    double act_dropout;            // the last forward's rate, key and first row, which its backward repeats
-    uint64_t act_drop_key, act_drop_b0;
+    GptPass act;                   // the last forward's modes (its backward repeats its dropout masks)
     const Batch *batch;            // the batch of the last forward
     double loss;                   // weighted mean loss of the last forward
     double weight_sum;             // sum of loss weights of the last forward
-    double loss_grad_scale;        // gpt_set_loss_grad_scale: the scale of the next forward's dlogits (0: off)
     double dlogits_scale;          // > 0: the last forward wrote dlogits over probs, at this grad_scale
     int bf16;                      // gpt_set_bf16: the linear layers' products with bf16 operands
     int detect_anomaly;            // gpt_set_detect_anomaly: forwards, backwards and AdamW check what they write
     int checking;                  // 1 while a checked call runs
+    int replay;                    // 1 while model_check.c replays a stage op by op (no attention statistics)
     Anomaly anomaly;               // what the last checked call found
+    real *check_saved;             // (check_cap,) a stage's input kept for its replay (model_check.c)
+    size_t check_cap;
     double prof[PROF_N];           // seconds in matmul (all three products), attention (hooks 2 and 3
                                    // included), and the optimiser (the gradient's norm, gathered in
                                    // the backward or in a pass of its own, and AdamW)
@@ -243,65 +284,34 @@ void gpt_set_context(GPT *m, int context);
 // ==============================================================================================
 // forward and backward (model.c)
 
-// Forward over a batch: fills activations; returns the weighted mean cross-entropy over tokens
-// (sum w*loss / sum w; 0 when every weight is 0). targets may be NULL (inference: logits only).
-double gpt_forward(GPT *m, const Batch *b);
-// Forward-only mode (on = 1) for evaluation: every layer reuses one layer's activation slices and
-// no gradient buffers exist: 16 T C floats of layer activations instead of 16 L T C (the logits
-// and probabilities, 2 T Vp, stay), so a 32768-token window of `small` needs 1.1 GB instead of the
-// training mode's 4.9 GB. Losses and logits are bit-identical to the normal forward;
-// gpt_backward and attention_probs refuse to run after such a forward. Takes effect at the next
-// forward (the activations are reallocated when the mode changes); on = 0 restores training mode.
-void gpt_set_forward_only(GPT *m, int on);
-// Attention statistics (attention_stats, nn/attention.h): while acc (L, NH, ATT_NSTAT) is set, every
-// gpt_forward adds each layer's sums over the batch into it, layer by layer as the forward runs (so
-// forward-only mode, which keeps one layer's activations, works); NULL stops it. The KV cache's
-// forward adds nothing. The caller zeroes and owns acc.
-void gpt_set_attention_stats(GPT *m, double *acc);
-// Dropout, as GPT-2 trains (embd_pdrop = attn_pdrop = resid_pdrop = p): the next gpt_forward calls
-// drop, at rate p (0 <= p < 1, kept values scaled by 1/(1-p)), elements of the embedding sum (token
-// + input position, before block 0), the attention probabilities (after the softmax, before V) and
-// each residual branch (the attention and MLP projections, before the residual add); their
-// gpt_backward repeats the masks. Each mask is a hash of key, the layer, the site and the element
-// (nn/kernels.h): the same key gives the same masks whatever the thread count. p = 0 (the default):
-// no dropout, every number as without this call. Training sets it around its forwards and
-// backwards and clears it; every evaluation (validation, tasks, perplexity, the KV cache, the
-// attention pictures, export and dump) runs with p = 0, and gpt_forward_cached never drops.
-void gpt_set_dropout(GPT *m, double p, uint64_t key);
-// Under MPI each rank's batch is rows b0 .. b0 + B - 1 of the step's global batch (b0 = rank x B):
-// the dropout masks are drawn for those global rows, so N ranks drop what one process with N x B
-// rows drops. 0 (the default) for one process.
-void gpt_set_dropout_rows(GPT *m, uint64_t b0);
+// Forward over a batch in the modes of pass (GptPass; NULL: an evaluation forward): fills
+// activations; returns the weighted mean cross-entropy over tokens (sum w*loss / sum w; 0 when
+// every weight is 0). targets may be NULL (inference: logits only).
+double gpt_forward(GPT *m, const Batch *b, const GptPass *pass);
 // --precision bf16 (on = 1): every later forward and backward computes the linear layers' products
 // (q/k/v, attention output, MLP, LM head) with bf16 operands and fp32 sums (nn/bf16.h, gemm_bf16);
 // attention's own products, layernorm, softmax, the loss, the gradients' sums across micro-batches
 // and AdamW stay fp32, and so do the parameters. on = 0 (the default): fp32 everywhere.
 void gpt_set_bf16(GPT *m, int on);
-// The key of micro-batch `micro` of optimiser step `step` (0-based) of the run seeded with `seed`:
-// a resumed run draws the masks the uninterrupted run drew.
+// The key of micro-batch `micro` of optimiser step `step` (0-based) of the run seeded with `seed`
+// (GptPass.drop_key): a resumed run draws the masks the uninterrupted run drew.
 uint64_t gpt_dropout_key(uint64_t seed, int64_t step, int micro);
-// Training's step (./train): the grad_scale (> 0) that the gpt_backward after each following
-// gpt_forward will be given. The forward's cross-entropy then writes the loss's gradient with
-// respect to the logits, w_n * grad_scale * (probs - onehot(target)), in its last pass over each row
-// (the same operations as the backward's pass: the same bits), instead of the probabilities, and the
-// backward skips its own pass over the (B T, Vp) buffer: 51 MB read and 51 MB written fewer for
-// GPT-2's vocabulary at 256 rows. A backward given another scale stops with an error (the
-// probabilities are gone). 0 turns it off (the default); forwards without targets, forward-only
-// ones and those of --detect-anomaly (which checks the probabilities) write probabilities anyway.
-void gpt_set_loss_grad_scale(GPT *m, double grad_scale);
 // The gradient is 0 from now: without a pass over the buffer, which the next gpt_backward overwrites
 // tensor by tensor (and gpt_adamw zeroes, when no backward came). So read or write
 // m->weights.grads only after a gpt_backward that ran to its end.
 void gpt_zero_grad(GPT *m);
 // Anomaly detection (on = 1), for debugging a new scheme or a diverging run: gpt_forward,
-// gpt_backward and gpt_adamw scan every tensor they write for NaN and Inf as they write it (forward:
-// the embedding, each block's ln1, qkv, q/k after hook 2, hook 3's bias, atty, attproj, residual2,
-// ln2, fch, fch_gelu, fcproj, residual3, then lnf, logits, probs, losses; backward: their gradients
-// in reverse and every parameter gradient; AdamW: every parameter it updated). Each such call clears
+// gpt_backward and gpt_adamw check every tensor they write for NaN and Inf (forward: the
+// embedding, each block's ln1, qkv, q/k after hook 2, hook 3's bias, atty, attproj, residual2, ln2,
+// fch, fch_gelu, fcproj, residual3, then lnf, logits, probs, losses; backward: their gradients in
+// reverse and every parameter gradient; AdamW: every parameter it updated). The passes check once
+// per stage (the embedding, each block, the head; model_check.c): a scan of the tensors the stage
+// left, and only when one holds a bad value a replay of the stage from its inputs, checked after
+// each operation, which names the first tensor that went bad. Each such call clears
 // m->state.anomaly first and describes its first bad value there (found = 1); a forward stops at it and
 // returns NaN (no backward of it may follow), a backward stops at it; nothing exits, the caller
 // decides (./train --detect-anomaly stops). Values are never changed: with finite values every loss
-// and gradient is bit-identical to detection off, which costs one branch per tensor.
+// and gradient is bit-identical to detection off.
 // gpt_forward_cached is checked too (pass "cached forward"; it stops at the bad value, its cache
 // not advanced): the evaluations look after each forward (eval_stop_on_anomaly, eval/eval.h).
 void gpt_set_detect_anomaly(GPT *m, int on);
@@ -312,18 +322,14 @@ int gpt_check_parameters(GPT *m);
 // gpt_forward (m->state.batch must still be alive), recomputed as the forward computed them: row i sums
 // to 1 over the keys it may attend; masked keys (future, other document, padding) are exactly 0.
 void attention_probs(const GPT *m, int layer, int b, int head, real *out);
-// Backward of the last forward, accumulating into m->weights.grads. Each token's loss is scaled by
-// weight * grad_scale; grad_scale = 1 / (sum of weights over every micro-batch of the step)
-// gives the gradient of the mean over the whole accumulated batch. On its way it gathers the sum
-// of squares of the whole gradient buffer as it leaves it (gpt_grad_norm reads it), unless
-// gpt_set_norm_gather turned that off or grad_ready is set (under MPI the gradients are summed
-// across ranks after the backward: its local values are not the ones the norm is of).
-void gpt_backward(GPT *m, double grad_scale);
-// on = 0: the next backwards gather no norm (train.c's micro-batches before a step's last: the
-// values they leave are not final, so their gathering would be work thrown away); on = 1 (the
-// default): they do. Only speed depends on it: without a gathered norm gpt_grad_norm makes its
-// own pass.
-void gpt_set_norm_gather(GPT *m, int on);
+// Backward of the last forward, accumulating into m->weights.grads; pass: the modes its forward was
+// given (the backward reads skip_norm; the dropout masks are the forward's own). Each token's loss
+// is scaled by weight * grad_scale; grad_scale = 1 / (sum of weights over every micro-batch of the
+// step) gives the gradient of the mean over the whole accumulated batch. On its way it gathers the
+// sum of squares of the whole gradient buffer as it leaves it (gpt_grad_norm reads it), unless
+// pass->skip_norm or grad_ready is set (under MPI the gradients are summed across ranks after the
+// backward: its local values are not the ones the norm is of).
+void gpt_backward(GPT *m, double grad_scale, const GptPass *pass);
 
 // ==============================================================================================
 // KV cache (model.c)
@@ -393,23 +399,26 @@ void gpt_project_parameters(GPT *m);
 // ==============================================================================================
 // internal: shared by model.c, model_build.c and model_optim.c, not for callers
 
+// (model.c's stages and model_check.c's checks of them are declared in model_ops.h)
+
 // the dimensions a positional scheme sees (PosDims, posenc.h) for a model of cfg (model_build.c)
 PosDims gpt_pos_dims(const GPTConfig *cfg);
 // (Re)allocates the activations for a (B, T) forward when they are smaller or in the other mode
-// (gpt_set_forward_only); the forwards call it (model_build.c)
-void gpt_alloc_acts(GPT *m, int B, int T);
-// The backward's gathering of the gradient's norm (GradNorm): gpt_norm_begin at its start;
+// (forward_only, GptPass); the forwards call it (model_build.c)
+void gpt_alloc_acts(GPT *m, int B, int T, int forward_only);
+// The backward's gathering of the gradient's norm (GradNorm): gpt_norm_begin at its start (gather:
+// 0 when the pass skips it);
 // gpt_norm_gather(x, n) once the backward has written the last of the n gradients at x (each
 // parameter exactly once per backward); gpt_norm_gather_layer(l) the same for every tensor of block
 // l (-1: outside the blocks) that pick_pe selects (1: only the positional schemes' tensors, 0: all);
 // gpt_norm_end at its end checks that every parameter was gathered and makes the sum the norm
 // gpt_grad_norm returns (model_optim.c)
-void gpt_norm_begin(GPT *m);
+void gpt_norm_begin(GPT *m, int gather);
 void gpt_norm_gather(GPT *m, const real *x, size_t n);
 void gpt_norm_gather_layer(GPT *m, int layer, int pick_pe);
 void gpt_norm_end(GPT *m);
 // Starts a check of every parameter for NaN and Inf (pass: "parameters", "optimiser step"; on = 0:
-// none) and runs it into m->state.anomaly (gpt_check_parameters, gpt_adamw; model.c)
+// none) and runs it into m->state.anomaly (gpt_check_parameters, gpt_adamw; model_check.c)
 void gpt_watch_parameters(GPT *m, const char *pass, int on);
 
 #endif

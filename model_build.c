@@ -255,6 +255,7 @@ void gpt_free(GPT *m) {
     free(w->params); free(w->grads); free(w->adam_m); free(w->adam_v); free(w->tensors);
     gpt_decode_end(m);
     free_acts(m);
+    free(m->state.check_saved);
     posenc_tables_free(&m->pt);
     memset(m, 0, sizeof *m);
 }
@@ -263,9 +264,10 @@ void gpt_free(GPT *m) {
 // element count. gpt_alloc_acts allocates exactly these and gpt_memory adds them up, so the memory
 // check before a run (train.c) and the allocation cannot disagree.
 enum { ACT_MAX = sizeof(Activations) / sizeof(real *) + sizeof(GradActivations) / sizeof(real *) };
-static int act_buffers(GPT *m, size_t B, size_t T, int threads, real **slot[ACT_MAX], size_t count[ACT_MAX]) {
+static int act_buffers(GPT *m, size_t B, size_t T, int threads, int forward_only, real **slot[ACT_MAX],
+                       size_t count[ACT_MAX]) {
     GPTRunState *s = &m->state;
-    size_t L = s->forward_only ? 1 : m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
+    size_t L = forward_only ? 1 : m->cfg.n_layer, C = m->cfg.n_embd, NH = m->cfg.n_head, Vp = m->cfg.padded_vocab;
     size_t N = B * T;
     int n = 0;
 #define BUF(field, elems) (slot[n] = &(field), count[n++] = (elems))
@@ -292,7 +294,7 @@ static int act_buffers(GPT *m, size_t B, size_t T, int threads, real **slot[ACT_
     BUF(a->losses, N);
     BUF(a->scratch, N * C);
     BUF(a->att_scratch, (size_t)threads * ATT_SCRATCH(C / NH));
-    if (!s->forward_only) {
+    if (!forward_only) {
         GradActivations *g = &s->ga;
         BUF(g->dresidual, N * C);
         BUF(g->dln, N * C);
@@ -310,28 +312,29 @@ void gpt_set_memory_check(GptMemoryCheck check) { memory_check = check; }
 GptMemoryCheck gpt_memory_check(void) { return memory_check; }
 
 // Activations are sized for (act_B, act_T) and reused by any batch that fits in both. Forward-only
-// (gpt_set_forward_only): one layer's slices, which every layer reuses, and no gradient buffers.
-void gpt_alloc_acts(GPT *m, int B, int T) {
+// (GptPass.forward_only): one layer's slices, which every layer reuses, and no gradient buffers.
+void gpt_alloc_acts(GPT *m, int B, int T, int forward_only) {
     GPTRunState *s = &m->state;
-    if (B <= s->act_B && T <= s->act_T && max_threads() <= s->act_threads && s->forward_only == s->act_forward_only) return;
-    if (s->forward_only == s->act_forward_only) {   // grow, never shrink, while the mode stays
+    forward_only = forward_only != 0;
+    if (B <= s->act_B && T <= s->act_T && max_threads() <= s->act_threads && forward_only == s->act_forward_only) return;
+    if (forward_only == s->act_forward_only) {   // grow, never shrink, while the mode stays
         if (B < s->act_B) B = s->act_B;
         if (T < s->act_T) T = s->act_T;
     }
     real **slot[ACT_MAX];
     size_t count[ACT_MAX];
-    int n = act_buffers(m, (size_t)B, (size_t)T, max_threads(), slot, count);
+    int n = act_buffers(m, (size_t)B, (size_t)T, max_threads(), forward_only, slot, count);
     double bytes = 0;
     for (int i = 0; i < n; i++) bytes += (double)sizeof(real) * count[i];
     if (memory_check) {
         char what[160];
-        snprintf(what, sizeof what, s->forward_only ? "the evaluation's activations (one layer's, for %d x %d tokens)"
+        snprintf(what, sizeof what, forward_only ? "the evaluation's activations (one layer's, for %d x %d tokens)"
                                                     : "the activations of a %d x %d batch", B, T);
         memory_check(bytes, s->act_bytes, what);
     }
     free_acts(m);
     for (int i = 0; i < n; i++) *slot[i] = xmalloc_big(sizeof(real) * count[i]);
-    s->act_B = B; s->act_T = T; s->act_threads = max_threads(); s->act_forward_only = s->forward_only;
+    s->act_B = B; s->act_T = T; s->act_threads = max_threads(); s->act_forward_only = forward_only;
     s->act_bytes = bytes;
 }
 
@@ -339,7 +342,6 @@ GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int t
     GPT m;
     memset(&m, 0, sizeof m);
     m.cfg = *cfg;
-    m.state.forward_only = forward_only;
     size_t off[N_KINDS], pe_input_off, pe_layer_off[PE_MAX_LAYERS];
     layout(&m, off);
     layout_pe(&m, &pe_input_off, pe_layer_off);
@@ -349,7 +351,7 @@ GPTMemory gpt_memory(const GPTConfig *cfg, int B, int T, int forward_only, int t
     r.adam = forward_only ? 0 : 2 * r.params;
     real **slot[ACT_MAX];
     size_t count[ACT_MAX];
-    int n = act_buffers(&m, (size_t)B, (size_t)T, threads, slot, count);
+    int n = act_buffers(&m, (size_t)B, (size_t)T, threads, forward_only, slot, count);
     for (int i = 0; i < n; i++) r.acts += (double)sizeof(real) * count[i];
     return r;
 }

@@ -67,14 +67,12 @@ double sum_squares_ordered(const real *x, size_t n) {
 // ----------------------------------------------------------------------------------------------
 // the gradient's norm, gathered by the backward (model.h's GradNorm)
 
-void gpt_set_norm_gather(GPT *m, int on) { m->state.norm.off = !on; }
-
 void gpt_grads_written(GPT *m) { m->state.norm.valid = 0; }
 
-void gpt_norm_begin(GPT *m) {
+void gpt_norm_begin(GPT *m, int gather) {
     GradNorm *g = &m->state.norm;
     g->valid = 0; g->part = 0; g->count = 0;
-    g->running = !g->off && !m->state.grad_ready;   // grad_ready: MPI sums the gradients after the backward
+    g->running = gather && !m->state.grad_ready;   // grad_ready: MPI sums the gradients after the backward
 }
 
 enum { NORM_SERIAL = 1 << 15 };   // below this many elements one thread sums (a parallel region costs more)

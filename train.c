@@ -70,7 +70,7 @@ double evaluate(GPT *m, const TokenSet *val, const Options *o, Batch *b, int ran
     double sum = 0, wsum = 0;
     for (int i = 0, nb = val_whole_batches(val, o, ranks); i < nb; i++) {
         loader_next_slice(&l, b, rank, ranks);
-        gpt_forward(m, b);
+        gpt_forward(m, b, NULL);
         eval_stop_on_anomaly(m, "the validation loss");
         sum += m->state.loss * m->state.weight_sum; wsum += m->state.weight_sum;
     }
@@ -544,27 +544,26 @@ static double train_step(Session *s, int step, AdamWConfig *adam, double *norm) 
         for (size_t n = 0; n < (size_t)o->batch * o->seq; n++) wtotal += mb[k].weights[n];
     wtotal = dist_sum(wtotal);                  // the loss is the mean over every rank's tokens
     gpt_zero_grad(&s->model);
-    gpt_set_detect_anomaly(&s->model, o->detect_anomaly);   // validation and evaluation are not checked
+    gpt_set_detect_anomaly(&s->model, o->detect_anomaly);   // the step is checked; the validation between steps is not
     double loss = 0;
-    // each forward writes its dlogits at the backward's scale: one pass over (rows, vocabulary) fewer
-    gpt_set_loss_grad_scale(&s->model, wtotal > 0 ? 1.0 / wtotal : 0);
+    // each forward writes its dlogits at the backward's scale: one pass over (rows, vocabulary) fewer;
+    // --dropout on this rank's rows of the global batch
+    GptPass pass = { .loss_grad_scale = wtotal > 0 ? 1.0 / wtotal : 0, .dropout = o->dropout,
+                     .drop_row0 = (uint64_t)s->rank * o->batch };
     for (int k = 0; k < o->accum; k++) {
-        // --dropout: masks from (data seed, step, micro-batch), so a resumed run drops what this one did
-        gpt_set_dropout(&s->model, o->dropout, gpt_dropout_key(data_seed(o), step, k));
-        gpt_set_dropout_rows(&s->model, (uint64_t)s->rank * o->batch);   // this rank's rows of the global batch
-        gpt_forward(&s->model, &mb[k]);
+        // masks from (data seed, step, micro-batch), so a resumed run drops what this one did
+        pass.drop_key = gpt_dropout_key(data_seed(o), step, k);
+        // the last backward leaves the final gradients: it gathers their norm as it writes them
+        pass.skip_norm = k != o->accum - 1;
+        gpt_forward(&s->model, &mb[k], &pass);
         stop_on_anomaly(&s->model, step);
         loss += s->model.state.loss * s->model.state.weight_sum / (wtotal > 0 ? wtotal : 1);
         // under mpirun the last backward reduces each block's gradients across the ranks as it
         // finishes the block (mpi/dist.h); the earlier micro-batches only accumulate
         if (k == o->accum - 1 && wtotal > 0) dist_grad_arm(&s->dg);
-        // the last backward leaves the final gradients: it gathers their norm as it writes them
-        gpt_set_norm_gather(&s->model, k == o->accum - 1);
-        if (wtotal > 0) gpt_backward(&s->model, 1.0 / wtotal);
+        if (wtotal > 0) gpt_backward(&s->model, 1.0 / wtotal, &pass);
         stop_on_anomaly(&s->model, step);
     }
-    gpt_set_loss_grad_scale(&s->model, 0);     // validation's forwards keep their probabilities
-    gpt_set_dropout(&s->model, 0, 0);          // validation and everything after training never drop
     loss = dist_sum(loss);
     CHECK(isfinite(loss), "the training loss is %g at step %d: training diverged; lower --lr or keep --clip", loss, step + 1);
     if (wtotal > 0) dist_grad_wait(&s->dg);

@@ -72,8 +72,8 @@ void attention_distance(GPT *a, GPT *b, const int *tokens, int T, double *jsd, d
     memcpy(bb.tokens, tokens, sizeof(int) * (size_t)T);
     free(ba.targets); ba.targets = NULL;                 // inference: logits only
     free(bb.targets); bb.targets = NULL;
-    gpt_forward(a, &ba);
-    gpt_forward(b, &bb);
+    gpt_forward(a, &ba, NULL);
+    gpt_forward(b, &bb, NULL);
     size_t TT = (size_t)T * T;
     real *pa = xmalloc(sizeof(real) * HA * TT), *pb = xmalloc(sizeof(real) * HB * TT);
     for (int l = 0; l < L; l++) {

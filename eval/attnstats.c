@@ -21,8 +21,6 @@ void astats_evaluate(GPT *m, const int *tokens, int W, int nwin, int bos, AStats
     if (ctx && ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
     int Bmax = PPL_BATCH_TOKENS / W > 1 ? PPL_BATCH_TOKENS / W : 1;
     if (Bmax > nwin) Bmax = nwin;
-    int was_forward_only = m->state.forward_only;
-    gpt_set_forward_only(m, 1);
     memset(r, 0, sizeof *r);
     r->window = W; r->windows = nwin; r->L = L; r->NH = NH;
     r->sum = xcalloc((size_t)L * NH * ATT_NSTAT, sizeof(double));
@@ -31,7 +29,8 @@ void astats_evaluate(GPT *m, const int *tokens, int W, int nwin, int bos, AStats
     batch_alloc(&b, Bmax, W);
     int *targets = b.targets;
     b.targets = NULL;                                  // logits only: no loss is needed
-    gpt_set_attention_stats(m, r->sum);
+    // one layer's activations, and each layer's sums added into r->sum as the forward runs
+    GptPass pass = { .forward_only = 1, .attn_stats = r->sum };
     for (int k0 = 0; k0 < nwin; k0 += Bmax) {
         b.B = nwin - k0 < Bmax ? nwin - k0 : Bmax;
         for (int rr = 0; rr < b.B; rr++) {
@@ -40,13 +39,11 @@ void astats_evaluate(GPT *m, const int *tokens, int W, int nwin, int bos, AStats
             if (bos >= 0) { row[0] = bos; memcpy(row + 1, src, sizeof(int) * (size_t)text); }
             else memcpy(row, src, sizeof(int) * (size_t)text);
         }
-        gpt_forward(m, &b);
+        gpt_forward(m, &b, &pass);
         eval_stop_on_anomaly(m, "the attention statistics");
     }
-    gpt_set_attention_stats(m, NULL);
     b.targets = targets; b.B = Bmax;
     batch_free(&b);
-    gpt_set_forward_only(m, was_forward_only);
     if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
     double rows = r->sum[ATT_STAT_ROWS];
     CHECK(rows == (double)nwin * (W - 1), "internal: %g attention rows summed for %d windows of %d", rows, nwin, W);

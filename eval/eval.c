@@ -122,7 +122,7 @@ void task_exact_match(GPT *m, int *const *inst, const int *len, const int *plen,
         }
         if (r == 0) continue;
         b.B = r;
-        gpt_forward(m, &b);
+        gpt_forward(m, &b, NULL);
         eval_stop_on_anomaly(m, "the task evaluation");
         for (int j = first, row = 0; j < i; j++) {
             if (len[j] > limit) continue;

@@ -132,8 +132,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     if (ctx && ctx != m->cfg.max_seq_len) gpt_set_context(m, ctx);
     if (batch_tokens <= 0) batch_tokens = PPL_BATCH_TOKENS;
     int Bmax = batch_tokens / W > 1 ? batch_tokens / W : 1;
-    int was_forward_only = m->state.forward_only;
-    gpt_set_forward_only(m, 1);      // one layer's activations: a long window takes ~L times less memory
+    const GptPass pass = { .forward_only = 1 };   // one layer's activations: a long window takes ~L times less memory
 
     size_t nw = make_windows(N, W, mode, S, NULL);
     Window *win = xmalloc(sizeof(Window) * nw);
@@ -161,7 +160,7 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
                 b.doc[k] = 0;
             }
         }
-        gpt_forward(m, &b);
+        gpt_forward(m, &b, &pass);
         eval_stop_on_anomaly(m, "the perplexity evaluation");
         for (int rr = 0; rr < rows; rr++) {
             const Window *w = &win[i + rr];
@@ -195,7 +194,6 @@ void ppl_evaluate(GPT *m, const int *tokens, size_t N, int W, int mode, int stri
     b.B = Bmax; b.T = W;
     batch_free(&b);
     free(win); free(pos_sum); free(pos_cnt);
-    gpt_set_forward_only(m, was_forward_only);
     if (m->cfg.max_seq_len != context) gpt_set_context(m, context);
 }
 

@@ -171,7 +171,7 @@ void viz_attention(GPT *m, const int *tokens, int T, const char *dir) {
     batch_alloc(&b, 1, T);                  // positions 0..T-1, document 0
     memcpy(b.tokens, tokens, sizeof(int) * (size_t)T);
     free(b.targets); b.targets = NULL;      // inference: logits only
-    gpt_forward(m, &b);
+    gpt_forward(m, &b, NULL);
 
     size_t TT = (size_t)T * T;
     real *p = xmalloc(sizeof(real) * NH * TT);

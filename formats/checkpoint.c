@@ -348,7 +348,7 @@ void export_safetensors(const char *path, const GPT *m) {
 }
 
 void dump_step(const char *path, GPT *m, const Batch *b) {
-    double loss = gpt_forward(m, b);
+    double loss = gpt_forward(m, b, NULL);
     int B = b->B, T = b->T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
     size_t N = (size_t)B * T;
     float *logits = xmalloc(sizeof(float) * N * V);   // copied before backward reuses the buffers
@@ -356,7 +356,7 @@ void dump_step(const char *path, GPT *m, const Batch *b) {
         for (int v = 0; v < V; v++) logits[n * V + v] = (float)m->state.a.logits[n * Vp + v];
     CHECK(m->state.weight_sum > 0, "--dump-step: the batch has no token with loss weight 1");
     gpt_zero_grad(m);
-    gpt_backward(m, 1.0 / m->state.weight_sum);
+    gpt_backward(m, 1.0 / m->state.weight_sum, NULL);
     StWriter w;
     st_writer_init(&w);
     int32_t *ids = xmalloc(sizeof(int32_t) * N);

@@ -82,11 +82,12 @@ static real *bias_cache_new(const AttnPos *ap, const int *pos, size_t n, size_t 
 // The softmax of one row of scores a (n,) over the keys of the query's document (kdoc (n,),
 // kdoc[j] == qdoc; the query's own key is always among them), in place: a becomes the
 // probabilities (0 for other documents). Returns the row's log-sum-exp. (The tiled kernel's
-// softmax is online, tile by tile, below.)
-static real softmax_row(real *a, const int *kdoc, int n, int qdoc, int qpos, int h) {
+// softmax is online, tile by tile, below.) A row whose largest score is not finite stops the process
+// ("diverged"), unless stop is 0 (AttnPos.unchecked_scores).
+static real softmax_row(real *a, const int *kdoc, int n, int qdoc, int qpos, int h, int stop) {
     real mx = -INFINITY;
     for (int j = 0; j < n; j++) if (key_visible(kdoc[j], qdoc) && a[j] > mx) mx = a[j];
-    CHECK(isfinite(mx), "attention scores became %g (query position %d, head %d): the model has diverged; "
+    CHECK(!stop || isfinite(mx), "attention scores became %g (query position %d, head %d): the model has diverged; "
           "lower --lr", (double)mx, qpos, h);
     real sum = 0;
     for (int j = 0; j < n; j++) { a[j] = key_visible(kdoc[j], qdoc) ? exp(a[j] - mx) : 0; sum += a[j]; }
@@ -109,7 +110,7 @@ static void attend_row(const AttnCall *x, const KVKeys *kv, real *o, real *a, in
         a[j] = dot * x->scale;
     }
     if (ap->scheme->bias_forward) ap->scheme->bias_forward(ap->tables, ap->pe_params, x->cache, h, qpos, kv->pos, n, a);   // hook 3
-    softmax_row(a, kv->doc, n, ap->doc[t], qpos, h);
+    softmax_row(a, kv->doc, n, ap->doc[t], qpos, h, !ap->unchecked_scores);
     for (int c = 0; c < hs; c++) o[c] = 0;
     for (int j = 0; j < n; j++) {
         if (a[j] == 0) continue;
@@ -471,7 +472,7 @@ static void fwd_block_end(const AttnCall *x, const AttnPair *p, const FwdBlock *
     int hs = x->hs, T = x->T;
     for (int r = 0; r < k->nb; r++) {
         int i = k->i0 + r;
-        CHECK(isfinite(k->m[r]), "attention scores became %g (query position %d, head %d): the model has diverged; "
+        CHECK(x->ap->unchecked_scores || isfinite(k->m[r]), "attention scores became %g (query position %d, head %d): the model has diverged; "
               "lower --lr", (double)k->m[r], p->pos[i], p->h);
         real inv = 1 / k->l[r], *o = out + ((size_t)p->b * T + i) * x->C + p->h * hs;
         for (int c = 0; c < hs; c++) o[c] = k->O[(size_t)r * hs + c] * inv;

@@ -30,6 +30,9 @@ typedef struct {
                                // drop_keep(drop_row_key(drop_key, ((b0 + b)*NH + h)*T + i), j) (nn/kernels.h)
     uint64_t drop_b0;          // b0: the index of batch row 0 among the global batch's rows (under
                                // MPI rank r x B), so the ranks draw one process's masks
+    int unchecked_scores;      // 1: a row whose largest score is NaN or Inf does not stop the process
+                               // (its output is NaN): --detect-anomaly's passes, whose check after
+                               // the block names the first bad tensor (model_check.c); 0: it stops
 } AttnPos;
 
 // The mask, in one place (the tiled kernel, the KV cache, the probabilities and the plain reference,

@@ -308,17 +308,17 @@ static void check_model(const char *scheme) {
     Batch b;
     batch_alloc(&b, 2, 32);
     for (int i = 0; i < b.B * b.T; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 256); b.targets[i] = (int)(rng_u64(&rng) % 256); }
-    double l32 = gpt_forward(&m, &b);
+    double l32 = gpt_forward(&m, &b, NULL);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     real *g32 = xmalloc(sizeof(real) * m.weights.num_params);
     memcpy(g32, m.weights.grads, sizeof(real) * m.weights.num_params);
     gpt_set_bf16(&m, 1);
     for (int p = 0; p < n_paths; p++) {
         Bf16Path old = bf16_set_path(paths[p]);
-        double l16 = gpt_forward(&m, &b);
+        double l16 = gpt_forward(&m, &b, NULL);
         gpt_zero_grad(&m);
-        gpt_backward(&m, 1.0 / m.state.weight_sum);
+        gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
         bf16_set_path(old);
         double dot = 0, n32 = 0, n16 = 0;
         const real *g16 = m.weights.grads;
@@ -331,10 +331,10 @@ static void check_model(const char *scheme) {
     AdamWConfig o = { .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0 };
     double first = 0, last = 0;
     for (int t = 1; t <= 30; t++) {
-        last = gpt_forward(&m, &b);
+        last = gpt_forward(&m, &b, NULL);
         if (t == 1) first = last;
         gpt_zero_grad(&m);
-        gpt_backward(&m, 1.0 / m.state.weight_sum);
+        gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
         gpt_adamw(&m, &o, t, 1.0);
     }
     EXPECT(isfinite(last) && last < 0.5 * first, "%s: 30 bf16 steps (%s) on one batch: loss %.4f -> %.4f, not halved", scheme,

@@ -38,8 +38,8 @@ static void train(GPT *m, const TaskConfig *tc, int steps, uint64_t seed) {
         double w = 0;
         for (int i = 0; i < b.B * b.T; i++) w += b.weights[i];
         gpt_zero_grad(m);
-        gpt_forward(m, &b);
-        gpt_backward(m, 1.0 / w);
+        gpt_forward(m, &b, NULL);
+        gpt_backward(m, 1.0 / w, NULL);
         gpt_adamw(m, &o, s + 1, gpt_clip_scale(gpt_grad_norm(m), 1.0));
     }
     batch_free(&b);
@@ -299,7 +299,7 @@ static void check_sampled(void *arg, int token, const real *logits) {
     Batch b; batch_alloc(&b, 1, w);
     memcpy(b.tokens, c->ctx + c->start, sizeof(int) * w);
     int *targets = b.targets; b.targets = NULL;
-    gpt_forward(c->ref, &b);
+    gpt_forward(c->ref, &b, NULL);
     b.targets = targets;
     const real *want = c->ref->state.a.logits + (size_t)(w - 1) * c->ref->cfg.padded_vocab;
     for (int v = 0; v < c->V; v++) c->worst = err_max(c->worst, fabs(want[v] - logits[v]));

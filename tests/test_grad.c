@@ -330,8 +330,8 @@ static void expect_gathered_norm(GPT *m, const char *label) {
            "%s: the backward gathered a sum of squares of %.17g (valid %d), the gradient has %.17g", label, got,
            m->state.norm.valid, pass);
 }
-typedef struct { GPT *m; Batch *b; } ModelCtx;
-static double model_loss(void *p) { ModelCtx *c = p; return gpt_forward(c->m, c->b); }
+typedef struct { GPT *m; Batch *b; const GptPass *pass; } ModelCtx;
+static double model_loss(void *p) { ModelCtx *c = p; return gpt_forward(c->m, c->b, c->pass); }
 
 // dropout: the rate of every forward of the check, at one fixed key; setting: NULL or one scheme
 // setting "key=value" (posenc_set)
@@ -354,15 +354,15 @@ static void model_case(const char *label, const char *pe, const char *pe_layers,
     // move every parameter off its initial value so LayerNorm gains, biases etc. are generic
     for (size_t i = 0; i < m.weights.num_params; i++) m.weights.params[i] += (real)(0.1 * uni());
     for (size_t i = (size_t)cfg.vocab_size * cfg.n_embd; i < (size_t)cfg.padded_vocab * cfg.n_embd; i++) m.weights.p.wte[i] = 0;
-    gpt_set_dropout(&m, dropout, 0xD0D0);
+    const GptPass pass = { .dropout = dropout, .drop_key = 0xD0D0 };
     Batch b; batch_alloc(&b, 2, 6);
     for (int i = 0; i < 12; i++) { b.tokens[i] = (int)(rng_u64(&rng) % 19); b.targets[i] = (int)(rng_u64(&rng) % 19); }
     b.weights[0] = 0; b.weights[7] = 0;                        // excluded tokens (a prompt)
     for (int t = 3; t < 6; t++) { b.doc[6 + t] = 1; b.pos[6 + t] = t - 3; }   // row 1: packed docs
-    ModelCtx c = { &m, &b };
-    gpt_forward(&m, &b);
+    ModelCtx c = { &m, &b, &pass };
+    gpt_forward(&m, &b, &pass);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, &pass);
     expect_gathered_norm(&m, label);
     // one check per named tensor (excluding wte's padding rows, which are never used)
     for (int k = 0; k < m.weights.n_tensors; k++) {
@@ -445,13 +445,12 @@ static void test_dropout_rates(double p) {
 
 // A forward (loss, logits) and backward (every gradient) of m on b at dropout p, key
 static double forward_backward(GPT *m, const Batch *b, double p, uint64_t key, real *logits, real *grads) {
-    gpt_set_dropout(m, p, key);
-    double loss = gpt_forward(m, b);
+    const GptPass pass = { .dropout = p, .drop_key = key };
+    double loss = gpt_forward(m, b, &pass);
     memcpy(logits, m->state.a.logits, sizeof(real) * (size_t)b->B * b->T * m->cfg.padded_vocab);
     gpt_zero_grad(m);
-    gpt_backward(m, 1.0 / m->state.weight_sum);
+    gpt_backward(m, 1.0 / m->state.weight_sum, &pass);
     memcpy(grads, m->weights.grads, sizeof(real) * m->weights.num_params);
-    gpt_set_dropout(m, 0, 0);
     return loss;
 }
 
@@ -492,15 +491,15 @@ static void test_dropout_model(void) {
     omp_set_num_threads(saved);
     EXPECT(one == two && !memcmp(l1, l2, sizeof(real) * nl) && !memcmp(g1, g2, sizeof(real) * np),
            "dropout: 1 thread and 2 threads differ (loss %.17g vs %.17g)", one, two);
-    // the masks follow the global row (gpt_set_dropout_rows): rows 1-2 as a batch of their own with
+    // the masks follow the global row (GptPass.drop_row0): rows 1-2 as a batch of their own with
     // b0 = 1 (an MPI rank's share) drop what they dropped as rows 1-2 of the whole batch; the
     // gradients of row 0 (b0 = 0) and rows 1-2 (b0 = 1), each scaled by the whole batch's weight,
     // add up to the whole batch's
-    gpt_set_dropout(&m, 0.1, k00);
-    gpt_forward(&m, &b);
+    GptPass pass = { .dropout = 0.1, .drop_key = k00 };
+    gpt_forward(&m, &b, &pass);
     memcpy(l1, m.state.a.logits, sizeof(real) * nl);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / 120);
+    gpt_backward(&m, 1.0 / 120, &pass);
     memcpy(g1, m.weights.grads, sizeof(real) * np);
     Batch head, tail;
     batch_alloc(&head, 1, 40);
@@ -508,22 +507,21 @@ static void test_dropout_model(void) {
     memcpy(head.tokens, b.tokens, sizeof(int) * 40); memcpy(head.targets, b.targets, sizeof(int) * 40);
     memcpy(tail.tokens, b.tokens + 40, sizeof(int) * 80); memcpy(tail.targets, b.targets + 40, sizeof(int) * 80);
     gpt_zero_grad(&m);
-    gpt_forward(&m, &head);
-    gpt_backward(&m, 1.0 / 120);
-    gpt_set_dropout_rows(&m, 1);
-    gpt_forward(&m, &tail);
+    gpt_forward(&m, &head, &pass);
+    gpt_backward(&m, 1.0 / 120, &pass);
+    pass.drop_row0 = 1;
+    gpt_forward(&m, &tail, &pass);
     int rows_same = !memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.state.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab);
-    gpt_backward(&m, 1.0 / 120);
+    gpt_backward(&m, 1.0 / 120, &pass);
     expect_gathered_norm(&m, "dropout by global row: two micro-batches accumulated");
     double worst = 0;
     for (size_t i = 0; i < np; i++) worst = err_max(worst, fabs(m.weights.grads[i] - g1[i]) / (fabs(g1[i]) + 1e-12));
     EXPECT(rows_same && worst < 1e-9, "dropout by global row: rows 1-2 with b0 = 1 drop as in the whole batch (logits %s; "
            "gradients' sum off by %.3g relative)", rows_same ? "equal" : "differ", worst);
-    gpt_set_dropout_rows(&m, 0);
-    gpt_forward(&m, &tail);
+    pass.drop_row0 = 0;
+    gpt_forward(&m, &tail, &pass);
     EXPECT(memcmp(l1 + (size_t)40 * m.cfg.padded_vocab, m.state.a.logits, sizeof(real) * 80 * m.cfg.padded_vocab) != 0,
            "dropout by global row: rows 1-2 as rows 0-1 (b0 = 0) must drop otherwise");
-    gpt_set_dropout(&m, 0, 0);
     batch_free(&head); batch_free(&tail);
     free(l0); free(g0); free(l1); free(g1); free(l2); free(g2);
     batch_free(&b);

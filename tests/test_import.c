@@ -239,7 +239,7 @@ static void test_safetensors_identity(void) {
         Batch bt;
         batch_alloc(&bt, 2, a.cfg.max_seq_len);
         random_batch(&bt, a.cfg.vocab_size, 3);
-        double la = gpt_forward(&a, &bt), lb = gpt_forward(&b, &bt);
+        double la = gpt_forward(&a, &bt, NULL), lb = gpt_forward(&b, &bt, NULL);
         size_t nl = (size_t)2 * a.cfg.max_seq_len * a.cfg.padded_vocab;
         EXPECT(la == lb && memcmp(a.state.a.logits, b.state.a.logits, sizeof(real) * nl) == 0,
                "%s: the imported model's forward, bit for bit (loss %.9g vs %.9g)", cases[k].what, la, lb);
@@ -290,7 +290,7 @@ static void test_checkpoint_before_sinusoidal_scale(void) {
         Batch bt;
         batch_alloc(&bt, 2, a.cfg.max_seq_len);
         random_batch(&bt, a.cfg.vocab_size, 9);
-        double la = gpt_forward(&a, &bt), lb = gpt_forward(&b, &bt);
+        double la = gpt_forward(&a, &bt, NULL), lb = gpt_forward(&b, &bt, NULL);
         EXPECT(k == 0 ? la == lb : la != lb, "%s, its line removed: loss %.9g, saved model's %.9g (%s)", values[k], lb, la,
                k == 0 ? "the same model" : "unscaled now, another loss");
         batch_free(&bt);

@@ -39,7 +39,7 @@ static void full_logits(GPT *m, const int *tokens, int n, real *out) {
     Batch b; batch_alloc(&b, 1, n);
     memcpy(b.tokens, tokens, sizeof(int) * n);
     int *targets = b.targets; b.targets = NULL;
-    gpt_forward(m, &b);
+    gpt_forward(m, &b, NULL);
     b.targets = targets;
     for (int t = 0; t < n; t++) memcpy(out + t * V, m->state.a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
     batch_free(&b);
@@ -77,7 +77,7 @@ static void alone_losses(GPT *m, const int *tokens, const int *targets, int n, r
     Batch b; batch_alloc(&b, 1, n);
     memcpy(b.tokens, tokens, sizeof(int) * n);
     memcpy(b.targets, targets, sizeof(int) * n);
-    gpt_forward(m, &b);
+    gpt_forward(m, &b, NULL);
     memcpy(out, m->state.a.losses, sizeof(real) * n);
     batch_free(&b);
 }
@@ -89,7 +89,7 @@ static void test_packing(const char *label, GPT *m, const int *tokens, const int
     memcpy(packed.tokens, tokens, sizeof(int) * T);
     memcpy(packed.targets, targets, sizeof(int) * T);
     for (int t = nA; t < T; t++) { packed.pos[t] = t - nA; packed.doc[t] = 1; }
-    gpt_forward(m, &packed);
+    gpt_forward(m, &packed, NULL);
     real plog[T * V], ploss[T];
     for (int t = 0; t < T; t++) {
         memcpy(plog + t * V, m->state.a.logits + (size_t)t * m->cfg.padded_vocab, sizeof(real) * V);
@@ -109,15 +109,15 @@ static void test_packing(const char *label, GPT *m, const int *tokens, const int
     size_t P = m->weights.num_params;
     real *g_packed = xmalloc(sizeof(real) * P);
     for (int t = 0; t < T; t++) packed.weights[t] = t >= nA;
-    gpt_forward(m, &packed);
+    gpt_forward(m, &packed, NULL);
     double lp = m->state.loss;
-    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum);
+    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum, NULL);
     memcpy(g_packed, m->weights.grads, sizeof(real) * P);
     Batch b; batch_alloc(&b, 1, nB);
     memcpy(b.tokens, tokens + nA, sizeof(int) * nB);
     memcpy(b.targets, targets + nA, sizeof(int) * nB);
-    double la = gpt_forward(m, &b);
-    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum);
+    double la = gpt_forward(m, &b, NULL);
+    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum, NULL);
     EXPECT(fabs(lp - la) < TOL, "%s: document B's loss packed %.12g vs alone %.12g", label, lp, la);
     double gd = max_diff(g_packed, m->weights.grads, (int)P), gmax = 0;
     for (size_t i = 0; i < P; i++) gmax = fmax(gmax, fabs(m->weights.grads[i]));
@@ -139,7 +139,7 @@ static void test_left_padding(const char *label, GPT *m, const int *tokens) {
         b.weights[t] = valid;
     }
     int *targets = b.targets; b.targets = NULL;
-    gpt_forward(m, &b);
+    gpt_forward(m, &b, NULL);
     b.targets = targets;
     double d = 0;
     for (int t = pad; t < T; t++)
@@ -157,8 +157,8 @@ static void test_padding_gradient(const char *label, GPT *m, const int *tokens, 
     Batch alone; batch_alloc(&alone, 1, n);
     memcpy(alone.tokens, tokens, sizeof(int) * n);
     memcpy(alone.targets, targets, sizeof(int) * n);
-    double la = gpt_forward(m, &alone);
-    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum);
+    double la = gpt_forward(m, &alone, NULL);
+    gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum, NULL);
     real *g_alone = xmalloc(sizeof(real) * P), *g_pad = xmalloc(sizeof(real) * P);
     memcpy(g_alone, m->weights.grads, sizeof(real) * P);
     double lp[2];
@@ -172,8 +172,8 @@ static void test_padding_gradient(const char *label, GPT *m, const int *tokens, 
             b.doc[t] = valid ? 0 : -1;
             b.weights[t] = valid;
         }
-        lp[k] = gpt_forward(m, &b);
-        gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum);
+        lp[k] = gpt_forward(m, &b, NULL);
+        gpt_zero_grad(m); gpt_backward(m, 1.0 / m->state.weight_sum, NULL);
         if (k == 0) {
             memcpy(g_pad, m->weights.grads, sizeof(real) * P);
             double gd = max_diff(g_pad, g_alone, (int)P), gmax = 0;

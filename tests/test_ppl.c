@@ -6,7 +6,7 @@
 //   (c) every window size and mode scores the same N tokens; how N is chosen;
 //   (d) the per-position means average to the overall mean;
 //   (e) a learned-table model gets no number beyond its context (CSV: empty loss, a note);
-//   (f) forward-only mode (gpt_set_forward_only, which ppl uses): losses and logits bit-identical to
+//   (f) forward-only mode (GptPass.forward_only, which ppl uses): losses and logits bit-identical to
 //       the normal forward; backward and attention_probs refuse to run after it; back in training
 //       mode, the gradients of a model that never switched;
 // plus the window-list parser and the CSV files.
@@ -39,7 +39,7 @@ static int *text(size_t n, uint64_t seed) {
 static void direct(GPT *m, const int *tok, size_t start, int len, double *out) {
     Batch b; batch_alloc(&b, 1, len);
     for (int t = 0; t < len; t++) { b.tokens[t] = tok[start + t]; b.targets[t] = tok[start + t + 1]; }
-    gpt_forward(m, &b);
+    gpt_forward(m, &b, NULL);
     for (int t = 0; t < len; t++) out[t] = m->state.a.losses[t];
     batch_free(&b);
 }
@@ -230,7 +230,7 @@ static void test_parse(void) {
 
 // (f)
 static GPT *fo_model;
-static void fo_backward(const void *arg) { (void)arg; gpt_backward(fo_model, 1.0); }
+static void fo_backward(const void *arg) { (void)arg; gpt_backward(fo_model, 1.0, NULL); }
 static void fo_probs(const void *arg) { real p[CTX * CTX]; attention_probs(fo_model, 0, 0, 0, p); (void)arg; }
 static void test_forward_only(const char *pe) {
     GPTConfig c = config(pe, "none");
@@ -243,12 +243,12 @@ static void test_forward_only(const char *pe) {
     Batch b; batch_alloc(&b, 2, CTX);
     for (int i = 0; i < 2 * CTX; i++) { b.tokens[i] = tok[i]; b.targets[i] = tok[i + 1]; b.pos[i] = i % CTX; }
     size_t nl = (size_t)2 * CTX * c.padded_vocab;
-    double full = gpt_forward(&m, &b);
+    double full = gpt_forward(&m, &b, NULL);
     real *logits = xmalloc(sizeof(real) * nl), *losses = xmalloc(sizeof(real) * 2 * CTX);
     memcpy(logits, m.state.a.logits, sizeof(real) * nl);
     memcpy(losses, m.state.a.losses, sizeof(real) * 2 * CTX);
-    gpt_set_forward_only(&m, 1);
-    double fo = gpt_forward(&m, &b);
+    const GptPass forward_only = { .forward_only = 1 };
+    double fo = gpt_forward(&m, &b, &forward_only);
     EXPECT(fo == full && memcmp(logits, m.state.a.logits, sizeof(real) * nl) == 0 &&
            memcmp(losses, m.state.a.losses, sizeof(real) * 2 * CTX) == 0,
            "%s: the forward-only pass must give the normal forward's logits and losses bit for bit", pe);
@@ -256,15 +256,14 @@ static void test_forward_only(const char *pe) {
     fo_model = &m;
     EXPECT(dies_with(fo_backward, NULL, "forward-only", NULL), "%s: gpt_backward after a forward-only pass must refuse", pe);
     EXPECT(dies_with(fo_probs, NULL, "forward-only", NULL), "%s: attention_probs after a forward-only pass must refuse", pe);
-    gpt_set_forward_only(&m, 0);
-    EXPECT(gpt_forward(&m, &b) == full, "%s: back in training mode, the same loss", pe);
+    EXPECT(gpt_forward(&m, &b, NULL) == full, "%s: back in training mode, the same loss", pe);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     // the gradients of a twin (same seed) that never left training mode, bit for bit, and not zero
     GPT twin; gpt_build(&twin, &c, 3, 0);
-    gpt_forward(&twin, &b);
+    gpt_forward(&twin, &b, NULL);
     gpt_zero_grad(&twin);
-    gpt_backward(&twin, 1.0 / twin.state.weight_sum);
+    gpt_backward(&twin, 1.0 / twin.state.weight_sum, NULL);
     size_t nonzero = 0;
     for (size_t i = 0; i < m.weights.num_params; i++) nonzero += m.weights.grads[i] != 0;
     EXPECT(memcmp(m.weights.grads, twin.weights.grads, sizeof(real) * m.weights.num_params) == 0 && nonzero > m.weights.num_params / 2,

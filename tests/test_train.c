@@ -3,13 +3,14 @@
 //   - the same seed and thread count give bit-identical losses;
 //   - gradient accumulation over two micro-batches equals one batch of both;
 //   - tokens with loss weight 0 change neither the loss nor the gradient;
-//   - dlogits written by the forward (gpt_set_loss_grad_scale) give the backward's own bits;
+//   - dlogits written by the forward (GptPass.loss_grad_scale) give the backward's own bits;
 //   - the softmax and cross-entropy over GPT-2's 50257 classes (the float build's vectorised exp)
 //     against the same computed in doubles with libm's exp, logits spread narrow and wide;
 //   - a checkpoint round trip restores every parameter and optimiser moment exactly;
 //   - the fused update (gradient norm, then AdamW with the clip scale inside) equals clipping the
 //     gradient in place and then a plain AdamW loop per tensor;
-//   - anomaly detection names the first NaN or Inf (forward, hook 3, backward, AdamW, parameters)
+//   - anomaly detection names the first NaN or Inf (forward, hook 3, backward, AdamW, parameters),
+//     also where a stage's replay must name a tensor it overwrote (attproj, qkv before hook 2, dln2)
 //     and changes no number when everything is finite;
 //   - gpt_zero_grad writes nothing, and the next backward's overwriting gives what adding onto zeros
 //     gives (every scheme, a shared table, learned and sinusoidal inputs, bf16, accumulation), and
@@ -42,13 +43,13 @@ static double train_steps(GPT *m, Batch *b, int steps, double lr, double *losses
     AdamWConfig o = { lr, 0.9, 0.95, 1e-8, 0.0 };
     double loss = 0;
     for (int s = 0; s < steps; s++) {
-        loss = gpt_forward(m, b);
+        loss = gpt_forward(m, b, NULL);
         if (losses) losses[s] = loss;
         gpt_zero_grad(m);
-        gpt_backward(m, 1.0 / m->state.weight_sum);
+        gpt_backward(m, 1.0 / m->state.weight_sum, NULL);
         gpt_adamw(m, &o, s + 1, gpt_clip_scale(gpt_grad_norm(m), 1.0));
     }
-    return gpt_forward(m, b);
+    return gpt_forward(m, b, NULL);
 }
 
 static void test_overfit(const char *label, const char *pe, const char *pe_layers, const char *input_pe) {
@@ -56,7 +57,7 @@ static void test_overfit(const char *label, const char *pe, const char *pe_layer
     GPT m; gpt_build(&m, &c, 1, 0);
     Batch b; batch_alloc(&b, 2, 16);
     random_batch(&b, 99);
-    double first = gpt_forward(&m, &b);
+    double first = gpt_forward(&m, &b, NULL);
     double last = train_steps(&m, &b, 120, 3e-3, NULL);
     EXPECT(first > 3.0 && last < 0.25, "%s: one batch should be memorised: loss %.3f -> %.3f", label, first, last);
     batch_free(&b); gpt_free(&m);
@@ -81,9 +82,9 @@ static void test_accumulation(void) {
     Batch both; batch_alloc(&both, 2, 16);
     random_batch(&both, 11);
     both.weights[3] = 0; both.weights[20] = 0;
-    gpt_forward(&m, &both);
+    gpt_forward(&m, &both, NULL);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     real *g_both = xmalloc(sizeof(real) * m.weights.num_params);
     memcpy(g_both, m.weights.grads, sizeof(real) * m.weights.num_params);
     Batch half[2];
@@ -96,7 +97,7 @@ static void test_accumulation(void) {
         for (int t = 0; t < 16; t++) wtotal += half[k].weights[t];
     }
     gpt_zero_grad(&m);
-    for (int k = 0; k < 2; k++) { gpt_forward(&m, &half[k]); gpt_backward(&m, 1.0 / wtotal); }
+    for (int k = 0; k < 2; k++) { gpt_forward(&m, &half[k], NULL); gpt_backward(&m, 1.0 / wtotal, NULL); }
     double err = 0, mx = 0;
     for (size_t i = 0; i < m.weights.num_params; i++) {
         err = err_max(err, fabs(m.weights.grads[i] - g_both[i])); mx = fmax(mx, fabs(g_both[i]));
@@ -116,7 +117,7 @@ static void crossentropy_case(double gain) {
     Batch b; batch_alloc(&b, 2, 16);
     Rng r; rng_seed(&r, 41);
     for (int i = 0; i < 32; i++) { b.tokens[i] = (int)(rng_u64(&r) % 50257); b.targets[i] = (int)(rng_u64(&r) % 50257); }
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     int V = c.vocab_size, Vp = m.cfg.padded_vocab;
     double worst_p = 0, worst_loss = 0, worst_sum = 0, spread = 0;
     int pad_zero = 1, finite = 1;
@@ -146,7 +147,7 @@ static void crossentropy_case(double gain) {
     EXPECT(gain < 100 || spread > 100, "ln_f's gain %g should spread the logits past exp's range (spread %.1f)", gain, spread);
     // a NaN logit (class 5 of every row, from wte's row 5): every row's probabilities and loss are NaN
     m.weights.p.wte[5 * c.n_embd] = NAN;
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     int all_nan = 1;
     for (int n = 0; n < 32; n++) all_nan &= isnan(m.state.a.losses[n]) && isnan(m.state.a.probs[(size_t)n * Vp + 7]);
     EXPECT(all_nan, "a NaN logit must make its row's probabilities and loss NaN");
@@ -160,20 +161,20 @@ static void test_loss_weights(void) {
     Batch b; batch_alloc(&b, 1, 16);
     random_batch(&b, 12);
     for (int t = 0; t < 6; t++) b.weights[t] = 0;      // a "prompt" of six tokens
-    double l1 = gpt_forward(&m, &b);
-    gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.state.weight_sum);
+    double l1 = gpt_forward(&m, &b, NULL);
+    gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     real *g1 = xmalloc(sizeof(real) * m.weights.num_params);
     memcpy(g1, m.weights.grads, sizeof(real) * m.weights.num_params);
     for (int t = 0; t < 6; t++) b.targets[t] = (b.targets[t] + 7) % 32;   // change excluded targets
-    double l2 = gpt_forward(&m, &b);
-    gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.state.weight_sum);
+    double l2 = gpt_forward(&m, &b, NULL);
+    gpt_zero_grad(&m); gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     EXPECT(l1 == l2, "targets with weight 0 must not change the loss (%.9g vs %.9g)", l1, l2);
     EXPECT(memcmp(g1, m.weights.grads, sizeof(real) * m.weights.num_params) == 0,
            "targets with weight 0 must not change the gradient");
     free(g1); batch_free(&b); gpt_free(&m);
 }
 
-// gpt_set_loss_grad_scale: the forward's cross-entropy writes dlogits at the backward's scale and
+// GptPass.loss_grad_scale: the forward's cross-entropy writes dlogits at the backward's scale and
 // the backward skips its own pass: losses and gradients bit-identical to the backward's pass (two
 // micro-batches, weight-0 tokens, a vocabulary with padding columns), the flag cleared by the next
 // forward and by the backward; a backward given another scale stops (checked first in main).
@@ -183,9 +184,9 @@ static void wrong_scale_backward(const void *arg) {
     GPT m; gpt_build(&m, &c, 3, 0);
     Batch b; batch_alloc(&b, 1, 16);
     random_batch(&b, 5);
-    gpt_set_loss_grad_scale(&m, 1.0 / 16);
-    gpt_forward(&m, &b);
-    gpt_backward(&m, 1.0 / 8);
+    const GptPass pass = { .loss_grad_scale = 1.0 / 16 };
+    gpt_forward(&m, &b, &pass);
+    gpt_backward(&m, 1.0 / 8, &pass);
 }
 
 static void test_loss_grad(void) {
@@ -201,12 +202,12 @@ static void test_loss_grad(void) {
     for (int f = 0; f < 2; f++) {
         gpt_build(&m[f], &c, 9, 0);
         EXPECT(m[f].cfg.padded_vocab > 50, "the test wants padding columns (padded vocabulary %d)", m[f].cfg.padded_vocab);
-        gpt_set_loss_grad_scale(&m[f], f ? 1.0 / wtotal : 0);
+        const GptPass pass = { .loss_grad_scale = f ? 1.0 / wtotal : 0 };
         gpt_zero_grad(&m[f]);
         for (int k = 0; k < 2; k++) {
-            loss[f][k] = gpt_forward(&m[f], &half[k]);
+            loss[f][k] = gpt_forward(&m[f], &half[k], &pass);
             EXPECT((m[f].state.dlogits_scale > 0) == f, "the forward wrote dlogits: %d, expected %d", m[f].state.dlogits_scale > 0, f);
-            gpt_backward(&m[f], 1.0 / wtotal);
+            gpt_backward(&m[f], 1.0 / wtotal, &pass);
             EXPECT(m[f].state.dlogits_scale == 0, "the backward must clear the forward's dlogits flag");
         }
     }
@@ -214,18 +215,17 @@ static void test_loss_grad(void) {
            loss[1][0], loss[1][1], loss[0][0], loss[0][1]);
     EXPECT(memcmp(m[0].weights.grads, m[1].weights.grads, sizeof(real) * m[0].weights.num_params) == 0,
            "dlogits written by the forward must give the backward's gradient bit for bit");
-    gpt_set_loss_grad_scale(&m[1], 1.0 / wtotal);
-    gpt_forward(&m[1], &half[0]);                        // dlogits written, no backward follows ...
-    gpt_set_loss_grad_scale(&m[1], 0);
-    gpt_forward(&m[1], &half[0]);                        // ... and the next forward clears the flag
+    const GptPass scaled = { .loss_grad_scale = 1.0 / wtotal };
+    gpt_forward(&m[1], &half[0], &scaled);                     // dlogits written, no backward follows ...
+    gpt_forward(&m[1], &half[0], NULL);                        // ... and the next forward clears the flag
     EXPECT(m[1].state.dlogits_scale == 0, "a forward without the scale must clear the last forward's dlogits flag");
-    gpt_set_loss_grad_scale(&m[1], 1.0 / wtotal);
     gpt_set_detect_anomaly(&m[1], 1);                    // --detect-anomaly checks the probabilities
-    gpt_forward(&m[1], &half[0]);
+    gpt_forward(&m[1], &half[0], &scaled);
     EXPECT(m[1].state.dlogits_scale == 0, "a forward under --detect-anomaly must write probabilities");
     gpt_set_detect_anomaly(&m[1], 0);
-    gpt_set_forward_only(&m[1], 1);                      // an evaluation forward keeps its probabilities
-    gpt_forward(&m[1], &half[0]);
+    // an evaluation forward keeps its probabilities
+    const GptPass forward_only = { .forward_only = 1, .loss_grad_scale = 1.0 / wtotal };
+    gpt_forward(&m[1], &half[0], &forward_only);
     double row = 0;
     for (int v = 0; v < 50; v++) row += m[1].state.a.probs[v];
     EXPECT(m[1].state.dlogits_scale == 0 && fabs(row - 1) < 1e-5, "a forward-only pass must write probabilities (row sum %.9g)", row);
@@ -258,7 +258,7 @@ static void test_checkpoint_roundtrip(void) {
     EXPECT(kv && strcmp(kv, "train.steps=9\n") == 0, "training settings restored: %s", kv ? kv : "(null)");
     EXPECT(m2.cfg.pe.rope_interleaved == 1 && m2.cfg.pe.rope_fraction == 0.5 && m2.cfg.pe.rope_base == 500 &&
            m2.cfg.pe.input == posenc_find("sinusoidal") && m2.cfg.pe.layer[1] == PE_NOPE, "scheme settings restored");
-    EXPECT(gpt_forward(&m2, &b) == gpt_forward(&m, &b), "the loaded model computes the same loss");
+    EXPECT(gpt_forward(&m2, &b, NULL) == gpt_forward(&m, &b, NULL), "the loaded model computes the same loss");
     free(kv); remove(path);
     batch_free(&b); gpt_free(&m); gpt_free(&m2);
 }
@@ -336,8 +336,8 @@ static void test_fused_update(void) {
     double clips[3] = { 0.05, 0.05, 1e9 };
     for (int t = 1; t <= 3; t++) {
         AdamWConfig o = { 1e-2, 0.9, 0.95, 1e-8, 0.1 };
-        gpt_forward(&a, &b); gpt_zero_grad(&a); gpt_backward(&a, 1.0 / a.state.weight_sum);
-        gpt_forward(&r, &b); gpt_zero_grad(&r); gpt_backward(&r, 1.0 / r.state.weight_sum);
+        gpt_forward(&a, &b, NULL); gpt_zero_grad(&a); gpt_backward(&a, 1.0 / a.state.weight_sum, NULL);
+        gpt_forward(&r, &b, NULL); gpt_zero_grad(&r); gpt_backward(&r, 1.0 / r.state.weight_sum, NULL);
         double norm = gpt_grad_norm(&a);
         gpt_adamw(&a, &o, t, gpt_clip_scale(norm, clips[t - 1]));
         double want = reference_update(&r, mm, vv, &o, t, clips[t - 1]);
@@ -378,11 +378,11 @@ static void test_anomaly_forward(void) {
     Batch b; batch_alloc(&b, 2, 16);
     random_batch(&b, 21);
     gpt_set_detect_anomaly(&m, 1);
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     EXPECT(!m.state.anomaly.found, "a finite model: no anomaly, got: %s", m.state.anomaly.msg);
     // a NaN in layer 1's fc weight, output row 5: every token's fch channel 5
     *param_at(&m, "transformer.h.1.mlp.c_fc.weight", 5, 3) = NAN;
-    double loss = gpt_forward(&m, &b);
+    double loss = gpt_forward(&m, &b, NULL);
     expect_anomaly(&m, "NaN weight", "forward", 1, "fch", 5, 32,
                    "layer 1 forward: fch has NaN at (b=0, t=0, c=5), first bad of 32 values (of 4096); "
                    "the tensor checked before it, ln2, was finite");
@@ -391,7 +391,7 @@ static void test_anomaly_forward(void) {
     expect_anomaly(&m, "the weight itself", "parameters", 1, "transformer.h.1.mlp.c_fc.weight", 5 * 32 + 3, 1,
                    "layer 1 parameters: transformer.h.1.mlp.c_fc.weight has NaN at (row=5, col=3), first bad of 1 values (of 4096)");
     gpt_set_detect_anomaly(&m, 0);
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     EXPECT(!m.state.anomaly.found, "detection off: nothing recorded");
     batch_free(&b); gpt_free(&m);
 
@@ -405,7 +405,7 @@ static void test_anomaly_forward(void) {
     EXPECT(ti && ti->layer == -1, "the shared t5 table belongs to no block");
     for (int k = 0; ti && k < ti->rows * ti->cols; k++) m.weights.params[ti->offset + k] = NAN;
     gpt_set_detect_anomaly(&m, 1);
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     expect_anomaly(&m, "NaN bias", "forward", 1, "hook 3 bias", 0, 2 * 4 * 16 * 17 / 2,
                    "layer 1 forward: hook 3 bias has NaN at (b=0, h=0, i=0, j=0), first bad of 1088 values (of 1088); "
                    "the tensor checked before it, qkv, was finite");
@@ -421,28 +421,28 @@ static void test_anomaly_backward(void) {
     // an infinite loss weight on token (b=1, t=2): the forward's tensors stay finite; its dlogits row
     // is w * (probs - onehot): +Inf, and NaN at the target
     b.weights[16 + 2] = INFINITY;
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     EXPECT(!m.state.anomaly.found, "an infinite loss weight: the forward's tensors are finite, got: %s", m.state.anomaly.msg);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0);
+    gpt_backward(&m, 1.0, NULL);
     expect_anomaly(&m, "infinite loss weight", "backward", -1, "dlogits", (size_t)18 * 64, 32,
                    "backward: dlogits has +Inf at (b=1, t=2, v=0), first bad of 32 values (of 2048)");
     b.weights[18] = 1;
     // layer 1's fc bias at channel 7 set to 1e20: GELU's forward is finite there (x), its derivative
     // is 0 * inf = NaN: the backward's dfch at every token's channel 7
     *param_at(&m, "transformer.h.1.mlp.c_fc.bias", 0, 7) = (real)1e20;
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     EXPECT(!m.state.anomaly.found, "a huge fc bias: the forward is finite, got: %s", m.state.anomaly.msg);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     expect_anomaly(&m, "GELU's derivative", "backward", 1, "dfch", 7, 32,
                    "layer 1 backward: dfch has NaN at (b=0, t=0, c=7), first bad of 32 values (of 4096); "
                    "the tensor checked before it, dfch_gelu, was finite");
     *param_at(&m, "transformer.h.1.mlp.c_fc.bias", 0, 7) = 0;
     // a NaN gradient reaching AdamW: the updated parameter is named
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     EXPECT(!m.state.anomaly.found, "finite again, got: %s", m.state.anomaly.msg);
     const TensorInfo *ti = gpt_find_tensor(&m, "transformer.h.0.attn.c_proj.bias");
     m.weights.grads[ti->offset + 2] = NAN;
@@ -450,6 +450,45 @@ static void test_anomaly_backward(void) {
     gpt_adamw(&m, &o, 1, 1.0);
     expect_anomaly(&m, "NaN update", "optimiser step", 0, "transformer.h.0.attn.c_proj.bias", 2, 1,
                    "layer 0 optimiser step: transformer.h.0.attn.c_proj.bias has NaN at (i=2), first bad of 1 values (of 32)");
+    batch_free(&b); gpt_free(&m);
+}
+
+// The passes check once per stage and replay a stage only when its scan finds a bad value
+// (model_check.c): the tensors a stage overwrites or adds to are named as a check after every
+// operation names them. attproj (scratch, overwritten by fcproj), in training and in forward-only
+// mode (where a block writes its output over its input, which the replay needs); qkv before hook
+// 2 rotates it in place; the backward's dln2 (scratch) from a weight made NaN after the forward.
+static void test_anomaly_replay(void) {
+    GPTConfig c = small_config("rope", NULL, "learned");
+    GPT m; gpt_build(&m, &c, 6, 0);
+    Batch b; batch_alloc(&b, 2, 16);
+    random_batch(&b, 25);
+    gpt_set_detect_anomaly(&m, 1);
+    real *bias = param_at(&m, "transformer.h.1.attn.c_proj.bias", 0, 3);
+    *bias = NAN;
+    for (int fo = 0; fo < 2; fo++) {
+        const GptPass pass = { .forward_only = fo };
+        gpt_forward(&m, &b, &pass);
+        expect_anomaly(&m, fo ? "attproj, forward-only" : "attproj", "forward", 1, "attproj", 3, 32,
+                       "layer 1 forward: attproj has NaN at (b=0, t=0, c=3), first bad of 32 values (of 1024); "
+                       "the tensor checked before it, atty, was finite");
+    }
+    *bias = 0;
+    real *qkv_bias = param_at(&m, "transformer.h.1.attn.c_attn.bias", 0, 5);
+    *qkv_bias = INFINITY;
+    gpt_forward(&m, &b, NULL);
+    expect_anomaly(&m, "qkv before hook 2", "forward", 1, "qkv", 5, 32,
+                   "layer 1 forward: qkv has +Inf at (b=0, t=0, c=5), first bad of 32 values (of 3072); "
+                   "the tensor checked before it, ln1, was finite");
+    *qkv_bias = 0;
+    gpt_forward(&m, &b, NULL);
+    EXPECT(!m.state.anomaly.found, "finite again, got: %s", m.state.anomaly.msg);
+    *param_at(&m, "transformer.h.1.mlp.c_fc.weight", 5, 3) = NAN;      // after the forward: its backward only
+    gpt_zero_grad(&m);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
+    expect_anomaly(&m, "dln2", "backward", 1, "dln2", 3, 32,
+                   "layer 1 backward: dln2 has NaN at (b=0, t=0, c=3), first bad of 32 values (of 1024); "
+                   "the tensor checked before it, dfch, was finite");
     batch_free(&b); gpt_free(&m);
 }
 
@@ -468,10 +507,10 @@ static void test_anomaly_identical(void) {
         AdamWConfig o = { 3e-3, 0.9, 0.95, 1e-8, 0.1 };
         grads[on] = xmalloc(sizeof(real) * m[on].weights.num_params);
         for (int t = 0; t < 3; t++) {
-            gpt_set_dropout(&m[on], 0.1, gpt_dropout_key(8, t, 0));
-            loss[on][t] = gpt_forward(&m[on], &b);
+            const GptPass pass = { .dropout = 0.1, .drop_key = gpt_dropout_key(8, t, 0) };
+            loss[on][t] = gpt_forward(&m[on], &b, &pass);
             gpt_zero_grad(&m[on]);
-            gpt_backward(&m[on], 1.0 / m[on].state.weight_sum);
+            gpt_backward(&m[on], 1.0 / m[on].state.weight_sum, &pass);
             memcpy(grads[on], m[on].weights.grads, sizeof(real) * m[on].weights.num_params);
             gpt_adamw(&m[on], &o, t + 1, gpt_clip_scale(gpt_grad_norm(&m[on]), 1.0));
             EXPECT(!m[on].state.anomaly.found, "finite training: no anomaly, got: %s", m[on].state.anomaly.msg);
@@ -507,9 +546,9 @@ static void accumulate_halves(GPT *m, const Batch *b, int gather_first) {
     }
     gpt_zero_grad(m);
     for (int k = 0; k < 2; k++) {
-        gpt_set_norm_gather(m, k == 1 || gather_first);
-        gpt_forward(m, &half[k]);
-        gpt_backward(m, 1.0 / (2 * b->T));
+        const GptPass pass = { .skip_norm = !(k == 1 || gather_first) };
+        gpt_forward(m, &half[k], &pass);
+        gpt_backward(m, 1.0 / (2 * b->T), &pass);
         if (k == 0 && !gather_first) EXPECT(!m->state.norm.valid, "a backward with gathering off gathers nothing");
     }
     batch_free(&half[0]); batch_free(&half[1]);
@@ -523,12 +562,11 @@ static void norm_case(const char *label, const char *pe, const char *pe_layers, 
     Batch b; batch_alloc(&b, 2, 16);
     random_batch(&b, 31);
     char what[160];
-    gpt_set_dropout(&m, 0.1, gpt_dropout_key(3, 0, 0));
-    gpt_forward(&m, &b);
+    const GptPass pass = { .dropout = 0.1, .drop_key = gpt_dropout_key(3, 0, 0) };
+    gpt_forward(&m, &b, &pass);
     gpt_zero_grad(&m);
     EXPECT(gpt_grad_norm(&m) == 0, "%s: after gpt_zero_grad the norm is 0", label);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
-    gpt_set_dropout(&m, 0, 0);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, &pass);
     snprintf(what, sizeof what, "%s: one batch", label);
     expect_gathered(&m, what);
     for (int first = 0; first < 2; first++) {
@@ -537,7 +575,6 @@ static void norm_case(const char *label, const char *pe, const char *pe_layers, 
                  first ? "gathering too" : "not gathering");
         expect_gathered(&m, what);
     }
-    gpt_set_norm_gather(&m, 1);
     batch_free(&b); gpt_free(&m);
 }
 
@@ -548,22 +585,21 @@ static void test_norm_fallback(void) {
     GPT m; gpt_build(&m, &c, 4, 0);
     Batch b; batch_alloc(&b, 2, 16);
     random_batch(&b, 32);
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     m.state.grad_ready = no_reduction;
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     m.state.grad_ready = NULL;
     double pass = sqrt(sum_squares_ordered(m.weights.grads, m.weights.num_params));
     EXPECT(!m.state.norm.valid && gpt_grad_norm(&m) == pass, "grad_ready set: no gathered norm, the pass's %.17g", pass);
-    gpt_set_norm_gather(&m, 0);
-    gpt_forward(&m, &b);       // (a backward turns the forward's probabilities into dlogits)
+    const GptPass no_norm = { .skip_norm = 1 };
+    gpt_forward(&m, &b, &no_norm);   // (a backward turns the forward's probabilities into dlogits)
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, &no_norm);
     EXPECT(!m.state.norm.valid && gpt_grad_norm(&m) == pass, "gathering off: the pass's norm %.17g", pass);
-    gpt_set_norm_gather(&m, 1);
-    gpt_forward(&m, &b);
+    gpt_forward(&m, &b, NULL);
     gpt_zero_grad(&m);
-    gpt_backward(&m, 1.0 / m.state.weight_sum);
+    gpt_backward(&m, 1.0 / m.state.weight_sum, NULL);
     EXPECT(m.state.norm.valid, "gathering on again: a gathered norm");
     m.weights.grads[5] += 1;
     gpt_grads_written(&m);
@@ -593,8 +629,8 @@ static void zero_case(const char *label, const char *pe_layers, const char *inpu
         for (size_t i = 0; i < a.weights.num_params; i++) a.weights.grads[i] = NAN;
         gpt_zero_grad(&a);
         if (micro == 1) {
-            gpt_forward(&a, &b); gpt_backward(&a, 1.0 / 32);
-            gpt_forward(&r, &b); gpt_backward(&r, 1.0 / 32);
+            gpt_forward(&a, &b, NULL); gpt_backward(&a, 1.0 / 32, NULL);
+            gpt_forward(&r, &b, NULL); gpt_backward(&r, 1.0 / 32, NULL);
         } else {
             accumulate_halves(&a, &b, 1);         // gpt_zero_grad, then two backwards
             Batch half[2];
@@ -602,7 +638,7 @@ static void zero_case(const char *label, const char *pe_layers, const char *inpu
                 batch_alloc(&half[k], 1, 16);
                 memcpy(half[k].tokens, b.tokens + 16 * k, sizeof(int) * 16);
                 memcpy(half[k].targets, b.targets + 16 * k, sizeof(int) * 16);
-                gpt_forward(&r, &half[k]); gpt_backward(&r, 1.0 / 32);
+                gpt_forward(&r, &half[k], NULL); gpt_backward(&r, 1.0 / 32, NULL);
                 batch_free(&half[k]);
             }
         }
@@ -631,7 +667,7 @@ static void zero_case(const char *label, const char *pe_layers, const char *inpu
 
 int main(void) {
     // first: a child forked after the parent has run an OpenMP region may hang in its own
-    EXPECT(dies_with(wrong_scale_backward, NULL, "gpt_set_loss_grad_scale", NULL),
+    EXPECT(dies_with(wrong_scale_backward, NULL, "GptPass.loss_grad_scale", NULL),
            "a backward given another scale than the forward's dlogits must stop");
     test_loader();
     for (int s = 0; s < posenc_count(); s++) test_overfit(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL);
@@ -646,6 +682,7 @@ int main(void) {
     test_fused_update();
     test_anomaly_forward();
     test_anomaly_backward();
+    test_anomaly_replay();
     test_anomaly_identical();
     for (int s = 0; s < posenc_count(); s++) norm_case(posenc_scheme(s)->name, posenc_scheme(s)->name, NULL, NULL, 32);
     norm_case("one t5 table shared by two layers, learned input", NULL, "t5,t5", "learned", 32);

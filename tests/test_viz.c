@@ -4,7 +4,7 @@
 //     attend, is exactly 0 at every other key (future, other document, padding), equals a plain
 //     softmax computed here from m->state.a.qkv and the scheme's bias hook called one key at a time, and
 //     reproduces the attention output the forward stored (sum_j p(i,j) v_j);
-//   - attention_stats (gpt_set_attention_stats), for every layer scheme on the same batch, in
+//   - attention_stats (GptPass.attn_stats), for every layer scheme on the same batch, in
 //     training and forward-only mode: its sums equal those computed from attention_probs;
 //   - viz_attention and viz_positions write their data and scripts for every kind of scheme (with
 //     gnuplot hidden from PATH: no rendering here; tests/test_cli.sh renders through ./train), and
@@ -150,7 +150,7 @@ static void fill_batch(Batch *b) {
 static void test_probs(const char *label, GPT *m) {
     Batch b; batch_alloc(&b, B, T);
     fill_batch(&b);
-    gpt_forward(m, &b);
+    gpt_forward(m, &b, NULL);
     int hs = C / NH;
     real *P = xmalloc(sizeof(real) * T * T);
     double ref[T], worst_ref = 0, worst_sum = 0, worst_out = 0;
@@ -208,7 +208,7 @@ static void test_probs(const char *label, GPT *m) {
     batch_free(&b);
 }
 
-// The sums attention_stats accumulates during a forward (gpt_set_attention_stats), in training and
+// The sums attention_stats accumulates during a forward (GptPass.attn_stats), in training and
 // in forward-only mode, against the same sums computed here from attention_probs: per layer and
 // head, over every query row of a real document but the document's first (padding skipped), the
 // first key's mass (the first key of the query's document), -sum p ln p and sum p (i - j).
@@ -217,8 +217,8 @@ static void test_stats(const char *label, GPT *m) {
     fill_batch(&b);
     size_t n = (size_t)NL * NH * ATT_NSTAT;
     double *acc = xcalloc(n, sizeof(double)), *acc_fo = xcalloc(n, sizeof(double)), *ref = xcalloc(n, sizeof(double));
-    gpt_set_attention_stats(m, acc);
-    gpt_forward(m, &b);
+    const GptPass stats = { .attn_stats = acc };
+    gpt_forward(m, &b, &stats);
     real *P = xmalloc(sizeof(real) * T * T);
     for (int l = 0; l < NL; l++)
         for (int r = 0; r < B; r++)
@@ -238,11 +238,9 @@ static void test_stats(const char *label, GPT *m) {
                     }
                 }
             }
-    gpt_set_forward_only(m, 1);            // one layer's activations, as ./train --attention-stats runs
-    gpt_set_attention_stats(m, acc_fo);
-    gpt_forward(m, &b);
-    gpt_set_attention_stats(m, NULL);
-    gpt_set_forward_only(m, 0);
+    // one layer's activations, as ./train --attention-stats runs
+    const GptPass stats_fo = { .forward_only = 1, .attn_stats = acc_fo };
+    gpt_forward(m, &b, &stats_fo);
     double worst = 0, worst_fo = 0;
     for (size_t k = 0; k < n; k++) {
         worst = err_max(worst, fabs(acc[k] - ref[k]));
@@ -301,7 +299,7 @@ static void check_attention_dat(GPT *m, const int *tokens, const char *dir, cons
     Batch b; batch_alloc(&b, 1, VT);
     memcpy(b.tokens, tokens, sizeof(int) * VT);
     int *targets = b.targets; b.targets = NULL;
-    gpt_forward(m, &b);
+    gpt_forward(m, &b, NULL);
     b.targets = targets;
     real P[VT * VT];
     double got[VT * VT], want[VT * VT];

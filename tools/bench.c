@@ -183,7 +183,6 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     CHECK(posenc_schedule(&cfg.pe, c->L, pe, NULL, NULL, msg, sizeof msg), "%s", msg);
     GPT m;
     gpt_build(&m, &cfg, 1, c->T);             // position tables for the whole window
-    gpt_set_forward_only(&m, eval);           // evaluation keeps one layer's activations, as ppl does
     gpt_set_bf16(&m, g_bf16);
     Batch b;
     batch_alloc(&b, c->B, c->T);
@@ -192,14 +191,15 @@ static StepResult run_steps(const Config *c, const char *pe, int steps) {
     AdamWConfig o = { 1e-4, 0.9, 0.95, 1e-8, 0.1 };
     double *ms = xmalloc(sizeof(double) * steps), prof0[PROF_N], pack0 = 0, total = 0, wsum = 0;
     for (int i = 0; i < c->B * c->T; i++) wsum += b.weights[i];
-    if (!eval) gpt_set_loss_grad_scale(&m, 1.0 / wsum);   // as ./train's steps: the forward writes dlogits
+    // evaluation keeps one layer's activations, as ppl does; training's forward writes dlogits, as ./train's steps
+    GptPass pass = { .forward_only = eval, .loss_grad_scale = eval ? 0 : 1.0 / wsum };
     for (int s = eval ? 0 : -1; s < steps; s++) {
         if (s == 0) { memcpy(prof0, m.state.prof, sizeof prof0); pack0 = bf16_pack_seconds(); }
         double t0 = bench_now();
-        gpt_forward(&m, &b);
+        gpt_forward(&m, &b, &pass);
         if (!eval) {
             gpt_zero_grad(&m);
-            gpt_backward(&m, 1.0 / wsum);
+            gpt_backward(&m, 1.0 / wsum, &pass);
             gpt_adamw(&m, &o, s + 2, gpt_clip_scale(gpt_grad_norm(&m), 1.0));
         }
         double dt = bench_now() - t0;
