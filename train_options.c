@@ -273,6 +273,7 @@ static void report(const FlagRow *f, FlagError e, const char *v, const char *sou
     if (f->type == FLAG_DOUBLE)
         CHECK(e != FLAG_OUT_OF_RANGE, "%s --%s %s is out of range [%g, %g]", source, f->name, v, f->min, f->max);
     CHECK(e != FLAG_OUT_OF_RANGE, "%s --%s %s is out of range [%.0f, %.0f]", source, f->name, v, f->min, f->max);
+    CHECK(e == FLAG_OK, "internal: %s --%s %s: error %d", source, f->name, v, (int)e);   // (no choice rows here)
 }
 
 static void set_flag(Options *o, const FlagRow *f, const char *v, const char *source) {
