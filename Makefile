@@ -46,11 +46,11 @@ PYTHON ?= /usr/bin/python3
 
 TASKS_SRC = dataset/tasks.c dataset/tasks_sets.c dataset/tasks_gen.c dataset/tasks_math.c dataset/tasks_lang.c \
   dataset/scan.c dataset/pcfg.c
-CORE = util/common.c util/atomicfile.c model.c model_build.c model_optim.c model_check.c nn/layers.c nn/attention.c nn/attention_ref.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c nn/bf16_cpu.c dataset/batch.c
+CORE = util/common.c util/atomicfile.c util/flags.c util/cpu.c model.c model_build.c model_optim.c model_check.c nn/layers.c nn/attention.c nn/attention_ref.c posenc.c posenc_schemes.c nn/kernels.c nn/bf16.c nn/bf16_cpu.c dataset/batch.c
 LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval/viz.c eval/eval.c eval/perplexity.c eval/longrope.c eval/attnstats.c eval/attndist.c formats/safetensors.c dataset/data.c dataset/corpus.c dataset/loader.c $(TASKS_SRC)
-HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h mpi/dist.h mpi/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc nn/bf16_pack.inc model.h model_ops.h nn/layers.h nn/attention.h nn/attention_ref.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/scan.h dataset/pcfg.h dataset/bpe.h dataset/unicode_classes.h
+HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h util/flags.h util/cpu.h mpi/dist.h mpi/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc nn/bf16_pack.inc model.h model_ops.h nn/layers.h nn/attention.h nn/attention_ref.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/scan.h dataset/pcfg.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
-BPE = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
+BPE = util/common.c util/atomicfile.c util/flags.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe tests/test_scan tests/test_pcfg
 
 .PHONY: all test run asan fuzz clean fixtures bench bench-tools kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse
@@ -85,7 +85,7 @@ $(F)/%_mpi.o: %.c $(HDR)
 TRAIN_OBJ = $(call fobj,train.c train_guards.c train_tasks.c train_select.c train_modes.c train_options.c $(LIB))
 # compare asks posenc which schemes the RoPE context-extension settings act on
 COMPARE_SRC = lab/compare.c lab/compare_options.c lab/protocol.c lab/runs.c lab/report.c lab/report_read.c lab/report_plots.c \
-  lab/report_tasks.c lab/report_distance.c lab/report_text.c lab/stats.c util/common.c util/atomicfile.c posenc.c posenc_schemes.c
+  lab/report_tasks.c lab/report_distance.c lab/report_text.c lab/stats.c util/common.c util/atomicfile.c util/flags.c posenc.c posenc_schemes.c
 COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
 # the headers of lab/ that the pattern rules do not list
 LAB_HDR = lab/runs.h lab/report.h lab/protocol.h eval/ppl_defaults.h
@@ -102,7 +102,7 @@ compare: $(COMPARE_OBJ) $(F)/mpi/dist.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 endif
 # ./ladder reads the protocols as ./compare does, and the grids' runs.csv; no model code
-LADDER_SRC = lab/ladder.c lab/ladder_report.c lab/compare_options.c lab/protocol.c lab/runs.c lab/stats.c util/common.c \
+LADDER_SRC = lab/ladder.c lab/ladder_report.c lab/compare_options.c lab/protocol.c lab/runs.c lab/stats.c util/common.c util/flags.c \
   util/atomicfile.c posenc.c posenc_schemes.c
 $(call fobj,lab/ladder.c lab/ladder_report.c): lab/ladder.h $(LAB_HDR)
 ladder: $(call fobj,$(LADDER_SRC))
@@ -171,7 +171,7 @@ FUZZ_LIB_safetensors = util/common.c util/atomicfile.c formats/safetensors.c
 FUZZ_LIB_shard = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
 FUZZ_LIB_train_args = train_options.c eval/perplexity.c $(TASKS_SRC) dataset/data.c dataset/corpus.c $(CORE)
-FUZZ_LIB_compare_args = lab/compare_options.c lab/protocol.c lab/runs.c util/common.c posenc.c posenc_schemes.c
+FUZZ_LIB_compare_args = lab/compare_options.c lab/protocol.c lab/runs.c util/common.c util/flags.c posenc.c posenc_schemes.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_llmc = formats/llmc_model.c $(CORE)
 FUZZ_LIB_import = formats/modelfile.c formats/llmc_model.c $(FUZZ_LIB_checkpoint)

@@ -20,80 +20,84 @@ static const char *const SCALING_NAMES[] = { "none", "linear", "dynamic", "yarn"
 _Static_assert(sizeof(RopeScaling) == sizeof(int), "rope_scaling is set through an int");
 
 #define PC(f) offsetof(PosConfig, f)
-static const PosSetting SETTINGS[] = {
-    { .key = "rope_base", .type = PE_SET_DOUBLE, .offset = PC(rope_base), .def = 10000, .lo = 1, .hi = 1e12,
-      .lo_open = 1, .arg = "X", .help = "RoPE base, theta_i = X^(-2i/d_rot) (10000)" },
-    { .key = "rope_fraction", .type = PE_SET_DOUBLE, .offset = PC(rope_fraction), .def = 1, .lo = 0, .hi = 1,
-      .lo_open = 1, .arg = "F", .help = "rotate the first int(head_size*F) channels, (0,1] (1.0)" },
-    { .key = "rope_pairing", .type = PE_SET_ENUM, .offset = PC(rope_interleaved), .names = PAIRING_NAMES,
-      .arg = "P", .help = "split (i, i+d/2) [ccss] or interleaved (2i,2i+1) [cscs] (split)" },
-    { .key = "rope_scaling", .type = PE_SET_ENUM, .offset = PC(rope_scaling), .names = SCALING_NAMES,
-      .arg = "M", .help = "context extension: none, linear, dynamic, yarn, llama3, longrope (none)", .eval = 1,
-      .metadata = 1 },
-    { .key = "rope_factor", .type = PE_SET_DOUBLE, .offset = PC(rope_factor), .def = 1, .lo = 1, .hi = 1e6,
-      .arg = "S", .help = "the extension factor s (1)", .eval = 1, .metadata = 1 },
+static const FlagRow SETTINGS[] = {
+    { .name = "rope-base", .key = "rope_base", .type = FLAG_DOUBLE, .off = PC(rope_base), .def = 10000, .min = 1,
+      .max = 1e12, .lo_open = 1, .arg = "X", .help = "RoPE base, theta_i = X^(-2i/d_rot) (10000)" },
+    { .name = "rope-fraction", .key = "rope_fraction", .type = FLAG_DOUBLE, .off = PC(rope_fraction), .def = 1,
+      .min = 0, .max = 1, .lo_open = 1, .arg = "F",
+      .help = "rotate the first int(head_size*F) channels, (0,1] (1.0)" },
+    { .name = "rope-pairing", .key = "rope_pairing", .type = FLAG_CHOICE, .off = PC(rope_interleaved),
+      .choices = PAIRING_NAMES, .arg = "P",
+      .help = "split (i, i+d/2) [ccss] or interleaved (2i,2i+1) [cscs] (split)" },
+    { .name = "rope-scaling", .key = "rope_scaling", .type = FLAG_CHOICE, .off = PC(rope_scaling),
+      .choices = SCALING_NAMES, .tag = PE_EVAL | PE_METADATA, .arg = "M",
+      .help = "context extension: none, linear, dynamic, yarn, llama3, longrope (none)" },
+    { .name = "rope-factor", .key = "rope_factor", .type = FLAG_DOUBLE, .off = PC(rope_factor), .def = 1, .min = 1,
+      .max = 1e6, .tag = PE_EVAL | PE_METADATA, .arg = "S", .help = "the extension factor s (1)" },
     // 0: the model's context (posenc_resolve)
-    { .key = "rope_original_context", .type = PE_SET_INT, .offset = PC(rope_original_context), .def = 0, .lo = 1,
-      .hi = INT_MAX,
-      .arg = "N", .help = "L0, the context the model was trained at (the model's context)", .eval = 1, .metadata = 1 },
-    { .key = "yarn_beta_fast", .type = PE_SET_DOUBLE, .offset = PC(yarn_beta_fast), .def = 32, .lo = 0, .hi = 1e6,
-      .lo_open = 1, .arg = "X", .help = "YaRN beta_fast (32)", .eval = 1, .metadata = 1 },
-    { .key = "yarn_beta_slow", .type = PE_SET_DOUBLE, .offset = PC(yarn_beta_slow), .def = 1, .lo = 0, .hi = 1e6,
-      .lo_open = 1, .arg = "X", .help = "YaRN beta_slow (1)", .eval = 1, .metadata = 1 },
-    { .key = "llama3_low_freq_factor", .type = PE_SET_DOUBLE, .offset = PC(llama3_low_freq_factor), .def = 1, .lo = 0,
-      .hi = 1e6, .lo_open = 1, .arg = "X", .help = "llama3 low_freq_factor (1)", .eval = 1, .metadata = 1 },
-    { .key = "llama3_high_freq_factor", .type = PE_SET_DOUBLE, .offset = PC(llama3_high_freq_factor), .def = 4,
-      .lo = 0, .hi = 1e6, .lo_open = 1, .arg = "X", .help = "llama3 high_freq_factor (4)", .eval = 1, .metadata = 1 },
-    { .key = "longrope_short", .type = PE_SET_LIST, .offset = PC(longrope_short), .lo = 0, .hi = 1e6, .lo_open = 1,
-      .arg = "LIST", .help = "longrope: d_rot/2 factors for sequences <= L0, a comma list or a file of numbers",
-      .eval = 1, .metadata = 1 },
-    { .key = "longrope_long", .type = PE_SET_LIST, .offset = PC(longrope_long), .lo = 0, .hi = 1e6, .lo_open = 1,
-      .arg = "LIST", .help = "longrope: d_rot/2 factors for sequences > L0, as --longrope-short", .eval = 1,
-      .metadata = 1 },
-    { .key = "longrope_attention", .type = PE_SET_DOUBLE, .offset = PC(longrope_attention), .def = 0, .lo = 0,
-      .hi = 1e6,
-      .arg = "A", .help = "longrope: factor on cos and sin (0: sqrt(1 + ln s/ln L0) if s > 1, else 1) (0)", .eval = 1,
-      .metadata = 1 },
-    { .key = "xpos_scale_base", .type = PE_SET_DOUBLE, .offset = PC(xpos_scale_base), .def = 512, .lo = 0, .hi = 1e12,
-      .lo_open = 1, .arg = "X", .help = "xpos gamma: zeta^(distance/gamma) (512)", .metadata = 1 },
-    { .key = "p_rope_fraction", .type = PE_SET_DOUBLE, .offset = PC(p_rope_fraction), .def = 0.25, .lo = 0, .hi = 1,
-      .lo_open = 1,
-      .arg = "F", .help = "p-rope keeps floor(F*d_rot/2) highest frequencies, (0,1] (0.25)", .metadata = 1 },
-    { .key = "t5_num_buckets", .type = PE_SET_INT, .offset = PC(t5_num_buckets), .def = 32, .lo = 2, .hi = 4096,
-      .arg = "N", .help = "T5 distance buckets (32)", .metadata = 1 },
-    { .key = "t5_max_distance", .type = PE_SET_INT, .offset = PC(t5_max_distance), .def = 128, .lo = 2, .hi = INT_MAX,
-      .arg = "N", .help = "T5: distances from here on share the last bucket (128)", .metadata = 1 },
+    { .name = "rope-original-context", .key = "rope_original_context", .type = FLAG_INT,
+      .off = PC(rope_original_context), .def = 0, .min = 1, .max = INT_MAX, .tag = PE_EVAL | PE_METADATA, .arg = "N",
+      .help = "L0, the context the model was trained at (the model's context)" },
+    { .name = "yarn-beta-fast", .key = "yarn_beta_fast", .type = FLAG_DOUBLE, .off = PC(yarn_beta_fast), .def = 32,
+      .min = 0, .max = 1e6, .lo_open = 1, .tag = PE_EVAL | PE_METADATA, .arg = "X", .help = "YaRN beta_fast (32)" },
+    { .name = "yarn-beta-slow", .key = "yarn_beta_slow", .type = FLAG_DOUBLE, .off = PC(yarn_beta_slow), .def = 1,
+      .min = 0, .max = 1e6, .lo_open = 1, .tag = PE_EVAL | PE_METADATA, .arg = "X", .help = "YaRN beta_slow (1)" },
+    { .name = "llama3-low-freq-factor", .key = "llama3_low_freq_factor", .type = FLAG_DOUBLE,
+      .off = PC(llama3_low_freq_factor), .def = 1, .min = 0, .max = 1e6, .lo_open = 1, .tag = PE_EVAL | PE_METADATA,
+      .arg = "X", .help = "llama3 low_freq_factor (1)" },
+    { .name = "llama3-high-freq-factor", .key = "llama3_high_freq_factor", .type = FLAG_DOUBLE,
+      .off = PC(llama3_high_freq_factor), .def = 4, .min = 0, .max = 1e6, .lo_open = 1, .tag = PE_EVAL | PE_METADATA,
+      .arg = "X", .help = "llama3 high_freq_factor (4)" },
+    { .name = "longrope-short", .key = "longrope_short", .type = FLAG_LIST, .off = PC(longrope_short), .min = 0,
+      .max = 1e6, .lo_open = 1, .tag = PE_EVAL | PE_METADATA, .arg = "LIST",
+      .help = "longrope: d_rot/2 factors for sequences <= L0, a comma list or a file of numbers" },
+    { .name = "longrope-long", .key = "longrope_long", .type = FLAG_LIST, .off = PC(longrope_long), .min = 0,
+      .max = 1e6, .lo_open = 1, .tag = PE_EVAL | PE_METADATA, .arg = "LIST",
+      .help = "longrope: d_rot/2 factors for sequences > L0, as --longrope-short" },
+    { .name = "longrope-attention", .key = "longrope_attention", .type = FLAG_DOUBLE, .off = PC(longrope_attention),
+      .def = 0, .min = 0, .max = 1e6, .tag = PE_EVAL | PE_METADATA, .arg = "A",
+      .help = "longrope: factor on cos and sin (0: sqrt(1 + ln s/ln L0) if s > 1, else 1) (0)" },
+    { .name = "xpos-scale-base", .key = "xpos_scale_base", .type = FLAG_DOUBLE, .off = PC(xpos_scale_base), .def = 512,
+      .min = 0, .max = 1e12, .lo_open = 1, .tag = PE_METADATA, .arg = "X",
+      .help = "xpos gamma: zeta^(distance/gamma) (512)" },
+    { .name = "p-rope-fraction", .key = "p_rope_fraction", .type = FLAG_DOUBLE, .off = PC(p_rope_fraction),
+      .def = 0.25, .min = 0, .max = 1, .lo_open = 1, .tag = PE_METADATA, .arg = "F",
+      .help = "p-rope keeps floor(F*d_rot/2) highest frequencies, (0,1] (0.25)" },
+    { .name = "t5-num-buckets", .key = "t5_num_buckets", .type = FLAG_INT, .off = PC(t5_num_buckets), .def = 32,
+      .min = 2, .max = 4096, .tag = PE_METADATA, .arg = "N", .help = "T5 distance buckets (32)" },
+    { .name = "t5-max-distance", .key = "t5_max_distance", .type = FLAG_INT, .off = PC(t5_max_distance), .def = 128,
+      .min = 2, .max = INT_MAX, .tag = PE_METADATA, .arg = "N",
+      .help = "T5: distances from here on share the last bucket (128)" },
     // a model stored before this setting existed added the table to unscaled embeddings
-    { .key = "sinusoidal_scale", .type = PE_SET_ENUM, .offset = PC(sinusoidal_scale), .def = 1,
-      .names = EMBED_SCALE_NAMES, .absent = "none", .arg = "S",
-      .help = "sqrt: token embeddings x sqrt(dim) before the sinusoid is added (Vaswani et al.), or none (sqrt)",
-      .metadata = 1 },
+    { .name = "sinusoidal-scale", .key = "sinusoidal_scale", .type = FLAG_CHOICE, .off = PC(sinusoidal_scale),
+      .def = 1, .choices = EMBED_SCALE_NAMES, .absent = "none", .tag = PE_METADATA, .arg = "S",
+      .help = "sqrt: token embeddings x sqrt(dim) before the sinusoid is added (Vaswani et al.), or none (sqrt)" },
 };
 #undef PC
 enum { N_SETTINGS = (int)(sizeof(SETTINGS) / sizeof(SETTINGS[0])) };
 
 int posenc_setting_count(void) { return N_SETTINGS; }
-const PosSetting *posenc_setting(int i) {
+const FlagRow *posenc_setting(int i) {
     CHECK(i >= 0 && i < N_SETTINGS, "internal: scheme setting %d out of range", i);
     return &SETTINGS[i];
 }
 
-static double *double_at(PosConfig *c, const PosSetting *s) { return (double *)((char *)c + s->offset); }
-static PosFactors *list_at(PosConfig *c, const PosSetting *s) { return (PosFactors *)((char *)c + s->offset); }
-static int *int_at(PosConfig *c, const PosSetting *s) { return (int *)((char *)c + s->offset); }
+static double *double_at(PosConfig *c, const FlagRow *s) { return (double *)((char *)c + s->off); }
+static PosFactors *list_at(PosConfig *c, const FlagRow *s) { return (PosFactors *)((char *)c + s->off); }
+static int *int_at(PosConfig *c, const FlagRow *s) { return (int *)((char *)c + s->off); }
 
 // The value of setting s in c as text: %.17g (every double reads back exactly), %d, the name, or a
 // list's numbers joined by commas (empty: none). cap: PE_VALUE_CAP holds any value.
-static const char *format_value(const PosConfig *c, const PosSetting *s, char *buf, size_t cap) {
-    const char *p = (const char *)c + s->offset;
-    if (s->type == PE_SET_LIST) {
+static const char *format_value(const PosConfig *c, const FlagRow *s, char *buf, size_t cap) {
+    const char *p = (const char *)c + s->off;
+    if (s->type == FLAG_LIST) {
         const PosFactors *f = (const PosFactors *)p;
         size_t k = 0;
         buf[0] = 0;
         for (int i = 0; i < f->n && k < cap; i++) k += snprintf(buf + k, cap - k, "%s%.17g", i ? "," : "", f->f[i]);
-    } else if (s->type == PE_SET_DOUBLE) snprintf(buf, cap, "%.17g", *(const double *)p);
-    else if (s->type == PE_SET_INT) snprintf(buf, cap, "%d", *(const int *)p);
-    else snprintf(buf, cap, "%s", s->names[*(const int *)p]);
+    } else if (s->type == FLAG_DOUBLE) snprintf(buf, cap, "%.17g", *(const double *)p);
+    else if (s->type == FLAG_INT) snprintf(buf, cap, "%d", *(const int *)p);
+    else snprintf(buf, cap, "%s", s->choices[*(const int *)p]);
     return buf;
 }
 
@@ -115,7 +119,7 @@ static void join(const char *const *names, int n, const char *sep, const char *l
 int posenc_is_flag(const char *flag) {
     char fl[64];
     for (int i = 0; i < N_SETTINGS; i++)
-        if (strcmp(flag_of(SETTINGS[i].key, fl, sizeof fl) + 2, flag) == 0) return SETTINGS[i].eval ? 2 : 1;
+        if (strcmp(flag_of(SETTINGS[i].key, fl, sizeof fl) + 2, flag) == 0) return (SETTINGS[i].tag & PE_EVAL) ? 2 : 1;
     return 0;
 }
 
@@ -166,14 +170,14 @@ void posenc_defaults(PosConfig *c, int n_layer) {
     c->input = posenc_find("learned");
     c->n_layer = n_layer;
     for (int i = 0; i < N_SETTINGS; i++) {
-        const PosSetting *s = &SETTINGS[i];
-        if (s->type == PE_SET_DOUBLE) *double_at(c, s) = s->def;
-        else if (s->type == PE_SET_LIST) list_at(c, s)->n = 0;     // none
+        const FlagRow *s = &SETTINGS[i];
+        if (s->type == FLAG_DOUBLE) *double_at(c, s) = s->def;
+        else if (s->type == FLAG_LIST) list_at(c, s)->n = 0;     // none
         else *int_at(c, s) = (int)s->def;
     }
 }
 
-static int set_value(PosConfig *c, const PosSetting *s, const char *value, char *msg, size_t cap);   // (serialisation)
+static int set_value(PosConfig *c, const FlagRow *s, const char *value, char *msg, size_t cap);   // (serialisation)
 
 void posenc_stored_defaults(PosConfig *c, int n_layer) {
     char msg[256];
@@ -393,20 +397,20 @@ int posenc_parse_factors(const char *text, double lo, double hi, PosFactors *f, 
 }
 
 // The setting whose key this is, or NULL
-static const PosSetting *setting_of(const char *key) {
+static const FlagRow *setting_of(const char *key) {
     for (int i = 0; i < N_SETTINGS; i++) if (strcmp(key, SETTINGS[i].key) == 0) return &SETTINGS[i];
     return NULL;
 }
 
 const char *posenc_flag_value(const char *key, const char *value, char *buf, size_t bufcap, char *msg, size_t cap) {
-    const PosSetting *s = setting_of(key);
+    const FlagRow *s = setting_of(key);
     PosFactors f;
     char fl[64], why[160];
-    if (!s || s->type != PE_SET_LIST || posenc_parse_factors(value, s->lo, s->hi, &f, why, sizeof why)) return value;
+    if (!s || s->type != FLAG_LIST || posenc_parse_factors(value, s->min, s->max, &f, why, sizeof why)) return value;
     flag_of(s->key, fl, sizeof fl);
     FILE *in = strchr(value, ',') ? NULL : fopen(value, "rb");     // a comma: a list, never a file name
     if (!in && strchr(value, ',')) {
-        snprintf(msg, cap, "%s must be a list of numbers in (%g, %g], separated by commas or white space: %s", fl, s->lo, s->hi, why);
+        snprintf(msg, cap, "%s must be a list of numbers in (%g, %g], separated by commas or white space: %s", fl, s->min, s->max, why);
         return NULL;
     }
     if (!in) {
@@ -420,7 +424,7 @@ const char *posenc_flag_value(const char *key, const char *value, char *buf, siz
     fclose(in);
     text[n <= MAX_FILE ? n : MAX_FILE] = 0;
     int nul = strlen(text) != n;
-    int ok = !failed && n <= MAX_FILE && !nul && posenc_parse_factors(text, s->lo, s->hi, &f, why, sizeof why);
+    int ok = !failed && n <= MAX_FILE && !nul && posenc_parse_factors(text, s->min, s->max, &f, why, sizeof why);
     free(text);
     if (!ok) {
         snprintf(msg, cap, "%s: file '%s': %s", fl, value, failed ? "cannot be read" : n > MAX_FILE ? "over 1 MiB, not a factor list"
@@ -443,37 +447,37 @@ void posenc_write_kv(const PosConfig *c, FILE *f) {
 }
 
 // Parses value into setting s of c; on a bad value writes a sentence into msg and returns 0.
-static int set_value(PosConfig *c, const PosSetting *s, const char *value, char *msg, size_t cap) {
+static int set_value(PosConfig *c, const FlagRow *s, const char *value, char *msg, size_t cap) {
     char fl[64], names[128];
     double x;
     int n;
     flag_of(s->key, fl, sizeof fl);
-    if (s->type == PE_SET_LIST) {
+    if (s->type == FLAG_LIST) {
         PosFactors f;
         char why[160];
-        if (!posenc_parse_factors(value, s->lo, s->hi, &f, why, sizeof why)) {
+        if (!posenc_parse_factors(value, s->min, s->max, &f, why, sizeof why)) {
             snprintf(msg, cap, "%s must be a list of numbers in %c%g, %g], separated by commas or white space: %s", fl,
-                     s->lo_open ? '(' : '[', s->lo, s->hi, why);
+                     s->lo_open ? '(' : '[', s->min, s->max, why);
             return 0;
         }
         *list_at(c, s) = f;
-    } else if (s->type == PE_SET_DOUBLE) {
-        if (!parse_double(value, &x) || (s->lo_open ? x <= s->lo : x < s->lo) || x > s->hi) {
-            snprintf(msg, cap, "%s must be a number in %c%g, %g] (got '%s')", fl, s->lo_open ? '(' : '[', s->lo, s->hi, value);
+    } else if (s->type == FLAG_DOUBLE) {
+        if (!parse_double(value, &x) || (s->lo_open ? x <= s->min : x < s->min) || x > s->max) {
+            snprintf(msg, cap, "%s must be a number in %c%g, %g] (got '%s')", fl, s->lo_open ? '(' : '[', s->min, s->max, value);
             return 0;
         }
         *double_at(c, s) = x;
-    } else if (s->type == PE_SET_INT) {
-        if (!parse_int(value, &n) || n < s->lo || n > s->hi) {
-            if (s->hi == INT_MAX) snprintf(msg, cap, "%s must be an integer >= %.0f (got '%s')", fl, s->lo, value);
-            else snprintf(msg, cap, "%s must be an integer in [%.0f, %.0f] (got '%s')", fl, s->lo, s->hi, value);
+    } else if (s->type == FLAG_INT) {
+        if (!parse_int(value, &n) || n < s->min || n > s->max) {
+            if (s->max == INT_MAX) snprintf(msg, cap, "%s must be an integer >= %.0f (got '%s')", fl, s->min, value);
+            else snprintf(msg, cap, "%s must be an integer in [%.0f, %.0f] (got '%s')", fl, s->min, s->max, value);
             return 0;
         }
         *int_at(c, s) = n;
     } else {
-        for (n = 0; s->names[n] && strcmp(value, s->names[n]); n++) {}
-        if (!s->names[n]) {
-            join(s->names, n, ", ", " or ", names, sizeof names);
+        for (n = 0; s->choices[n] && strcmp(value, s->choices[n]); n++) {}
+        if (!s->choices[n]) {
+            join(s->choices, n, ", ", " or ", names, sizeof names);
             snprintf(msg, cap, "%s must be %s (got '%s')", fl, names, value);
             return 0;
         }
@@ -483,7 +487,7 @@ static int set_value(PosConfig *c, const PosSetting *s, const char *value, char 
 }
 
 int posenc_set(PosConfig *c, const char *key, const char *value, char *msg, size_t cap) {
-    const PosSetting *row = setting_of(key);
+    const FlagRow *row = setting_of(key);
     if (row) return set_value(c, row, value, msg, cap) ? 1 : -1;
     if (strcmp(key, "input_pe") == 0) return posenc_schedule(c, c->n_layer, NULL, NULL, value, msg, cap) ? 1 : -1;
     if (strcmp(key, "layer_pe") == 0) {
@@ -504,8 +508,8 @@ size_t posenc_json(const PosConfig *c, char *buf, size_t cap) {
     for (int l = 0; l < c->n_layer; l++) k += snprintf(AT, "%s\"%s\"", l ? "," : "", posenc_scheme(c->layer[l])->name);
     k += snprintf(AT, "]");
     for (int i = 0; i < N_SETTINGS; i++) {     // numbers as JSON numbers, names as strings, lists as arrays
-        PosSettingType t = SETTINGS[i].type;
-        const char *open = t == PE_SET_ENUM ? "\"" : t == PE_SET_LIST ? "[" : "", *close = t == PE_SET_LIST ? "]" : open;
+        FlagType t = SETTINGS[i].type;
+        const char *open = t == FLAG_CHOICE ? "\"" : t == FLAG_LIST ? "[" : "", *close = t == FLAG_LIST ? "]" : open;
         k += snprintf(AT, ",\"%s\":%s%s%s", SETTINGS[i].key, open, format_value(c, &SETTINGS[i], v, sizeof v), close);
     }
     return k;
@@ -517,25 +521,21 @@ size_t posenc_metadata(const PosConfig *c, char *buf, size_t cap) {
     size_t k = 0;
     if (cap) buf[0] = 0;
     for (int i = 0; i < N_SETTINGS; i++)
-        if (SETTINGS[i].metadata) k += snprintf(AT, ",\"%s\":\"%s\"", SETTINGS[i].key, format_value(c, &SETTINGS[i], v, sizeof v));
+        if ((SETTINGS[i].tag & PE_METADATA)) k += snprintf(AT, ",\"%s\":\"%s\"", SETTINGS[i].key, format_value(c, &SETTINGS[i], v, sizeof v));
     return k;
 }
 #undef AT
 
 void posenc_help(FILE *f) {
-    char inputs[256], presets[256], left[128];
+    char inputs[256], presets[256];
     const char *pnames[N_PRESETS];
     for (int p = 0; p < N_PRESETS; p++) pnames[p] = PRESETS[p].name;
     join(pnames, N_PRESETS, "|", "|", presets, sizeof presets);
     scheme_names(inputs, sizeof inputs, 1, "|", "|");
     fprintf(f, "Positional schemes (--pe NAME, --pe-layers a,b,...|%s, --input-pe none|%s):\n", presets, inputs);
     for (int i = 0; i < posenc_count(); i++) fprintf(f, "  %-11s %s\n", posenc_scheme(i)->name, posenc_scheme(i)->summary);
-    fprintf(f, "Scheme settings (context-extension settings may also be given with --load, all of them with --load --new-schedule):\n");
-    for (int i = 0; i < N_SETTINGS; i++) {
-        char fl[64];
-        snprintf(left, sizeof left, "%s %s", flag_of(SETTINGS[i].key, fl, sizeof fl), SETTINGS[i].arg);
-        fprintf(f, "  %-30s %s\n", left, SETTINGS[i].help);
-    }
+    fprintf(f, "Scheme settings (the positions flags from --%s on): the context-extension ones may also be given with "
+               "--load, all of them with --load --new-schedule.\n", SETTINGS[0].name);
 }
 
 const char *posenc_schedule_help(const char *flag, char *buf, size_t cap) {

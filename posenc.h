@@ -12,6 +12,7 @@
 #define POSENC_H
 
 #include "util/common.h"
+#include "util/flags.h"
 
 enum { PE_HOOK_INPUT = 1, PE_HOOK_QK = 2, PE_HOOK_BIAS = 4 };
 enum { PE_MAX_LAYERS = 64 };
@@ -143,26 +144,19 @@ int posenc_count(void);
 const PosScheme *posenc_scheme(int id);
 int posenc_find(const char *name);              // -1 if unknown
 
-// A scheme setting: one row of posenc.c's SETTINGS[] gives its default, its flag (the key with '-'
-// for '_': rope_base -> --rope-base), its checkpoint line, JSON member, metadata entry and --help.
-typedef enum { PE_SET_DOUBLE, PE_SET_INT, PE_SET_ENUM, PE_SET_LIST } PosSettingType;
-typedef struct {
-    const char *key;            // "rope_base": checkpoint key and JSON member
-    PosSettingType type;        // the field: a double, or an int (an enum: the index of its value name),
-                                // or a PosFactors (a list: each value in (lo, hi])
-    size_t offset;              // of the field in PosConfig
-    double def;                 // default value (an enum: the index of its value name)
-    double lo, hi;              // valid values: [lo, hi], (lo, hi] with lo_open; an int with hi INT_MAX: >= lo
-    int lo_open;
-    const char *const *names;   // enum: its value names (printed, parsed), NULL-terminated
-    const char *arg, *help;     // --help: "--rope-base X   help"
-    int eval;                   // 1: how a trained model is run (context extension), may change with --load
-    int metadata;               // 1: also a top-level safetensors metadata entry
-    const char *absent;         // the value meant by a stored config without this key (written before the
-                                // setting existed, so its model ran as this value); NULL: the default
-} PosSetting;
+// A scheme setting: one row of posenc.c's SETTINGS[], a FlagRow (util/flags.h) like every program's
+// flags, gives its flag (.name: --rope-base), its checkpoint line and JSON member (.key: rope_base),
+// its default (.def; a choice: the index of its value name), its valid values (.type FLAG_DOUBLE,
+// FLAG_INT, FLAG_CHOICE or FLAG_LIST; [min, max], or (min, max] with .lo_open; an int with max
+// INT_MAX: >= min; a list: each value in (min, max]), its metadata entry and --help (./train lists the
+// rows under its positions heading). .absent: the value meant by a stored config without this key
+// (written before the setting existed, so its model ran as this value); NULL: the default.
+enum {
+    PE_EVAL = 1,        // a row's tag bit: how a trained model is run (context extension), may change with --load
+    PE_METADATA = 2,    // also a top-level safetensors metadata entry
+};
 int posenc_setting_count(void);
-const PosSetting *posenc_setting(int i);
+const FlagRow *posenc_setting(int i);
 
 // Defaults: learned input, nope layers, every setting its row's default.
 void posenc_defaults(PosConfig *c, int n_layer);
@@ -272,7 +266,7 @@ int posenc_is_gpt2(const PosConfig *c);
 // scheme the model does not use would change nothing. (LongRoPE's factor search reads --rope-factor
 // and --rope-original-context without a --rope-scaling, and checks its model itself: not asked then.)
 const char *posenc_setting_unused(const PosConfig *c, const char *name);
-// Prints the schemes and the scheme flags (--rope-base ...) for --help.
+// Prints the schemes for --help, and a line on the scheme settings (whose rows ./train lists).
 void posenc_help(FILE *f);
 // The --help text of a schedule flag ("pe", "pe-layers", "input-pe"), written into buf.
 const char *posenc_schedule_help(const char *flag, char *buf, size_t cap);

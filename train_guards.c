@@ -20,6 +20,7 @@
 #include "mpi/dist.h"
 #include "nn/kernels.h"
 #include "train.h"
+#include "util/cpu.h"
 
 // ---- --continue: a run of a grid goes on from its checkpoint when the same command runs again
 
@@ -164,21 +165,11 @@ static void memory_hook(double bytes, double freed, const char *what) {
 
 void guard_memory(void) { gpt_set_memory_check(memory_hook); }
 
-// ---- the machine a run is on, for its record: the CPU (/proc/cpuinfo's model name) and the matrix
+// ---- the machine a run is on, for its record: the CPU (/proc/cpuinfo's model name, util/cpu.h) and the matrix
 // product's path (the micro-kernel cpuid chose), so a grid trained in several sittings says which
 // machine made each run
 void print_machine(void) {
-    char model[256] = "unknown CPU", line[512];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-            const char *v = strchr(line, ':') + 1;
-            while (*v == ' ' || *v == '\t') v++;
-            snprintf(model, sizeof model, "%.*s", (int)strcspn(v, "\n"), v);
-            break;
-        }
-    if (f) fclose(f);
-    printf("machine: %s | matmul: %s\n", model, gemm_backend());
+    printf("machine: %s | matmul: %s\n", cpu_name() ? cpu_name() : "unknown CPU", gemm_backend());
 }
 
 // ---- cores shared with other work. The threads of a run meet at the end of every parallel loop,

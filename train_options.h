@@ -5,6 +5,7 @@
 
 #include "util/common.h"
 #include "posenc.h"
+#include "util/flags.h"
 
 typedef struct {
     const char *data, *val_data, *tokenizer, *save, *load, *resume, *export_path, *dump, *log, *prompt;
@@ -43,20 +44,12 @@ typedef struct {
     int verify_ranks;                          // --verify-ranks: compare the ranks' parameters after every step
 } Options;
 
-typedef enum { F_INT, F_DBL, F_STR, F_LL, F_SWITCH } FlagType;   // F_SWITCH: an int flag without a value, set to 1
-enum { K_RUN = 0, K_MODEL = 1, K_TRAIN = 2 };   // run-only, architecture, stored for --resume
+enum { K_RUN = 0, K_MODEL = 1, K_TRAIN = 2 };   // a row's tag: run-only, architecture, stored for --resume
 
-typedef struct {
-    const char *name;    // without the leading --
-    FlagType type;
-    size_t off;          // offsetof(Options, field)
-    double min, max;     // numbers outside [min, max] are refused
-    int kind;            // K_RUN, K_MODEL or K_TRAIN
-    const char *arg, *help;     // help NULL: a schedule flag (--pe ...), whose help posenc_schedule_help writes
-} Flag;
-
-extern const Flag FLAGS[];                 // every flag, in --help order
-const Flag *find_flag(const char *name);   // NULL if there is none
+// FLAGS' rows (util/flags.h): offsets into Options, the tag one of K_*, the group ./train --help's heading
+// (TRAIN_GROUPS); help NULL: a schedule flag (--pe ...), whose help posenc_schedule_help writes.
+extern const FlagRow FLAGS[];              // every flag, in the order of the checkpoint's train.* lines
+const FlagRow *find_flag(const char *name);   // NULL if there is none
 
 #define MAX_FLAGS 128                      // room in Args.set (train_options.c checks the table fits)
 #define MAX_PE_SETTINGS 16                 // scheme settings on one command line

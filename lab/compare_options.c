@@ -12,6 +12,7 @@
 #include "lab/protocol.h"
 #include "eval/ppl_defaults.h"
 #include "posenc.h"
+#include "util/flags.h"
 
 static int split_list(char *s, char **out, int cap, const char *flag) {
     int n = 0;
@@ -118,49 +119,38 @@ static void parse_claims(Cfg *c, char *v) {
 // (--claims names schemes that later flags may give; --double-length reads the flags after --).
 typedef struct { Cfg *c; char *claims, *doubled; char *paper[MAX_ITEMS]; int n_paper; unsigned char given[128]; } Parse;
 
-typedef enum {
-    ARG_SWITCH,    // no value: the int at off set to 1
-    ARG_TEXT,      // the value as given, a string at off (it points into argv)
-    ARG_COUNT,     // an integer in [1, 100000], the int at off
-    ARG_CALL,      // the value to set(), which checks and stores it
-} ArgKind;
-
-typedef struct {
-    const char *name;                   // without the leading --
-    const char *value;                  // the value's name in --help; NULL: a switch
-    ArgKind kind;
-    size_t off;                         // ARG_SWITCH, ARG_TEXT, ARG_COUNT: the field of Cfg
-    void (*set)(Parse *p, char *v);     // ARG_CALL
-    const char *help;                   // --help's text, a line per "\n"; NULL: not listed (--data's names it)
-} CompareFlag;
-
-static void set_launch(Parse *p, char *v) {
+static void set_launch(void *ctx, char *v) {
+    Parse *p = ctx;
     CHECK(*v, "--launch: give the words to put before ./train, e.g. 'mpirun -np 2'");
     p->c->launch = v;
 }
 
-static void set_claims(Parse *p, char *v) { p->claims = v; }
+static void set_claims(void *ctx, char *v) { Parse *p = ctx; p->claims = v; }
 
-static void set_unit(Parse *p, char *v) {
+static void set_unit(void *ctx, char *v) {
+    Parse *p = ctx;
     CHECK(!strcmp(v, "seed") || !strcmp(v, "task"), "--claims-unit %s: give seed or task", v);
     p->c->unit_task = !strcmp(v, "task");
 }
 
-static void set_floor(Parse *p, char *v) {
+static void set_floor(void *ctx, char *v) {
+    Parse *p = ctx;
     char *end;
     double a = strtod(v, &end);
     CHECK(*v && !*end && a > 0 && a <= 1, "--floor %s must be an in-distribution validation accuracy in (0, 1], e.g. 0.5", v);
     p->c->floor = a;
 }
 
-static void set_save_every(Parse *p, char *v) {
+static void set_save_every(void *ctx, char *v) {
+    Parse *p = ctx;
     char *end;
     long k = strtol(v, &end, 10);
     CHECK(*v && !*end && k >= 0 && k <= 1000000000, "--save-every %s must be a step count in [0, 1e9] (0: only at the end)", v);
     p->c->save_every = (int)k;
 }
 
-static void set_paper(Parse *p, char *v) {
+static void set_paper(void *ctx, char *v) {
+    Parse *p = ctx;
     CHECK(p->n_paper < MAX_ITEMS, "--paper: at most %d lines (one per task)", MAX_ITEMS);
     p->paper[p->n_paper++] = v;
 }
@@ -188,33 +178,38 @@ static void parse_paper(Cfg *c, char *v) {
         c->paper[t][sc] = x;
     }
 }
-static void set_double_length(Parse *p, char *v) { p->doubled = v; }
+static void set_double_length(void *ctx, char *v) { Parse *p = ctx; p->doubled = v; }
 
-static void set_fit_target(Parse *p, char *v) {
+static void set_fit_target(void *ctx, char *v) {
+    Parse *p = ctx;
     char *end;
     double a = strtod(v, &end);
     CHECK(*v && !*end && a > 0 && a <= 1, "--fit-target %s must be a validation accuracy in (0, 1], e.g. 0.9", v);
     p->c->fit_target = v;
 }
 
-static void set_tasks(Parse *p, char *v) {
+static void set_tasks(void *ctx, char *v) {
+    Parse *p = ctx;
     Cfg *c = p->c;
     c->n_tasks = split_list(v, c->tasks, MAX_ITEMS, "--task");
     for (int a = 0; a < c->n_tasks; a++)
         for (int b = 0; b < a; b++) CHECK(strcmp(c->tasks[a], c->tasks[b]), "--task: '%s' is given twice", c->tasks[a]);
 }
 
-static void set_extensions(Parse *p, char *v) {
+static void set_extensions(void *ctx, char *v) {
+    Parse *p = ctx;
     p->c->n_ext = split_list(v, p->c->extensions, MAX_ITEMS, "--rope-extensions");
 }
 
-static void set_schemes(Parse *p, char *v) {
+static void set_schemes(void *ctx, char *v) {
+    Parse *p = ctx;
     char *names[MAX_ITEMS];
     int n = split_list(v, names, MAX_ITEMS, "--schemes");
     for (int k = 0; k < n; k++) { char fl[128]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(p->c, names[k], fl); }
 }
 
-static void set_scheme(Parse *p, char *v) {
+static void set_scheme(void *ctx, char *v) {
+    Parse *p = ctx;
     char *eq = strchr(v, '=');
     CHECK(eq, "--scheme %s: write LABEL=FLAGS, e.g. 'rope25=--pe rope --rope-fraction 0.25'", v);
     *eq = 0;
@@ -222,7 +217,8 @@ static void set_scheme(Parse *p, char *v) {
     add_scheme(p->c, v, eq + 1);
 }
 
-static void set_seeds(Parse *p, char *v) {
+static void set_seeds(void *ctx, char *v) {
+    Parse *p = ctx;
     Cfg *c = p->c;
     char *items[MAX_ITEMS], *end;
     c->n_seeds = split_list(v, items, MAX_ITEMS, "--seeds");
@@ -234,7 +230,8 @@ static void set_seeds(Parse *p, char *v) {
     }
 }
 
-static void set_rope_factor(Parse *p, char *v) {
+static void set_rope_factor(void *ctx, char *v) {
+    Parse *p = ctx;
     char *end;
     p->c->ext_factor = strtod(v, &end);
     CHECK(!*end && p->c->ext_factor >= 1 && p->c->ext_factor <= 1e6, "--rope-factor %s must be a number in [1, 1e6]", v);
@@ -242,58 +239,62 @@ static void set_rope_factor(Parse *p, char *v) {
 
 // Every flag, in --help's order.
 #define O(f) offsetof(Cfg, f)
-static const CompareFlag FLAGS[] = {
-    { "out", "DIR", ARG_TEXT, O(out), NULL, "the results folder (created)" },
-    { "task", "LIST", ARG_CALL, 0, set_tasks, "synthetic tasks (./train --help lists them); accuracy by length" },
-    { "data", "PATH", ARG_TEXT, O(data), NULL,
+FLAGS_TABLE_BEGIN
+static const FlagRow FLAGS[] = {
+    { "out", FLAG_STRING, O(out), 0, 0, 0, "DIR", NULL, "the results folder (created)" },
+    { "task", FLAG_CALL, 0, 0, 0, 0, "LIST", NULL,
+      "synthetic tasks (./train --help lists them); accuracy by length", set_tasks },
+    { "data", FLAG_STRING, O(data), 0, 0, 0, "PATH", NULL,
       "text instead (a file, folder or quoted glob, as ./train --data): perplexity against\n"
       "context length (--val-data PATH optional)" },
-    { "val-data", "PATH", ARG_TEXT, O(val_data), NULL, NULL },
-    { "schemes", "LIST", ARG_CALL, 0, set_schemes,
-      "scheme names, each run as --pe NAME (default " PE_DEFAULT_COMPARISON ")" },
-    { "scheme", "LABEL=FLAGS", ARG_CALL, 0, set_scheme,
-      "a scheme given by its ./train flags, e.g. 'rope25=--pe rope --rope-fraction 0.25'" },
-    { "seeds", "LIST", ARG_CALL, 0, set_seeds, "seeds (default 1)" },
-    { "rope-extensions", "LIST", ARG_CALL, 0, set_extensions,
+    { "val-data", FLAG_STRING, O(val_data), 0, 0, 0, "PATH", NULL, NULL },
+    { "schemes", FLAG_CALL, 0, 0, 0, 0, "LIST", NULL,
+      "scheme names, each run as --pe NAME (default " PE_DEFAULT_COMPARISON ")", set_schemes },
+    { "scheme", FLAG_CALL, 0, 0, 0, 0, "LABEL=FLAGS", NULL,
+      "a scheme given by its ./train flags, e.g. 'rope25=--pe rope --rope-fraction 0.25'", set_scheme },
+    { "seeds", FLAG_CALL, 0, 0, 0, 0, "LIST", NULL, "seeds (default 1)", set_seeds },
+    { "rope-extensions", FLAG_CALL, 0, 0, 0, 0, "LIST", NULL,
       "text: also evaluate RoPE runs with these --rope-scaling methods (./train --help names them);\n"
-      "LongRoPE's lists are first searched per run on validation tokens the evaluations do not score)" },
-    { "rope-factor", "X", ARG_CALL, 0, set_rope_factor,
-      "the factor of those methods (default 8: the longest window over the context)" },
-    { "eval-per-length", "N", ARG_COUNT, O(per_length), NULL, "task: test instances per length (default 100)" },
-    { "fit-target", "A", ARG_CALL, 0, set_fit_target,
+      "LongRoPE's lists are first searched per run on validation tokens the evaluations do not score)",
+      set_extensions },
+    { "rope-factor", FLAG_CALL, 0, 0, 0, 0, "X", NULL,
+      "the factor of those methods (default 8: the longest window over the context)", set_rope_factor },
+    { "eval-per-length", FLAG_INT, O(per_length), 1, 100000, 0, "N", NULL,
+      "task: test instances per length (default 100)" },
+    { "fit-target", FLAG_CALL, 0, 0, 0, 0, "A", NULL,
       "task: fit-first training, ./train --fit-target A for every run (give --max-steps N\n"
       "after --); runs that do not reach A are reported as not fitted and left out of\n"
-      "the comparisons" },
-    { "claims", "'a>b,...'", ARG_CALL, 0, set_claims,
+      "the comparisons", set_fit_target },
+    { "claims", FLAG_CALL, 0, 0, 0, 0, "'a>b,...'", NULL,
       "task: test each claim (scheme a beats scheme b beyond the training lengths) with\n"
       "the paired test pooled over tasks and per task: supported, contradicted or not\n"
-      "distinguishable" },
-    { "claims-unit", "seed|task", ARG_CALL, 0, set_unit,
+      "distinguishable", set_claims },
+    { "claims-unit", FLAG_CALL, 0, 0, 0, 0, "seed|task", NULL,
       "task: the unit of the claims pooled over tasks: seed (each seed's mean over the\n"
-      "tasks; default) or task (each task's mean over the seeds: the claim is across tasks)" },
-    { "floor", "A", ARG_CALL, 0, set_floor,
+      "tasks; default) or task (each task's mean over the seeds: the claim is across tasks)", set_unit },
+    { "floor", FLAG_CALL, 0, 0, 0, 0, "A", NULL,
       "task: also a sensitivity table of the claims without the runs whose best\n"
-      "in-distribution validation accuracy is below A (every run counts in the main tables)" },
-    { "paper", "'TASK:S=P,...'", ARG_CALL, 0, set_paper,
+      "in-distribution validation accuracy is below A (every run counts in the main tables)", set_floor },
+    { "paper", FLAG_CALL, 0, 0, 0, 0, "'TASK:S=P,...'", NULL,
       "task: a paper's mean accuracy beyond training (%) of each scheme S on TASK (one\n"
-      "flag per task), shown beside the measured ones" },
-    { "protocol", "FILE", ARG_TEXT, O(protocol), NULL,
+      "flag per task), shown beside the measured ones", set_paper },
+    { "protocol", FLAG_STRING, O(protocol), 0, 0, 0, "FILE", NULL,
       "the experiment from FILE (these flags, one per line, then '-- TRAIN FLAGS'); the\n"
       "command line adds only --out, --jobs, --threads, --train, --launch, --quiet,\n"
       "--save-every, --report-only; summary.md names the file and its hash" },
-    { "report-only", NULL, ARG_SWITCH, O(report_only), NULL,
+    { "report-only", FLAG_SWITCH, O(report_only), 0, 1, 0, NULL, NULL,
       "write the report from the finished runs in --out (give the flags that trained\n"
       "them); train nothing" },
-    { "eval-flags", "'FLAGS'", ARG_TEXT, O(eval_flags), NULL,
+    { "eval-flags", FLAG_STRING, O(eval_flags), 0, 0, 0, "'FLAGS'", NULL,
       "text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'" },
-    { "double-length", "LIST", ARG_CALL, 0, set_double_length,
+    { "double-length", FLAG_CALL, 0, 0, 0, 0, "LIST", NULL,
       "text: also train each listed scheme at twice the context with half the rows (give\n"
       "--seq T --batch B after --), as LABEL@2T, and compare at 2T: every listed scheme\n"
-      "trained at T against every one trained at 2T, paired by seed (the ALiBi paper's test)" },
-    { "attention-stats", NULL, ARG_SWITCH, O(attention_stats), NULL,
+      "trained at T against every one trained at 2T, paired by seed (the ALiBi paper's test)", set_double_length },
+    { "attention-stats", FLAG_SWITCH, O(attention_stats), 0, 1, 0, NULL, NULL,
       "text: also measure each run's attention (./train --attention-stats, with --bos when\n"
       "the run trained with it) and add the collapsed fraction of heads by layer to summary.md" },
-    { "attention-distance", NULL, ARG_SWITCH, O(attention_distance), NULL,
+    { "attention-distance", FLAG_SWITCH, O(attention_distance), 0, 1, 0, NULL, NULL,
       "task: the NoPE paper's attention distance by layer (the textbook JSD to the nearest\n"
       "head, and the paper's code's: 0.5 (KL(m||p) + KL(m||q)), pairs i < j) of nope's\n"
       "runs to every scheme's run of the same seed; also trains NoPE's twin per task and\n"
@@ -301,18 +302,19 @@ static const CompareFlag FLAGS[] = {
       "the baseline of the same initial weights; the tested weights (model.ckpt.best\n"
       "when there is one); tables, paired tests, the claim that NoPE is nearest to t5\n"
       "(with a scheme labelled t5) and a plot in summary.md" },
-    { "jobs", "N", ARG_COUNT, O(jobs), NULL, "runs at a time (default 1)" },
-    { "threads", "N", ARG_COUNT, O(threads), NULL, "OpenMP threads per run (default: cores / jobs)" },
-    { "train", "PATH", ARG_TEXT, O(train_bin), NULL, "the ./train binary (default: next to ./compare)" },
-    { "launch", "'WORDS'", ARG_CALL, 0, set_launch,
+    { "jobs", FLAG_INT, O(jobs), 1, 100000, 0, "N", NULL, "runs at a time (default 1)" },
+    { "threads", FLAG_INT, O(threads), 1, 100000, 0, "N", NULL, "OpenMP threads per run (default: cores / jobs)" },
+    { "train", FLAG_STRING, O(train_bin), 0, 0, 0, "PATH", NULL, "the ./train binary (default: next to ./compare)" },
+    { "launch", FLAG_CALL, 0, 0, 0, 0, "'WORDS'", NULL,
       "put WORDS before each training command, e.g. 'mpirun -np 2 --bind-to core' to\n"
-      "train each run on 2 ranks (./train built with make MPI=1); not under mpirun" },
-    { "quiet", NULL, ARG_SWITCH, O(quiet), NULL, "no per-run progress lines" },
-    { "save-every", "K", ARG_CALL, 0, set_save_every,
+      "train each run on 2 ranks (./train built with make MPI=1); not under mpirun", set_launch },
+    { "quiet", FLAG_SWITCH, O(quiet), 0, 1, 0, NULL, NULL, "no per-run progress lines" },
+    { "save-every", FLAG_CALL, 0, 0, 0, 0, "K", NULL,
       "every run checkpoints each K steps (default 100; 0: only at its end), and a run\n"
       "stopped by Ctrl-C, SIGTERM, kill -9 or a reboot continues from its checkpoint when\n"
-      "the command runs again (not with --fit-target: those runs start again)" },
+      "the command runs again (not with --fit-target: those runs start again)", set_save_every },
 };
+FLAGS_TABLE_END
 _Static_assert(sizeof FLAGS / sizeof FLAGS[0] <= sizeof ((Parse *)0)->given, "Parse.given holds one mark per flag");
 #undef O
 enum { N_FLAGS = (int)(sizeof FLAGS / sizeof FLAGS[0]) };
@@ -322,25 +324,7 @@ static void usage(FILE *f) {
         "usage: ./compare --out DIR (--task NAME[,NAME...] | --data PATH) [options] [-- train flags]\n"
         "Trains every scheme x seed (x task) with the same data order and initial weights, evaluates\n"
         "each run and writes DIR/results.csv, DIR/runs.csv (tasks), DIR/summary.md and plots. Finished runs are kept.\n\n");
-    for (int i = 0; i < N_FLAGS; i++) {
-        const CompareFlag *fl = &FLAGS[i];
-        if (!fl->help) continue;
-        char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", fl->name, fl->value ? " " : "", fl->value ? fl->value : "");
-        fprintf(f, "  %-22s ", left);
-        for (const char *h = fl->help; *h; h++) {      // each further line of the help indented under the first
-            fputc(*h, f);
-            if (*h == '\n') fprintf(f, "%25s", "");
-        }
-        fputc('\n', f);
-    }
-}
-
-// The table's entry of a word of the command line ("--NAME"), or NULL.
-static const CompareFlag *find_flag(const char *s) {
-    if (strncmp(s, "--", 2)) return NULL;
-    for (int i = 0; i < N_FLAGS; i++) if (!strcmp(FLAGS[i].name, s + 2)) return &FLAGS[i];
-    return NULL;
+    flags_help(f, FLAGS, N_FLAGS, NULL, 22, NULL);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -461,9 +445,8 @@ static void check_extra(const Cfg *c) {
 
 // 1 when the flag named (without --) was on the command line or in the protocol
 static int given(const Parse *p, const char *name) {
-    for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++)
-        if (!strcmp(FLAGS[i].name, name)) return p->given[i];
-    return 0;
+    const FlagRow *r = flag_find(FLAGS, N_FLAGS, name);
+    return r ? p->given[r - FLAGS] : 0;
 }
 
 // Flags that only shape something the grid does not do: refused, not ignored.
@@ -477,6 +460,18 @@ static void check_modifiers(const Cfg *c, const Parse *p) {
           "--attention-distance's tests: give one of them");
 }
 
+// flags_parse's hooks (util/flags.h)
+static void help_hook(void *ctx) { (void)ctx; usage(stdout); }
+
+static void fail_hook(void *ctx, FlagError e, const char *s, const FlagRow *r, const char *v, int argc, char **argv,
+                      int i) {
+    (void)ctx; (void)r; (void)argv;
+    CHECK(e != FLAG_NOT_FLAG, "unexpected argument '%s'; see ./compare --help", s);
+    CHECK(i + 1 < argc, "%s needs a value (see ./compare --help)", s);    // (before unknown, as it always was)
+    CHECK(e != FLAG_UNKNOWN, "unknown flag %s (see ./compare --help)", s);
+    CHECK(0, "%s %s must be an integer in [%.0f, %.0f]", s, v, r->min, r->max);    // FLAG_INT's errors
+}
+
 void compare_parse(Cfg *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
     Parse p = { .c = c };
@@ -484,24 +479,12 @@ void compare_parse(Cfg *c, int argc, char **argv) {
     for (int t = 0; t < MAX_ITEMS; t++) for (int sc = 0; sc < MAX_ITEMS; sc++) c->paper[t][sc] = NAN;
     Protocol pr = { 0 };
     if (protocol_expand(argc, argv, &argc, &argv, &pr)) { c->protocol = pr.path; c->protocol_hash = pr.hash; }
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) { usage(stdout); exit(0); }
-        if (!strcmp(s, "--")) { c->extra = argv + i + 1; c->n_extra = argc - i - 1; break; }
-        const CompareFlag *f = find_flag(s);
-        if (f && f->kind == ARG_SWITCH) { *(int *)((char *)c + f->off) = 1; continue; }
-        CHECK(!strncmp(s, "--", 2), "unexpected argument '%s'; see ./compare --help", s);
-        CHECK(i + 1 < argc, "%s needs a value (see ./compare --help)", s);
-        char *v = argv[++i], *end;
-        CHECK(f, "unknown flag %s (see ./compare --help)", s);
-        p.given[f - FLAGS] = 1;
-        if (f->kind == ARG_TEXT) *(const char **)((char *)c + f->off) = v;
-        else if (f->kind == ARG_CALL) f->set(&p, v);
-        else {
-            long x = strtol(v, &end, 10);
-            CHECK(*v && !*end && x >= 1 && x <= 100000, "%s %s must be an integer in [1, 100000]", s, v);
-            *(int *)((char *)c + f->off) = (int)x;
-        }
+    FlagParser fp = { .rows = FLAGS, .n = N_FLAGS, .base = c, .ctx = &p, .first = 1, .dashes_end = 1, .empty_ok = 1,
+                      .help = help_hook, .fail = fail_hook, .given = p.given };
+    flags_parse(&fp, argc, argv);
+    if (fp.rest) {                              // the flags after --: every run's
+        c->extra = argv + fp.rest;
+        c->n_extra = argc - fp.rest;
     }
     check_modes(c, p.claims);
     check_modifiers(c, &p);

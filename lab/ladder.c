@@ -28,6 +28,7 @@
 #include "lab/ladder.h"
 #include "lab/report.h"
 #include "util/atomicfile.h"
+#include "util/flags.h"
 
 // The OOD and in-distribution accuracy (fractions) of run (task, scheme, seed) of a size; NAN when
 // it has not finished.
@@ -222,24 +223,46 @@ void ladder_free(Ladder *L) {
     for (int s = 0; s < L->n; s++) { free(L->z[s].ood); free(L->z[s].id); free(L->z[s].argv); }
 }
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: ./ladder --out DIR PROTOCOL PROTOCOL...\n"
-               "The report of one task grid at several model sizes: each PROTOCOL is a ./compare protocol (one size,\n"
-               "smallest first) whose runs are in DIR/NAME (NAME: the file name without .txt). Writes DIR/ladder.csv,\n"
-               "mrr.csv, claims.csv, summary.md and plots against parameters (docs/scale.md).\n");
+// The command line (util/flags.h): --out, and the protocols as positional words.
+typedef struct { const char *out; char *protocols[LADDER_MAX_SIZES + 1]; int n; } Args;
+
+FLAGS_TABLE_BEGIN
+static const FlagRow FLAGS[] = {
+    { "out", FLAG_STRING, offsetof(Args, out), 0, 0, 0, "DIR", NULL, "the folder with one folder of runs per size" },
+};
+FLAGS_TABLE_END
+enum { N_FLAGS = (int)(sizeof FLAGS / sizeof FLAGS[0]) };
+
+static void usage(void *ctx) {
+    (void)ctx;
+    printf("usage: ./ladder --out DIR PROTOCOL PROTOCOL...\n"
+           "The report of one task grid at several model sizes: each PROTOCOL is a ./compare protocol (one size,\n"
+           "smallest first) whose runs are in DIR/NAME (NAME: the file name without .txt). Writes DIR/ladder.csv,\n"
+           "mrr.csv, claims.csv, summary.md and plots against parameters (docs/scale.md).\n");
+    flags_help(stdout, FLAGS, N_FLAGS, NULL, 22, NULL);
+}
+
+static void protocol_word(void *ctx, char *w) {
+    Args *a = ctx;
+    CHECK(a->n < LADDER_MAX_SIZES, "at most %d sizes", LADDER_MAX_SIZES);
+    a->protocols[a->n++] = w;
+}
+
+static void fail_hook(void *ctx, FlagError e, const char *s, const FlagRow *r, const char *v, int argc, char **argv,
+                      int i) {
+    (void)ctx; (void)r; (void)v; (void)argc; (void)argv; (void)i;
+    CHECK(e != FLAG_NO_VALUE, "--out needs a folder");
+    CHECK(0, "unknown flag %s (./ladder --help)", s);
 }
 
 int main(int argc, char **argv) {
-    const char *out = NULL;
-    char *protocols[LADDER_MAX_SIZES + 1];
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-        if (!strcmp(argv[i], "--out")) { CHECK(i + 1 < argc, "--out needs a folder"); out = argv[++i]; continue; }
-        CHECK(strncmp(argv[i], "--", 2), "unknown flag %s (./ladder --help)", argv[i]);
-        CHECK(n < LADDER_MAX_SIZES, "at most %d sizes", LADDER_MAX_SIZES);
-        protocols[n++] = argv[i];
-    }
+    Args a = { 0 };
+    FlagParser fp = { .rows = FLAGS, .n = N_FLAGS, .base = &a, .ctx = &a, .first = 1, .positional = 1, .empty_ok = 1,
+                      .help = usage, .word = protocol_word, .fail = fail_hook };
+    flags_parse(&fp, argc, argv);
+    const char *out = a.out;
+    char **protocols = a.protocols;
+    int n = a.n;
     CHECK(out, "give --out DIR, the folder with one folder of runs per size (./ladder --help)");
     static Ladder L;
     ladder_load(&L, out, protocols, n);

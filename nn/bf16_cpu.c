@@ -1,9 +1,10 @@
-// nn/bf16_cpu.c: which bf16 path a product takes (nn/bf16.h): what the CPU and the OS allow (cpuid,
-// XCR0, Linux's permission for AMX's tile state), PEGPT_BF16_PATH, and the avx512bf16 peak. The
+// nn/bf16_cpu.c: which bf16 path a product takes (nn/bf16.h): what the CPU and the OS allow (util/cpu.h:
+// cpuid, XCR0; Linux's permission for AMX's tile state), PEGPT_BF16_PATH, and the avx512bf16 peak. The
 // products themselves are in nn/bf16.c.
 #include "nn/bf16.h"
 
 #include "nn/kernels.h"
+#include "util/cpu.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@
 #include <unistd.h>
 #endif
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define BF16_X86 1
 #endif
@@ -21,51 +21,20 @@
 // ----------------------------------------------------------------------------------------------
 // Which path
 
-#ifdef BF16_X86
-// XCR0: which register states the OS saves (needs OSXSAVE, cpuid 1 ecx bit 27)
-static int xcr0(unsigned long long *v) {
-    unsigned a, b, c, d, lo, hi;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0;
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    *v = (unsigned long long)hi << 32 | lo;
-    return 1;
-}
-#endif
-
+// (util/cpu.h: cpuid's bits and the register states the OS saves, read once)
 int bf16_cpu_has_avx512bf16(void) {
-#ifdef BF16_X86
-    unsigned a, b, c, d;
-    unsigned long long x;
-    if (!xcr0(&x) || (x & 0xe6) != 0xe6) return 0;   // the OS saves neither ymm nor the zmm/mask state
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b >> 16 & 1)) return 0;   // AVX512F
-    unsigned max7 = a;
-    if (max7 < 1 || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
-    return (int)(a >> 5 & 1);                       // AVX512_BF16
-#else
-    return 0;
-#endif
+    const CpuFeatures *f = cpu_features();
+    return f->os_avx512 && f->avx512f && f->avx512_bf16;      // AVX512F, AVX512_BF16, the zmm/mask state saved
 }
 
 int bf16_cpu_has_convert(void) {
-#ifdef BF16_X86
-    unsigned a, b, c, d;
-    if (!bf16_cpu_has_avx512bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    return (int)((b >> 17 & 1) && (b >> 30 & 1));   // AVX512DQ, AVX512BW
-#else
-    return 0;
-#endif
+    const CpuFeatures *f = cpu_features();
+    return bf16_cpu_has_avx512bf16() && f->avx512dq && f->avx512bw;
 }
 
 int bf16_cpu_has_amx(void) {
-#ifdef BF16_X86
-    unsigned a, b, c, d;
-    unsigned long long x;
-    if (!xcr0(&x) || (x & 0x60000) != 0x60000) return 0;   // XTILECFG (17) and XTILEDATA (18)
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    return (d >> 22 & 1) && (d >> 24 & 1);                 // AMX-BF16, AMX-TILE
-#else
-    return 0;
-#endif
+    const CpuFeatures *f = cpu_features();
+    return f->os_amx && f->amx_bf16 && f->amx_tile;          // XTILECFG and XTILEDATA saved
 }
 
 // Linux keeps AMX's 8 KiB tile state out of a process until it asks (Documentation/arch/x86/

@@ -1,11 +1,11 @@
 // nn/kernels.c: blocked, vectorised matrix products (see nn/kernels.h).
 #include "nn/kernels.h"
+#include "util/cpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 #ifdef _OPENMP
@@ -185,35 +185,6 @@ static const GemmPath PATH_AVX512 = { "avx512", (MicroKernel)micro_avx512, 12, 3
 static const GemmPath PATH_AVX2 = { "avx2", (MicroKernel)micro_avx2, 6, 16, (MicroKernel)micro_avx2_4 };
 #endif
 
-// The cache sizes the blocking is sized from: cpuid's deterministic cache parameters (leaf 4 on
-// Intel, 0x8000001D on AMD), else AMD's older leaves 0x80000005/6 (virtual machines often hide the
-// former), else 32 KiB and 512 KiB.
-static void cache_sizes(size_t *l1d, size_t *l2) {
-    *l1d = 32 << 10; *l2 = 512 << 10;
-#if defined(__x86_64__)
-    unsigned a, b, c, d, max_ext = 0;
-    __cpuid(0x80000000, max_ext, b, c, d);
-    int found = 0;
-    for (int leaf = 0; leaf < 2 && !found; leaf++) {
-        unsigned l = leaf ? 0x8000001D : 4;
-        if (leaf && max_ext < 0x8000001D) break;
-        for (unsigned i = 0; i < 8; i++) {
-            if (!__get_cpuid_count(l, i, &a, &b, &c, &d) || (a & 31) == 0) break;
-            size_t size = (size_t)((b >> 22) + 1) * (((b >> 12) & 1023) + 1) * ((b & 4095) + 1) * (c + 1);
-            int type = a & 31, level = (a >> 5) & 7;
-            if (level == 1 && type == 1) { *l1d = size; found = 1; }
-            if (level == 2 && (type == 3 || type == 2)) *l2 = size;
-        }
-    }
-    if (!found && max_ext >= 0x80000006) {
-        __cpuid(0x80000005, a, b, c, d);
-        if (c >> 24) *l1d = (size_t)(c >> 24) << 10;
-        __cpuid(0x80000006, a, b, c, d);
-        if (c >> 16) *l2 = (size_t)(c >> 16) << 10;
-    }
-#endif
-}
-
 static GemmPath g_path;
 static GemmBlocking g_block;
 
@@ -221,9 +192,9 @@ static GemmBlocking g_block;
 static int path_by_name(const char *name, GemmPath *out) {
     if (!strcmp(name, "generic")) { *out = PATH_GENERIC; return 1; }
 #if GEMM_DISPATCH
-    __builtin_cpu_init();
-    if (!strcmp(name, "avx512") && __builtin_cpu_supports("avx512f")) { *out = PATH_AVX512; return 1; }
-    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { *out = PATH_AVX2; return 1; }
+    const CpuFeatures *f = cpu_features();       // the CPU has it and the OS saves its registers
+    if (!strcmp(name, "avx512") && f->avx512f && f->os_avx512) { *out = PATH_AVX512; return 1; }
+    if (!strcmp(name, "avx2") && f->avx2 && f->fma && f->os_avx) { *out = PATH_AVX2; return 1; }
 #endif
     return 0;
 }
@@ -250,7 +221,7 @@ static void choose_path(const char *force) {
     } else if (!path_by_name("avx512", &g_path) && !(VL < 8 && path_by_name("avx2", &g_path)))
         g_path = PATH_GENERIC;
     size_t l1, l2;
-    cache_sizes(&l1, &l2);
+    cpu_caches(&l1, &l2);
     GemmBlocking bl = { .l1d = l1, .l2 = l2 };
     l1 = cache_override("PEGPT_GEMM_L1", l1);
     l2 = cache_override("PEGPT_GEMM_L2", l2);
@@ -391,7 +362,7 @@ static __attribute__((target("avx2"))) void transpose_8cols(float *p, size_t ldp
 void transpose_block(real *dst, size_t ldd, const real *src, size_t lds, int rows, int cols) {
     int r = 0;
 #if GEMM_DISPATCH
-    if (__builtin_cpu_supports("avx2"))
+    if (cpu_features()->avx2 && cpu_features()->os_avx)
         for (; r + 8 <= rows; r += 8) transpose_8cols(dst + r, ldd, src + (size_t)r * lds, lds, cols);
 #endif
     for (; r < rows; r++)

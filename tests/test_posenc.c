@@ -561,40 +561,42 @@ static char *kv_text(const PosConfig *c) {
 }
 
 // Every row of the settings table: a value other than its default survives write_kv -> posenc_set,
-// a value out of its range is refused naming the flag, and the flag is known and in --help.
+// a value out of its range is refused naming the flag, and the flag is known, named by its row (its key
+// with '-' for '_') and in --help.
 static void test_settings(void) {
     char *help = NULL; size_t help_size = 0;
     FILE *hf = open_memstream(&help, &help_size);
-    posenc_help(hf);
+    flags_help(hf, posenc_setting(0), posenc_setting_count(), NULL, 27, NULL);   // as ./train --help lists them
     fclose(hf);
     for (int i = 0; i < posenc_setting_count(); i++) {
-        const PosSetting *s = posenc_setting(i);
+        const FlagRow *s = posenc_setting(i);
         char flag[64], value[64], bad[64], msg[256], json[4096], meta[4096];
         size_t k = 0;
         for (; s->key[k]; k++) flag[k] = s->key[k] == '_' ? '-' : s->key[k];
         flag[k] = 0;
+        EXPECT(!strcmp(flag, s->name), "setting %s's flag is --%s (got --%s)", s->key, flag, s->name);
         int n_names = 0;
-        if (s->type == PE_SET_ENUM) while (s->names[n_names]) n_names++;
-        if (s->type == PE_SET_DOUBLE) {
-            snprintf(value, sizeof value, "%.17g", s->lo + 0.3 * (s->hi - s->lo));
-            snprintf(bad, sizeof bad, "%.17g", s->hi * 2 + 1);
-        } else if (s->type == PE_SET_INT) {
-            snprintf(value, sizeof value, "%d", (int)s->lo + 1);
-            snprintf(bad, sizeof bad, "%d", (int)s->lo - 1);
-        } else if (s->type == PE_SET_LIST) {
-            snprintf(value, sizeof value, "%.17g,2,0.3", s->lo + 0.3);
-            snprintf(bad, sizeof bad, "1,%.17g", s->lo);
+        if (s->type == FLAG_CHOICE) while (s->choices[n_names]) n_names++;
+        if (s->type == FLAG_DOUBLE) {
+            snprintf(value, sizeof value, "%.17g", s->min + 0.3 * (s->max - s->min));
+            snprintf(bad, sizeof bad, "%.17g", s->max * 2 + 1);
+        } else if (s->type == FLAG_INT) {
+            snprintf(value, sizeof value, "%d", (int)s->min + 1);
+            snprintf(bad, sizeof bad, "%d", (int)s->min - 1);
+        } else if (s->type == FLAG_LIST) {
+            snprintf(value, sizeof value, "%.17g,2,0.3", s->min + 0.3);
+            snprintf(bad, sizeof bad, "1,%.17g", s->min);
         } else {
-            snprintf(value, sizeof value, "%s", s->names[(int)s->def == n_names - 1 ? 0 : n_names - 1]);   // not the default
+            snprintf(value, sizeof value, "%s", s->choices[(int)s->def == n_names - 1 ? 0 : n_names - 1]);   // not the default
             snprintf(bad, sizeof bad, "bogus");
         }
-        size_t size = s->type == PE_SET_DOUBLE ? sizeof(double) : s->type == PE_SET_LIST ? sizeof(PosFactors) : sizeof(int);
+        size_t size = s->type == FLAG_DOUBLE ? sizeof(double) : s->type == FLAG_LIST ? sizeof(PosFactors) : sizeof(int);
         PosConfig c, back, def;
         posenc_defaults(&c, 3);
         posenc_defaults(&back, 3);
         posenc_defaults(&def, 3);
         EXPECT(posenc_set(&c, s->key, value, msg, sizeof msg) == 1, "%s=%s accepted: %s", s->key, value, msg);
-        EXPECT(memcmp((char *)&c + s->offset, (char *)&def + s->offset, size),
+        EXPECT(memcmp((char *)&c + s->off, (char *)&def + s->off, size),
                "%s=%s differs from the default", s->key, value);
         posenc_resolve(&c, 64);      // as a model's config is (gpt_config_check) before a checkpoint is written
         char *text = kv_text(&c), *line = text, *eol;
@@ -606,18 +608,18 @@ static void test_settings(void) {
         }
         free(text);
         char *t1 = kv_text(&c), *t2 = kv_text(&back);
-        EXPECT(strcmp(t1, t2) == 0 && !memcmp((char *)&c + s->offset, (char *)&back + s->offset, size),
+        EXPECT(strcmp(t1, t2) == 0 && !memcmp((char *)&c + s->off, (char *)&back + s->off, size),
                "%s=%s: write_kv -> posenc_set gives the same config", s->key, value);
         free(t1); free(t2);
         char want[128];
         snprintf(want, sizeof want, "--%s ", flag);
         EXPECT(posenc_set(&c, s->key, bad, msg, sizeof msg) == -1 && strstr(msg, want), "%s=%s refused: %s", s->key, bad, msg);
-        EXPECT(posenc_is_flag(flag) == (s->eval ? 2 : 1), "--%s is a scheme flag", flag);
+        EXPECT(posenc_is_flag(flag) == ((s->tag & PE_EVAL) ? 2 : 1), "--%s is a scheme flag", flag);
         EXPECT(strstr(help, want) != NULL, "--help lists %s", want);
         posenc_json(&c, json, sizeof json);
         posenc_metadata(&c, meta, sizeof meta);
         snprintf(want, sizeof want, "\"%s\":", s->key);
-        EXPECT(strstr(json, want) && !strstr(meta, want) == !s->metadata, "%s in the JSON (and in the metadata iff marked)", s->key);
+        EXPECT(strstr(json, want) && !strstr(meta, want) == !(s->tag & PE_METADATA), "%s in the JSON (and in the metadata iff marked)", s->key);
     }
     free(help);
 }

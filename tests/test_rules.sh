@@ -11,19 +11,20 @@
 #   3. a scheme-specific enum (RopeScaling, ROPE_SCALING_*);
 #   4. a scheme setting of PosConfig (pe.rope_original_context ...): posenc answers what it means
 #      (posenc_resolve, posenc_window_context, ...).
-# Scheme names are read from posenc's tables: the schemes' and presets' .name fields, and the RoPE
+# Scheme names are read from posenc's tables: the schemes' and presets' .name fields (not the settings'
+# rows, whose .key follows their .name), and the RoPE
 # scaling methods of SCALING_NAMES (none, linear, ...), which count as scheme names in 1 and 2.
 #   5. No line of a flag table is over 120 columns, in any C file: a table is a top-level or local
-#      array initializer (from "NAME[] = {" to "};") with a row that starts with a flag, as
-#      { "--flag", ...} (tools/tokenize.c), { "flag", F_TYPE, ...} (train_options.c),
-#      { "flag", "ARG", ARG_KIND, ...} (lab/compare_options.c) or
-#      { .key = "setting", ...} (posenc.c); every line of it counts, continuation lines too.
+#      array initializer (from "NAME[] = {" to "};") with a row of util/flags.h's FlagRow, which
+#      starts with the flag and its type, { "flag", FLAG_TYPE, ...} (every program's table), or
+#      names its fields, { .name = "flag", ...} (posenc.c's settings); every line of it counts,
+#      continuation lines too.
 . "$(dirname "$0")/lib.sh"
 rule() {   # rule NAME HITS: HITS empty passes; else they are listed under the FAIL line
     [ -z "$2" ]; check $? "$1:" || sed 's/^/    /' <<< "$2"
 }
 
-names=$(cat posenc*.c | grep -o '\.name = "[a-z0-9-]*"' | sed 's/.*"\(.*\)"/\1/' | paste -sd'|')
+names=$(cat posenc*.c | grep -v '\.key = ' | grep -o '\.name = "[a-z0-9-]*"' | sed 's/.*"\(.*\)"/\1/' | paste -sd'|')
 [ -n "$names" ] || abort "no scheme names found in posenc*.c"
 scalings=$(cat posenc*.c | grep -o 'SCALING_NAMES\[\] = {[^}]*}' | grep -o '"[a-z0-9-]*"' | tr -d '"' | grep -vx none | paste -sd'|')
 [ -n "$scalings" ] || abort "no RoPE scaling names (SCALING_NAMES) found in posenc*.c"
@@ -72,18 +73,19 @@ rule "a scheme-specific enum outside posenc" "$(grep -E '\b(RopeScaling|ROPE_SCA
 rule "a scheme setting of PosConfig used outside posenc" "$(grep -E "(\\.|->)($fields)\\b" <<< "$code")"
 echo "test_rules: $(wc -w <<< "$files") files outside posenc"
 
-# 5. FILE:LINE: N columns for every line over 120 of a flag table
+# 5. FILE:LINE: N columns for every line over 120 of a flag table (a table ends at a line that ends
+# with "};", its own or its last row's: "{ ... } };")
 all=$(find . -name '*.[ch]' -not -path './build/*' | sed 's|^\./||' | sort)
 tables=$(awk '
     FNR == 1 { inb = 0 }
     !inb && /\[[A-Za-z0-9_]*\] *= *\{ *$/ { inb = 1; n = 0; isflag = 0; next }
-    inb && /^[ \t]*\};/ {
+    inb && /\};[ \t]*$/ {
         if (isflag) for (i = 1; i <= n; i++) if (length(text[i]) > 120) print FILENAME ":" at[i] ": " length(text[i]) " columns"
         inb = 0; next
     }
     inb {
         text[++n] = $0; at[n] = FNR
-        if ($0 ~ /^[ \t]*\{ *("--|"[a-z][a-z0-9-]*", *(F_[A-Z]|"[A-Z]+", *ARG_)|\.key *= *")/) isflag = 1
+        if ($0 ~ /^[ \t]*\{ *("[a-z][a-z0-9-]*", *FLAG_[A-Z]|\.name *= *")/) isflag = 1
     }' $all)
 rule "a line of a flag table over 120 columns" "$tables"
 finish

@@ -56,6 +56,7 @@
 #include "nn/kernels.h"
 #include "model.h"
 #include "tools/bench_machine.h"
+#include "util/flags.h"
 
 static int g_bf16;   // --precision bf16: every model the bench builds computes its linear layers in bf16
 
@@ -611,21 +612,64 @@ static int bf16_loss_check(FILE *csv) {
     return !ok;
 }
 
+// The command line (util/flags.h)
+typedef struct {
+    const char *config;                              // --config NAME
+    int schemes, loss, bf16, shapes, precision;      // the switches; --precision: 1 = bf16
+    double peak;
+    int steps, rounds, threads;                      // 0: not given
+} BenchArgs;
+
+_Static_assert(ROUNDS_MAX == 9, "--rounds' help says 1-9");
+static const char *const PRECISIONS[] = { "fp32", "bf16", NULL };
+#define B(f) offsetof(BenchArgs, f)
+FLAGS_TABLE_BEGIN
+static const FlagRow FLAGS[] = {
+    { "rounds", FLAG_INT, B(rounds), 1, ROUNDS_MAX, 0, "N", NULL,
+      "the whole bench, its table of training steps run N times round by round (1-9; default 1):\neach config's "
+      "median round and the range of its rounds' fractions of the peak" },
+    { "config", FLAG_STRING, B(config), 0, 0, 0, "NAME", NULL, "only one config's training steps (the configs below)" },
+    { "precision", FLAG_CHOICE, B(precision), 0, 0, 0, "fp32|bf16", NULL, "--config's linear layers (fp32)",
+      .choices = PRECISIONS },
+    { "peak", FLAG_DOUBLE, B(peak), 0, INFINITY, 0, "GFLOPS", NULL,
+      "--config's and --bf16's peak, given instead of measured (a fraction of it is then not checked)", .lo_open = 1 },
+    { "steps", FLAG_INT, B(steps), 1, 100000, 0, "N", NULL,
+      "--config's timed steps (the step time is their median; default: the config's own, 1-10)" },
+    { "shapes", FLAG_SWITCH, B(shapes), 0, 1, 0, NULL, NULL,
+      "only the machine's peak and the table of matrix products per shape (no CSV)" },
+    { "schemes", FLAG_SWITCH, B(schemes), 0, 1, 0, NULL, NULL, "only the table of positional schemes (no CSV)" },
+    { "bf16", FLAG_SWITCH, B(bf16), 0, 1, 0, NULL, NULL,
+      "only the bf16 section (the fp32 peak, the bf16 peaks, small and gpt2-124m in pairs of fp32\n"
+      "and bf16 runs; no CSV)" },
+    { "bf16-loss", FLAG_SWITCH, B(loss), 0, 1, 0, NULL, NULL,
+      "./train's default run in fp32 and bf16, validation losses within 2%" },
+    { "threads", FLAG_INT, B(threads), 1, 1024, 0, "N", NULL,
+      "the threads of every part (default: OpenMP's, every core)" },
+};
+FLAGS_TABLE_END
+#undef B
+enum { N_FLAGS = (int)(sizeof FLAGS / sizeof FLAGS[0]) };
+
 // The usage, on stderr
-static void usage(void) {
-    fprintf(stderr, "usage: ./bench [--rounds N | --config NAME [--precision fp32|bf16] [--peak GFLOPS] [--steps N] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n"
-                    "  --rounds N: the whole bench, its table of training steps run N times round by round (1-9; default 1):\n"
-                    "    each config's median round and the range of its rounds' fractions of the peak\n"
-                    "  --shapes: only the machine's peak and the table of matrix products per shape (no CSV)\n"
-                    "  --schemes: only the table of positional schemes (no CSV)\n"
-                    "  --steps N: --config's timed steps (the step time is their median; default: the config's own, 1-10)\n"
-                    "  --peak GFLOPS: --config's and --bf16's peak, given instead of measured (a fraction of it is then not checked)\n"
-                    "  --threads N: the threads of every part (default: OpenMP's, every core)\n"
-                    "  --bf16: only the bf16 section (the fp32 peak, the bf16 peaks, small and gpt2-124m in pairs of fp32 and bf16 runs; no CSV)\n"
-                    "  --bf16-loss: ./train's default run in fp32 and bf16, validation losses within 2%%\nconfigs (small-eval-t32768: "
-                    "one forward pass over a 32768-token window):");
+static void usage(void *ctx) {
+    (void)ctx;
+    fprintf(stderr, "usage: ./bench [--rounds N | --config NAME [--precision fp32|bf16] [--peak GFLOPS] [--steps N] | --shapes | --schemes | --bf16 | --bf16-loss] [--threads N]\n");
+    flags_help(stderr, FLAGS, N_FLAGS, NULL, 22, NULL);
+    fprintf(stderr, "configs (small-eval-t32768: one forward pass over a 32768-token window):");
     for (int k = 0; k < N_CONFIGS; k++) fprintf(stderr, " %s", CONFIGS[k].name);
     fprintf(stderr, "\n");
+}
+
+// A bad command line: the usage (a word that is no flag, or a flag without its value), or what the flag takes
+static void fail_hook(void *ctx, FlagError e, const char *s, const FlagRow *r, const char *v, int argc, char **argv,
+                      int i) {
+    (void)ctx; (void)s; (void)argc; (void)argv; (void)i;
+    if (e == FLAG_UNKNOWN || e == FLAG_NOT_FLAG || e == FLAG_NO_VALUE) { usage(NULL); exit(1); }
+    CHECK(strcmp(r->name, "precision"), "--precision %s: give fp32 or bf16", v);
+    CHECK(strcmp(r->name, "peak"), "--peak must be a positive number of GFLOP/s");
+    CHECK(strcmp(r->name, "steps"), "--steps must be an integer in [1, 100000] (timed steps of --config)");
+    CHECK(strcmp(r->name, "rounds"), "--rounds must be an integer in [1, %d] (rounds of the step table)", ROUNDS_MAX);
+    CHECK(0, "--threads must be an integer in [1, 1024]");
 }
 
 // ./bench --config NAME: one config's steps (steps: the timed ones, 0 for the config's own), its
@@ -677,43 +721,18 @@ static void check_combination(const char *only, int modes, int steps, double giv
 }
 
 int main(int argc, char **argv) {
-    const char *only = NULL;
-    double given_peak = 0;
-    int schemes_only = 0, loss_only = 0, bf16_only = 0, shapes_only = 0, steps = 0;
-    for (int i = 1; i < argc; i++) {
-        char *end;
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only = argv[++i];
-        else if (strcmp(argv[i], "--schemes") == 0) schemes_only = 1;
-        else if (strcmp(argv[i], "--bf16-loss") == 0) loss_only = 1;
-        else if (strcmp(argv[i], "--bf16") == 0) bf16_only = 1;
-        else if (strcmp(argv[i], "--shapes") == 0) shapes_only = 1;
-        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
-            const char *p = argv[++i];
-            CHECK(!strcmp(p, "fp32") || !strcmp(p, "bf16"), "--precision %s: give fp32 or bf16", p);
-            g_bf16 = !strcmp(p, "bf16");
-        }
-        else if (strcmp(argv[i], "--peak") == 0 && i + 1 < argc) {
-            given_peak = strtod(argv[++i], &end);
-            CHECK(*end == 0 && given_peak > 0, "--peak must be a positive number of GFLOP/s");
-        } else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
-            long n = strtol(argv[++i], &end, 10);
-            CHECK(*end == 0 && n >= 1 && n <= 100000, "--steps must be an integer in [1, 100000] (timed steps of --config)");
-            steps = (int)n;
-        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            long n = strtol(argv[++i], &end, 10);
-            CHECK(*end == 0 && n >= 1 && n <= ROUNDS_MAX, "--rounds must be an integer in [1, %d] (rounds of the step table)", ROUNDS_MAX);
-            g_rounds = (int)n;
-        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            long n = strtol(argv[++i], &end, 10);
-            CHECK(*end == 0 && n >= 1 && n <= 1024, "--threads must be an integer in [1, 1024]");
+    BenchArgs ba = { 0 };
+    FlagParser fp = { .rows = FLAGS, .n = N_FLAGS, .base = &ba, .first = 1, .empty_ok = 1, .help = usage,
+                      .fail = fail_hook };
+    flags_parse(&fp, argc, argv);
+    const char *only = ba.config;
+    double given_peak = ba.peak;
+    int schemes_only = ba.schemes, loss_only = ba.loss, bf16_only = ba.bf16, shapes_only = ba.shapes, steps = ba.steps;
+    g_bf16 = ba.precision;
+    if (ba.rounds) g_rounds = ba.rounds;
 #ifdef _OPENMP
-            omp_set_num_threads((int)n);
+    if (ba.threads) omp_set_num_threads(ba.threads);
 #endif
-        } else {
-            usage();
-            return strcmp(argv[i], "--help") == 0 ? 0 : 1;
-        }
-    }
     check_combination(only, schemes_only + loss_only + bf16_only + shapes_only, steps, given_peak, bf16_only);
 #ifdef BENCH_OPENBLAS
     openblas_set_num_threads(bench_threads());          // the sgemm reference gets the same threads as we do

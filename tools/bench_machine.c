@@ -11,12 +11,10 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #include "nn/bf16.h"
 #include "util/common.h"
+#include "util/cpu.h"
 
 double bench_now(void) {
     struct timespec ts;
@@ -35,35 +33,17 @@ int bench_threads(void) {
 
 CpuInfo cpu_info(void) {
     CpuInfo ci = { .model = "unknown", .vendor = "unknown", .family = -1, .model_no = -1, .stepping = -1 };
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {   // the first processor's lines (they end at a blank line)
-        char *colon = strchr(line, ':');
-        if (line[0] == '\n') break;
-        if (!colon) continue;
-        if (strncmp(line, "model name", 10) == 0) {
-            snprintf(ci.model, sizeof ci.model, "%s", colon + 2);
-            ci.model[strcspn(ci.model, "\n")] = 0;
-        } else if (strncmp(line, "vendor_id", 9) == 0) {
-            snprintf(ci.vendor, sizeof ci.vendor, "%s", colon + 2);
-            ci.vendor[strcspn(ci.vendor, "\n")] = 0;
-        } else if (strncmp(line, "cpu family", 10) == 0) ci.family = atoi(colon + 1);
-        else if (strncmp(line, "model\t", 6) == 0) ci.model_no = atoi(colon + 1);
-        else if (strncmp(line, "stepping", 8) == 0) ci.stepping = atoi(colon + 1);
-    }
-    if (f) fclose(f);
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d, xcr0 = 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return ci;   // no OSXSAVE: no AVX state
-    __asm__("xgetbv" : "=a"(xcr0), "=d"(d) : "c"(0));
-    int os_avx = (xcr0 & 6) == 6, os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
-    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
-        ci.avx2 = os_avx && (b >> 5 & 1);
-        ci.avx512f = os_avx512 && (b >> 16 & 1);
+    const CpuIdentity *id = cpu_identity();
+    if (id->name) snprintf(ci.model, sizeof ci.model, "%s", id->name);
+    if (id->vendor) snprintf(ci.vendor, sizeof ci.vendor, "%s", id->vendor);
+    ci.family = id->family; ci.model_no = id->model; ci.stepping = id->stepping;
+    const CpuFeatures *f = cpu_features();
+    if (f->leaf7) {                                   // the CPU has it and the OS saves its registers
+        ci.avx2 = f->os_avx && f->avx2;
+        ci.avx512f = f->os_avx512 && f->avx512f;
         ci.amx_bf16 = bf16_cpu_has_amx();               // the same tests that choose gemm_bf16's path
         ci.avx512_bf16 = bf16_cpu_has_avx512bf16();
     }
-#endif
     return ci;
 }
 

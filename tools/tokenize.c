@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "util/common.h"
+#include "util/flags.h"
 #include "dataset/bpe.h"
 #include "dataset/data.h"
 
@@ -38,42 +39,33 @@ typedef struct {
     int n_inputs;
 } Args;
 
-// The flags: one table drives parsing, the required checks and --help.
-typedef struct {
-    const char *name, *value;  // "--encoder", "FILE"
-    int commands;              // the commands that take it (Command bits)
-    int required;              // the commands that need it
-    int is_long;               // the value is an integer in [lo, hi] (a long field), else a string
-    size_t off;                // the field of Args it sets
-    long lo, hi;
-    const char *help;
-} Flag;
-
-#define S(field) 0, offsetof(Args, field), 0, 0
-#define L(field, lo, hi) 1, offsetof(Args, field), lo, hi
-static const Flag FLAGS[] = {
-    { "--encoder", "FILE", CMD_ENCODE, CMD_ENCODE, S(encoder),
-      "encoder.json: token -> id (GPT-2's, or one ./tokenize train wrote)" },
-    { "--merges", "FILE", CMD_ENCODE, CMD_ENCODE, S(merges),
-      "vocab.bpe: the merges in rank order, one \"LEFT RIGHT\" per line" },
-    { "--out", "SHARD.bin", CMD_ENCODE, CMD_ENCODE, S(out),
-      "the llm.c token shard to write (uint16 tokens, magic 20240520)" },
-    { "--tokenizer-out", "FILE", CMD_ENCODE, 0, S(tokenizer_out),
+// The flags (util/flags.h): one table drives parsing, the required checks and --help. A row's tag:
+// the commands that take it; its group: the command's name in --help; required: the commands that need it.
+#define O(field) offsetof(Args, field)
+FLAGS_TABLE_BEGIN
+static const FlagRow FLAGS[] = {
+    { "encoder", FLAG_STRING, O(encoder), 0, 0, CMD_ENCODE, "FILE", "encode",
+      "encoder.json: token -> id (GPT-2's, or one ./tokenize train wrote)", .required = CMD_ENCODE },
+    { "merges", FLAG_STRING, O(merges), 0, 0, CMD_ENCODE, "FILE", "encode",
+      "vocab.bpe: the merges in rank order, one \"LEFT RIGHT\" per line", .required = CMD_ENCODE },
+    { "out", FLAG_STRING, O(out), 0, 0, CMD_ENCODE, "SHARD.bin", "encode",
+      "the llm.c token shard to write (uint16 tokens, magic 20240520)", .required = CMD_ENCODE },
+    { "tokenizer-out", FLAG_STRING, O(tokenizer_out), 0, 0, CMD_ENCODE, "FILE", "encode",
       "also write the llm.c tokenizer file (./train --tokenizer decodes samples with it)" },
-    { "--shard-tokens", "N", CMD_ENCODE, 0, L(shard_tokens, 1, INT32_MAX),
+    { "shard-tokens", FLAG_LONG, O(shard_tokens), 1, INT32_MAX, CMD_ENCODE, "N", "encode",
       "numbered shards of N tokens each, the last one shorter: SHARD_000000.bin, SHARD_000001.bin, ... (SHARD: --out "
       "without .bin)" },
-    { "--doc-sep", "TEXT", CMD_ENCODE, 0, S(doc_sep),
+    { "doc-sep", FLAG_STRING, O(doc_sep), 0, 0, CMD_ENCODE, "TEXT", "encode",
       "TEXT also ends a document inside a file, and is dropped (e.g. '<|endoftext|>', or $'\\n\\n' in bash)" },
-    { "--vocab-size", "N", CMD_TRAIN, CMD_TRAIN, L(vocab_size, 257, 65536),
-      "tokens in the vocabulary: 256 bytes + N - 257 merges + the end of text" },
-    { "--out-dir", "DIR", CMD_TRAIN, CMD_TRAIN, S(out_dir),
-      "where encoder.json, vocab.bpe and tokenizer.bin go (created if missing)" },
-    { "--tokenizer", "FILE", CMD_DECODE, CMD_DECODE, S(tokenizer),
-      "the llm.c tokenizer file of the shards' vocabulary" },
+    { "vocab-size", FLAG_LONG, O(vocab_size), 257, 65536, CMD_TRAIN, "N", "train",
+      "tokens in the vocabulary: 256 bytes + N - 257 merges + the end of text", .required = CMD_TRAIN },
+    { "out-dir", FLAG_STRING, O(out_dir), 0, 0, CMD_TRAIN, "DIR", "train",
+      "where encoder.json, vocab.bpe and tokenizer.bin go (created if missing)", .required = CMD_TRAIN },
+    { "tokenizer", FLAG_STRING, O(tokenizer), 0, 0, CMD_DECODE, "FILE", "decode",
+      "the llm.c tokenizer file of the shards' vocabulary", .required = CMD_DECODE },
 };
-#undef S
-#undef L
+FLAGS_TABLE_END
+#undef O
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
 static void usage(FILE *f) {
@@ -90,14 +82,29 @@ static void usage(FILE *f) {
     const char *names[] = { "encode", "train", "decode" };
     for (int c = 0; c < 3; c++) {
         fprintf(f, "%s:\n", names[c]);
-        for (int i = 0; i < N_FLAGS; i++)
-            if (FLAGS[i].commands & (1 << c)) {
-                char head[64];
-                snprintf(head, sizeof head, "%s %s", FLAGS[i].name, FLAGS[i].value);
-                fprintf(f, "  %-22s %s%s\n", head, FLAGS[i].help, FLAGS[i].required & (1 << c) ? " (required)" : "");
-            }
+        flags_help(f, FLAGS, N_FLAGS, names[c], 22, NULL);
     }
     fprintf(f, "\n--help, -h: this text. See docs/data.md, \"Tokenizing text (./tokenize)\".\n");
+}
+
+// flags_parse's hooks (util/flags.h): the command line being read
+typedef struct { Args *a; const char *name; } Parse;
+
+static void help_hook(void *ctx) { (void)ctx; usage(stdout); }
+static void input_word(void *ctx, char *w) { Args *a = ((Parse *)ctx)->a; a->input[a->n_inputs++] = w; }
+
+static void fail_hook(void *ctx, FlagError e, const char *s, const FlagRow *r, const char *v, int argc, char **argv,
+                      int i) {
+    (void)argc; (void)argv; (void)i;
+    const char *name = ((const Parse *)ctx)->name;
+    CHECK(e != FLAG_UNKNOWN, "./tokenize %s: unknown flag %s (see ./tokenize --help)", name, s);
+    CHECK(e != FLAG_OTHER_COMMAND, "./tokenize %s: %s is a flag of another command (see ./tokenize --help)", name, s);
+    CHECK(e != FLAG_TWICE, "./tokenize %s: %s is given twice", name, s);
+    CHECK(e != FLAG_NO_VALUE, "./tokenize %s: %s needs a value (%s)", name, s, r->arg);
+    CHECK(e != FLAG_EMPTY, "./tokenize %s: %s needs a non-empty %s", name, s, r->arg);
+    CHECK(e != FLAG_NOT_INTEGER, "./tokenize %s: %s '%s' is not an integer", name, s, v);
+    CHECK(0, "./tokenize %s: %s %ld is out of range; it must be in [%ld, %ld]", name, s, strtol(v, NULL, 10),
+          (long)r->min, (long)r->max);
 }
 
 static void parse(int argc, char **argv, Command *cmd, Args *a) {
@@ -109,36 +116,14 @@ static void parse(int argc, char **argv, Command *cmd, Args *a) {
     *cmd = !strcmp(name, "encode") ? CMD_ENCODE : !strcmp(name, "train") ? CMD_TRAIN : !strcmp(name, "decode") ? CMD_DECODE : 0;
     CHECK(*cmd, "unknown command '%s'; ./tokenize takes encode, train or decode (see ./tokenize --help)", name);
     a->input = xmalloc((size_t)argc * sizeof *a->input);
-    int seen[N_FLAGS] = { 0 }, flags_done = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (!flags_done && (!strcmp(s, "--help") || !strcmp(s, "-h"))) { usage(stdout); exit(0); }
-        if (flags_done || strncmp(s, "--", 2) != 0) { a->input[a->n_inputs++] = argv[i]; continue; }
-        if (!strcmp(s, "--")) { flags_done = 1; continue; }
-        int k = 0;
-        while (k < N_FLAGS && strcmp(FLAGS[k].name, s)) k++;
-        CHECK(k < N_FLAGS, "./tokenize %s: unknown flag %s (see ./tokenize --help)", name, s);
-        CHECK(FLAGS[k].commands & *cmd, "./tokenize %s: %s is a flag of another command (see ./tokenize --help)", name, s);
-        CHECK(!seen[k], "./tokenize %s: %s is given twice", name, s);
-        CHECK(i + 1 < argc, "./tokenize %s: %s needs a value (%s)", name, s, FLAGS[k].value);
-        seen[k] = 1;
-        const char *v = argv[++i];
-        if (!FLAGS[k].is_long) {
-            CHECK(*v, "./tokenize %s: %s needs a non-empty %s", name, s, FLAGS[k].value);
-            *(const char **)((char *)a + FLAGS[k].off) = v;
-            continue;
-        }
-        char *end;
-        errno = 0;
-        long x = strtol(v, &end, 10);
-        CHECK(*v && !*end && !errno, "./tokenize %s: %s '%s' is not an integer", name, s, v);
-        CHECK(x >= FLAGS[k].lo && x <= FLAGS[k].hi, "./tokenize %s: %s %ld is out of range; it must be in [%ld, %ld]",
-              name, s, x, FLAGS[k].lo, FLAGS[k].hi);
-        *(long *)((char *)a + FLAGS[k].off) = x;
-    }
+    unsigned char seen[N_FLAGS] = { 0 };
+    Parse p = { .a = a, .name = name };
+    FlagParser fp = { .rows = FLAGS, .n = N_FLAGS, .base = a, .ctx = &p, .first = 2, .dashes_end = 1, .positional = 1,
+                      .once = 1, .only = *cmd, .help = help_hook, .word = input_word, .fail = fail_hook, .given = seen };
+    flags_parse(&fp, argc, argv);
     for (int k = 0; k < N_FLAGS; k++)
-        CHECK(seen[k] || !(FLAGS[k].required & *cmd), "./tokenize %s needs %s %s (see ./tokenize --help)", name,
-              FLAGS[k].name, FLAGS[k].value);
+        CHECK(seen[k] || !(FLAGS[k].required & *cmd), "./tokenize %s needs --%s %s (see ./tokenize --help)", name,
+              FLAGS[k].name, FLAGS[k].arg);
     CHECK(a->n_inputs > 0, "./tokenize %s needs at least one %s after the flags", name,
           *cmd == CMD_DECODE ? "shard file" : "INPUT text file");
 }

@@ -53,12 +53,12 @@ void fuzz_one(const uint8_t *data, size_t size) {
         char *eq = strchr(line, '=');
         FUZZ_ASSERT(eq && !strncmp(line, "train.", 6));
         *eq = 0;
-        const Flag *f = find_flag(line + 6);
-        FUZZ_ASSERT(f && f->kind == K_TRAIN);
+        const FlagRow *f = find_flag(line + 6);
+        FUZZ_ASSERT(f && f->tag == K_TRAIN);
         const char *x = (const char *)o + f->off, *y = (const char *)&b.o + f->off;
-        if (f->type == F_STR) FUZZ_ASSERT(!strcmp(*(const char *const *)x, *(const char *const *)y));
-        else if (f->type == F_DBL) FUZZ_ASSERT(*(const double *)x == *(const double *)y);
-        else if (f->type == F_INT || f->type == F_SWITCH) FUZZ_ASSERT(*(const int *)x == *(const int *)y);   // (an int, as train_kv writes it)
+        if (f->type == FLAG_STRING) FUZZ_ASSERT(!strcmp(*(const char *const *)x, *(const char *const *)y));
+        else if (f->type == FLAG_DOUBLE) FUZZ_ASSERT(*(const double *)x == *(const double *)y);
+        else if (f->type == FLAG_INT || f->type == FLAG_SWITCH) FUZZ_ASSERT(*(const int *)x == *(const int *)y);   // (an int, as train_kv writes it)
         else FUZZ_ASSERT(*(const long long *)x == *(const long long *)y);
     }
     free(lines);
