@@ -187,7 +187,7 @@ cut -d, -f1-3 "$d/log.csv" > "$tmp/a"; cut -d, -f1-3 "$tmp/log_before.csv" > "$t
 cmp -s "$tmp/a" "$tmp/b"; check $? "a redone run gives other losses"
 
 # ---- text: perplexity by window, RoPE with an extension, a learned table past its rows
-head -c 60000 README.md > "$tmp/text.txt"
+cat README.md docs/*.md | head -c 60000 > "$tmp/text.txt"   # any text of >= ~42 KB
 ./compare --out "$tmp/text" --data "$tmp/text.txt" --schemes rope,learned --rope-extensions yarn,longrope --quiet \
   --eval-flags '--ppl-skip 64 --ppl-tokens 2048 --ppl-stride 0.25' -- $model --steps 2 --seq 16 > "$tmp/log4" 2>&1; check $? "text grid failed:" || cat "$tmp/log4"
 head -1 "$tmp/text/results.csv" | grep -q '^data,scheme,seed,window,mode,tokens,loss,ppl,note$'; check $? "text results.csv header"
