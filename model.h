@@ -209,9 +209,8 @@ typedef struct {
     int bf16;                      // gpt_set_bf16: the linear layers' products with bf16 operands
     int detect_anomaly;            // gpt_set_detect_anomaly: forwards, backwards and AdamW check what they write
     int checking;                  // 1 while a checked call runs
-    int replay;                    // 1 while model_check.c replays a stage op by op (no attention statistics)
     Anomaly anomaly;               // what the last checked call found
-    real *check_saved;             // (check_cap,) a stage's input kept for its replay (model_check.c)
+    real *check_saved;             // (check_cap,) the running block's input, (N,C), kept for its replay (model_check.c)
     size_t check_cap;
     double prof[PROF_N];           // seconds in matmul (all three products), attention (hooks 2 and 3
                                    // included), and the optimiser (the gradient's norm, gathered in
