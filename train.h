@@ -169,7 +169,9 @@ int model_only_modes(Session *s);
 // evaluations of the model on data (training is skipped when one is given).
 void data_modes(Session *s);
 // The sample: the prompt (or end-of-text, or a newline) and n generated tokens (--sample N, or the
-// default sample after training on text, train.c).
+// default sample after training on text, after_training).
 void generate(GPT *m, const Tokenizer *tok, const Options *o, int n, Rng *rng);
+// After training (or with --load alone): a --task's accuracy by length, and the sample text.
+void after_training(Session *s);
 
 #endif

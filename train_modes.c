@@ -484,3 +484,23 @@ void generate(GPT *m, const Tokenizer *tok, const Options *o, int n_new, Rng *rn
     printf("\n---- end of sample ----\n");
     free(ctx);
 }
+
+// The tokens to sample after this run: --sample N's N when given; else DEFAULT_SAMPLE after a run that
+// trained on text (a step or more, not --task) with a vocabulary it can print (bytes or --tokenizer),
+// as --sample DEFAULT_SAMPLE would (the default --temperature, --top-k and no --prompt: those are
+// refused without --sample); else none.
+#define DEFAULT_SAMPLE 64
+static int sample_tokens_after(const Session *s) {
+    const Options *o = s->o;
+    if (flag_set(&s->a, "sample")) return o->sample;
+    int printable = o->tokenizer || s->model.cfg.vocab_size == 256;
+    return !o->task && s->train_steps > 0 && printable ? DEFAULT_SAMPLE : 0;
+}
+
+// After training (or with --load alone): a --task's accuracy by length, and the sample text.
+void after_training(Session *s) {
+    const Options *o = s->o;
+    if (o->task && !o->dump) evaluate_task(&s->model, &s->tc, o);
+    int n = sample_tokens_after(s);
+    if (n && !o->dump && !o->eval_batches && !eval_requested(o)) generate(&s->model, &s->tok, o, n, &s->rng);
+}
