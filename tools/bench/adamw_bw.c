@@ -41,4 +41,5 @@ int main(int argc, char **argv){
   double gb = 7.0 * n * 4 / 1e9;
   printf("%zu params: gpt_adamw %.1f ms (%.1f GB/s of 7 streams), plain 4R3W loop %.1f ms (%.1f GB/s), copy %.1f ms (%.1f GB/s of 2 streams)\n",
          n, ta*1e3, gb/ta, ts*1e3, gb/ts, tc*1e3, 2.0*n*4/1e9/tc);
+  free(p); free(a); free(b); free(g); gpt_free(&m);
   return 0; }

@@ -27,6 +27,7 @@ static void run(int T, int B, int NH, int C, int biased, int docs, int bidir, do
     printf("T %d B %d NH %d C %d scheme %s docs %d bidir %d drop %.1f: out %016llx lse %016llx dqkv %016llx\n", T, B, NH, C,
            sname, docs, bidir, drop, h64(h.out, sizeof(real) * N * C), h64(h.lse, sizeof(real) * B * NH * T),
            h64(h.dqkv, sizeof(real) * N * 3 * C));
+    attn_setup_free(&h);
 }
 int main(int argc, char **argv) {   // run(T, B, NH, C, biased, documents and padding, bidirectional, dropout)
     if (argc > 1 && (biased_scheme = posenc_find(argv[1])) < 0) { fprintf(stderr, "attn_bits: unknown scheme '%s'\n", argv[1]); return 2; }

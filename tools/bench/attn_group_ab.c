@@ -42,5 +42,8 @@ int main(int argc, char **argv) {
            1e3 * m[0], 1e3 * m[1], r, q1, q3);
     if (bwd) printf("; backward %.2f -> %.2f ms, x%.3f (quartiles %.3f-%.3f)", 1e3 * mb[0], 1e3 * mb[1], rb_m, rb_1, rb_3);
     printf("\n");
+    for (int v = 0; v < 2; v++) { free(tf[v]); free(tb[v]); }
+    free(rf); free(rb);
+    attn_setup_free(&h);
     return 0;
 }

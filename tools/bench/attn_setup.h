@@ -37,4 +37,10 @@ static void attn_setup(AttnSetup *h, int B, int T, int C, int NH, int scheme) {
     posenc_tables_build(&h->tables, &h->pc, &d, T);
     h->ap = (AttnPos){ .pos = h->pos, .doc = h->doc, .scheme = posenc_scheme(s), .tables = &h->tables };
 }
+
+static void attn_setup_free(AttnSetup *h) {
+    free(h->qkv); free(h->out); free(h->dout); free(h->dqkv); free(h->lse); free(h->scratch);
+    free(h->pos); free(h->doc);
+    posenc_tables_free(&h->tables);
+}
 #endif

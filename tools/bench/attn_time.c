@@ -30,5 +30,6 @@ int main(int argc, char **argv) {
         if (t2 - t1 < tb) tb = t2 - t1;
     }
     printf("T %d B %d: forward %.3f ms %.1f GFLOP/s, backward %.3f ms %.1f GFLOP/s (2.5x flops)\n", T, B, tf * 1e3, flf / tf / 1e9, tb * 1e3, 2.5 * flf / tb / 1e9);
+    attn_setup_free(&h);
     return 0;
 }

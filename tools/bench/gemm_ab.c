@@ -21,4 +21,6 @@ int main(int argc,char**argv){
     else gemm_own(M,N,K,a,1,M,b,N,1,c,N,0);
     double t=now()-t0;if(t<best)best=t;}
   printf("%dx%dx%d%s %.1f GF/s (%.2f ms)\n",M,N,K,mode,2.0*M*N*K/best/1e9,best*1e3);
+  free(a);free(b);free(c);
+  return 0;
 }
