@@ -7,7 +7,7 @@ set grid
 set key outside right
 set logscale x 2
 set logscale y
-set yrange [6.44631:27.1424]
+set yrange [6.44632:27.1424]
 set ytics 6.79, 1.25
 set format y '%.3g'
 set arrow from 64, graph 0 to 64, graph 1 nohead dt 2 lc rgb 'gray'
