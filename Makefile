@@ -84,11 +84,11 @@ $(F)/%_mpi.o: %.c $(HDR)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -DUSE_MPI -c -o $@ $<
 TRAIN_OBJ = $(call fobj,train.c train_guards.c train_tasks.c train_select.c train_modes.c train_options.c $(LIB))
 # compare asks posenc which schemes the RoPE context-extension settings act on
-COMPARE_SRC = lab/compare.c lab/compare_options.c lab/protocol.c lab/runs.c lab/report.c lab/report_read.c lab/report_plots.c \
+COMPARE_SRC = lab/compare.c lab/compare_options.c lab/protocol.c lab/runs.c lab/variants.c lab/finetune.c lab/report.c lab/report_read.c lab/report_plots.c \
   lab/report_tasks.c lab/report_distance.c lab/report_text.c lab/stats.c util/common.c util/atomicfile.c util/flags.c posenc.c posenc_schemes.c
 COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
 # the headers of lab/ that the pattern rules do not list
-LAB_HDR = lab/runs.h lab/report.h lab/protocol.h eval/ppl_defaults.h
+LAB_HDR = lab/runs.h lab/variants.h lab/report.h lab/protocol.h eval/ppl_defaults.h
 $(call fobj,$(filter lab/%,$(COMPARE_SRC))): $(LAB_HDR)
 ifeq ($(MPI),1)
 train: $(TRAIN_OBJ) $(F)/mpi/dist_mpi.o $(F)/mpi/dist_grad_mpi.o build/mpi-setting
@@ -226,7 +226,7 @@ test: all bench-tools $(FUZZ_SA)
 	  ./tests/test_bpe ./tests/test_scan ./tests/test_pcfg $(foreach n,$(FUZZ),'$(SA)/fuzz_$(n) tests/fuzz/regress/$(n)') \
 	  ./tests/test_cli.sh ./tests/test_longrope.sh ./tests/test_resume.sh ./tests/test_stream.sh \
 	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_interrupt.sh ./tests/test_ladder.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh \
-	  ./tests/test_compare.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
+	  ./tests/test_compare.sh ./tests/test_finetune.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
 	  ./tests/test_rules.sh ./tests/test_clang.sh ./tests/test_bench_tools.sh
 

@@ -21,6 +21,8 @@
 //                             (--attention-distance: NoPE's model against this run's)
 //   runs/TASK/nope-twin/seedN/  --attention-distance: NoPE's twin (lab/runs.h), as a run, and the
 //                             distance.csv of NoPE to it (the baseline of the same initial weights)
+//   runs/text/SCHEME/seedN/ft-M/  --finetune: the run's fine-tune under method M (lab/variants.h):
+//                             train.log, log.csv, model.ckpt, ppl.csv, and its markers trained, evaluated
 //   results.csv               one row per run and length bucket (tasks) or window (text)
 //   runs.csv                  tasks: one row per run (fitted, steps to fit, accuracies, degenerate lengths)
 //   summary.md                per task: fitted runs, means with 95% bootstrap intervals, test pools,
@@ -33,7 +35,8 @@
 // A run stopped before its end (Ctrl-C or SIGTERM to ./compare, kill -9, a reboot) goes on from its
 // last checkpoint (./train --save-every K --continue; lab/compare.c's run_child) and ends with the
 // same bits as a run never stopped; its `started` file holds its settings, so a later command with
-// other settings is refused instead of continuing it. OUT/.lock keeps two ./compare off one folder.
+// other settings is refused instead of continuing it. A fine-tune finished before is kept, one
+// stopped starts again (run_child). OUT/.lock keeps two ./compare off one folder.
 #define _GNU_SOURCE   // fopencookie
 #include <errno.h>
 #include <fcntl.h>
@@ -53,12 +56,12 @@
 #include "lab/compare.h"
 #include "lab/report.h"
 #include "lab/runs.h"
+#include "lab/variants.h"
 #include "mpi/dist.h"
 #include "eval/ppl_defaults.h"
 
-#define MAX_ARGS 256
-#define MAX_CMDS (4 + MAX_ITEMS)     // a run's commands: training, up to 1 + MAX_ITEMS perplexity evaluations,
-                                     // LongRoPE's search, attention
+#define MAX_CMDS (4 + 3 * MAX_ITEMS) // a run's commands: training, a perplexity evaluation per variant (1 + 2 x
+                                     // MAX_ITEMS), LongRoPE's search, a fine-tune per method, attention
 
 static void mkdirs(const char *path) {
     char p[4096];
@@ -66,27 +69,6 @@ static void mkdirs(const char *path) {
     for (char *s = p + 1; *s; s++)
         if (*s == '/') { *s = 0; mkdir(p, 0777); *s = '/'; }
     CHECK(mkdir(p, 0777) == 0 || errno == EEXIST, "cannot create the folder '%s': %s", p, strerror(errno));
-}
-
-typedef struct { char *v[MAX_ARGS]; int n; char buf[8192]; size_t used; } Argv;
-
-static void arg(Argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void arg(Argv *a, const char *fmt, ...) {
-    CHECK(a->n < MAX_ARGS - 1, "internal: too many arguments");
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(a->buf + a->used, sizeof a->buf - a->used, fmt, ap);
-    va_end(ap);
-    CHECK(k >= 0 && a->used + k + 1 < sizeof a->buf, "internal: arguments too long");
-    a->v[a->n++] = a->buf + a->used;
-    a->v[a->n] = NULL;
-    a->used += k + 1;
-}
-
-static void arg_words(Argv *a, const char *s) {      // a scheme's flags, split at spaces
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s", s);
-    for (char *w = strtok(tmp, " \t"); w; w = strtok(NULL, " \t")) arg(a, "%s", w);
 }
 
 // Runs argv with stdout and stderr appended to log; returns the exit status (0 = success).
@@ -182,26 +164,9 @@ static int run_bos(const Cfg *c, const Run *r) {
     return bos;
 }
 
-// The start of a command that evaluates a run's model on text: ./train --load its checkpoint, with
-// the run's threads and the same validation text and split as its training.
-static void eval_command(Argv *a, const Cfg *c, const Run *r) {
-    arg(a, "%s", c->train_bin);
-    arg(a, "--load"); arg(a, "%s/model.ckpt", r->dir);
-    arg(a, "--threads"); arg(a, "%d", c->threads);
-    arg(a, "--data"); arg(a, "%s", c->data);
-    if (c->val_data) { arg(a, "--val-data"); arg(a, "%s", c->val_data); }
-    for (int k = 0; k < c->n_extra; k++)
-        if (!strcmp(c->extra[k], "--val-frac") && k + 1 < c->n_extra) { arg(a, "--val-frac"); arg(a, "%s", c->extra[k + 1]); }
-}
-
-// The commands of one run: the training (which also writes the task accuracy to eval.csv), then
-// for text one perplexity evaluation per RoPE extension and, with --attention-stats, the attention
-// statistics (attention.csv). cmds holds MAX_CMDS; returns the count.
-// exec: the commands as run, with the training's checkpoints to continue from (--save-every K
-// --continue) and, on text, no sample (--sample 0): no bit of the results changes, so the
-// settings, exec = 0, leave them out.
-static int build_cmds(const Cfg *c, const Run *r, Argv *cmds, int exec) {
-    Argv *a = &cmds[0];
+// The training command of a run (which also writes the task accuracy to eval.csv). exec: as run
+// (build_cmds).
+static void train_command(Argv *a, const Cfg *c, const Run *r, int exec) {
     if (c->launch) arg_words(a, c->launch);
     arg(a, "%s", c->train_bin);
     if (c->data) { arg(a, "--data"); arg(a, "%s", c->data); if (c->val_data) { arg(a, "--val-data"); arg(a, "%s", c->val_data); } }
@@ -219,48 +184,76 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds, int exec) {
     // (a --sample after -- still gives one)
     if (exec && c->data) { arg(a, "--sample"); arg(a, "0"); }
     for (int k = 0; k < c->n_extra; k++) arg(a, "%s", c->extra[k]);
+    if (*c->schemes[r->scheme].post) arg_words(a, c->schemes[r->scheme].post);
+}
+
+// LongRoPE's lists are searched for a run's model first (./train --longrope-search), scored on
+// validation tokens that the evaluations do not score: from the one after the last they read
+// (they score --ppl-tokens tokens after their --ppl-skip, and read one more).
+static void longrope_search_command(Argv *q, const Cfg *c, const Run *r) {
+    char tb[64], sb[64];
+    const char *pt = eval_flag(c, "--ppl-tokens", tb, sizeof tb), *ps = eval_flag(c, "--ppl-skip", sb, sizeof sb);
+    long long skip = (ps ? atoll(ps) : 0) + (pt ? atoll(pt) : PPL_DEFAULT_TOKENS) + 1;
+    variant_eval_command(q, c, r, 0);
+    arg(q, "--rope-factor"); arg(q, "%g", c->ext_factor);
+    arg(q, "--ppl-skip"); arg(q, "%lld", skip);
+    arg(q, "--longrope-search"); arg(q, "%s/longrope", r->dir);
+}
+
+// The perplexity evaluation of variant v of a run (lab/variants.h) at 0.5x .. 8x the context (or
+// --ppl-windows): the windows of a model of K x the context (a scheme trained at K x T, a
+// fine-tune at S x T) divided by K, so that every variant is scored at the same lengths.
+static void ppl_command(Argv *b, const Cfg *c, const Run *r, int v) {
     const Scheme *sch = &c->schemes[r->scheme];
-    if (*sch->post) arg_words(a, sch->post);
+    variant_eval_command(b, c, r, v);
+    if (c->eval_flags) arg_words(b, c->eval_flags);
+    if (*sch->eval_post) arg_words(b, sch->eval_post);
+    int k = variant_context_factor(c, v);
+    if (k > 1) {
+        char gbuf[256], def[] = PPL_DEFAULT_WINDOWS, div[256];
+        const char *given = eval_flag(c, "--ppl-windows", gbuf, sizeof gbuf);
+        CHECK(divide_multiples(given ? given : def, k, div, sizeof div) > 0, "internal: dividing %s by %d", given ? given : def, k);
+        arg(b, "--ppl-windows"); arg(b, "%s", div);
+    }
+    if (variant_finetuned(c, v)) {           // kept once done, as its fine-tune (run_child)
+        variant_sub(c, v, b->sub, sizeof b->sub);
+        snprintf(b->marker, sizeof b->marker, "evaluated");
+    }
+    char path[4200];
+    variant_file(c, r, v, "ppl", path, sizeof path);
+    arg(b, "--ppl-out"); arg(b, "%s", path);
+    variant_file(c, r, v, "ppl_positions", path, sizeof path);
+    arg(b, "--ppl-positions"); arg(b, "%s", path);
+}
+
+// The commands of one run: the training, then for text a perplexity evaluation per variant (its
+// own positions, each RoPE extension after LongRoPE's search, each fine-tune after the fine-tune;
+// lab/variants.h) and, with --attention-stats, the attention statistics (attention.csv). cmds
+// holds MAX_CMDS; returns the count.
+// exec: the commands as run, with the training's checkpoints to continue from (--save-every K
+// --continue) and, on text, no sample (--sample 0): no bit of the results changes, so the
+// settings, exec = 0, leave them out.
+static int build_cmds(const Cfg *c, const Run *r, Argv *cmds, int exec) {
+    train_command(&cmds[0], c, r, exec);
     if (!c->data) return 1;
-    // perplexity at 0.5x .. 8x the context; RoPE runs also with each context-extension method (not
-    // those trained at twice the context: the extensions are measured on the models trained at T)
-    int n_eval = 1 + (takes_extensions(sch) ? c->n_ext : 0), nc = 1;
-    for (int e = 0; e < n_eval; e++) {
-        const char *suffix = e ? c->extensions[e - 1] : "";
-        int longrope = posenc_scaling_searched(suffix);
-        if (longrope) {
-            // LongRoPE's lists are searched for this model first (./train --longrope-search), scored on
-            // validation tokens that the evaluations do not score: from the one after the last they read
-            // (they score --ppl-tokens tokens after their --ppl-skip, and read one more)
-            Argv *q = &cmds[nc++];
-            char tb[64], sb[64];
-            const char *pt = eval_flag(c, "--ppl-tokens", tb, sizeof tb), *ps = eval_flag(c, "--ppl-skip", sb, sizeof sb);
-            long long skip = (ps ? atoll(ps) : 0) + (pt ? atoll(pt) : PPL_DEFAULT_TOKENS) + 1;
-            eval_command(q, c, r);
-            arg(q, "--rope-factor"); arg(q, "%g", c->ext_factor);
-            arg(q, "--ppl-skip"); arg(q, "%lld", skip);
-            arg(q, "--longrope-search"); arg(q, "%s/longrope", r->dir);
-        }
-        Argv *b = &cmds[nc++];
-        eval_command(b, c, r);
-        if (e) { arg(b, "--rope-scaling"); arg(b, "%s", suffix); arg(b, "--rope-factor"); arg(b, "%g", c->ext_factor); }
-        if (longrope) {
-            arg(b, "--longrope-short"); arg(b, "%s/longrope.short", r->dir);
-            arg(b, "--longrope-long"); arg(b, "%s/longrope.long", r->dir);
-        }
-        if (c->eval_flags) arg_words(b, c->eval_flags);
-        if (*sch->eval_post) arg_words(b, sch->eval_post);
-        arg(b, "--ppl-out"); arg(b, "%s/ppl%s%s.csv", r->dir, e ? "_" : "", suffix);
-        arg(b, "--ppl-positions"); arg(b, "%s/ppl_positions%s%s.csv", r->dir, e ? "_" : "", suffix);
+    const Scheme *sch = &c->schemes[r->scheme];
+    int nc = 1;
+    for (int v = 0; v < n_variants(c); v++) {
+        if (!variant_applies(c, r->scheme, v)) continue;
+        CHECK(nc + 3 < MAX_CMDS, "internal: more than %d commands for a run", MAX_CMDS);
+        int e = variant_method(c, v);
+        if (variant_finetuned(c, v)) finetune_command(&cmds[nc++], c, r, v, exec);
+        else if (e >= 0 && posenc_scaling_searched(c->extensions[e])) longrope_search_command(&cmds[nc++], c, r);
+        ppl_command(&cmds[nc++], c, r, v);
     }
     if (!c->attention_stats) return nc;
     Argv *s = &cmds[nc++];                    // at 0.5x .. 8x the context, the run's own positions
-    eval_command(s, c, r);
+    variant_eval_command(s, c, r, 0);
     if (run_bos(c, r)) arg(s, "--bos");
-    if (sch->long_of >= 0) {                  // trained at 2T: the same window lengths as the runs at T
-        char half[128];
-        CHECK(halve_multiples(PPL_DEFAULT_WINDOWS, half, sizeof half) > 0, "internal: halving %s", PPL_DEFAULT_WINDOWS);
-        arg(s, "--attention-lengths"); arg(s, "%s", half);
+    if (sch->long_of >= 0) {                  // trained at K x T: the same window lengths as the runs at T
+        char div[128];
+        CHECK(divide_multiples(PPL_DEFAULT_WINDOWS, c->long_factor, div, sizeof div) > 0, "internal: dividing %s", PPL_DEFAULT_WINDOWS);
+        arg(s, "--attention-lengths"); arg(s, "%s", div);
     }
     arg(s, "--attention-stats"); arg(s, "%s/attention.csv", r->dir);
     return nc;
@@ -296,10 +289,40 @@ static int write_marker(const char *dir, const char *name, const char *text) {
     return 0;
 }
 
+static char *relocated(const char *stored, const Run *r);
+
+// 1 when DIR/NAME, a command's marker, holds the run's settings set (with the run's folder as it is
+// now): the command finished in an earlier sitting of these settings.
+static int marker_holds(const char *dir, const char *name, const char *set, const Run *r) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *stored = NULL; size_t cap = 0;
+    ssize_t k = getdelim(&stored, &cap, 0, f);
+    fclose(f);
+    char *moved = k > 0 ? relocated(stored, r) : NULL;
+    int same = moved && !strcmp(moved, set);
+    free(stored); free(moved);
+    return same;
+}
+
+// Command i of a run runs in its folder DIR (cmds[i].sub): the first of that folder starts its
+// train.log afresh, and the markers of the later ones there are removed (they used what it remakes).
+static void remake_from(const Argv *cmds, int i, int n, const char *dir) {
+    char path[4300];
+    int first = 1;
+    for (int k = 0; k < i; k++) first &= strcmp(cmds[k].sub, cmds[i].sub) != 0;
+    if (first) { snprintf(path, sizeof path, "%s/train.log", dir); remove(path); }
+    for (int k = i + 1; k < n; k++)
+        if (*cmds[k].marker && !strcmp(cmds[k].sub, cmds[i].sub)) { snprintf(path, sizeof path, "%s/%s", dir, cmds[k].marker); remove(path); }
+}
+
 // The child process of one run: `started` (its settings), every command, then `done` (the settings
 // again) marks success. A run that has a checkpoint (it was stopped) continues from it and appends
-// to its train.log. In a process group of its own: a terminal's Ctrl-C reaches ./compare alone,
-// which stops each run once, with SIGTERM.
+// to its train.log. A command with a marker (a fine-tune and its evaluation, in RUN/ft-M/) that
+// finished in an earlier sitting is kept; one stopped before its end starts again. In a process
+// group of its own: a terminal's Ctrl-C reaches ./compare alone, which stops each run once, with SIGTERM.
 static void run_child(const Cfg *c, const Run *r, pid_t compare_pid) {
     setpgid(0, 0);
     struct sigaction sa = { .sa_handler = child_on_signal };
@@ -320,7 +343,16 @@ static void run_child(const Cfg *c, const Run *r, pid_t compare_pid) {
     if (write_marker(r->dir, "started", set)) _exit(1);
     Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
     int n = build_cmds(c, r, cmds, 1);
-    for (int i = 0; i < n; i++) if (run_cmd(&cmds[i], log) || child_stop) _exit(1);
+    for (int i = 0; i < n; i++) {
+        const Argv *a = &cmds[i];
+        char dir[4200], sub_log[4300];
+        snprintf(dir, sizeof dir, "%s%s%s", r->dir, *a->sub ? "/" : "", a->sub);
+        if (*a->marker && marker_holds(dir, a->marker, set, r)) continue;
+        if (*a->sub) { mkdirs(dir); remake_from(cmds, i, n, dir); }
+        snprintf(sub_log, sizeof sub_log, "%s/train.log", dir);
+        if (run_cmd(&cmds[i], *a->sub ? sub_log : log) || child_stop) _exit(1);
+        if (*a->marker && write_marker(dir, a->marker, set)) _exit(1);
+    }
     _exit(write_marker(r->dir, "done", set) ? 1 : 0);
 }
 

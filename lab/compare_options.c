@@ -53,44 +53,107 @@ static void check_scheme_flags(const char *label, const char *flags) {
     CHECK(words, "--scheme %s=: give the scheme's flags, e.g. '%s=--pe rope --rope-fraction 0.25'", label, label);
 }
 
-// --double-length 'alibi,rope': each listed scheme also trained at twice the context with half the
-// rows (the same tokens per step), as scheme LABEL@2T, and its perplexity windows halved as
-// multiples so that they are the same lengths as the others'.
-static void add_double_length(Cfg *c, char *list) {
-    CHECK(c->data, "--double-length applies to text (--data): it compares perplexity at twice the training context");
+// T and B, the --seq and --batch after --, into c->context and c->batch, for `flag`, whose runs
+// (`what`) train at k x T with B / k rows (the same tokens per step); exits with a message when
+// they are missing or do not fit.
+static void read_context(Cfg *c, const char *flag, int k, const char *what) {
     const char *seq = last_value(c->extra, c->n_extra, "--seq"), *batch = last_value(c->extra, c->n_extra, "--batch");
-    CHECK(seq && batch, "--double-length needs the context and the rows per step after --: give --seq T --batch B "
-          "(the doubled runs train with --seq 2T --batch B/2)");
-    CHECK(!last_value(c->extra, c->n_extra, "--context"), "--double-length: --context after -- would give the models "
-          "trained at T and at 2T one context, and their windows (multiples of it) would not match; drop it (each "
-          "run's context is its --seq)");
+    CHECK(seq && batch, "%s needs the context and the rows per step after --: give --seq T --batch B (%s train with "
+          "--seq %dT --batch B/%d)", flag, what, k, k);
+    CHECK(!last_value(c->extra, c->n_extra, "--context"), "%s: --context after -- would give the models trained at T and "
+          "at %dT one context, and their windows (multiples of it) would not match; drop it (each run's context is its "
+          "--seq)", flag, k);
     char *end;
     long T = strtol(seq, &end, 10), B = strtol(batch, &end, 10);
-    CHECK(T >= 1 && T <= 1 << 20, "--double-length: --seq %s after -- is not a context length", seq);
-    CHECK(B >= 2 && B % 2 == 0, "--double-length: --batch %s after -- must be even, so that the doubled runs take "
-          "half the rows (the same tokens per step)", batch);
+    CHECK(T >= 1 && T <= 1 << 20, "%s: --seq %s after -- is not a context length", flag, seq);
+    CHECK((long long)k * T <= 1 << 20, "%s: %d x --seq %ld is longer than the 1048576 tokens ./compare trains at", flag, k, T);
+    if (k == 2) CHECK(B >= 2 && B % 2 == 0, "%s: --batch %s after -- must be even, so that %s take half the rows (the "
+                      "same tokens per step)", flag, batch, what);
+    CHECK(B >= k && B % k == 0, "%s: --batch %s after -- must be a multiple of %d, so that %s take 1/%d of the rows (the "
+          "same tokens per step)", flag, batch, k, what, k);
     c->context = (int)T;
-    // the windows the others are evaluated at, as multiples of T: those of --eval-flags, else ./train's default
+    c->batch = (int)B;
+}
+
+// The windows the runs at T are evaluated at, as multiples of T (those of --eval-flags, else
+// ./train's default), divided by k into out (200 bytes: "--ppl-windows " and the list fit a
+// Scheme's eval_post); exits naming `flag` when they do not fit.
+static void divided_windows(const Cfg *c, int k, const char *flag, char *out) {
     char gbuf[256], def[] = PPL_DEFAULT_WINDOWS;
     const char *given = eval_flag(c, "--ppl-windows", gbuf, sizeof gbuf);
-    char half[200];                 // (200: "--ppl-windows " and the list fit a Scheme's eval_post)
-    int h = halve_multiples(given ? given : def, half, sizeof half);
-    CHECK(h >= 0, "--double-length: --ppl-windows '%s' in --eval-flags is not a list of multiples", given);
-    CHECK(h > 0, "--double-length: the --ppl-windows list '%s' is too long (at most 199 characters once halved)",
-          given ? given : def);
+    int h = divide_multiples(given ? given : def, k, out, 200);
+    CHECK(h >= 0, "%s: --ppl-windows '%s' in --eval-flags is not a list of multiples", flag, given);
+    CHECK(h > 0, "%s: the --ppl-windows list '%s' is too long (at most 199 characters once divided by %d)", flag,
+          given ? given : def, k);
+}
+
+// --long-length 'alibi,rope' (flag; --double-length: factor 2): each listed scheme also trained at
+// K = c->long_factor times the context with 1/K of the rows (the same tokens per step), as scheme
+// LABEL@KT, its perplexity windows divided by K as multiples so that they are the same lengths as
+// the others', and with --long-steps N its own step count.
+static void add_long_length(Cfg *c, char *list, const char *flag) {
+    int K = c->long_factor;
+    CHECK(c->data, "%s applies to text (--data): it compares perplexity at %s the training context", flag,
+          K == 2 ? "twice" : "a multiple of");
+    read_context(c, flag, K, K == 2 ? "the doubled runs" : "the long runs");
+    long T = c->context, B = c->batch;
+    char div[200];
+    divided_windows(c, K, flag, div);
+    if (strcmp(flag, "--double-length")) {          // (--double-length compares at 2T whatever the windows)
+        char gbuf[256], def[] = PPL_DEFAULT_WINDOWS, wl[256], *save = NULL;
+        const char *given = eval_flag(c, "--ppl-windows", gbuf, sizeof gbuf);
+        snprintf(wl, sizeof wl, "%s", given ? given : def);
+        int at_k = 0;
+        for (char *m = strtok_r(wl, ",", &save); m; m = strtok_r(NULL, ",", &save)) at_k |= fabs(strtod(m, NULL) - K) < 1e-9;
+        CHECK(at_k, "%s --long-factor %d: the comparison is at %dT = %ld tokens, which the perplexity windows (%s) do not "
+              "include; add %d to --eval-flags '--ppl-windows ...'", flag, K, K, K * T, given ? given : def, K);
+    }
     char *items[MAX_ITEMS];
-    int n = split_list(list, items, MAX_ITEMS, "--double-length"), base = c->n_schemes;
+    int n = split_list(list, items, MAX_ITEMS, flag), base = c->n_schemes;
     for (int k = 0; k < n; k++) {
         int x = -1;
         for (int sc = 0; sc < base; sc++) if (!strcmp(c->schemes[sc].label, items[k])) x = sc;
-        CHECK(x >= 0, "--double-length: '%s' is not one of the schemes compared (--schemes / --scheme labels)", items[k]);
+        CHECK(x >= 0, "%s: '%s' is not one of the schemes compared (--schemes / --scheme labels)", flag, items[k]);
         char label[96];
-        snprintf(label, sizeof label, "%s@%ld", items[k], 2 * T);
+        snprintf(label, sizeof label, "%s@%ld", items[k], K * T);
         add_scheme(c, label, c->schemes[x].flags);
         Scheme *s = &c->schemes[c->n_schemes - 1];
         s->long_of = x;
-        snprintf(s->post, sizeof s->post, "--seq %ld --batch %ld", 2 * T, B / 2);
-        snprintf(s->eval_post, sizeof s->eval_post, "--ppl-windows %s", half);
+        snprintf(s->post, sizeof s->post, "--seq %ld --batch %ld", K * T, B / K);
+        if (c->long_steps)
+            snprintf(s->post + strlen(s->post), sizeof s->post - strlen(s->post), " --steps %d", c->long_steps);
+        snprintf(s->eval_post, sizeof s->eval_post, "--ppl-windows %s", div);
+    }
+}
+
+// --finetune STEPS: every run that takes the extensions fine-tuned under each method at S x T
+// (S = --rope-factor) with B / S rows (lab/finetune.c); its --finetune-flags may not set what
+// ./compare sets for it.
+static void check_finetune(Cfg *c) {
+    CHECK(c->data && c->n_ext, "--finetune fine-tunes the model of each --rope-extensions method at the extended length: "
+          "give --data and --rope-extensions");
+    double S = c->ext_factor;
+    CHECK(S >= 2 && S == floor(S) && S <= 1 << 20, "--finetune trains at --rope-factor S x T with 1/S of the rows: give an "
+          "integer --rope-factor S >= 2 (got %g)", S);
+    read_context(c, "--finetune", (int)S, "the fine-tunes");
+    int rope = 0;
+    for (int k = 0; k < c->n_schemes; k++) rope |= takes_extensions(&c->schemes[k]);
+    CHECK(rope, "--finetune: no scheme compared (trained at T) has a layer of the RoPE family, so no run takes the "
+          "extensions and there is nothing to fine-tune; give such a scheme");
+    char div[200];
+    divided_windows(c, (int)S, "--finetune", div);
+    if (!c->finetune_flags) return;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", c->finetune_flags);
+    static const char *const set[] = { "--load", "--resume", "--continue", "--save", "--save-every", "--log", "--seed",
+        "--data", "--val-data", "--val-frac", "--threads", "--seq", "--batch", "--steps", "--context", "--layers", "--heads",
+        "--dim", "--pe", "--pe-layers", "--input-pe", NULL };
+    for (char *w = strtok(buf, " \t"); w; w = strtok(NULL, " \t")) {
+        for (const char *const *f = set; *f; f++)
+            CHECK(strcmp(w, *f), "--finetune-flags: %s is set by ./compare for the fine-tunes (the run's model, data and "
+                  "seed, at S x T with B/S rows for --finetune STEPS); give only the training's settings, e.g. '--lr 1e-4'", w);
+        CHECK(strncmp(w, "--", 2) || !posenc_is_flag(w + 2), "--finetune-flags: %s is a positional setting; a fine-tune "
+              "takes its method's from --rope-extensions and --rope-factor", w);
     }
 }
 
@@ -116,8 +179,8 @@ static void parse_claims(Cfg *c, char *v) {
 // the flag table
 
 // The command line being read: the settings, and the lists applied once every flag is read
-// (--claims names schemes that later flags may give; --double-length reads the flags after --).
-typedef struct { Cfg *c; char *claims, *doubled; char *paper[MAX_ITEMS]; int n_paper; unsigned char given[128]; } Parse;
+// (--claims names schemes that later flags may give; --double-length and --long-length read the flags after --).
+typedef struct { Cfg *c; char *claims, *doubled, *longer; char *paper[MAX_ITEMS]; int n_paper; unsigned char given[128]; } Parse;
 
 static void set_launch(void *ctx, char *v) {
     Parse *p = ctx;
@@ -179,6 +242,7 @@ static void parse_paper(Cfg *c, char *v) {
     }
 }
 static void set_double_length(void *ctx, char *v) { Parse *p = ctx; p->doubled = v; }
+static void set_long_length(void *ctx, char *v) { Parse *p = ctx; p->longer = v; }
 
 static void set_fit_target(void *ctx, char *v) {
     Parse *p = ctx;
@@ -198,7 +262,10 @@ static void set_tasks(void *ctx, char *v) {
 
 static void set_extensions(void *ctx, char *v) {
     Parse *p = ctx;
-    p->c->n_ext = split_list(v, p->c->extensions, MAX_ITEMS, "--rope-extensions");
+    Cfg *c = p->c;
+    c->n_ext = split_list(v, c->extensions, MAX_ITEMS, "--rope-extensions");
+    for (int a = 0; a < c->n_ext; a++)
+        for (int b = 0; b < a; b++) CHECK(strcmp(c->extensions[a], c->extensions[b]), "--rope-extensions: '%s' is given twice", c->extensions[a]);
 }
 
 static void set_schemes(void *ctx, char *v) {
@@ -291,6 +358,23 @@ static const FlagRow FLAGS[] = {
       "text: also train each listed scheme at twice the context with half the rows (give\n"
       "--seq T --batch B after --), as LABEL@2T, and compare at 2T: every listed scheme\n"
       "trained at T against every one trained at 2T, paired by seed (the ALiBi paper's test)", set_double_length },
+    { "long-length", FLAG_CALL, 0, 0, 0, 0, "LIST", NULL,
+      "text: --double-length at K times the context (--long-factor K): each listed scheme\n"
+      "also trained at KT with B/K rows (the same tokens per step), as LABEL@KT, and\n"
+      "compared at the window KT (which --ppl-windows must hold)", set_long_length },
+    { "long-factor", FLAG_INT, O(long_factor), 2, 1 << 20, 0, "K", NULL,
+      "text: the factor of --long-length, an integer that divides --batch (default 2)" },
+    { "long-steps", FLAG_INT, O(long_steps), 1, 1000000000, 0, "N", NULL,
+      "text: the runs of --long-length (or --double-length) train N steps (default: --steps\n"
+      "after --), e.g. the steps at T plus a fine-tune's" },
+    { "finetune", FLAG_INT, O(finetune), 1, 1000000000, 0, "STEPS", NULL,
+      "text: also fine-tune every RoPE run trained at T under each --rope-extensions method\n"
+      "M, STEPS steps at S x T (S: --rope-factor, an integer that divides --batch) with B/S\n"
+      "rows, from its weights, with its flags after -- and --seed, into RUN/ft-M/; the\n"
+      "fine-tuned model keeps M and is scored at the same windows as LABEL+M+ft. A finished\n"
+      "fine-tune is kept when the command runs again; a stopped one starts again" },
+    { "finetune-flags", FLAG_STRING, O(finetune_flags), 0, 0, 0, "'FLAGS'", NULL,
+      "text: ./train flags for the fine-tunes only, after the run's, e.g. '--lr 1e-4 --warmup 0'" },
     { "attention-stats", FLAG_SWITCH, O(attention_stats), 0, 1, 0, NULL, NULL,
       "text: also measure each run's attention (./train --attention-stats, with --bos when\n"
       "the run trained with it) and add the collapsed fraction of heads by layer to summary.md" },
@@ -362,7 +446,7 @@ static void check_modes(const Cfg *c, const char *claims) {
     if (c->data && !strpbrk(c->data, "*?[")) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
 }
 
-// The schemes, claims, doubled schemes, seeds, threads and task once every flag is read.
+// The schemes, claims, long-length schemes, fine-tune checks, seeds, threads and task once every flag is read.
 static void complete(Cfg *c, Parse *p, char *claims, char *doubled) {
     if (!c->n_schemes) {
         static char def[] = PE_DEFAULT_COMPARISON;
@@ -372,7 +456,9 @@ static void complete(Cfg *c, Parse *p, char *claims, char *doubled) {
     }
     if (claims) parse_claims(c, claims);
     for (int k = 0; k < p->n_paper; k++) parse_paper(c, p->paper[k]);
-    if (doubled) add_double_length(c, doubled);
+    if (doubled) add_long_length(c, doubled, "--double-length");
+    if (p->longer) add_long_length(c, p->longer, "--long-length");
+    if (c->finetune) check_finetune(c);
     CHECK(!c->attention_distance || (nope_scheme(c) >= 0 && (c->n_schemes > 1 || c->n_seeds > 1)),
           "--attention-distance measures every scheme's attention against NoPE's: give a scheme labelled nope "
           "(--schemes nope,...) and another scheme or a second seed");
@@ -458,6 +544,13 @@ static void check_modifiers(const Cfg *c, const Parse *p) {
     CHECK(p->claims || isnan(c->floor), "--floor sets the claims' sensitivity table: give --claims");
     CHECK(p->claims || c->attention_distance || !given(p, "claims-unit"), "--claims-unit is the unit of --claims' and "
           "--attention-distance's tests: give one of them");
+    CHECK(!p->doubled || !p->longer, "give either --double-length LIST or --long-length LIST (--double-length is "
+          "--long-length with --long-factor 2), not both");
+    CHECK(p->longer || !given(p, "long-factor"), "--long-factor is the factor of --long-length: give --long-length LIST%s",
+          p->doubled ? " in place of --double-length (whose factor is 2)" : "");
+    CHECK(p->longer || p->doubled || !given(p, "long-steps"), "--long-steps is the step count of the runs of "
+          "--long-length (or --double-length): give one of them, or drop it");
+    CHECK(c->finetune || !c->finetune_flags, "--finetune-flags are the fine-tunes' flags: give --finetune STEPS, or drop it");
 }
 
 // flags_parse's hooks (util/flags.h)
@@ -475,7 +568,7 @@ static void fail_hook(void *ctx, FlagError e, const char *s, const FlagRow *r, c
 void compare_parse(Cfg *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
     Parse p = { .c = c };
-    c->jobs = 1; c->save_every = 100; c->per_length = 100; c->ext_factor = 8; c->floor = NAN;
+    c->jobs = 1; c->save_every = 100; c->per_length = 100; c->ext_factor = 8; c->floor = NAN; c->long_factor = 2;
     for (int t = 0; t < MAX_ITEMS; t++) for (int sc = 0; sc < MAX_ITEMS; sc++) c->paper[t][sc] = NAN;
     Protocol pr = { 0 };
     if (protocol_expand(argc, argv, &argc, &argv, &pr)) { c->protocol = pr.path; c->protocol_hash = pr.hash; }

@@ -3,8 +3,8 @@
 // runs' files (results, train.log, distances, attention statistics) and writes results.csv and
 // runs.csv; lab/report_plots.c writes the gnuplot scripts and their .dat files; lab/report_tasks.c the
 // task tables (accuracy, test pools, paired tests, MRR, claims); lab/report_distance.c the attention
-// distance's; lab/report_text.c the tables of text (perplexity by window, the test at twice the
-// context, heads collapsed).
+// distance's; lab/report_text.c the tables of text (perplexity by window, the test at K times the
+// context, the extended and fine-tuned models against it, heads collapsed).
 #ifndef REPORT_H
 #define REPORT_H
 

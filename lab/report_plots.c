@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lab/report.h"
+#include "lab/variants.h"
 
 
 static void gnuplot(const char *out, const char *name, int *made) {
@@ -61,7 +62,8 @@ void plot_loss(const Cfg *c, const Run *runs, int task, FILE *md, int plots, int
 
 // text: perplexity against window length, one line per scheme (and RoPE extension), geometric mean over seeds
 void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, int *made) {
-    int n_var = 1 + c->n_ext;
+    int n_var = n_variants(c);
+    char vl[160];
     const char *name = "ppl_by_length";
     char path[4200];
     snprintf(path, sizeof path, "%s/%s.dat", c->out, name);
@@ -77,7 +79,7 @@ void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, in
     double ymin = INFINITY;              // the best perplexity, for the y range
     fprintf(d, "# window");
     for (int sc = 0; sc < c->n_schemes; sc++)
-        for (int v = 0; v < n_var; v++) fprintf(d, " %s%s%s", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
+        for (int v = 0; v < n_var; v++) fprintf(d, " %s", variant_label(c, sc, v, vl, sizeof vl));
     fprintf(d, "\n");
     for (int w = 0; w < nw; w++) {
         fprintf(d, "%d", windows[w]);
@@ -107,12 +109,13 @@ void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, in
     int col = 2;
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++, col++) {
-            if (v && !takes_extensions(&c->schemes[sc])) continue;
-            // a scheme trained at twice the length (--double-length) in its base scheme's colour, open squares
-            int base = c->schemes[sc].long_of >= 0 ? c->schemes[sc].long_of : sc;
-            fprintf(g, "%s'%s.dat' using 1:%d with linespoints lw 2 pt %d ps %s lc rgb '%s' dt %d title '%s%s%s'",
-                    col == 2 ? "" : ", \\\n     ", name, col, base == sc ? 7 : 4, base == sc ? "0.5" : "1", COLORS[base % 10],
-                    v + 1, c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
+            if (!variant_applies(c, sc, v)) continue;
+            // a scheme trained at K times the length (--long-length) in its base scheme's colour, open squares;
+            // a method's fine-tune with its dashes, filled triangles
+            int base = c->schemes[sc].long_of >= 0 ? c->schemes[sc].long_of : sc, ft = variant_finetuned(c, v);
+            fprintf(g, "%s'%s.dat' using 1:%d with linespoints lw 2 pt %d ps %s lc rgb '%s' dt %d title '%s'",
+                    col == 2 ? "" : ", \\\n     ", name, col, ft ? 9 : base == sc ? 7 : 4, base == sc ? "0.5" : "1",
+                    COLORS[base % 10], variant_method(c, v) + 2, variant_label(c, sc, v, vl, sizeof vl));
         }
     fprintf(g, "\n");
     gp_again_svg(g, name);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lab/report.h"
+#include "lab/variants.h"
 #include "util/atomicfile.h"
 
 // the header lines of the CSVs that ./train writes and the report reads: eval.csv (--eval-out),
@@ -103,11 +104,11 @@ int text_context(const Run *r) {
     return s && sscanf(s, "context %d", &ctx) == 1 ? ctx : 0;
 }
 
-// Every finished run's eval.csv (tasks) or ppl*.csv (text: its own positions, then each RoPE extension).
+// Every finished run's eval.csv (tasks) or ppl*.csv (text: one per variant, lab/variants.h).
 void read_results(Report *rp) {
     const Cfg *c = rp->c;
     char path[4200];
-    int text = c->data != NULL, n_var = text ? 1 + c->n_ext : 1;
+    int text = c->data != NULL;
     rp->row0 = xcalloc(rp->n, sizeof(int));
     rp->nrow = xcalloc(rp->n, sizeof(int));
     for (int i = 0; i < rp->n; i++) {
@@ -115,9 +116,9 @@ void read_results(Report *rp) {
         rp->row0[i] = rp->rs.n;
         if (!run_has_results(r)) continue;
         if (!text) { snprintf(path, sizeof path, "%s/eval.csv", r->dir); read_eval(path, i, &rp->rs); }
-        else for (int v = 0; v < n_var; v++) {
-            if (v && !takes_extensions(&c->schemes[r->scheme])) continue;
-            snprintf(path, sizeof path, "%s/ppl%s%s.csv", r->dir, v ? "_" : "", v ? c->extensions[v - 1] : "");
+        else for (int v = 0; v < n_variants(c); v++) {
+            if (!variant_applies(c, r->scheme, v)) continue;
+            variant_file(c, r, v, "ppl", path, sizeof path);
             read_ppl(path, i, v, &rp->rs);
         }
         rp->nrow[i] = rp->rs.n - rp->row0[i];
@@ -218,7 +219,8 @@ void write_results_csv(const Report *rp) {
         const Row *r = &rp->rs.r[i];
         const Run *u = &rp->runs[r->run];
         char label[160];
-        snprintf(label, sizeof label, "%s%s%s", c->schemes[u->scheme].label, r->variant ? "+" : "", r->variant ? c->extensions[r->variant - 1] : "");
+        if (text) variant_label(c, u->scheme, r->variant, label, sizeof label);
+        else snprintf(label, sizeof label, "%s", c->schemes[u->scheme].label);
         if (text) {
             fprintf(f, "%s,%s,%lld,%d,%s,%d,", c->data, label, c->seeds[u->seed], r->length, r->sliding ? "sliding" : "nonoverlap", r->tokens);
             if (!isnan(r->loss)) fprintf(f, "%.6f", r->loss);

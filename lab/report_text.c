@@ -1,16 +1,18 @@
 // lab/report_text.c: summary.md's section of text (--data): perplexity against window length,
 // non-overlapping then sliding windows, the geometric mean over seeds with its 95% t-interval; with
-// --double-length the ALiBi paper's test at twice the context; with --attention-stats the fraction
-// of heads collapsed onto the first key, by layer.
+// --long-length (--double-length) the ALiBi paper's test at K times the context, and with --finetune
+// the extended and fine-tuned models against those trained at K times the context; with
+// --attention-stats the fraction of heads collapsed onto the first key, by layer.
 #include <math.h>
 #include <string.h>
 
 #include "lab/report.h"
+#include "lab/variants.h"
 
 // An interval of mean log perplexities (mean losses) carried back to perplexity: the geometric mean
 static Interval exp_interval(Interval iv) { iv.mean = exp(iv.mean); iv.lo = exp(iv.lo); iv.hi = exp(iv.hi); return iv; }
 
-// The perplexity of a run (variant: 0 plain, e the e-th RoPE extension) at window w (mode 0:
+// The perplexity of a run (variant: 0 plain, else lab/variants.h's) at window w (mode 0:
 // non-overlapping, 1: sliding), NAN when none; *note gets the row's note (why there is no number).
 static double ppl_value(const Report *rp, int run, int variant, int mode, int w, const char **note) {
     double x = NAN;
@@ -38,19 +40,19 @@ static void seeds_cell(FILE *md, Interval iv, int k, int n_seeds, int digits) {
 // the mean alone with one seed); "n/a" cells explained below.
 // One table cell: the mean over the k seeds that have a number [interval], or "n/a" with the reason
 // (note) added once to the notes printed under the table (notes: cap bytes).
-static void cell_or_na(FILE *md, Interval iv, int k, const Cfg *c, int sc, const char *note, char *notes,
+static void cell_or_na(FILE *md, Interval iv, int k, const Cfg *c, const char *label, const char *note, char *notes,
                        size_t cap) {
     if (k) { seeds_cell(md, iv, k, c->n_seeds, 2); return; }
     fprintf(md, " n/a |");
     char line[256];
-    snprintf(line, sizeof line, "n/a for %s: %s. ", c->schemes[sc].label, *note ? note : "no number");
+    snprintf(line, sizeof line, "n/a for %s: %s. ", label, *note ? note : "no number");
     if (!strstr(notes, line) && strlen(notes) + strlen(line) < cap) strcat(notes, line);
 }
 
 static void ppl_table(const Report *rp, int t, const int *windows, int nw, int mode) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
-    int n_var = 1 + c->n_ext;
+    int n_var = n_variants(c);
     char notes[1024] = "";
     fprintf(md, "%s\n\n| scheme |", mode ? "Sliding window:" : "Non-overlapping windows:");
     for (int w = 0; w < nw; w++) fprintf(md, " %d |", windows[w]);
@@ -59,8 +61,9 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
     fprintf(md, "\n");
     for (int sc = 0; sc < c->n_schemes; sc++)
         for (int v = 0; v < n_var; v++) {
-            if (v && !takes_extensions(&c->schemes[sc])) continue;
-            fprintf(md, "| %s%s%s |", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
+            if (!variant_applies(c, sc, v)) continue;
+            char label[160];
+            fprintf(md, "| %s |", variant_label(c, sc, v, label, sizeof label));
             for (int w = 0; w < nw; w++) {
                 double x[MAX_ITEMS]; const char *note = "";
                 int k = 0;
@@ -69,7 +72,7 @@ static void ppl_table(const Report *rp, int t, const int *windows, int nw, int m
                     if (!isnan(y)) x[k++] = log(y);          // the mean loss per token
                 }
                 Interval iv = exp_interval(mean_t_interval(x, k));   // geometric mean, interval from the log
-                cell_or_na(md, iv, k, c, sc, note, notes, sizeof notes);
+                cell_or_na(md, iv, k, c, label, note, notes, sizeof notes);
             }
             fprintf(md, "\n");
         }
@@ -125,7 +128,7 @@ static void attention_section(Report *rp, int t, int context) {
                         if (isnan(r->frac)) note = r->note; else x[n++] = r->frac;
                     }
                 Interval iv = mean_t_interval(x, n);
-                cell_or_na(md, iv, n, c, sc, note, notes, sizeof notes);
+                cell_or_na(md, iv, n, c, c->schemes[sc].label, note, notes, sizeof notes);
             }
             fprintf(md, "\n");
         }
@@ -135,63 +138,56 @@ static void attention_section(Report *rp, int t, int context) {
     free(ls.r);
 }
 
-// --double-length: the ALiBi paper's test at the window 2T. For every scheme X trained at T and every
-// Y trained at 2T (both listed), the perplexity of each at 2T and the paired ratio X / Y by seed
-// (below 1: X, trained at half the length, is better), tested on the log ratios (the difference of
-// mean losses per token): t-interval and sign-flip p, shown back as ratios.
-static void double_length_section(const Report *rp, int t, int T) {
+// One row of the ratio tables: X, scheme x trained at T (as variant vx, lab/variants.h), against
+// Y, scheme y trained at W.
+typedef struct { int x, vx, y; } RatioPair;
+
+// The ratio tables at the window W, non-overlapping then sliding: per pair the perplexity of X and
+// of Y at W and the paired ratio X / Y by seed, tested on the log ratios (the difference of mean
+// losses per token): t-interval and sign-flip p, shown back as ratios, Holm over the table. x_is:
+// what X is, in "(below 1: X ..., is better)".
+static void ratio_tables(const Report *rp, int t, int T, int W, const RatioPair *pairs, int m, const char *x_is) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
-    int W = 2 * T;
-    fprintf(md, "### Trained at %d tokens and tested at %d, against trained at %d\n\nThe ALiBi paper's test (Press et al., "
-                "section 4): a model trained at T = %d is scored at twice its length, W = %d, next to the same and the other "
-                "schemes trained at W (with half the rows per step, so the same tokens per step; the label @%d). Perplexity at "
-                "%d tokens, geometric mean over the seeds with its 95%% t-interval (on the log, as above); X / Y by seed "
-                "(below 1: X, trained at half the length, is better), their geometric mean with the 95%% t-interval of the "
+    fprintf(md, "Perplexity at %d tokens, geometric mean over the seeds with its 95%% t-interval (on the log, as above); "
+                "X / Y by seed (below 1: %s is better), their geometric mean with the 95%% t-interval of the "
                 "log ratios (the difference of mean losses per token) and the exact sign-flip p (two-sided) of the log "
                 "ratios; a difference counts when the interval excludes 1 and p < 0.05 (with 5 seeds or fewer no p can be "
                 "below 0.05). Holm p: p adjusted for the table's comparisons as one family (a verdict whose Holm p is below 0.05 "
-                "holds with the chance of any false verdict in the table at most 5%%).\n\n",
-            T, W, W, T, W, W, W);
-    typedef struct { int x, y, n, kx, ky; Interval ix, iy; char by[512]; } Pair;   // a row; its test is tests[i]
-    int m = 0;
-    for (int y = 0; y < c->n_schemes; y++)
-        for (int xl = 0; xl < c->n_schemes; xl++) m += c->schemes[y].long_of >= 0 && c->schemes[xl].long_of >= 0;
+                "holds with the chance of any false verdict in the table at most 5%%).\n\n", W, x_is);
+    typedef struct { int n, kx, ky; Interval ix, iy; char by[512], lx[160]; } Pair;   // a row; its test is tests[i]
     Pair *rows = xmalloc(sizeof(Pair) * (m > 0 ? m : 1));
     Test *tests = xmalloc(sizeof(Test) * (m > 0 ? m : 1));
     double *holm = xmalloc(sizeof(double) * (m > 0 ? m : 1));
     for (int mode = 0; mode < 2; mode++) {
-        int i = 0;
-        for (int y = 0; y < c->n_schemes; y++) {
-            if (c->schemes[y].long_of < 0) continue;
-            for (int xl = 0; xl < c->n_schemes; xl++) {
-                int x = c->schemes[xl].long_of;         // the schemes trained at T, in the order listed
-                if (x < 0) continue;
-                Pair *r = &rows[i];
-                double vx[MAX_ITEMS], vy[MAX_ITEMS], d[MAX_ITEMS];
-                r->x = x; r->y = y; r->kx = r->ky = r->n = 0; r->by[0] = 0;
-                for (int sd = 0; sd < c->n_seeds; sd++) {
-                    double a = ppl_value(rp, run_index(c, t, x, sd), 0, mode, W, NULL);
-                    double b = ppl_value(rp, run_index(c, t, y, sd), 0, mode, W, NULL);
-                    if (!isnan(a)) vx[r->kx++] = log(a);
-                    if (!isnan(b)) vy[r->ky++] = log(b);
-                    if (isnan(a) || isnan(b)) continue;
-                    d[r->n++] = log(a) - log(b);
-                    size_t u = strlen(r->by);
-                    snprintf(r->by + u, sizeof r->by - u, "%s%lld: %.3f", u ? ", " : "", c->seeds[sd], a / b);
-                }
-                r->ix = exp_interval(mean_t_interval(vx, r->kx));
-                r->iy = exp_interval(mean_t_interval(vy, r->ky));
-                tests[i++] = paired_test(d, r->n, stream_seed(c->schemes[x].label, c->schemes[y].label, 40 + mode));
+        for (int i = 0; i < m; i++) {
+            const RatioPair *q = &pairs[i];
+            Pair *r = &rows[i];
+            double vx[MAX_ITEMS], vy[MAX_ITEMS], d[MAX_ITEMS];
+            r->kx = r->ky = r->n = 0; r->by[0] = 0;
+            variant_label(c, q->x, q->vx, r->lx, sizeof r->lx);
+            for (int sd = 0; sd < c->n_seeds; sd++) {
+                double a = ppl_value(rp, run_index(c, t, q->x, sd), q->vx, mode, W, NULL);
+                double b = ppl_value(rp, run_index(c, t, q->y, sd), 0, mode, W, NULL);
+                if (!isnan(a)) vx[r->kx++] = log(a);
+                if (!isnan(b)) vy[r->ky++] = log(b);
+                if (isnan(a) || isnan(b)) continue;
+                d[r->n++] = log(a) - log(b);
+                size_t u = strlen(r->by);
+                snprintf(r->by + u, sizeof r->by - u, "%s%lld: %.3f", u ? ", " : "", c->seeds[sd], a / b);
             }
+            r->ix = exp_interval(mean_t_interval(vx, r->kx));
+            r->iy = exp_interval(mean_t_interval(vy, r->ky));
+            tests[i] = paired_test(d, r->n, stream_seed(r->lx, c->schemes[q->y].label, 40 + mode));
         }
         holm_of_tests(tests, m, holm);                  // the table's m comparisons are one family
         fprintf(md, "%s\n\n| X at %d | Y at %d | X | Y | X / Y by seed | seeds | X / Y | 95%% interval | p | Holm p | verdict |\n"
                     "|---|---|---|---|---|---|---|---|---|---|---|\n", mode ? "Sliding window:" : "Non-overlapping windows:", T, W);
-        for (i = 0; i < m; i++) {
+        for (int i = 0; i < m; i++) {
             const Pair *r = &rows[i];
             const Test *x_y = &tests[i];
-            fprintf(md, "| %s | %s |", c->schemes[r->x].label, c->schemes[r->y].label);
+            const char *ly = c->schemes[pairs[i].y].label;
+            fprintf(md, "| %s | %s |", r->lx, ly);
             if (r->kx) seeds_cell(md, r->ix, r->kx, c->n_seeds, 3); else fprintf(md, " n/a |");
             if (r->ky) seeds_cell(md, r->iy, r->ky, c->n_seeds, 3); else fprintf(md, " n/a |");
             fprintf(md, " %s | %d |", r->by, r->n);
@@ -199,8 +195,8 @@ static void double_length_section(const Report *rp, int t, int T) {
             if (r->n >= 2) fprintf(md, " [%.3f, %.3f] |", exp(x_y->iv.lo), exp(x_y->iv.hi)); else fprintf(md, " |");
             if (r->n) fprintf(md, " %.4g | %.4g |", x_y->p, holm[i]); else fprintf(md, " | |");
             int dir = direction(x_y);
-            if (dir < 0) fprintf(md, " %s at %d better |\n", c->schemes[r->x].label, T);
-            else if (dir > 0) fprintf(md, " %s better |\n", c->schemes[r->y].label);
+            if (dir < 0) fprintf(md, " %s at %d better |\n", r->lx, T);
+            else if (dir > 0) fprintf(md, " %s better |\n", ly);
             else if (!r->n) fprintf(md, " no seed with both perplexities |\n");
             else not_distinguishable(md, r->n, "seed");
         }
@@ -208,13 +204,14 @@ static void double_length_section(const Report *rp, int t, int T) {
         int held = 0, most = 0;
         fprintf(md, "\nWith the chance of any false verdict among these %d comparisons at most 5%% (Holm p < 0.05 and the "
                     "interval on one side of 1): ", m);
-        for (i = 0; i < m; i++) {
+        for (int i = 0; i < m; i++) {
             const Pair *r = &rows[i];
+            const char *ly = c->schemes[pairs[i].y].label;
             int dir = direction(&tests[i]);
             most = r->n > most ? r->n : most;
             if (!dir || !(holm[i] < 0.05)) continue;
-            if (dir < 0) fprintf(md, "%s%s at %d better than %s", held++ ? ", " : "", c->schemes[r->x].label, T, c->schemes[r->y].label);
-            else fprintf(md, "%s%s better than %s at %d", held++ ? ", " : "", c->schemes[r->y].label, c->schemes[r->x].label, T);
+            if (dir < 0) fprintf(md, "%s%s at %d better than %s", held++ ? ", " : "", r->lx, T, ly);
+            else fprintf(md, "%s%s better than %s at %d", held++ ? ", " : "", ly, r->lx, T);
         }
         if (!held) {
             fprintf(md, "none");
@@ -225,8 +222,57 @@ static void double_length_section(const Report *rp, int t, int T) {
     free(rows); free(tests); free(holm);
 }
 
+// "twice" or "K times", "half the rows" or "1/K of the rows", "half the length" or "1/K of the length"
+static void times_words(int K, char *times, char *rows, char *length, size_t cap) {
+    if (K == 2) { snprintf(times, cap, "twice"); snprintf(rows, cap, "half the rows"); snprintf(length, cap, "half the length"); return; }
+    snprintf(times, cap, "%d times", K);
+    snprintf(rows, cap, "1/%d of the rows", K);
+    snprintf(length, cap, "1/%d of the length", K);
+}
+
+// --long-length (--double-length: K = 2): the ALiBi paper's test at the window KT. Every listed
+// scheme X trained at T against every one, Y, trained at KT (ratio_tables).
+static void long_length_section(const Report *rp, int t, int T) {
+    const Cfg *c = rp->c;
+    int K = c->long_factor, W = K * T, m = 0;
+    char times[32], rows[32], length[32], x_is[96];
+    times_words(K, times, rows, length, sizeof times);
+    fprintf(rp->md, "### Trained at %d tokens and tested at %d, against trained at %d\n\nThe ALiBi paper's test (Press et al., "
+                    "section 4): a model trained at T = %d is scored at %s its length, W = %d, next to the same and the other "
+                    "schemes trained at W (with %s per step, so the same tokens per step; the label @%d). ",
+            T, W, W, T, times, W, rows, W);
+    RatioPair *pairs = xmalloc(sizeof(RatioPair) * (size_t)(c->n_schemes * c->n_schemes + 1));
+    for (int y = 0; y < c->n_schemes; y++)
+        for (int xl = 0; xl < c->n_schemes && c->schemes[y].long_of >= 0; xl++)   // X: the schemes trained at T, in the order listed
+            if (c->schemes[xl].long_of >= 0) pairs[m++] = (RatioPair){ c->schemes[xl].long_of, 0, y };
+    snprintf(x_is, sizeof x_is, "X, trained at %s,", length);
+    ratio_tables(rp, t, T, W, pairs, m, x_is);
+    free(pairs);
+}
+
+// --finetune with --long-length: every extension variant (LABEL+M and LABEL+M+ft) of every RoPE
+// scheme trained at T against every scheme trained at KT, at the window KT (ratio_tables).
+static void extension_section(const Report *rp, int t, int T) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int K = c->long_factor, W = K * T, m = 0, S = (int)c->ext_factor;
+    fprintf(md, "### Extended to %d tokens, with and without a fine-tune, against trained at %d\n\nEach RoPE model trained at "
+                "T = %d is run with each context-extension method M at factor S = %d (LABEL+M), and fine-tuned under M for %d "
+                "steps at S x T = %d tokens with 1/%d of the rows (LABEL+M+ft, the same tokens per step). Both are scored at "
+                "W = %d next to the schemes trained at W (the label @%d). ", W, W, T, S, c->finetune, S * T, S, W, W);
+    if (K != S)
+        fprintf(md, "The extensions are made for S x T = %d tokens (--rope-factor %d), and the comparison is at K x T = %d "
+                    "(--long-factor %d), %s the length they were made for. ", S * T, S, W, K, K < S ? "within" : "past");
+    RatioPair *pairs = xmalloc(sizeof(RatioPair) * (size_t)(c->n_schemes * c->n_schemes * n_variants(c) + 1));
+    for (int y = 0; y < c->n_schemes; y++)
+        for (int x = 0; x < c->n_schemes && c->schemes[y].long_of >= 0; x++)
+            for (int v = 1; v < n_variants(c) && takes_extensions(&c->schemes[x]); v++) pairs[m++] = (RatioPair){ x, v, y };
+    ratio_tables(rp, t, T, W, pairs, m, "X, trained at T and extended,");
+    free(pairs);
+}
+
 // Text's section: perplexity against window length, non-overlapping then sliding, and the plot; with
-// --double-length the test at 2T, with --attention-stats the collapse tables.
+// --long-length the test at KT (and with --finetune the extensions against it), with --attention-stats the collapse tables.
 void text_section(Report *rp, int t) {
     const Cfg *c = rp->c;
     int context = 0;
@@ -239,10 +285,14 @@ void text_section(Report *rp, int t) {
                     "seed%s%s) on windows of each length, first non-overlapping windows, then a sliding window "
                     "(stride %g of the window: each token scored once, past the first window with at least %g of a "
                     "window of context; the first window's tokens with what precedes them).\n\n", c->data, context,
-            c->context ? " (schemes labelled @N: at N tokens)" : "", c->n_seeds, c->n_seeds > 1 ? "s" : "",
+            long_schemes(c) ? " (schemes labelled @N: at N tokens)" : "", c->n_seeds, c->n_seeds > 1 ? "s" : "",
             c->n_seeds > 1 ? ", the exponential of the mean loss per token, with the 95% t-interval of that mean loss "
                              "carried through the exponential: perplexity is a ratio scale, and a mean over its raw "
                              "values lets one bad seed make the interval reach below 1" : "", sf, 1 - sf);
+    if (c->finetune)
+        fprintf(rp->md, "A row LABEL+M is the model trained at T = %d run under the context-extension method M at factor S = "
+                        "%g. A row LABEL+M+ft is that model fine-tuned under M for %d steps at S x T = %d tokens (--finetune), "
+                        "scored at the same windows.\n\n", c->context, c->ext_factor, c->finetune, (int)c->ext_factor * c->context);
     int windows[64], nw = 0;
     for (int i = 0; i < rp->rs.n; i++) {
         int seen = 0;
@@ -252,6 +302,7 @@ void text_section(Report *rp, int t) {
     sort_ints(windows, nw);
     for (int mode = 0; mode < 2; mode++) ppl_table(rp, t, windows, nw, mode);
     plot_ppl(c, &rp->rs, context, rp->md, rp->plots, &rp->made);
-    if (c->context) double_length_section(rp, t, c->context);
+    if (long_schemes(c)) long_length_section(rp, t, c->context);
+    if (long_schemes(c) && c->finetune) extension_section(rp, t, c->context);
     if (c->attention_stats) attention_section(rp, t, context);
 }

@@ -1,6 +1,8 @@
 // lab/runs.c: the helpers of lab/runs.h that ./compare's command line, its runner and its report
-// share: which schemes take the RoPE extensions, window lists halved for the runs at 2T, the value of
-// a flag among words or in --eval-flags, the last line of a run's train.log with a prefix, a run's label.
+// share: which schemes take the RoPE extensions, window lists divided for the runs at K x T, the value
+// of a flag among words or in --eval-flags, the last line of a run's train.log with a prefix, a run's
+// label, and the commands being built.
+#include <stdarg.h>
 #include <string.h>
 
 #include "lab/runs.h"
@@ -16,7 +18,7 @@ int uses_rope(const Scheme *s) {
     return 0;
 }
 
-int halve_multiples(const char *list, char *out, size_t cap) {
+int divide_multiples(const char *list, int k, char *out, size_t cap) {
     char buf[256], *end;
     snprintf(buf, sizeof buf, "%s", list);
     out[0] = 0;
@@ -24,7 +26,7 @@ int halve_multiples(const char *list, char *out, size_t cap) {
         double x = strtod(m, &end);
         if (!(x > 0) || *end) return -1;
         size_t u = strlen(out);
-        int w = snprintf(out + u, cap - u, "%s%.17g", u ? "," : "", x / 2);
+        int w = snprintf(out + u, cap - u, "%s%.17g", u ? "," : "", x / k);
         if (w <= 0 || (size_t)w >= cap - u) return 0;
     }
     return 1;
@@ -64,4 +66,23 @@ const char *run_label(const Cfg *c, const Run *r, char *buf, size_t cap) {
     if (!r->twin) return c->schemes[r->scheme].label;
     snprintf(buf, cap, "%s-twin", posenc_scheme(PE_NOPE)->name);
     return buf;
+}
+
+void arg(Argv *a, const char *fmt, ...) {
+    CHECK(a->n < CMD_MAX_ARGS - 1, "internal: too many arguments");
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(a->buf + a->used, sizeof a->buf - a->used, fmt, ap);
+    va_end(ap);
+    CHECK(k >= 0 && a->used + k + 1 < sizeof a->buf, "internal: arguments too long");
+    a->v[a->n++] = a->buf + a->used;
+    a->v[a->n] = NULL;
+    a->used += k + 1;
+}
+
+void arg_words(Argv *a, const char *s) {
+    char *tmp = strdup(s), *save = NULL;
+    CHECK(tmp, "out of memory");
+    for (char *w = strtok_r(tmp, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) arg(a, "%s", w);
+    free(tmp);
 }

@@ -10,10 +10,11 @@
 
 #define MAX_ITEMS 64
 
-// A scheme: its label and ./train flags. --double-length adds a copy trained at twice the context:
-// post (flags after those of --, which they override: --seq 2T --batch B/2), eval_post (after
-// --eval-flags: the perplexity windows as multiples of 2T, so both evaluate the same lengths) and
-// long_of (the scheme it doubles; -1 for every other scheme).
+// A scheme: its label and ./train flags. --long-length (and --double-length, its factor 2) adds a
+// copy trained at K times the context: post (flags after those of --, which they override: --seq KT
+// --batch B/K, and --steps N with --long-steps), eval_post (after --eval-flags: the perplexity
+// windows as multiples of KT, so both evaluate the same lengths) and long_of (the scheme it
+// lengthens; -1 for every other scheme).
 typedef struct { char label[64]; char flags[512]; char post[128]; char eval_post[256]; int long_of; } Scheme;
 
 typedef struct {
@@ -34,7 +35,12 @@ typedef struct {
     char **extra; int n_extra;                    // flags after --, given to every training run
     const char *launch;                           // --launch 'WORDS': put before each training command
                                                   // (e.g. 'mpirun -np 2': a run on several ranks)
-    int context;                                  // text with --double-length: T, the --seq after -- (else 0)
+    int context;                                  // text with --long-length or --finetune: T, the --seq after -- (else 0)
+    int batch;                                    // ... and B, the --batch after -- (else 0)
+    int long_factor;                              // --long-factor K: the long runs train at K x T (2 with --double-length)
+    int long_steps;                               // --long-steps N: the long runs' steps (0: the grid's)
+    int finetune;                                 // --finetune STEPS: each extension fine-tuned at S x T (0: none)
+    const char *finetune_flags;                   // --finetune-flags 'FLAGS': ./train flags for the fine-tunes only
     const char *protocol;                         // --protocol FILE (lab/protocol.h), NULL: none
     uint64_t protocol_hash;                       // its FNV-1a 64 hash
     int unit_task;                                // --claims-unit task: pooled claims over tasks as units
@@ -95,14 +101,20 @@ static inline int twin_index(const Cfg *c, int task, int seed) { return n_grid_r
 // 1 when a scheme's flags put a RoPE-family scheme in some layer: those runs are also evaluated
 // with the --rope-extensions methods.
 int uses_rope(const Scheme *s);
-// 1 when a scheme's runs are evaluated with the --rope-extensions methods: RoPE runs trained at T
-// (not the --double-length copies).
+// 1 when a scheme's runs are evaluated with the --rope-extensions methods (and fine-tuned under them
+// with --finetune): RoPE runs trained at T (not the --long-length copies).
 static inline int takes_extensions(const Scheme *s) { return uses_rope(s) && s->long_of < 0; }
 
-// A list of positive multiples of the context (e.g. "0.5,1,2"), halved into out: the same window
-// lengths for a model trained at twice the context. Returns 1, 0 when out is too short, -1 when the
+// A list of positive multiples of the context (e.g. "0.5,1,2"), each divided by k into out: the same
+// window lengths for a model of k times the context. Returns 1, 0 when out is too short, -1 when the
 // list is not such a list.
-int halve_multiples(const char *list, char *out, size_t cap);
+int divide_multiples(const char *list, int k, char *out, size_t cap);
+// The schemes trained at K times the context (--long-length, --double-length).
+static inline int long_schemes(const Cfg *c) {
+    int n = 0;
+    for (int k = 0; k < c->n_schemes; k++) n += c->schemes[k].long_of >= 0;
+    return n;
+}
 // The value of the last `flag` among n words (NULL when absent).
 const char *last_value(char *const *w, int n, const char *flag);
 // The value of the last `flag` in --eval-flags (copied into buf), or NULL.
@@ -113,5 +125,14 @@ void last_line(const char *dir, const char *prefix, char *out, size_t cap);
 int have_gnuplot(void);
 // A run's label: its scheme's, or "NOPE-twin" (NoPE's name) for a twin.
 const char *run_label(const Cfg *c, const Run *r, char *buf, size_t cap);
+
+// A command being built: its words (v, NULL-terminated, in buf), and where it runs: sub, the folder
+// of the run it works in ("" the run's own, e.g. "ft-M" a fine-tune's: its train.log takes the
+// output) and marker, the file there that marks it finished (its run's settings; "": none, it runs
+// whenever its run does).
+#define CMD_MAX_ARGS 256
+typedef struct { char *v[CMD_MAX_ARGS]; int n; char buf[8192]; size_t used; char sub[80]; char marker[16]; } Argv;
+void arg(Argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void arg_words(Argv *a, const char *s);      // words split at spaces (a scheme's flags), each an argument
 
 #endif

@@ -4,10 +4,10 @@
 # write every table and plot again, and its sittings' record. Kept: summary.md, results.csv, runs.csv,
 # compare.log (what each sitting of the grid printed), the plots (.png, and the .gp/.dat that draw
 # them) and per run what the report reads: done (the run's settings, checked against the command),
-# train.log (its fit or select line, train lengths, parameter count), eval.csv (tasks), ppl.csv and
-# ppl_EXT.csv (text), attention.csv, distance.csv; and log.csv as the loss plot reads it (its .gp:
-# `using 1:2`): the columns step and loss only, on its header, every EVERY-th step (default 50) and
-# the last. Left out: checkpoints (model.ckpt*), started, ppl_positions*.csv, the longrope lists,
+# train.log (its fit or select line, train lengths, parameter count), eval.csv (tasks), ppl.csv,
+# ppl_EXT.csv and ft-EXT/ppl.csv (text; --finetune), attention.csv, distance.csv; and log.csv as the
+# loss plot reads it (its .gp: `using 1:2`): the columns step and loss only, on its header, every
+# EVERY-th step (default 50) and the last. Left out: checkpoints (model.ckpt*), started, ppl_positions*.csv, the longrope lists,
 # distance.pair and distance.log (only a later distance command reads them), the SVGs, OUT/.lock.
 set -euo pipefail
 [ $# -ge 2 ] && [ $# -le 3 ] || { echo "usage: tools/keep_results.sh SRC DST [EVERY]" >&2; exit 2; }
@@ -23,9 +23,11 @@ while IFS= read -r done_file; do
     run=$(dirname "$done_file"); rel=${run#"$src/"}
     mkdir -p "$dst/$rel"
     for f in done train.log eval.csv attention.csv distance.csv; do [ -f "$run/$f" ] && cp "$run/$f" "$dst/$rel/"; done
-    for f in "$run"/ppl*.csv; do
+    for f in "$run"/ppl*.csv "$run"/ft-*/ppl.csv; do
         case "$f" in */ppl_positions*) continue ;; esac
-        [ -f "$f" ] && cp "$f" "$dst/$rel/"
+        [ -f "$f" ] || continue
+        sub=$(dirname "${f#"$run/"}")
+        mkdir -p "$dst/$rel/$sub" && cp "$f" "$dst/$rel/$sub/"
     done
     if [ -f "$run/log.csv" ]; then
         awk -F, -v k="$every" 'NR == 1 || $1 % k == 0 { print $1 "," $2; last = NR; next } { held = $1 "," $2 }

@@ -1,6 +1,7 @@
 // tests/fuzz/fuzz_compare_args.c: ./compare's command line (compare_parse, lab/compare_options.c), one argument
-// per line of the input: lists (--task, --schemes, --seeds, --claims, --rope-extensions, --double-length), numbers
-// (--fit-target, --rope-factor, --jobs, ...), scheme labels. An accepted line has consistent sets.
+// per line of the input: lists (--task, --schemes, --seeds, --claims, --rope-extensions, --double-length,
+// --long-length), numbers (--fit-target, --rope-factor, --jobs, --long-factor, --finetune, ...), scheme labels. An
+// accepted line has consistent sets.
 #include <string.h>
 
 #include "lab/compare.h"
@@ -45,6 +46,9 @@ void fuzz_one(const uint8_t *data, size_t size) {
         FUZZ_ASSERT(c.schemes[i].long_of < 0 || (c.context >= 1 && c.data && c.schemes[c.schemes[i].long_of].long_of < 0));
     }
     for (int k = 0; k < c.n_seeds; k++) FUZZ_ASSERT(c.seeds[k] >= 0);
+    // the runs at K x T and the fine-tunes at S x T take B/K and B/S rows
+    FUZZ_ASSERT(c.long_factor >= 2 && (!long_schemes(&c) || c.batch % c.long_factor == 0));
+    FUZZ_ASSERT(!c.finetune || (c.n_ext && c.context >= 1 && c.ext_factor >= 2 && c.batch % (int)c.ext_factor == 0));
     for (int k = 0; k < c.n_claims; k++)
         for (int j = 0; j < 2; j++) FUZZ_ASSERT(c.claims[k][j] >= 0 && c.claims[k][j] < c.n_schemes);
 }
