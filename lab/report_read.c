@@ -217,8 +217,8 @@ void write_results_csv(const Report *rp) {
     for (int i = 0; i < rp->rs.n; i++) {
         const Row *r = &rp->rs.r[i];
         const Run *u = &rp->runs[r->run];
-        char label[160];
-        snprintf(label, sizeof label, "%s%s%s", c->schemes[u->scheme].label, r->variant ? "+" : "", r->variant ? c->extensions[r->variant - 1] : "");
+        char label[256];
+        row_label(c, u->scheme, r->variant, label, sizeof label);
         if (text) {
             fprintf(f, "%s,%s,%lld,%d,%s,%d,", c->data, label, c->seeds[u->seed], r->length, r->sliding ? "sliding" : "nonoverlap", r->tokens);
             if (!isnan(r->loss)) fprintf(f, "%.6f", r->loss);

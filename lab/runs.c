@@ -1,6 +1,7 @@
 // lab/runs.c: the helpers of lab/runs.h that ./compare's command line, its runner and its report
-// share: which schemes take the RoPE extensions, window lists halved for the runs at 2T, the value of
-// a flag among words or in --eval-flags, the last line of a run's train.log with a prefix, a run's label.
+// share: which schemes take the RoPE extensions, the labels of text's rows, window lists halved for
+// the runs at 2T, the value of a flag among words or in --eval-flags, the last line of a run's
+// train.log with a prefix, a run's label.
 #include <string.h>
 
 #include "lab/runs.h"
@@ -13,6 +14,20 @@ int uses_rope(const Scheme *s) {
     snprintf(tmp, sizeof tmp, "%s", s->flags);
     for (char *w = strtok(tmp, " \t,="); w; w = strtok(NULL, " \t,="))
         if (posenc_takes_extension(w)) return 1;
+    return 0;
+}
+
+int row_label(const Cfg *c, int sc, int v, char *buf, size_t cap) {
+    if (sc < 0 || sc >= c->n_schemes || v < 0 || v >= row_variants(c) || (v && !takes_extensions(&c->schemes[sc]))) return 0;
+    snprintf(buf, cap, "%s%s%s", c->schemes[sc].label, v ? "+" : "", v ? c->extensions[v - 1] : "");
+    return 1;
+}
+
+int find_row(const Cfg *c, const char *label, int *sc, int *v) {
+    char buf[256];
+    for (int i = 0; i < c->n_schemes; i++)
+        for (int k = 0; k < row_variants(c); k++)
+            if (row_label(c, i, k, buf, sizeof buf) && !strcmp(buf, label)) { *sc = i; *v = k; return 1; }
     return 0;
 }
 

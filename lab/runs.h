@@ -7,6 +7,7 @@
 
 #include "util/common.h"
 #include "posenc.h"
+#include "lab/claims_text.h"
 
 #define MAX_ITEMS 64
 
@@ -31,6 +32,8 @@ typedef struct {
     int attention_distance;                       // tasks: the NoPE paper's attention distance to nope (distance.csv)
     const char *fit_target;                       // --fit-target A as given (NULL: none), for every run
     int claims[MAX_ITEMS][2], n_claims;           // --claims: the schemes (a, b) of each claim "a > b"
+    TextClaim text_claims[MAX_ITEMS];             // --claims on text (--data): each claim, its rows resolved
+    int n_text_claims;
     char **extra; int n_extra;                    // flags after --, given to every training run
     const char *launch;                           // --launch 'WORDS': put before each training command
                                                   // (e.g. 'mpirun -np 2': a run on several ranks)
@@ -98,6 +101,15 @@ int uses_rope(const Scheme *s);
 // 1 when a scheme's runs are evaluated with the --rope-extensions methods: RoPE runs trained at T
 // (not the --double-length copies).
 static inline int takes_extensions(const Scheme *s) { return uses_rope(s) && s->long_of < 0; }
+
+// The rows of text's perplexity table: every scheme with its own positions (variant 0), and each
+// scheme that takes extensions with each --rope-extensions method e (variant e + 1), labelled
+// LABEL+METHOD. row_variants gives the variants; row_label writes a row's label into buf and
+// returns 1, or returns 0 when scheme sc has no row of variant v. find_row: the scheme and variant
+// of a label, 1 when found. The perplexity tables, results.csv and the claims use these labels.
+static inline int row_variants(const Cfg *c) { return 1 + c->n_ext; }
+int row_label(const Cfg *c, int sc, int v, char *buf, size_t cap);
+int find_row(const Cfg *c, const char *label, int *sc, int *v);
 
 // A list of positive multiples of the context (e.g. "0.5,1,2"), halved into out: the same window
 // lengths for a model trained at twice the context. Returns 1, 0 when out is too short, -1 when the
