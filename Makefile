@@ -51,7 +51,7 @@ LIB = $(CORE) formats/modelfile.c formats/checkpoint.c formats/llmc_model.c eval
 HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h util/flags.h util/cpu.h mpi/dist.h mpi/dist_grad.h nn/kernels.h nn/bf16.h nn/bf16_tile.inc nn/bf16_amx.inc nn/bf16_pack.inc model.h model_ops.h nn/layers.h nn/attention.h nn/attention_ref.h posenc.h dataset/batch.h eval/viz.h formats/modelfile.h formats/checkpoint.h formats/llmc_model.h eval/eval.h eval/perplexity.h eval/longrope.h eval/attnstats.h eval/attndist.h formats/safetensors.h dataset/data.h dataset/loader.h dataset/tasks.h dataset/tasks_impl.h dataset/scan.h dataset/pcfg.h dataset/bpe.h dataset/unicode_classes.h
 # ./tokenize: GPT-2's byte-level BPE (dataset/bpe.h)
 BPE = util/common.c util/atomicfile.c util/flags.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
-TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_bpe tests/test_scan tests/test_pcfg
+TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_claims tests/test_bpe tests/test_scan tests/test_pcfg
 
 .PHONY: all test run asan fuzz clean fixtures bench bench-tools kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse
 all: train compare ladder tokenize $(TESTS)
@@ -85,10 +85,10 @@ $(F)/%_mpi.o: %.c $(HDR)
 TRAIN_OBJ = $(call fobj,train.c train_guards.c train_tasks.c train_select.c train_modes.c train_options.c $(LIB))
 # compare asks posenc which schemes the RoPE context-extension settings act on
 COMPARE_SRC = lab/compare.c lab/compare_options.c lab/protocol.c lab/runs.c lab/variants.c lab/finetune.c lab/report.c lab/report_read.c lab/report_plots.c \
-  lab/report_tasks.c lab/report_distance.c lab/report_text.c lab/stats.c util/common.c util/atomicfile.c util/flags.c posenc.c posenc_schemes.c
+  lab/report_tasks.c lab/report_distance.c lab/report_text.c lab/report_claims.c lab/claims_text.c lab/stats.c util/common.c util/atomicfile.c util/flags.c posenc.c posenc_schemes.c
 COMPARE_OBJ = $(call fobj,$(COMPARE_SRC))
 # the headers of lab/ that the pattern rules do not list
-LAB_HDR = lab/runs.h lab/variants.h lab/report.h lab/protocol.h eval/ppl_defaults.h
+LAB_HDR = lab/runs.h lab/variants.h lab/report.h lab/protocol.h lab/claims_text.h eval/ppl_defaults.h
 $(call fobj,$(filter lab/%,$(COMPARE_SRC))): $(LAB_HDR)
 ifeq ($(MPI),1)
 train: $(TRAIN_OBJ) $(F)/mpi/dist_mpi.o $(F)/mpi/dist_grad_mpi.o build/mpi-setting
@@ -102,7 +102,7 @@ compare: $(COMPARE_OBJ) $(F)/mpi/dist.o build/mpi-setting
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS)
 endif
 # ./ladder reads the protocols as ./compare does, and the grids' runs.csv; no model code
-LADDER_SRC = lab/ladder.c lab/ladder_report.c lab/compare_options.c lab/protocol.c lab/runs.c lab/stats.c util/common.c util/flags.c \
+LADDER_SRC = lab/ladder.c lab/ladder_report.c lab/compare_options.c lab/protocol.c lab/runs.c lab/variants.c lab/claims_text.c lab/stats.c util/common.c util/flags.c \
   util/atomicfile.c posenc.c posenc_schemes.c
 $(call fobj,lab/ladder.c lab/ladder_report.c): lab/ladder.h $(LAB_HDR)
 ladder: $(call fobj,$(LADDER_SRC))
@@ -150,6 +150,9 @@ tests/st_compare: $(call fobj,tests/st_compare.c util/common.c util/atomicfile.c
 	$(LINK)
 tests/test_stats: $(call fobj,tests/test_stats.c util/common.c lab/stats.c)
 	$(LINK)
+$(call fobj,tests/test_claims.c lab/claims_text.c): lab/claims_text.h
+tests/test_claims: $(call fobj,tests/test_claims.c lab/claims_text.c)
+	$(LINK)
 tests/test_bpe: $(call fobj,tests/test_bpe.c $(BPE))
 	$(LINK)
 # SCAN and PCFG SET (dataset/scan.h, dataset/pcfg.h): objects that include them depend on them here
@@ -171,7 +174,7 @@ FUZZ_LIB_safetensors = util/common.c util/atomicfile.c formats/safetensors.c
 FUZZ_LIB_shard = util/common.c util/atomicfile.c dataset/data.c dataset/corpus.c dataset/loader.c dataset/batch.c
 FUZZ_LIB_tokenizer = $(FUZZ_LIB_shard)
 FUZZ_LIB_train_args = train_options.c eval/perplexity.c $(TASKS_SRC) dataset/data.c dataset/corpus.c $(CORE)
-FUZZ_LIB_compare_args = lab/compare_options.c lab/protocol.c lab/runs.c util/common.c util/flags.c posenc.c posenc_schemes.c
+FUZZ_LIB_compare_args = lab/compare_options.c lab/protocol.c lab/runs.c lab/variants.c lab/claims_text.c util/common.c util/flags.c posenc.c posenc_schemes.c
 FUZZ_LIB_task = $(FUZZ_LIB_train_args)
 FUZZ_LIB_llmc = formats/llmc_model.c $(CORE)
 FUZZ_LIB_import = formats/modelfile.c formats/llmc_model.c $(FUZZ_LIB_checkpoint)
@@ -222,11 +225,11 @@ test: all bench-tools $(FUZZ_SA)
 	@tests/run.sh '$(OMP2) ./tests/test_grad' '$(OMP2) ./tests/test_posenc' '$(OMP2) ./tests/test_positions' \
 	  '$(OMP2) ./tests/test_viz' '$(OMP2) ./tests/test_kernels' '$(OMP2) ./tests/test_bf16' ./tests/test_data \
 	  ./tests/test_stream ./tests/test_tasks ./tests/test_tasks_sets ./tests/test_safetensors '$(OMP2) ./tests/test_import' \
-	  '$(OMP2) ./tests/test_train' '$(OMP2) ./tests/test_ppl' '$(OMP2) ./tests/test_eval' ./tests/test_stats \
+	  '$(OMP2) ./tests/test_train' '$(OMP2) ./tests/test_ppl' '$(OMP2) ./tests/test_eval' ./tests/test_stats ./tests/test_claims \
 	  ./tests/test_bpe ./tests/test_scan ./tests/test_pcfg $(foreach n,$(FUZZ),'$(SA)/fuzz_$(n) tests/fuzz/regress/$(n)') \
 	  ./tests/test_cli.sh ./tests/test_longrope.sh ./tests/test_resume.sh ./tests/test_stream.sh \
 	  ./tests/test_fit.sh ./tests/test_select.sh ./tests/test_interrupt.sh ./tests/test_ladder.sh ./tests/test_protocol.sh ./tests/test_signals.sh ./tests/test_faults.sh \
-	  ./tests/test_compare.sh ./tests/test_finetune.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
+	  ./tests/test_compare.sh ./tests/test_finetune.sh ./tests/test_claims_text.sh ./tests/test_distance.sh ./tests/test_baselines.sh \
 	  ./tests/test_mpi.sh ./tests/test_tokenize.sh ./tests/test_tokenize_ref.sh ./tests/test_torch.sh \
 	  ./tests/test_rules.sh ./tests/test_clang.sh ./tests/test_bench_tools.sh
 

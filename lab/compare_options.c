@@ -10,6 +10,7 @@
 
 #include "lab/compare.h"
 #include "lab/protocol.h"
+#include "lab/variants.h"
 #include "eval/ppl_defaults.h"
 #include "posenc.h"
 #include "util/flags.h"
@@ -175,6 +176,49 @@ static void parse_claims(Cfg *c, char *v) {
     }
 }
 
+// The windows the perplexity evaluations score, as multiples of the context (--ppl-windows in
+// --eval-flags, else ./train's default) into mult (cap); returns their count. The runs at 2T score
+// the same lengths (add_double_length), so one list holds for every row.
+static int grid_windows(const Cfg *c, double *mult, int cap) {
+    char buf[256], list[256];
+    const char *given = eval_flag(c, "--ppl-windows", buf, sizeof buf);
+    snprintf(list, sizeof list, "%s", given ? given : PPL_DEFAULT_WINDOWS);
+    int n = 0;
+    for (char *w = strtok(list, ","), *end; w && n < cap; w = strtok(NULL, ",")) {
+        double x = strtod(w, &end);
+        if (!*end && x > 0) mult[n++] = x;        // ./train refuses a list that is not one
+    }
+    return n;
+}
+
+// --claims on text: 'A<B@W,A>B*1.05@4:sliding,...' (lab/claims_text.h); each claim's rows must be
+// rows of the perplexity table and its window one the runs are scored at, so a claim that the
+// report could not test is refused before any run.
+static void parse_text_claims(Cfg *c, char *v) {
+    char *items[MAX_ITEMS], msg[512], rows[2048] = "", label[256];
+    c->n_text_claims = split_list(v, items, MAX_ITEMS, "--claims");
+    for (int sc = 0; sc < c->n_schemes; sc++)
+        for (int k = 0; k < n_variants(c); k++)
+            if (row_label(c, sc, k, label, sizeof label) && strlen(rows) + strlen(label) + 3 < sizeof rows)
+                snprintf(rows + strlen(rows), sizeof rows - strlen(rows), "%s%s", *rows ? ", " : "", label);
+    double mult[64];
+    int nw = grid_windows(c, mult, 64);
+    for (int i = 0; i < c->n_text_claims; i++) {
+        TextClaim *x = &c->text_claims[i];
+        CHECK(text_claim_parse(items[i], x, msg, sizeof msg), "--claims: '%s': %s", items[i], msg);
+        CHECK(find_row(c, x->a, &x->sa, &x->va), "--claims: '%s': '%s' is not a row of the perplexity table (%s)", x->text, x->a, rows);
+        CHECK(find_row(c, x->b, &x->sb, &x->vb), "--claims: '%s': '%s' is not a row of the perplexity table (%s)", x->text, x->b, rows);
+        CHECK(x->sa != x->sb || x->va != x->vb || x->margin != 1, "--claims: '%s' compares %s with itself, whose "
+              "difference is 0 by construction; compare two rows, or give a margin (%s<%s*1.02@W)", x->text, x->a, x->a, x->a);
+        int seen = 0;
+        for (int k = 0; k < nw; k++) seen |= fabs(mult[k] - x->window) <= 1e-9 * mult[k];
+        char list[256];
+        CHECK(seen, "--claims: '%s': the window %gT is not evaluated; the runs are scored at %s times the context "
+              "(--eval-flags '--ppl-windows LIST')", x->text, x->window, eval_flag(c, "--ppl-windows", list, sizeof list) ? list :
+              PPL_DEFAULT_WINDOWS);
+    }
+}
+
 // ----------------------------------------------------------------------------------------------
 // the flag table
 
@@ -335,7 +379,10 @@ static const FlagRow FLAGS[] = {
     { "claims", FLAG_CALL, 0, 0, 0, 0, "'a>b,...'", NULL,
       "task: test each claim (scheme a beats scheme b beyond the training lengths) with\n"
       "the paired test pooled over tasks and per task: supported, contradicted or not\n"
-      "distinguishable", set_claims },
+      "distinguishable. Text: 'A<B@W,A>B*M@W:sliding,...': row A of the perplexity table\n"
+      "has a perplexity below (or above) M times row B's (M 1 unless given) on windows of\n"
+      "W times the context, non-overlapping unless :sliding; a paired t-test by seed, Holm\n"
+      "over the claims", set_claims },
     { "claims-unit", FLAG_CALL, 0, 0, 0, 0, "seed|task", NULL,
       "task: the unit of the claims pooled over tasks: seed (each seed's mean over the\n"
       "tasks; default) or task (each task's mean over the seeds: the claim is across tasks)", set_unit },
@@ -414,8 +461,8 @@ static void usage(FILE *f) {
 // ----------------------------------------------------------------------------------------------
 // the flags against each other, in this order: the first broken rule is the one reported
 
-// The modes: a task or text, and the flags that apply to one of them only. claims: --claims's value.
-static void check_modes(const Cfg *c, const char *claims) {
+// The modes: a task or text, and the flags that apply to one of them only.
+static void check_modes(const Cfg *c) {
     CHECK(c->out, "give the results folder: --out DIR");
     CHECK((c->n_tasks > 0) != (c->data != NULL), "give either --task NAME or --data FILE (one of them)");
     CHECK(!c->n_ext || c->data, "--rope-extensions applies to text (--data), where perplexity is measured by length");
@@ -440,7 +487,6 @@ static void check_modes(const Cfg *c, const char *claims) {
     CHECK(!c->attention_distance || !c->data, "--attention-distance applies to tasks (--task): it compares task models "
           "on the same test instances");
     CHECK(!c->fit_target || !c->data, "--fit-target applies to tasks (--task), whose in-distribution validation accuracy it reads");
-    CHECK(!claims || !c->data, "--claims applies to tasks (--task): it compares accuracy beyond the training lengths");
     CHECK(!c->data || (!c->unit_task && isnan(c->floor)), "--claims-unit and --floor apply to tasks (--task)");
     // a glob pattern ('dir/*.bin') names no file itself: ./train expands and checks it
     if (c->data && !strpbrk(c->data, "*?[")) CHECK(access(c->data, R_OK) == 0, "--data %s cannot be read: %s", c->data, strerror(errno));
@@ -454,11 +500,12 @@ static void complete(Cfg *c, Parse *p, char *claims, char *doubled) {
         int n = split_list(def, names, MAX_ITEMS, "--schemes");
         for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
     }
-    if (claims) parse_claims(c, claims);
     for (int k = 0; k < p->n_paper; k++) parse_paper(c, p->paper[k]);
     if (doubled) add_long_length(c, doubled, "--double-length");
     if (p->longer) add_long_length(c, p->longer, "--long-length");
     if (c->finetune) check_finetune(c);
+    if (claims && c->data) parse_text_claims(c, claims);       // (after the long rows, which claims may name)
+    else if (claims) parse_claims(c, claims);
     CHECK(!c->attention_distance || (nope_scheme(c) >= 0 && (c->n_schemes > 1 || c->n_seeds > 1)),
           "--attention-distance measures every scheme's attention against NoPE's: give a scheme labelled nope "
           "(--schemes nope,...) and another scheme or a second seed");
@@ -579,7 +626,7 @@ void compare_parse(Cfg *c, int argc, char **argv) {
         c->extra = argv + fp.rest;
         c->n_extra = argc - fp.rest;
     }
-    check_modes(c, p.claims);
+    check_modes(c);
     check_modifiers(c, &p);
     complete(c, &p, p.claims, p.doubled);
     check_extra(c);

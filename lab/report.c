@@ -3,10 +3,10 @@
 // scripts and plots, then prints the summary. For tasks, summary.md gives per task the fitted
 // runs, means over them with 95% bootstrap intervals, the test pools, the degenerate runs and the
 // paired test of every two schemes; then the paired tests pooled over tasks, the MRR with its
-// interval and the --claims verdicts. The statistics are lab/stats.c's. The stages are here, with
-// the paired tests that the tables of tasks and of text share; the reading, the plots and the
-// sections are in lab/report_read.c, report_plots.c, report_tasks.c, report_distance.c and
-// report_text.c (lab/report.h).
+// interval and the --claims verdicts; for text, after its tables, the claims on text. The statistics
+// are lab/stats.c's. The stages are here, with the paired tests that the tables of tasks and of text
+// share; the reading, the plots and the sections are in lab/report_read.c, report_plots.c,
+// report_tasks.c, report_distance.c, report_text.c and report_claims.c (lab/report.h).
 #include <math.h>
 #include <string.h>
 
@@ -112,6 +112,7 @@ void report(const Cfg *c, const Run *runs, int n) {
         }
         if (c->data) text_section(&rp, t); else task_section(&rp, t);
         plot_loss(c, runs, t, rp.md, rp.plots, &rp.made);
+        if (c->data && c->n_text_claims) text_claims_section(&rp, t);
     }
     if (!c->data) {
         if (c->n_tasks > 1 && c->n_schemes > 1) { fprintf(rp.md, "## Paired comparisons over all tasks\n\n"); pair_table(&rp, 0, c->n_tasks); }

@@ -4,7 +4,7 @@
 // runs.csv; lab/report_plots.c writes the gnuplot scripts and their .dat files; lab/report_tasks.c the
 // task tables (accuracy, test pools, paired tests, MRR, claims); lab/report_distance.c the attention
 // distance's; lab/report_text.c the tables of text (perplexity by window, the test at K times the
-// context, the extended and fine-tuned models against it, heads collapsed).
+// context, the extended and fine-tuned models against it, heads collapsed); lab/report_claims.c the claims on text.
 #ifndef REPORT_H
 #define REPORT_H
 
@@ -149,5 +149,17 @@ void distance_pooled(const Report *rp);       // the paired tables and the claim
 
 // lab/report_text.c: summary.md's section of text
 void text_section(Report *rp, int t);
+// The context T of the grid's models (--double-length's T, else the first finished run's); 0 when unknown
+int grid_context(const Report *rp);
+// The perplexity of a run (variant: 0 its own positions, e > 0 the variant e of lab/variants.h) at window w
+// tokens (mode 0: non-overlapping, 1: sliding), NAN when none; *note (when not NULL) gets the row's
+// note (why there is no number).
+double ppl_value(const Report *rp, int run, int variant, int mode, int w, const char **note);
+// A table cell "| mean [lo, hi]" of a mean over k of the grid's n_seeds seeds, with "(k of n seeds)"
+// when k < n_seeds and the interval only when k > 1.
+void seeds_cell(FILE *md, Interval iv, int k, int n_seeds, int digits);
+
+// lab/report_claims.c: --claims on text, each claim's paired t-test at its window, Holm over them
+void text_claims_section(const Report *rp, int t);
 
 #endif

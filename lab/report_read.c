@@ -218,9 +218,8 @@ void write_results_csv(const Report *rp) {
     for (int i = 0; i < rp->rs.n; i++) {
         const Row *r = &rp->rs.r[i];
         const Run *u = &rp->runs[r->run];
-        char label[160];
-        if (text) variant_label(c, u->scheme, r->variant, label, sizeof label);
-        else snprintf(label, sizeof label, "%s", c->schemes[u->scheme].label);
+        char label[256];
+        row_label(c, u->scheme, r->variant, label, sizeof label);
         if (text) {
             fprintf(f, "%s,%s,%lld,%d,%s,%d,", c->data, label, c->seeds[u->seed], r->length, r->sliding ? "sliding" : "nonoverlap", r->tokens);
             if (!isnan(r->loss)) fprintf(f, "%.6f", r->loss);

@@ -14,7 +14,7 @@ static Interval exp_interval(Interval iv) { iv.mean = exp(iv.mean); iv.lo = exp(
 
 // The perplexity of a run (variant: 0 plain, else lab/variants.h's) at window w (mode 0:
 // non-overlapping, 1: sliding), NAN when none; *note gets the row's note (why there is no number).
-static double ppl_value(const Report *rp, int run, int variant, int mode, int w, const char **note) {
+double ppl_value(const Report *rp, int run, int variant, int mode, int w, const char **note) {
     double x = NAN;
     for (int i = 0; i < rp->rs.n; i++) {
         const Row *r = &rp->rs.r[i];
@@ -28,7 +28,7 @@ static double ppl_value(const Report *rp, int run, int variant, int mode, int w,
 
 // A table cell of a mean over seeds: the mean, its interval when there are two or more, and how
 // many seeds it holds when fewer than the grid's (an unfinished grid, a window a run could not take).
-static void seeds_cell(FILE *md, Interval iv, int k, int n_seeds, int digits) {
+void seeds_cell(FILE *md, Interval iv, int k, int n_seeds, int digits) {
     if (k > 1) fprintf(md, " %.*f [%.*f, %.*f]", digits, iv.mean, digits, iv.lo, digits, iv.hi);
     else fprintf(md, " %.*f", digits, iv.mean);
     if (k < n_seeds) fprintf(md, " (%d of %d seeds)", k, n_seeds);
@@ -44,7 +44,7 @@ static void cell_or_na(FILE *md, Interval iv, int k, const Cfg *c, const char *l
                        size_t cap) {
     if (k) { seeds_cell(md, iv, k, c->n_seeds, 2); return; }
     fprintf(md, " n/a |");
-    char line[256];
+    char line[512];
     snprintf(line, sizeof line, "n/a for %s: %s. ", label, *note ? note : "no number");
     if (!strstr(notes, line) && strlen(notes) + strlen(line) < cap) strcat(notes, line);
 }
@@ -52,18 +52,16 @@ static void cell_or_na(FILE *md, Interval iv, int k, const Cfg *c, const char *l
 static void ppl_table(const Report *rp, int t, const int *windows, int nw, int mode) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
-    int n_var = n_variants(c);
-    char notes[1024] = "";
+    char notes[1024] = "", label[256];
     fprintf(md, "%s\n\n| scheme |", mode ? "Sliding window:" : "Non-overlapping windows:");
     for (int w = 0; w < nw; w++) fprintf(md, " %d |", windows[w]);
     fprintf(md, "\n|---|");
     for (int w = 0; w < nw; w++) fprintf(md, "---|");
     fprintf(md, "\n");
     for (int sc = 0; sc < c->n_schemes; sc++)
-        for (int v = 0; v < n_var; v++) {
-            if (!variant_applies(c, sc, v)) continue;
-            char label[160];
-            fprintf(md, "| %s |", variant_label(c, sc, v, label, sizeof label));
+        for (int v = 0; v < n_variants(c); v++) {
+            if (!row_label(c, sc, v, label, sizeof label)) continue;
+            fprintf(md, "| %s |", label);
             for (int w = 0; w < nw; w++) {
                 double x[MAX_ITEMS]; const char *note = "";
                 int k = 0;
@@ -271,13 +269,17 @@ static void extension_section(const Report *rp, int t, int T) {
     free(pairs);
 }
 
+int grid_context(const Report *rp) {
+    int context = 0;
+    for (int i = 0; i < rp->n && !context; i++) if (run_has_results(&rp->runs[i])) context = text_context(&rp->runs[i]);
+    return rp->c->context ? rp->c->context : context;
+}
+
 // Text's section: perplexity against window length, non-overlapping then sliding, and the plot; with
 // --long-length the test at KT (and with --finetune the extensions against it), with --attention-stats the collapse tables.
 void text_section(Report *rp, int t) {
     const Cfg *c = rp->c;
-    int context = 0;
-    for (int i = 0; i < rp->n && !context; i++) if (run_has_results(&rp->runs[i])) context = text_context(&rp->runs[i]);
-    if (c->context) context = c->context;
+    int context = grid_context(rp);
     char sb[64];
     const char *stride = eval_flag(c, "--ppl-stride", sb, sizeof sb);
     double sf = stride ? atof(stride) : 0.5;               // ./train's default: half a window

@@ -7,6 +7,7 @@
 
 #include "util/common.h"
 #include "posenc.h"
+#include "lab/claims_text.h"
 
 #define MAX_ITEMS 64
 
@@ -32,6 +33,8 @@ typedef struct {
     int attention_distance;                       // tasks: the NoPE paper's attention distance to nope (distance.csv)
     const char *fit_target;                       // --fit-target A as given (NULL: none), for every run
     int claims[MAX_ITEMS][2], n_claims;           // --claims: the schemes (a, b) of each claim "a > b"
+    TextClaim text_claims[MAX_ITEMS];             // --claims on text (--data): each claim, its rows resolved
+    int n_text_claims;
     char **extra; int n_extra;                    // flags after --, given to every training run
     const char *launch;                           // --launch 'WORDS': put before each training command
                                                   // (e.g. 'mpirun -np 2': a run on several ranks)

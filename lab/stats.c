@@ -1,5 +1,6 @@
-// lab/stats.c: t-intervals, the sign-flip permutation test, the binomial sampler and the percentile
-// bootstraps of ./compare's report (lab/stats.h says what each computes).
+// lab/stats.c: t-intervals, Student's t distribution and the paired t-test, the sign-flip
+// permutation test, the binomial sampler and the percentile bootstraps of ./compare's report
+// (lab/stats.h says what each computes).
 #include <math.h>
 
 #include "lab/stats.h"
@@ -36,6 +37,72 @@ Interval mean_t_interval(const double *x, int n) {
     iv.lo = iv.mean - half;
     iv.hi = iv.mean + half;
     return iv;
+}
+
+// The continued fraction of I_x(a, b) (Abramowitz & Stegun 26.5.8),
+//     I_x(a, b) = x^a (1-x)^b / (a B(a, b)) * 1 / (1 + d1 / (1 + d2 / (1 + ...))),
+//     d(2m) = m (b - m) x / ((a + 2m - 1)(a + 2m)),  d(2m+1) = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1)),
+// by the modified Lentz method: the ratios c = A_k / A_(k-1) and d = B_(k-1) / B_k of the
+// convergents' numerators and denominators, each kept off zero, and f the fraction, f *= c d.
+// It converges in O(sqrt(max(a, b))) steps for x < (a + 1) / (a + b + 2).
+static double beta_fraction(double a, double b, double x) {
+    const double tiny = 1e-300, eps = 1e-15;
+    double c = 1, d = 1 - (a + b) * x / (a + 1);
+    if (fabs(d) < tiny) d = tiny;
+    d = 1 / d;
+    double f = d;
+    for (int m = 1; m <= 10000; m++) {
+        for (int odd = 0; odd < 2; odd++) {
+            double num = odd ? -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+                             : m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+            d = 1 + num * d;
+            if (fabs(d) < tiny) d = tiny;
+            c = 1 + num / c;
+            if (fabs(c) < tiny) c = tiny;
+            d = 1 / d;
+            f *= c * d;
+        }
+        if (fabs(c * d - 1) < eps) break;        // the last step changed f by less than eps
+    }
+    return f;
+}
+
+double incomplete_beta(double a, double b, double x) {
+    if (!(a > 0 && b > 0 && x >= 0 && x <= 1)) return NAN;
+    if (x == 0 || x == 1) return x;
+    // the prefactor x^a (1-x)^b / B(a, b), in logs so that large a or b do not overflow
+    double front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+    if (x < (a + 1) / (a + b + 2)) return front * beta_fraction(a, b, x) / a;
+    return 1 - front * beta_fraction(b, a, 1 - x) / b;
+}
+
+double t_two_sided_p(double t, double df) {
+    if (isnan(t) || !(df > 0)) return NAN;
+    return incomplete_beta(df / 2, 0.5, df / (df + t * t));     // t infinite: x = 0, p = 0
+}
+
+double t_cdf(double t, double df) {
+    double p = t_two_sided_p(t, df);             // the two tails together; the distribution is symmetric
+    return t >= 0 ? 1 - p / 2 : p / 2;
+}
+
+TTest paired_t_test(const double *d, int n) {
+    TTest x = { .iv = mean_t_interval(d, n), .t = NAN, .p = NAN, .df = n - 1 };
+    if (n < 2) return x;
+    double q = 0, mean = x.iv.mean;
+    int same = 1;
+    for (int i = 0; i < n; i++) { q += (d[i] - mean) * (d[i] - mean); same &= d[i] == d[0]; }
+    // every difference the same: sd = 0 exactly (the rounding of the mean would leave a sd of ~1e-17)
+    if (same) {
+        x.t = d[0] == 0 ? 0 : copysign(INFINITY, d[0]);
+        x.p = d[0] == 0 ? 1 : 0;
+        x.iv.mean = x.iv.lo = x.iv.hi = d[0];
+        return x;
+    }
+    double se = sqrt(q / (n - 1) / n);
+    x.t = mean / se;
+    x.p = t_two_sided_p(x.t, n - 1);
+    return x;
 }
 
 double sign_flip_p(const double *d, int n, uint64_t seed) {

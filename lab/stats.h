@@ -1,7 +1,8 @@
 // lab/stats.h: the statistics behind ./compare's intervals and tests (docs/lab.md, The comparison;
-// paired by seed, as small-seed comparisons need): means with t-intervals, the exact sign-flip permutation test of paired
-// differences, an exact binomial sampler, and percentile bootstraps of an accuracy over seeds and
-// instances and of the mean reciprocal rank over seeds. Pure functions: no I/O, and every random
+// paired by seed, as small-seed comparisons need): means with t-intervals, Student's t distribution
+// and the paired t-test, the exact sign-flip permutation test of paired differences, an exact
+// binomial sampler, and percentile bootstraps of an accuracy over seeds and instances and of the
+// mean reciprocal rank over seeds. Pure functions: no I/O, and every random
 // draw comes from an Rng (util/common.h) seeded by the caller, so a report is the same every time.
 #ifndef STATS_H
 #define STATS_H
@@ -18,6 +19,25 @@ double t_quantile_975(int df);
 
 // The mean of x (n values) with the 95% t-interval mean +- t(0.975, n-1) * sd / sqrt(n).
 Interval mean_t_interval(const double *x, int n);
+
+// The regularized incomplete beta function I_x(a, b) = B(x; a, b) / B(a, b) for a, b > 0 and
+// 0 <= x <= 1 (NAN outside): the continued fraction of Abramowitz & Stegun 26.5.8, evaluated by the
+// modified Lentz method to a relative 1e-15, on x itself when x < (a + 1) / (a + b + 2) and through
+// I_x(a, b) = 1 - I_(1-x)(b, a) beyond, where the fraction converges fast.
+double incomplete_beta(double a, double b, double x);
+
+// Student's t with df > 0 degrees of freedom: the CDF P(T <= t), from the incomplete beta,
+// P(|T| >= |t|) = I_(df / (df + t^2))(df / 2, 1 / 2). t may be infinite; NAN for a NAN t or df <= 0.
+double t_cdf(double t, double df);
+// The two-sided p of a t statistic, P(|T| >= |t|), computed directly (no 1 - CDF cancellation).
+double t_two_sided_p(double t, double df);
+
+// The paired t-test of differences d (n values) against 0: the mean with its 95% t-interval,
+// t = mean / (sd / sqrt(n)), df = n - 1 and the two-sided p. With n < 2, t and p are NAN. When
+// every difference is the same (sd = 0), t is +-infinity and p = 0, or t = 0 and p = 1 when they
+// are all 0.
+typedef struct { Interval iv; double t, p; int df; } TTest;
+TTest paired_t_test(const double *d, int n);
 
 // Patterns up to which sign_flip_p enumerates every one of the 2^n sign patterns.
 #define SIGN_FLIP_EXACT_MAX 24

@@ -64,3 +64,17 @@ void variant_eval_command(Argv *a, const Cfg *c, const Run *r, int v) {
         arg(a, "--longrope-long"); arg(a, "%s/longrope.long", r->dir);
     }
 }
+
+int row_label(const Cfg *c, int sc, int v, char *buf, size_t cap) {
+    if (sc < 0 || sc >= c->n_schemes || v < 0 || v >= n_variants(c) || !variant_applies(c, sc, v)) return 0;
+    variant_label(c, sc, v, buf, cap);
+    return 1;
+}
+
+int find_row(const Cfg *c, const char *label, int *sc, int *v) {
+    char buf[256];
+    for (int i = 0; i < c->n_schemes; i++)
+        for (int k = 0; k < n_variants(c); k++)
+            if (row_label(c, i, k, buf, sizeof buf) && !strcmp(buf, label)) { *sc = i; *v = k; return 1; }
+    return 0;
+}

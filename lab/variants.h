@@ -36,6 +36,13 @@ void variant_file(const Cfg *c, const Run *r, int v, const char *name, char *out
 // searched for the run).
 void variant_eval_command(Argv *a, const Cfg *c, const Run *r, int v);
 
+// The rows of text's perplexity table are the variants, labelled as variant_label does. row_label:
+// the label of scheme sc's variant v into buf and 1, or 0 when the scheme has no such variant.
+// find_row: the scheme and variant of a label, 1 when found. The perplexity tables, results.csv and
+// the claims (--claims on text) use these.
+int row_label(const Cfg *c, int sc, int v, char *buf, size_t cap);
+int find_row(const Cfg *c, const char *label, int *sc, int *v);
+
 // lab/finetune.c
 // The fine-tune of variant v (a +M+ft one) of a run, into cmd: ./train --load RUN/model.ckpt
 // --rope-scaling M --rope-factor S --rope-original-context T (LongRoPE: the run's searched lists)

@@ -1,5 +1,6 @@
 // tests/test_stats.c: lab/stats.c against known values and hand-computed small cases: t quantiles,
-// a t-interval, exact sign-flip p-values (and the Monte Carlo beyond 24 pairs), the binomial
+// a t-interval, the incomplete beta and Student's t CDF (closed forms, binomial tails and the
+// integrated density), the paired t-test, exact sign-flip p-values (and the Monte Carlo beyond 24 pairs), the binomial
 // sampler's distribution, percentiles, and the seed x instance and MRR bootstraps.
 #include "lab/stats.h"
 #include "tests/testutil.h"
@@ -174,7 +175,115 @@ static void test_holm(void) {
     EXPECT(onea == one, "Holm of one test is its p");
 }
 
+// The two-sided p of Student's t by numeric integration of its density (the reference the C code
+// is held to): 1 - 2 * the integral of the density over [0, |t|], composite Simpson with 20000
+// panels (error ~1e-14 on these smooth integrands).
+static double t_p_by_integration(double t, double df) {
+    double k = exp(lgamma((df + 1) / 2) - lgamma(df / 2)) / sqrt(df * M_PI), h = fabs(t) / 20000, s = 0;
+    for (int i = 0; i <= 20000; i++) {
+        double x = i * h, f = k * pow(1 + x * x / df, -(df + 1) / 2);
+        s += f * (i == 0 || i == 20000 ? 1 : i % 2 ? 4 : 2);
+    }
+    return 1 - 2 * s * h / 3;
+}
+
+// P(X >= a) for X ~ Binomial(n, x), summed in logs: I_x(a, n - a + 1) for integers a, b
+static double binomial_tail(int n, int a, double x) {
+    double s = 0;
+    for (int j = a; j <= n; j++) s += exp(lgamma(n + 1) - lgamma(j + 1) - lgamma(n - j + 1) + j * log(x) + (n - j) * log1p(-x));
+    return s;
+}
+
+static void test_incomplete_beta(void) {
+    const double xs[] = { 0.01, 0.2, 0.5, 0.77, 0.999 };
+    for (int i = 0; i < 5; i++) {
+        double x = xs[i];
+        char what[96];
+        snprintf(what, sizeof what, "I_%g(1, 1) = x", x);
+        EXPECT_NEAR(incomplete_beta(1, 1, x), x, 1e-14, 0, what);
+        snprintf(what, sizeof what, "I_%g(3.5, 1) = x^3.5", x);
+        EXPECT_NEAR(incomplete_beta(3.5, 1, x), pow(x, 3.5), 1e-14, 1e-12, what);
+        snprintf(what, sizeof what, "I_%g(1, 2.5) = 1 - (1-x)^2.5", x);
+        EXPECT_NEAR(incomplete_beta(1, 2.5, x), 1 - pow(1 - x, 2.5), 1e-14, 1e-12, what);
+        snprintf(what, sizeof what, "I_%g(2, 3): a binomial tail", x);
+        EXPECT_NEAR(incomplete_beta(2, 3, x), binomial_tail(4, 2, x), 1e-14, 1e-12, what);
+        snprintf(what, sizeof what, "I_%g(50, 60): a binomial tail", x);
+        EXPECT_NEAR(incomplete_beta(50, 60, x), binomial_tail(109, 50, x), 1e-13, 1e-10, what);
+    }
+    EXPECT_NEAR(incomplete_beta(7.25, 7.25, 0.5), 0.5, 1e-14, 0, "I_0.5(a, a) = 1/2");
+    EXPECT(incomplete_beta(2, 3, 0) == 0 && incomplete_beta(2, 3, 1) == 1, "I_0 = 0, I_1 = 1");
+    EXPECT(isnan(incomplete_beta(0, 1, 0.5)) && isnan(incomplete_beta(1, 1, 1.5)) && isnan(incomplete_beta(1, 1, NAN)),
+           "I outside its domain is NAN");
+}
+
+static void test_t_cdf(void) {
+    // the 95% and 99% two-sided points (R: qt(0.975, 4), qt(0.975, 5), qt(0.995, 4)), given to 6 decimals
+    EXPECT_NEAR(t_two_sided_p(2.776445, 4), 0.05, 1e-7, 0, "p(t = 2.776445, df 4)");
+    EXPECT_NEAR(t_two_sided_p(2.570582, 5), 0.05, 1e-7, 0, "p(t = 2.570582, df 5)");
+    EXPECT_NEAR(t_two_sided_p(4.604095, 4), 0.01, 1e-7, 0, "p(t = 4.604095, df 4)");
+    EXPECT_NEAR(t_two_sided_p(-4.604095, 4), 0.01, 1e-7, 0, "p(t = -4.604095, df 4)");
+    EXPECT_NEAR(t_two_sided_p(1, 1), 0.5, 1e-14, 0, "p(t = 1, df 1)");
+    // every quantile of the t-interval's table gives p = 0.05: the interval and the test agree
+    for (int df = 1; df <= 40; df++) {
+        char what[96];
+        snprintf(what, sizeof what, "p(t(0.975, %d), %d) = 0.05", df, df);
+        EXPECT_NEAR(t_two_sided_p(t_quantile_975(df), df), 0.05, 1e-8, 0, what);
+    }
+    // closed forms: df 1 (Cauchy) p = 1 - 2 atan|t| / pi; df 2 p = 1 - |t| / sqrt(2 + t^2);
+    // df 3 CDF = 1/2 + (u / (1 + u^2) + atan u) / pi with u = t / sqrt 3
+    const double ts[] = { -7.5, -2, -0.3, 0, 0.3, 1.7, 3, 12, 150 };
+    for (int i = 0; i < 9; i++) {
+        double t = ts[i], u = t / sqrt(3);
+        char what[96];
+        snprintf(what, sizeof what, "p(t = %g, df 1)", t);
+        EXPECT_NEAR(t_two_sided_p(t, 1), 1 - 2 * atan(fabs(t)) / M_PI, 1e-14, 1e-12, what);
+        snprintf(what, sizeof what, "p(t = %g, df 2)", t);
+        EXPECT_NEAR(t_two_sided_p(t, 2), 1 - fabs(t) / sqrt(2 + t * t), 1e-14, 1e-10, what);
+        snprintf(what, sizeof what, "CDF(t = %g, df 3)", t);
+        EXPECT_NEAR(t_cdf(t, 3), 0.5 + (u / (1 + u * u) + atan(u)) / M_PI, 1e-14, 1e-10, what);
+    }
+    // other degrees of freedom, a fractional one too, against the integrated density
+    const double dfs[] = { 4, 5.5, 7, 12, 30, 200 }, tt[] = { 0.1, 0.9, 2.1, 3.3, 6 };
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 5; j++) {
+            char what[96];
+            snprintf(what, sizeof what, "p(t = %g, df %g) against the integrated density", tt[j], dfs[i]);
+            EXPECT_NEAR(t_two_sided_p(tt[j], dfs[i]), t_p_by_integration(tt[j], dfs[i]), 1e-11, 0, what);
+        }
+    EXPECT(t_two_sided_p(INFINITY, 3) == 0 && t_two_sided_p(0, 3) == 1, "p(inf) = 0, p(0) = 1");
+    EXPECT_NEAR(t_cdf(-2.776445, 4), 0.025, 1e-7, 0, "CDF(-2.776445, df 4)");
+    EXPECT_NEAR(t_cdf(2.776445, 4), 0.975, 1e-7, 0, "CDF(2.776445, df 4)");
+    EXPECT(isnan(t_two_sided_p(NAN, 3)) && isnan(t_two_sided_p(1, 0)), "p of NAN t or df 0 is NAN");
+}
+
+static void test_paired_t(void) {
+    // {1,2,3,4,5}: mean 3, se sqrt(2.5 / 5), t = 3 / sqrt(0.5) = 4.2426, df 4
+    TTest x = paired_t_test((const double[]){ 1, 2, 3, 4, 5 }, 5);
+    EXPECT_NEAR(x.t, 3 / sqrt(0.5), 1e-12, 0, "t of {1..5}");
+    EXPECT(x.df == 4, "df of {1..5}");
+    EXPECT_NEAR(x.p, t_p_by_integration(3 / sqrt(0.5), 4), 1e-11, 0, "p of {1..5}");
+    EXPECT_NEAR(x.iv.lo, 3 - 2.776445105 * sqrt(0.5), 1e-8, 0, "its interval");
+    // {0.5, -0.1, 0.2}: mean 0.2, sd 0.3, t = 0.2 / (0.3 / sqrt 3) = 1.1547, df 2: p = 1 - t / sqrt(2 + t^2)
+    x = paired_t_test((const double[]){ 0.5, -0.1, 0.2 }, 3);
+    double t = 0.2 / (0.3 / sqrt(3));
+    EXPECT_NEAR(x.t, t, 1e-12, 0, "t of {0.5, -0.1, 0.2}");
+    EXPECT_NEAR(x.p, 1 - t / sqrt(2 + t * t), 1e-12, 0, "p of {0.5, -0.1, 0.2}");
+    // five equal differences, -log 1.5, whose sum over 5 is not exactly -log 1.5 in floating point:
+    // still sd 0, so t -inf, p 0 and a point interval (not a t of -1e16 from the rounding)
+    x = paired_t_test((const double[]){ -0.4054651081081644, -0.4054651081081644, -0.4054651081081644,
+                                        -0.4054651081081644, -0.4054651081081644 }, 5);
+    EXPECT(isinf(x.t) && x.t < 0 && x.p == 0, "equal negative differences: t -inf, p 0 (got t %g, p %g)", x.t, x.p);
+    EXPECT(x.iv.lo == x.iv.mean && x.iv.hi == x.iv.mean && x.iv.mean == -0.4054651081081644, "equal differences: a point interval");
+    x = paired_t_test((const double[]){ 0, 0 }, 2);
+    EXPECT(x.t == 0 && x.p == 1, "zero differences: t 0, p 1");
+    x = paired_t_test((const double[]){ 1 }, 1);
+    EXPECT(isnan(x.t) && isnan(x.p) && x.iv.mean == 1, "one difference: no test");
+}
+
 int main(void) {
+    test_incomplete_beta();
+    test_t_cdf();
+    test_paired_t();
     test_holm();
     test_t();
     test_t_interval();

@@ -1,10 +1,12 @@
 // tests/fuzz/fuzz_compare_args.c: ./compare's command line (compare_parse, lab/compare_options.c), one argument
-// per line of the input: lists (--task, --schemes, --seeds, --claims, --rope-extensions, --double-length,
+// per line of the input: lists (--task, --schemes, --seeds, --claims on tasks and on text, --rope-extensions, --double-length,
 // --long-length), numbers (--fit-target, --rope-factor, --jobs, --long-factor, --finetune, ...), scheme labels. An
 // accepted line has consistent sets.
+#include <math.h>
 #include <string.h>
 
 #include "lab/compare.h"
+#include "lab/variants.h"
 #include "tests/fuzz/fuzz.h"
 
 enum { MAX_ARGS = 64 };
@@ -32,7 +34,7 @@ void fuzz_one(const uint8_t *data, size_t size) {
     char *argv[MAX_ARGS + 1];
     int argc = fuzz_argv(data, size, "compare", argv, MAX_ARGS + 1);
     if (compare_asks_help(argv, argc)) return;
-    static Cfg c;   // 40 KB
+    static Cfg c;   // about 120 KB
     compare_parse(&c, argc, argv);
     FUZZ_ASSERT(c.out && c.n_tasks >= 1 && c.n_tasks <= MAX_ITEMS);
     FUZZ_ASSERT(c.n_schemes >= 1 && c.n_schemes <= MAX_ITEMS && c.n_seeds >= 1 && c.n_seeds <= MAX_ITEMS);
@@ -51,4 +53,14 @@ void fuzz_one(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(!c.finetune || (c.n_ext && c.context >= 1 && c.ext_factor >= 2 && c.batch % (int)c.ext_factor == 0));
     for (int k = 0; k < c.n_claims; k++)
         for (int j = 0; j < 2; j++) FUZZ_ASSERT(c.claims[k][j] >= 0 && c.claims[k][j] < c.n_schemes);
+    // a claim on text names two rows of the perplexity table, by their labels, at a positive window
+    FUZZ_ASSERT(!c.n_text_claims || (c.data && !c.n_claims));
+    for (int k = 0; k < c.n_text_claims; k++) {
+        const TextClaim *x = &c.text_claims[k];
+        char la[256], lb[256];
+        FUZZ_ASSERT(row_label(&c, x->sa, x->va, la, sizeof la) && !strcmp(la, x->a));
+        FUZZ_ASSERT(row_label(&c, x->sb, x->vb, lb, sizeof lb) && !strcmp(lb, x->b));
+        FUZZ_ASSERT(x->window > 0 && x->margin > 0 && isfinite(x->window) && isfinite(x->margin));
+        FUZZ_ASSERT(x->sa != x->sb || x->va != x->vb || x->margin != 1);
+    }
 }
