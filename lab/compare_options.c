@@ -34,6 +34,7 @@ static void add_scheme(Cfg *c, const char *label, const char *flags) {
     snprintf(s->label, sizeof s->label, "%s", label);
     snprintf(s->flags, sizeof s->flags, "%s", flags);
     s->long_of = -1;
+    s->no_ext = 0;
 }
 
 // A scheme's flags may set its positions only (--pe, --pe-layers, --input-pe and the scheme
@@ -224,7 +225,7 @@ static void parse_text_claims(Cfg *c, char *v) {
 
 // The command line being read: the settings, and the lists applied once every flag is read
 // (--claims names schemes that later flags may give; --double-length and --long-length read the flags after --).
-typedef struct { Cfg *c; char *claims, *doubled, *longer; char *paper[MAX_ITEMS]; int n_paper; unsigned char given[128]; } Parse;
+typedef struct { Cfg *c; char *claims, *doubled, *longer, *extend; char *paper[MAX_ITEMS]; int n_paper; unsigned char given[128]; } Parse;
 
 static void set_launch(void *ctx, char *v) {
     Parse *p = ctx;
@@ -287,6 +288,23 @@ static void parse_paper(Cfg *c, char *v) {
 }
 static void set_double_length(void *ctx, char *v) { Parse *p = ctx; p->doubled = v; }
 static void set_long_length(void *ctx, char *v) { Parse *p = ctx; p->longer = v; }
+static void set_extend(void *ctx, char *v) { Parse *p = ctx; p->extend = v; }
+
+// --extend LIST: only the listed schemes take the --rope-extensions (and their fine-tunes); each
+// must put RoPE in some layer.
+static void apply_extend(Cfg *c, char *list) {
+    CHECK(c->n_ext, "--extend names the schemes that take --rope-extensions: give --rope-extensions");
+    char *items[MAX_ITEMS];
+    int n = split_list(list, items, MAX_ITEMS, "--extend");
+    for (int sc = 0; sc < c->n_schemes; sc++) c->schemes[sc].no_ext = 1;
+    for (int k = 0; k < n; k++) {
+        int x = -1;
+        for (int sc = 0; sc < c->n_schemes; sc++) if (!strcmp(c->schemes[sc].label, items[k])) x = sc;
+        CHECK(x >= 0, "--extend: '%s' is not one of the schemes compared (--schemes / --scheme labels)", items[k]);
+        CHECK(uses_rope(&c->schemes[x]), "--extend: '%s' has no RoPE layer, so the RoPE extensions do not act on it", items[k]);
+        c->schemes[x].no_ext = 0;
+    }
+}
 
 static void set_fit_target(void *ctx, char *v) {
     Parse *p = ctx;
@@ -368,6 +386,9 @@ static const FlagRow FLAGS[] = {
       "text: also evaluate RoPE runs with these --rope-scaling methods (./train --help names them);\n"
       "LongRoPE's lists are first searched per run on validation tokens the evaluations do not score)",
       set_extensions },
+    { "extend", FLAG_CALL, 0, 0, 0, 0, "LIST", NULL,
+      "text: only these RoPE schemes take --rope-extensions and --finetune (default: every\n"
+      "scheme with a RoPE layer, trained at T)", set_extend },
     { "rope-factor", FLAG_CALL, 0, 0, 0, 0, "X", NULL,
       "the factor of those methods (default 8: the longest window over the context)", set_rope_factor },
     { "eval-per-length", FLAG_INT, O(per_length), 1, 100000, 0, "N", NULL,
@@ -501,6 +522,7 @@ static void complete(Cfg *c, Parse *p, char *claims, char *doubled) {
         for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
     }
     for (int k = 0; k < p->n_paper; k++) parse_paper(c, p->paper[k]);
+    if (p->extend) apply_extend(c, p->extend);
     if (doubled) add_long_length(c, doubled, "--double-length");
     if (p->longer) add_long_length(c, p->longer, "--long-length");
     if (c->finetune) check_finetune(c);

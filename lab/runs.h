@@ -16,7 +16,7 @@
 // --batch B/K, and --steps N with --long-steps), eval_post (after --eval-flags: the perplexity
 // windows as multiples of KT, so both evaluate the same lengths) and long_of (the scheme it
 // lengthens; -1 for every other scheme).
-typedef struct { char label[64]; char flags[512]; char post[128]; char eval_post[256]; int long_of; } Scheme;
+typedef struct { char label[64]; char flags[512]; char post[128]; char eval_post[256]; int long_of; int no_ext; } Scheme;
 
 typedef struct {
     const char *out, *data, *val_data, *train_bin, *eval_flags;
@@ -105,8 +105,8 @@ static inline int twin_index(const Cfg *c, int task, int seed) { return n_grid_r
 // with the --rope-extensions methods.
 int uses_rope(const Scheme *s);
 // 1 when a scheme's runs are evaluated with the --rope-extensions methods (and fine-tuned under them
-// with --finetune): RoPE runs trained at T (not the --long-length copies).
-static inline int takes_extensions(const Scheme *s) { return uses_rope(s) && s->long_of < 0; }
+// with --finetune): RoPE runs trained at T (not the --long-length copies), those --extend lists when given.
+static inline int takes_extensions(const Scheme *s) { return uses_rope(s) && s->long_of < 0 && !s->no_ext; }
 
 // A list of positive multiples of the context (e.g. "0.5,1,2"), each divided by k into out: the same
 // window lengths for a model of k times the context. Returns 1, 0 when out is too short, -1 when the

@@ -134,7 +134,22 @@ fd=(./compare --out "$tmp/fd" --data "$tmp/text.txt" --schemes alibi --seeds 1,2
   grep -q "^| alibi | alibi@32 | " "$tmp/fd_double.md"
 check $? "--long-length at factor 2 does not report as --double-length"
 
+# --extend LIST: only the listed RoPE schemes take the extensions (rows and fine-tunes); the others keep their own row
+fe=(./compare --out "$tmp/fe" --data "$tmp/text.txt" --schemes rope --scheme 'rope50=--pe rope --rope-fraction 0.5' --seeds 1
+    --rope-extensions yarn --finetune 2 --extend rope50 -- $model --steps 2 --seq 16 --batch 8)
+"${fe[@]}" > "$tmp/loge" 2>&1; check $? "a grid with --extend failed:" || cat "$tmp/loge"
+has "$tmp/fe/summary.md" "| rope50+yarn+ft |"
+grep -q "^| rope+yarn" "$tmp/fe/summary.md"; check $((!$?)) "--extend rope50 still extends rope"
+[ -f "$tmp/fe/runs/text/rope50/seed1/ft-yarn/trained" ] && [ ! -e "$tmp/fe/runs/text/rope/seed1/ft-yarn" ]
+check $? "--extend rope50: the fine-tunes are not rope50's alone"
+
 # ---- bad combinations: refused, naming the flag
+expect_fail "--extend without --rope-extensions" "--extend names the schemes that take --rope-extensions" ./compare --out "$tmp/x" \
+  --data "$tmp/text.txt" --schemes rope --extend rope -- --seq 16 --batch 8
+expect_fail "--extend naming a scheme without RoPE" "--extend: 'alibi' has no RoPE layer" ./compare --out "$tmp/x" \
+  --data "$tmp/text.txt" --schemes rope,alibi --rope-extensions yarn --extend alibi -- --seq 16 --batch 8
+expect_fail "--extend naming no scheme compared" "--extend: 'rope9' is not one of the schemes compared" ./compare --out "$tmp/x" \
+  --data "$tmp/text.txt" --schemes rope --rope-extensions yarn --extend rope9 -- --seq 16 --batch 8
 x=(./compare --out "$tmp/x" --data "$tmp/text.txt" --schemes rope)
 expect_fail "--finetune without --rope-extensions" "give --data and --rope-extensions" "${x[@]}" --finetune 3 -- --seq 16 --batch 8
 expect_fail "--finetune on a task" "give --data and --rope-extensions" ./compare --out "$tmp/x" --task copy --finetune 3
