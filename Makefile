@@ -5,6 +5,7 @@
 #   make reproduce-nope   the NoPE paper's experiment as protocols/nope.txt fixes it: 17 configurations x 5
 #                   schemes x 3 seeds, a fixed budget, best-validation selection (hours, in sittings), runs/nope17/
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x: 9 seeds (~1.5 h; needs make kjv), runs/alibi/
+#   make reproduce-recipes  partial RoPE, p-RoPE, NoPE layers and RoPE extended with a fine-tune, on the KJV: 6 seeds (~5 h), runs/recipes/
 #   make reproduce-collapse  heads collapsed onto BOS by layer in deep narrow models: 4 schemes x 3 seeds
 #                   (~26 min; needs make kjv), runs/collapse/
 #   make test       every test, to the end; a closing line counts passed, failed and SKIPPED (REQUIRE_ALL=1: a skip fails)
@@ -53,7 +54,7 @@ HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h util/flags.h util/cpu.
 BPE = util/common.c util/atomicfile.c util/flags.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_claims tests/test_bpe tests/test_scan tests/test_pcfg
 
-.PHONY: all test run asan fuzz clean fixtures bench bench-tools kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse
+.PHONY: all test run asan fuzz clean fixtures bench bench-tools kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse reproduce-recipes
 all: train compare ladder tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
@@ -307,6 +308,13 @@ reproduce-alibi: train compare data/kjv.txt
 	  --seeds 1,2,3,4,5,6,7,8,9 --double-length alibi,sinusoidal,rope \
 	  --rope-extensions linear,dynamic,yarn,longrope --eval-flags '--ppl-tokens 32768' \
 	  -- --dim 64 --seq 64 --batch 16 --steps 800 --lr 2e-3 --log-every 100 --val-every 200
+
+# make reproduce-recipes: protocols/recipes.txt, today's recipes on the KJV text: partial RoPE, p-RoPE,
+# NoPE layers, ALiBi and sinusoidal against RoPE, and RoPE extended to 4x with and without a short
+# fine-tune against RoPE trained at 4x; 19 claims, Holm (docs/recipes.md). 6 seeds, about 5 hours
+# of 2 cores; stopped, the same command continues. Its run: results/recipes/.
+reproduce-recipes: train compare data/kjv.txt
+	./compare --protocol protocols/recipes.txt --out runs/recipes --jobs 2
 
 # make fuzz: the seed corpora (build/fuzz/corpus/NAME/: checkpoints, safetensors files and, for
 # import, an export, an llm.c file and a checkpoint from a tiny ./train; the rest from
