@@ -62,29 +62,33 @@ static const TaskInfo TASKS[T_COUNT] = {
      "e.g. find:the cat #q:40213 sat on #b:77310 the mat?q=40213"},
 };
 
-// The operations of each task (dataset/tasks_impl.h), in the order of TASKS.
+// The operations of each task (dataset/tasks_impl.h), in the order of TASKS. SORT_ITEMS: the NoPE
+// paper's sort draws from 50 items (scripts/dataset_builders/make_sort_dataset.py, unique_tokens[:50]),
+// so that a training list repeats an item 27% of the time; the other symbol tasks take the default.
+enum { SORT_ITEMS = 50 };
 const TaskOps TASK_OPS[T_COUNT] = {
-    // gen              body_max     pool_size     pool_instance  min, symbols, uniform, max_n, weighted, vocab
-    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // copy
-    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // copy-2x
-    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-repeat
-    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-repeat-2x
-    {gen_replace,        max_replace, size_replace, pool_replace,  1, 1, 1, 0, 0, 0},  // copy-repeat-change
-    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-successor
-    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse
-    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse-2x
-    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse-copy
-    {gen_add,            max_add,     size_add,     pool_add,      1, 0, 0, 0, 0, 0},  // addition
-    {gen_poly,           max_poly,    size_poly,    pool_poly,     1, 0, 1, 0, 0, 0},  // polynomial
-    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // sort
-    {gen_sortm,          max_sortm,   size_sortm,   pool_sortm,    1, 0, 1, 0, 0, 0},  // sort-multi
-    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0},  // sum
-    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0},  // parity
-    {gen_lego,           max_lego,    NULL,         NULL,          2, 0, 1, 26, 0, 0},  // lego: a query needs 2
-    {task_gen_from_pool, max_scan,    size_scan,    pool_scan,     1, 0, 1, 48, 1, 0},  // scan: SCAN's training set
-    {gen_pcfg,           max_pcfg,    NULL,         NULL,          1, 0, 1, PCFG_MAX_FUNCTIONS, 0, 256 + PCFG_SYMBOLS},  // pcfg
-    {gen_find,           max_find,    NULL,         NULL,          1, 0, 1, 0, 0, 0},  // retrieval: task_min_length
+    // gen              body_max     pool_size     pool_instance  min, symbols, uniform, max_n, vocab, alphabet, length_weight
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // copy
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // copy-2x
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0, NULL},  // copy-repeat
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0, NULL},  // copy-repeat-2x
+    {gen_replace,        max_replace, size_replace, pool_replace,  1, 1, 1, 0, 0, 0, NULL},  // copy-repeat-change
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0, NULL},  // copy-successor
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // reverse
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // reverse-2x
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // reverse-copy
+    {gen_add,            max_add,     size_add,     pool_add,      1, 0, 0, 0, 0, 0, weight_add},  // addition
+    {gen_poly,           max_poly,    size_poly,    pool_poly,     1, 0, 1, 0, 0, 0, NULL},  // polynomial
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, SORT_ITEMS, NULL},  // sort
+    {gen_sortm,          max_sortm,   size_sortm,   pool_sortm,    1, 0, 1, 0, 0, 0, NULL},  // sort-multi
+    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0, NULL},  // sum
+    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0, NULL},  // parity
+    {gen_lego,           max_lego,    NULL,         NULL,          2, 0, 1, 26, 0, 0, NULL},  // lego: a query needs 2
+    {task_gen_from_pool, max_scan,    size_scan,    pool_scan,     1, 0, 1, 48, 0, 0, weight_scan},  // scan: SCAN's training set
+    {gen_pcfg,           max_pcfg,    NULL,         NULL,          1, 0, 1, PCFG_MAX_FUNCTIONS, 256 + PCFG_SYMBOLS, 0, NULL},  // pcfg
+    {gen_find,           max_find,    NULL,         NULL,          1, 0, 1, 0, 0, 0, NULL},  // retrieval: task_min_length
 };
+
 
 const TaskInfo *task_info(int id) { return id >= 0 && id < T_COUNT ? &TASKS[id] : NULL; }
 
@@ -119,7 +123,7 @@ void task_defaults(TaskConfig *c, int task) {
     c->test_max = TASKS[task].test_max;
     c->distractors = 3;
     c->n_depths = 5;
-    c->alphabet = task_has_symbols(task) ? TASK_DEFAULT_ALPHABET : 0;
+    c->alphabet = !task_has_symbols(task) ? 0 : TASK_OPS[task].alphabet ? TASK_OPS[task].alphabet : TASK_DEFAULT_ALPHABET;
 }
 
 int task_scaled_test_max(int task, int train_max) {
