@@ -39,10 +39,10 @@ static const TaskInfo TASKS[T_COUNT] = {
     {"reverse", "rev:", 2, 20, 40, "n random symbols, reversed, e.g. rev:kqzd=dzqk"},
     {"reverse-2x", "rev2x:", 2, 20, 40, "n random symbols, reversed twice, e.g. rev2x:kqz=zqk|zqk"},
     {"reverse-copy", "rvcp:", 2, 20, 40, "n random symbols, reversed then copied, e.g. rvcp:kqz=zqk|kqz"},
-    {"addition", "add:", 1, 8, 16, "two numbers, the longer of n digits, and their sum, e.g. add:57+968=1025"},
+    {"addition", "add:", 1, 8, 16, "two numbers (digit counts uniform), the longer of n digits, and their sum, e.g. add:57+968=1025"},
     {"polynomial", "poly:", 4, 8, 16, "at x, n terms c*x^d (c -3..3, d 0..3, x -2..2), the value mod 10, "
      "e.g. poly:+1:-2x2+-1x0=7"},
-    {"sort", "sort:", 4, 8, 16, "n random symbols, sorted, e.g. sort:kqzdk=dkkqz"},
+    {"sort", "sort:", 4, 8, 16, "n of 50 symbols (repeats allowed), sorted, e.g. sort:kqzdk=dkkqz"},
     {"sort-multi", "sortm:", 4, 8, 16, "n integers 10-9999, sorted, e.g. sortm:523,17,9001,17=17,17,523,9001"},
     {"sum", "sum:", 4, 8, 16, "n digits 1-9, their sum mod 10, e.g. sum:1234=0"},
     {"parity", "par:", 3, 8, 16, "n bits, e(ven) or o(dd) number of 1s, e.g. par:1101=o"},
@@ -108,7 +108,7 @@ void task_help(FILE *f) {
     }
     fprintf(f, "  '|' stands between the two halves of a doubled target (the paper's [NEXT]); past --train-max\n"
                "  every instance is a test instance\n");
-    fprintf(f, "  symbols: an alphabet of --alphabet N symbols (default %d): a-z, then tokens <26>, <27>, ...\n"
+    fprintf(f, "  symbols: an alphabet of --alphabet N symbols (default %d, sort 50): a-z, then tokens <26>, <27>, ...\n"
                "  (ids 256, 257, ...) beyond the bytes; the model's vocabulary is 256 + N - 26\n", TASK_DEFAULT_ALPHABET);
     fprintf(f, "  retrieval: n = haystack tokens, --distractors decoy keys (default 3), tested at\n"
                "  n = train-min, 2 x train-min, ... <= test-max and at evenly spaced key depths\n");
