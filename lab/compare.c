@@ -219,6 +219,7 @@ static int build_cmds(const Cfg *c, const Run *r, Argv *cmds, int exec) {
     // (a --sample after -- still gives one)
     if (exec && c->data) { arg(a, "--sample"); arg(a, "0"); }
     for (int k = 0; k < c->n_extra; k++) arg(a, "%s", c->extra[k]);
+    if (!c->data && c->task_flags[r->task]) arg_words(a, c->task_flags[r->task]);   // --task-flags: after, so they override
     const Scheme *sch = &c->schemes[r->scheme];
     if (*sch->post) arg_words(a, sch->post);
     if (!c->data) return 1;

@@ -32,6 +32,8 @@ typedef struct {
     const char *fit_target;                       // --fit-target A as given (NULL: none), for every run
     int claims[MAX_ITEMS][2], n_claims;           // --claims: the schemes (a, b) of each claim "a > b"
     char **extra; int n_extra;                    // flags after --, given to every training run
+    const char *task_flags[MAX_ITEMS];            // --task-flags 'TASK=FLAGS': FLAGS of task t's runs, after
+                                                  // extra (so they override it); NULL: none
     const char *launch;                           // --launch 'WORDS': put before each training command
                                                   // (e.g. 'mpirun -np 2': a run on several ranks)
     int context;                                  // text with --double-length: T, the --seq after -- (else 0)
