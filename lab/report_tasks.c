@@ -323,13 +323,13 @@ void task_section(Report *rp, int t) {
     if (c->attention_distance) distance_section(rp, t);
 }
 
-// The rankings (task x seed configurations with at least two ranked runs) that hold a tie, and those
-// where every ranked run ties (all five of the paper's schemes at one accuracy): the expected ranks
-// of a random break are equal exactly for tied runs (disjoint spans of ranks have distinct means of
-// 1/r), so rr tells them.
-static void count_ties(const Report *rp, int *tied, int *all_tied) {
+// The rankings (task x seed configurations with at least two ranked runs) that hold a tie, those
+// where every ranked run ties, and of those the ones with every scheme ranked (the paper's five at
+// one accuracy: a five-way tie). The expected ranks of a random break are equal exactly for tied
+// runs (disjoint spans of ranks have distinct means of 1/r), so rr tells them.
+static void count_ties(const Report *rp, int *tied, int *all_tied, int *full) {
     const Cfg *c = rp->c;
-    *tied = *all_tied = 0;
+    *tied = *all_tied = *full = 0;
     for (int t = 0; t < c->n_tasks; t++)
         for (int sd = 0; sd < c->n_seeds; sd++) {
             const double *rr = rp->rr + ((size_t)t * c->n_seeds + sd) * c->n_schemes;
@@ -342,6 +342,7 @@ static void count_ties(const Report *rp, int *tied, int *all_tied) {
             if (ranked < 2) continue;
             *tied += equal > 0;
             *all_tied += equal == pairs;
+            *full += equal == pairs && ranked == c->n_schemes;
         }
 }
 
@@ -374,10 +375,11 @@ void mrr_table(const Report *rp) {
             counted_runs(rp), configs, by_task ? "task" : "seed", by_task ? "task" : "seed", by_task ? "seed" : "task",
             not_fitted, not_fitted == 1 ? "" : "s", alone, alone == 1 ? "" : "s", missing, missing == 1 ? "" : "s");
     if (!configs) return;
-    int tied, all_tied;
-    count_ties(rp, &tied, &all_tied);
-    fprintf(rp->md, "Ties: %d of the %d rankings hold a tie; in %d every ranked run has the same accuracy (each then gets "
-                    "the same 1/rank, so the ranking tells the schemes nothing).\n\n", tied, configs, all_tied);
+    int tied, all_tied, full;
+    count_ties(rp, &tied, &all_tied, &full);
+    fprintf(rp->md, "Ties: %d of the %d rankings hold a tie; in %d every ranked run has the same accuracy, %d of them with "
+                    "all %d schemes ranked (a %d-way tie). Runs that all tie get the same 1/rank: such a ranking tells the "
+                    "schemes nothing.\n\n", tied, configs, all_tied, full, c->n_schemes, c->n_schemes);
     Interval *m = xcalloc(c->n_schemes, sizeof(Interval));
     mrr_t_intervals(rp->rr, c->n_tasks, c->n_seeds, c->n_schemes, by_task, m);
     fprintf(rp->md, "| scheme | MRR | 95%% interval | configurations ranked in |\n|---|---|---|---|\n");

@@ -91,7 +91,7 @@ has "$s" "| alibi | 0.562 |"
 # its t-interval over the seeds (each seed's mean 1/rank over its tasks): nope 1, 1, 1, 0.75 ->
 # 0.9375 +- 3.1824 x 0.0625 = [0.739, 1.136]; no ranking holds a tie
 has "$s" "| nope | 0.938 | [0.739, 1.136] | 8 |"
-has "$s" "Ties: 0 of the 8 rankings hold a tie; in 0 every ranked run"
+has "$s" "Ties: 0 of the 8 rankings hold a tie; in 0 every ranked run has the same accuracy, 0 of them with all 3 schemes ranked"
 grep -q "^| rope | 0.333 | \[0.333, 0.333\] | 7 |" "$s"; check $? "summary.md: rope's MRR row"
 # claims, by seed: nope>rope pooled as above, Holm over the 2 claims' pooled rows 2 x 0.125;
 # alibi>nope: seed means (-25 - 50)/2, (-10 - 50)/2, (-50 - 50)/2, (10 - 50)/2 = -37.5, -30, -50,
@@ -163,7 +163,7 @@ fake_run sort nope 2 8 "" "10 10 10 10" 0.3000; fake_run sort alibi 2 8 "" "10 1
 fake_run sort rope 2 4 "" "10 10 10 10" 0.3000
 ./compare --out "$fake" --task sort --schemes nope,alibi,rope --seeds 1,2 --train "$tmp/no-train" --report-only \
   > "$tmp/logt" 2>&1; check $? "--report-only on the tied grid failed:" || cat "$tmp/logt"
-has "$fake/summary.md" "Ties: 2 of the 2 rankings hold a tie; in 1 every ranked run has the same accuracy"
+has "$fake/summary.md" "Ties: 2 of the 2 rankings hold a tie; in 1 every ranked run has the same accuracy, 1 of them with all 3 schemes ranked (a 3-way tie)."
 has "$fake/summary.md" "| nope | 0.681 |"
 has "$fake/summary.md" "| rope | 0.472 |"
 fake=$fake_grid

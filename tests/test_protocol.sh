@@ -73,7 +73,7 @@ has "$s" "|  | ta | 2 | +50.0 |"
 # ties: tb seed 1 (5 and 5) and tc seed 2 (1 and 1), each all of its 2 ranked runs
 has "$s" "| nope | 0.917 | [0.737, 1.096] | 6 |"
 has "$s" "| alibi | 0.583 | [0.404, 0.763] | 6 |"
-has "$s" "Ties: 2 of the 6 rankings hold a tie; in 2 every ranked run has the same accuracy"
+has "$s" "Ties: 2 of the 6 rankings hold a tie; in 2 every ranked run has the same accuracy, 2 of them with all 2 schemes ranked (a 2-way tie)."
 has "$s" "with a 95% t-interval over the tasks (each task's mean 1/rank over its seeds)"
 # the claim with the other unit, the seed (each seed's mean over the 3 tasks): seed 1 (60 + 0 + 30)/3
 # = 30, seed 2 (40 + 40 + 0)/3 = 26.7; t(1) 12.706 x 1.667: [+7.2, +49.5] is above 0, but 2 seeds give
