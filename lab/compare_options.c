@@ -309,7 +309,8 @@ static const FlagRow FLAGS[] = {
       "distinguishable", set_claims },
     { "claims-unit", FLAG_CALL, 0, 0, 0, 0, "seed|task", NULL,
       "task: the unit of the claims pooled over tasks: seed (each seed's mean over the\n"
-      "tasks; default) or task (each task's mean over the seeds: the claim is across tasks)", set_unit },
+      "tasks; default) or task (each task's mean over the seeds: the claim is across tasks);\n"
+      "the other unit's table follows as a sensitivity table", set_unit },
     { "floor", FLAG_CALL, 0, 0, 0, 0, "A", NULL,
       "task: also a sensitivity table of the claims without the runs whose best\n"
       "in-distribution validation accuracy is below A (every run counts in the main tables)", set_floor },
