@@ -145,6 +145,20 @@ const real *dropped_grad(real *buf, const real *dout, uint64_t key, double p, si
 // The embedding multiplies wte's rows by it, its backward the gradient that reaches them.
 real embed_scale(const GPTConfig *c) { return (real)posenc_embed_scale(&c->pe, c->n_embd); }
 
+// The factor on ln_f's output before the LM head tied to wte: C^-0.5 for the NoPE paper's APE (T5
+// rescales a tied head's input so), else 1 (posenc_head_scale).
+real head_scale(const GPTConfig *c) { return (real)posenc_head_scale(&c->pe, c->n_embd); }
+
+// ln_f of the last residual (N,C) into a->lnf, times head_scale: what the LM head reads.
+static void final_norm(GPT *m, const real *residual, size_t N) {
+    const ParamTensors *p = &m->weights.p;
+    Activations *a = &m->state.a;
+    size_t C = m->cfg.n_embd;
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, N, C);
+    real s = head_scale(&m->cfg);
+    if (s != 1) for (size_t k = 0; k < N * C; k++) a->lnf[k] *= s;
+}
+
 // scale * wte[token] + hook 1's position into a->encoded; with dropout the sum goes to a->scratch
 // first and the dropout from there into a->encoded, so that what it drops stays to be checked
 void embed_forward(GPT *m, const int *tokens, const int *pos, int B, int T, double drop) {
@@ -338,7 +352,7 @@ double gpt_forward(GPT *m, const Batch *b, const GptPass *pass) {
         residual = block_forward(m, l, residual, &ap, B, T, NULL);
         if (check_block_forward(m, l, &ap, B, T, NULL)) return forward_stopped(m);
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, N, C);
+    final_norm(m, residual, N);
     matmul(m, a->logits, a->lnf, p->wte, NULL, N, C, Vp);                     // LM head tied to wte
     // the loss's gradient in the same pass when a backward with a known scale follows (the training step)
     double gs = b->targets && !s->act_forward_only && !s->detect_anomaly ? pass->loss_grad_scale : 0;
@@ -430,7 +444,7 @@ void gpt_forward_cached(GPT *m, KVCache *kc, const int *tokens, const int *pos, 
         residual = block_forward(m, l, residual, &ap, 1, T, kc);
         if (check_block_forward(m, l, &ap, 1, T, kc)) return;
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, T, C);
+    final_norm(m, residual, T);
     linear_forward(m, a->logits, a->lnf, p->wte, NULL, T, C, Vp);
     if (check_head_forward(m, 1, T, 0, 0)) return;
     kc->len = P + T;
@@ -570,6 +584,8 @@ void gpt_backward(GPT *m, double grad_scale, const GptPass *pass) {
     // logits = lnf @ wte^T: dlnf (N,C), and dwte (Vp,C) += dlogits^T lnf (the tied head's share; not
     // final, so not gathered here: the embedding's backward adds to dwte last)
     matmul_grad(m, g->dln, dp->wte, NULL, a->probs, a->lnf, p->wte, N, C, Vp, acc);
+    real hs = head_scale(c);                                   // a->lnf = hs * ln_f's output
+    if (hs != 1) for (size_t k = 0; k < N * C; k++) g->dln[k] *= hs;
     memset(g->dresidual, 0, sizeof(real) * N * C);
     layernorm_backward(g->dresidual, dp->lnfw, dp->lnfb, g->dln, residual_last, p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, acc);
     if (check_head_backward(m, B, T)) return;

@@ -108,8 +108,9 @@ static void layout(GPT *m, size_t off[N_KINDS]) {
         int transpose = is_matrix && k != 0;
         for (int l = 0; l < (kd->per_layer ? L : 1); l++) {
             snprintf(name, sizeof name, kd->name, l);
-            size_t o = add_tensor(m, cap, name, rows, cols, transpose, kd->decay, kd->init,
-                                  kd->residual_proj ? proj_std : std);
+            // wte: the input scheme may set its std (the NoPE paper's APE: N(0, 1))
+            double s = k == 0 ? posenc_token_init_std(&c->pe, C, std) : kd->residual_proj ? proj_std : std;
+            size_t o = add_tensor(m, cap, name, rows, cols, transpose, kd->decay, kd->init, s);
             if (kd->per_layer) w->tensors[w->n_tensors - 1].layer = l;
             w->tensors[w->n_tensors - 1].vector = !is_matrix && k != 0;
             if (l == 0) off[k] = o;

@@ -36,6 +36,7 @@ AttnPos attn_pos(const GPT *m, const Batch *b, int l, int grads);
 
 // The factor on the token embeddings before hook 1 (1 but for a sinusoidal input's sqrt(C))
 real embed_scale(const GPTConfig *c);
+real head_scale(const GPTConfig *c);     // the factor on ln_f's output before the tied LM head
 // out (N,OC) = inp (N,C) @ w^T + bias in the model's precision; one row while decoding reads w's
 // transposed copy (the same bits). Timed as PROF_MATMUL.
 void linear_forward(GPT *m, real *out, const real *inp, const real *w, const real *bias, size_t N, int C, int OC);

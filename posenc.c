@@ -15,7 +15,7 @@
 // the settings: a new one is a row here (and a field of PosConfig), then its use in the scheme
 
 static const char *const PAIRING_NAMES[] = { "split", "interleaved", NULL };             // rope_interleaved 0, 1
-static const char *const EMBED_SCALE_NAMES[] = { "none", "sqrt", NULL };                // sinusoidal_scale 0, 1
+static const char *const EMBED_SCALE_NAMES[] = { "none", "sqrt", "paper", NULL };       // PE_SIN_NONE, _SQRT, _PAPER
 static const char *const SCALING_NAMES[] = { "none", "linear", "dynamic", "yarn", "llama3", "longrope", NULL };   // RopeScaling
 _Static_assert(sizeof(RopeScaling) == sizeof(int), "rope_scaling is set through an int");
 
@@ -71,7 +71,9 @@ static const FlagRow SETTINGS[] = {
     // a model stored before this setting existed added the table to unscaled embeddings
     { .name = "sinusoidal-scale", .key = "sinusoidal_scale", .type = FLAG_CHOICE, .off = PC(sinusoidal_scale),
       .def = 1, .choices = EMBED_SCALE_NAMES, .absent = "none", .tag = PE_METADATA, .arg = "S",
-      .help = "sqrt: token embeddings x sqrt(dim) before the sinusoid is added (Vaswani et al.), or none (sqrt)" },
+      .help = "sqrt: token embeddings x sqrt(dim) before the sinusoid is added (Vaswani et al.); none; or paper: "
+              "the NoPE paper's APE (embeddings N(0,1) unscaled, table concat(sin,cos), logits from the final "
+              "state x dim^-0.5) (sqrt)" },
 };
 #undef PC
 enum { N_SETTINGS = (int)(sizeof(SETTINGS) / sizeof(SETTINGS[0])) };
@@ -320,6 +322,19 @@ double posenc_embed_scale(const PosConfig *c, int n_embd) {
     const PosScheme *in = posenc_scheme(c->input);
     PosDims d = { .n_layer = c->n_layer, .n_embd = n_embd };
     return in->embed_scale ? in->embed_scale(c, &d) : 1;
+}
+
+double posenc_token_init_std(const PosConfig *c, int n_embd, double dflt) {
+    const PosScheme *in = posenc_scheme(c->input);
+    PosDims d = { .n_layer = c->n_layer, .n_embd = n_embd };
+    double s = in->token_init_std ? in->token_init_std(c, &d) : 0;
+    return s > 0 ? s : dflt;
+}
+
+double posenc_head_scale(const PosConfig *c, int n_embd) {
+    const PosScheme *in = posenc_scheme(c->input);
+    PosDims d = { .n_layer = c->n_layer, .n_embd = n_embd };
+    return in->head_scale ? in->head_scale(c, &d) : 1;
 }
 
 const PosScheme *posenc_fixed_table(const PosConfig *c) {

@@ -3,7 +3,9 @@
 //
 // Position can enter a GPT at three hook points (README.md, Adding a scheme):
 //   1. input:  x(N,C) += a vector per position            (learned, sinusoidal; the token
-//              embeddings in x first times the scheme's embed_scale: sinusoidal's sqrt(C))
+//              embeddings in x first times the scheme's embed_scale: sinusoidal's sqrt(C); an
+//              input scheme may also set the token embeddings' initial std and a factor on the
+//              final hidden state before the tied LM head: the NoPE paper's APE)
 //   2. q/k:    rotate each head's q and k before scores    (rope)
 //   3. scores: add b_h(i, j) to the pre-softmax scores      (alibi)
 // A scheme fills in only the hooks it uses; the model calls whatever is non-NULL and never looks
@@ -55,8 +57,17 @@ typedef struct {
     double p_rope_fraction;     // p-rope keeps floor(fraction * d_rot/2) highest frequencies (0.25)
     int t5_num_buckets;         // (32)
     int t5_max_distance;        // (128)
-    int sinusoidal_scale;       // token embeddings x sqrt(C) before the sinusoid is added: 1 (sqrt), 0 (none)
+    int sinusoidal_scale;       // the sinusoidal input's form: PE_SIN_SQRT, PE_SIN_NONE or PE_SIN_PAPER (below)
 } PosConfig;
+
+// --sinusoidal-scale (PosConfig.sinusoidal_scale), the names in this order:
+//   none   the table [s c s c] added to the token embeddings as they are
+//   sqrt   the token embeddings x sqrt(C) first (Vaswani et al. 2017, 3.4; fairseq's embed_scale)
+//   paper  the NoPE paper's APE (its code, McGill-NLP/length-generalization, src/models/
+//          custom_t5_decoder_only.py): the table concat(sin, cos) [s s c c] added unscaled to token
+//          embeddings initialised N(0, 1), and the final hidden state x C^-0.5 before the LM head,
+//          which is tied to them (T5's tie_word_embeddings)
+enum { PE_SIN_NONE, PE_SIN_SQRT, PE_SIN_PAPER };
 
 // Model dimensions a scheme may need.
 typedef struct {
@@ -105,6 +116,11 @@ typedef struct PosScheme {
     void (*project)(const PosConfig *c, const PosDims *d, real *p);
     // The factor on the token embeddings before hook 1 adds its row (NULL: 1; posenc_embed_scale).
     double (*embed_scale)(const PosConfig *c, const PosDims *d);
+    // The model around an input scheme, where its published form sets it (NULL, or a return of 0:
+    // the model's own): the std of the token embeddings' initial values (posenc_token_init_std),
+    // and the factor on the final hidden state before the LM head tied to them (posenc_head_scale).
+    double (*token_init_std)(const PosConfig *c, const PosDims *d);
+    double (*head_scale)(const PosConfig *c, const PosDims *d);
     // Fills the scheme's part of PosTables (its cos/sin tables, slopes, ...); NULL if it needs none.
     void (*build)(PosTables *t);
     // Returns NULL if the scheme can run with this config, else a sentence saying what to change.
@@ -256,8 +272,14 @@ int posenc_is_flag(const char *flag);
 int posenc_preset(const char *name, int n_layer, char *out, size_t cap);
 // The factor on the token embeddings (wte rows) before the input scheme adds its row: sqrt(n_embd)
 // for a sinusoidal input with --sinusoidal-scale sqrt (Vaswani et al. 2017; fairseq's embed_scale),
-// else 1. The LM head, tied to wte, is not scaled.
+// else 1. The LM head, tied to wte, is not scaled by it (posenc_head_scale).
 double posenc_embed_scale(const PosConfig *c, int n_embd);
+// The std of the token embeddings' (wte's) initial values: 1 for the NoPE paper's APE
+// (--sinusoidal-scale paper), else dflt (the model's own, GPT-2's 0.02).
+double posenc_token_init_std(const PosConfig *c, int n_embd, double dflt);
+// The factor on the final hidden state (ln_f's output) before the LM head tied to wte: C^-0.5 for
+// the NoPE paper's APE (T5's rescaling of a tied head), else 1.
+double posenc_head_scale(const PosConfig *c, int n_embd);
 // 1 for plain GPT-2 positions: learned input, every layer nope (transformers can load it).
 int posenc_is_gpt2(const PosConfig *c);
 // NULL when a model with schedule c reads the setting `name` (a SETTINGS key, "rope_base", or its flag's

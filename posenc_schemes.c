@@ -48,7 +48,9 @@ static void learned_input_backward(const PosTables *t, real *dwpe, const real *d
 }
 
 // ----------------------------------------------------------------------------------------------
-// sinusoidal (Vaswani et al. 2017): PE[pos,2i] = sin(pos/10000^(2i/C)), PE[pos,2i+1] = cos(...)
+// sinusoidal (Vaswani et al. 2017): PE[pos,2i] = sin(pos/10000^(2i/C)), PE[pos,2i+1] = cos(...);
+// the NoPE paper's form (--sinusoidal-scale paper) puts them in halves: PE[pos,i] = sin(...),
+// PE[pos,C/2+i] = cos(...) (its FixedAbsolutePositionalEmbedding: torch.cat((sin, cos), dim=-1))
 
 static const char *sinusoidal_check(const PosConfig *c, const PosDims *d, char *msg, size_t cap) {
     (void)c;
@@ -59,19 +61,34 @@ static const char *sinusoidal_check(const PosConfig *c, const PosDims *d, char *
 // The table's entries are O(1), GPT-2's token embeddings N(0, 0.02): added as they are, position
 // would outweigh the token ~50x at the start. The original Transformer (Vaswani et al. 2017, 3.4)
 // and fairseq (embed_scale) multiply the embeddings by sqrt(d_model) first; --sinusoidal-scale none
-// keeps them unscaled (the form of models stored before the setting existed).
+// keeps them unscaled (the form of models stored before the setting existed). The NoPE paper's code
+// adds the table unscaled to embeddings that start N(0, 1) (sinusoidal_token_std).
 static double sinusoidal_embed_scale(const PosConfig *c, const PosDims *d) {
-    return c->sinusoidal_scale ? sqrt((double)d->n_embd) : 1;
+    return c->sinusoidal_scale == PE_SIN_SQRT ? sqrt((double)d->n_embd) : 1;
+}
+
+// The NoPE paper's APE sits in a T5 model whose token embeddings start N(0, 1) (nn.Embedding's
+// default, and T5's own std of factor * 1.0 for `shared`), tied to the LM head
+// (tie_word_embeddings); T5 then scales the final hidden state by d_model^-0.5 before the head
+// (CustomDecoderOnlyT5.forward, after mesh-tensorflow), so the first logits are O(1), not O(sqrt(C)).
+static double sinusoidal_token_std(const PosConfig *c, const PosDims *d) {
+    (void)d;
+    return c->sinusoidal_scale == PE_SIN_PAPER ? 1 : 0;
+}
+static double sinusoidal_head_scale(const PosConfig *c, const PosDims *d) {
+    return c->sinusoidal_scale == PE_SIN_PAPER ? 1 / sqrt((double)d->n_embd) : 1;
 }
 
 static void sinusoidal_build(PosTables *t) {
-    int C = t->d.n_embd;
+    int C = t->d.n_embd, halves = t->cfg.sinusoidal_scale == PE_SIN_PAPER;
     t->sinusoid = xmalloc(sizeof(real) * (size_t)t->max_pos * C);
     for (int p = 0; p < t->max_pos; p++)
         for (int i = 0; 2 * i < C; i++) {
             double a = p / pow(10000.0, 2.0 * i / C);
-            t->sinusoid[(size_t)p * C + 2 * i] = (real)sin(a);
-            if (2 * i + 1 < C) t->sinusoid[(size_t)p * C + 2 * i + 1] = (real)cos(a);
+            real *row = t->sinusoid + (size_t)p * C;
+            if (halves) { row[i] = (real)sin(a); row[C / 2 + i] = (real)cos(a); continue; }   // C even: checked
+            row[2 * i] = (real)sin(a);
+            if (2 * i + 1 < C) row[2 * i + 1] = (real)cos(a);
         }
 }
 
@@ -544,8 +561,9 @@ static const PosScheme SCHEMES[] = {
       .input_forward = learned_input_forward, .input_backward = learned_input_backward },
     { .name = "sinusoidal", .summary = "fixed sin/cos table added to the token embeddings x sqrt(dim) "
                                        "(Vaswani et al. 2017); --sinusoidal-scale",
-      .hooks = PE_HOOK_INPUT, .embed_scale = sinusoidal_embed_scale, .check = sinusoidal_check,
-      .build = sinusoidal_build, .input_forward = sinusoidal_input_forward },
+      .hooks = PE_HOOK_INPUT, .embed_scale = sinusoidal_embed_scale, .token_init_std = sinusoidal_token_std,
+      .head_scale = sinusoidal_head_scale, .check = sinusoidal_check, .build = sinusoidal_build,
+      .input_forward = sinusoidal_input_forward },
     { .name = "rope", .summary = "rotate q and k by position in every layer (Su et al. 2021); "
                                  "--rope-base, --rope-fraction, --rope-pairing, --rope-scaling",
       .hooks = PE_HOOK_QK, .takes_extension = 1, .check = rope_check, .build = rope_build,

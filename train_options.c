@@ -51,7 +51,8 @@ const FlagRow FLAGS[] = {
       "--task retrieval: key depths tested, evenly spaced in [0, 1], 0 = 5" },
     { "alphabet", FLAG_INT, O(alphabet), 0, TASK_MAX_ALPHABET, K_TRAIN, "N", "task",
       "--task with symbols (copy, reverse, sort and their variants): symbols a-z, then tokens past the bytes; the "
-      "vocabulary is 256 + N - 26, 0 = " NUMBER_TEXT(TASK_DEFAULT_ALPHABET) },
+      "vocabulary is 256 + N - 26, 0 = the task's: " NUMBER_TEXT(TASK_DEFAULT_ALPHABET) ", sort 50 (the NoPE "
+      "paper's items)" },
     { "fit-target", FLAG_DOUBLE, O(fit_target), 0, 1, K_TRAIN, "A", "task",
       "--task: fit-first training: stop at the first check whose in-distribution validation accuracy is >= A, in "
       "(0, 1]; needs --max-steps" },

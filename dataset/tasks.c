@@ -39,10 +39,10 @@ static const TaskInfo TASKS[T_COUNT] = {
     {"reverse", "rev:", 2, 20, 40, "n random symbols, reversed, e.g. rev:kqzd=dzqk"},
     {"reverse-2x", "rev2x:", 2, 20, 40, "n random symbols, reversed twice, e.g. rev2x:kqz=zqk|zqk"},
     {"reverse-copy", "rvcp:", 2, 20, 40, "n random symbols, reversed then copied, e.g. rvcp:kqz=zqk|kqz"},
-    {"addition", "add:", 1, 8, 16, "two numbers, the longer of n digits, and their sum, e.g. add:57+968=1025"},
+    {"addition", "add:", 1, 8, 16, "two numbers (digit counts uniform), the longer of n digits, and their sum, e.g. add:57+968=1025"},
     {"polynomial", "poly:", 4, 8, 16, "at x, n terms c*x^d (c -3..3, d 0..3, x -2..2), the value mod 10, "
      "e.g. poly:+1:-2x2+-1x0=7"},
-    {"sort", "sort:", 4, 8, 16, "n random symbols, sorted, e.g. sort:kqzdk=dkkqz"},
+    {"sort", "sort:", 4, 8, 16, "n of 50 symbols (repeats allowed), sorted, e.g. sort:kqzdk=dkkqz"},
     {"sort-multi", "sortm:", 4, 8, 16, "n integers 10-9999, sorted, e.g. sortm:523,17,9001,17=17,17,523,9001"},
     {"sum", "sum:", 4, 8, 16, "n digits 1-9, their sum mod 10, e.g. sum:1234=0"},
     {"parity", "par:", 3, 8, 16, "n bits, e(ven) or o(dd) number of 1s, e.g. par:1101=o"},
@@ -62,29 +62,33 @@ static const TaskInfo TASKS[T_COUNT] = {
      "e.g. find:the cat #q:40213 sat on #b:77310 the mat?q=40213"},
 };
 
-// The operations of each task (dataset/tasks_impl.h), in the order of TASKS.
+// The operations of each task (dataset/tasks_impl.h), in the order of TASKS. SORT_ITEMS: the NoPE
+// paper's sort draws from 50 items (scripts/dataset_builders/make_sort_dataset.py, unique_tokens[:50]),
+// so that a training list repeats an item 27% of the time; the other symbol tasks take the default.
+enum { SORT_ITEMS = 50 };
 const TaskOps TASK_OPS[T_COUNT] = {
-    // gen              body_max     pool_size     pool_instance  min, symbols, uniform, max_n, weighted, vocab
-    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // copy
-    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // copy-2x
-    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-repeat
-    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-repeat-2x
-    {gen_replace,        max_replace, size_replace, pool_replace,  1, 1, 1, 0, 0, 0},  // copy-repeat-change
-    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0},  // copy-successor
-    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse
-    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse-2x
-    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // reverse-copy
-    {gen_add,            max_add,     size_add,     pool_add,      1, 0, 0, 0, 0, 0},  // addition
-    {gen_poly,           max_poly,    size_poly,    pool_poly,     1, 0, 1, 0, 0, 0},  // polynomial
-    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0},  // sort
-    {gen_sortm,          max_sortm,   size_sortm,   pool_sortm,    1, 0, 1, 0, 0, 0},  // sort-multi
-    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0},  // sum
-    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0},  // parity
-    {gen_lego,           max_lego,    NULL,         NULL,          2, 0, 1, 26, 0, 0},  // lego: a query needs 2
-    {task_gen_from_pool, max_scan,    size_scan,    pool_scan,     1, 0, 1, 48, 1, 0},  // scan: SCAN's training set
-    {gen_pcfg,           max_pcfg,    NULL,         NULL,          1, 0, 1, PCFG_MAX_FUNCTIONS, 0, 256 + PCFG_SYMBOLS},  // pcfg
-    {gen_find,           max_find,    NULL,         NULL,          1, 0, 1, 0, 0, 0},  // retrieval: task_min_length
+    // gen              body_max     pool_size     pool_instance  min, symbols, uniform, max_n, vocab, alphabet, length_weight
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // copy
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // copy-2x
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0, NULL},  // copy-repeat
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0, NULL},  // copy-repeat-2x
+    {gen_replace,        max_replace, size_replace, pool_replace,  1, 1, 1, 0, 0, 0, NULL},  // copy-repeat-change
+    {task_gen_from_pool, max_repeat,  size_repeat,  pool_repeat,   1, 1, 1, 0, 0, 0, NULL},  // copy-successor
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // reverse
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // reverse-2x
+    {gen_symbols,        max_doubled, size_symbols, pool_symbols,  1, 1, 1, 0, 0, 0, NULL},  // reverse-copy
+    {gen_add,            max_add,     size_add,     pool_add,      1, 0, 0, 0, 0, 0, weight_add},  // addition
+    {gen_poly,           max_poly,    size_poly,    pool_poly,     1, 0, 1, 0, 0, 0, NULL},  // polynomial
+    {gen_symbols,        max_copy,    size_symbols, pool_symbols,  1, 1, 1, 0, 0, SORT_ITEMS, NULL},  // sort
+    {gen_sortm,          max_sortm,   size_sortm,   pool_sortm,    1, 0, 1, 0, 0, 0, NULL},  // sort-multi
+    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0, NULL},  // sum
+    {gen_digits,         max_digits,  size_digits,  pool_digits,   1, 0, 1, 0, 0, 0, NULL},  // parity
+    {gen_lego,           max_lego,    NULL,         NULL,          2, 0, 1, 26, 0, 0, NULL},  // lego: a query needs 2
+    {task_gen_from_pool, max_scan,    size_scan,    pool_scan,     1, 0, 1, 48, 0, 0, weight_scan},  // scan: SCAN's training set
+    {gen_pcfg,           max_pcfg,    NULL,         NULL,          1, 0, 1, PCFG_MAX_FUNCTIONS, 256 + PCFG_SYMBOLS, 0, NULL},  // pcfg
+    {gen_find,           max_find,    NULL,         NULL,          1, 0, 1, 0, 0, 0, NULL},  // retrieval: task_min_length
 };
+
 
 const TaskInfo *task_info(int id) { return id >= 0 && id < T_COUNT ? &TASKS[id] : NULL; }
 
@@ -104,7 +108,7 @@ void task_help(FILE *f) {
     }
     fprintf(f, "  '|' stands between the two halves of a doubled target (the paper's [NEXT]); past --train-max\n"
                "  every instance is a test instance\n");
-    fprintf(f, "  symbols: an alphabet of --alphabet N symbols (default %d): a-z, then tokens <26>, <27>, ...\n"
+    fprintf(f, "  symbols: an alphabet of --alphabet N symbols (default %d, sort 50): a-z, then tokens <26>, <27>, ...\n"
                "  (ids 256, 257, ...) beyond the bytes; the model's vocabulary is 256 + N - 26\n", TASK_DEFAULT_ALPHABET);
     fprintf(f, "  retrieval: n = haystack tokens, --distractors decoy keys (default 3), tested at\n"
                "  n = train-min, 2 x train-min, ... <= test-max and at evenly spaced key depths\n");
@@ -119,7 +123,7 @@ void task_defaults(TaskConfig *c, int task) {
     c->test_max = TASKS[task].test_max;
     c->distractors = 3;
     c->n_depths = 5;
-    c->alphabet = task_has_symbols(task) ? TASK_DEFAULT_ALPHABET : 0;
+    c->alphabet = !task_has_symbols(task) ? 0 : TASK_OPS[task].alphabet ? TASK_OPS[task].alphabet : TASK_DEFAULT_ALPHABET;
 }
 
 int task_scaled_test_max(int task, int train_max) {

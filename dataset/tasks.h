@@ -10,7 +10,8 @@
 // paper's [NEXT]: "cp2x:kqz=kqz|kqz").
 //
 // Symbols: the symbol tasks (task_has_symbols: the copy and reverse family, the repeat tasks, sort)
-// draw from an alphabet of N symbols (--alphabet; default TASK_DEFAULT_ALPHABET). Symbol k < 26
+// draw from an alphabet of N symbols (--alphabet; default TASK_DEFAULT_ALPHABET, sort the NoPE
+// paper's 50 items). Symbol k < 26
 // is the byte 'a' + k; symbol k >= 26 is the token id 256 + (k - 26), beyond the bytes, so the
 // model's vocabulary is task_vocab: 256 + max(0, N - 26). Token order is symbol order. A large
 // alphabet is what makes a test set possible: copy-repeat has exactly N instances per length (the
@@ -23,8 +24,9 @@
 //
 // Length: each task has a length n (its "size": the number of symbols to copy, digits of the
 // longer operand, bits, terms, items, variables, ...). Training draws n uniformly from
-// [train_min, train_max]; tests use every n from the task's shortest (1; lego 2) to test_max
-// (retrieval: a list of haystack sizes). An n <= train_max is in-distribution; longer is
+// [train_min, train_max] (SCAN weighs a length by its commands, addition by its 2n - 1 pairs of
+// digit counts, so that both counts are uniform); tests use every n from the task's shortest (1;
+// lego 2) to test_max (retrieval: a list of haystack sizes). An n <= train_max is in-distribution; longer is
 // out-of-distribution.
 //
 // Train, validation and test are disjoint. Past train_max every instance is a test instance (no
@@ -50,7 +52,8 @@
 #define TASK_SPLIT_MOD 8         // 1 in 8 instances (by content hash) is test, 1 in 8 validation
 #define TASK_MAX_DEPTHS 8
 #define TASK_DEFAULT_ALPHABET 640  // smallest multiple of 128 giving >= 50 test instances at every
-                                   // default test length of every symbol task (tests/test_tasks.c)
+                                   // default test length of every symbol task but sort, which has
+                                   // its own (tests/test_tasks_sets.c)
 #define TASK_MAX_ALPHABET 100000
 #define TASK_POOL_MAX (1 << 20)   // the most instances of a length that are enumerated
 
@@ -77,11 +80,11 @@ typedef struct {
     int distractors;             // decoy keys with other labels in each haystack (default 3)
     int n_depths;                // depths tested (default 5: 0, .25, .5, .75, 1)
     // symbol tasks only (0 for the others)
-    int alphabet;                // symbols N (default TASK_DEFAULT_ALPHABET)
+    int alphabet;                // symbols N (default TASK_DEFAULT_ALPHABET; sort 50)
 } TaskConfig;
 
-// Defaults of task `task` (its TaskInfo lengths, 3 distractors, 5 depths, the default alphabet
-// for a symbol task).
+// Defaults of task `task` (its TaskInfo lengths, 3 distractors, 5 depths, the task's default
+// alphabet for a symbol task: TASK_DEFAULT_ALPHABET, sort 50).
 void task_defaults(TaskConfig *c, int task);
 // The longest test length for training lengths up to train_max (--train-max without --test-max):
 // train_max scaled by the task's own ratio of its default test_max to train_max, rounded to the
@@ -161,7 +164,7 @@ int task_test_depths(const TaskConfig *c, double *depths, int cap);
 // b->T must hold the longest training instance (task_max_tokens at train_max; a CHECK asks for a
 // larger --seq otherwise), so a row holds at least one. A length with no training instance is
 // redrawn. The instance that does not fit in a row is not dropped: rng is rewound to before it,
-// so it opens the next row (or the next call), and the instance stream keeps uniform lengths.
+// so it opens the next row (or the next call), and the instance stream keeps its lengths' distribution.
 void task_fill_batch(const TaskConfig *c, Rng *rng, Batch *b);
 // Rank `rank` of `nranks`'s rows of a global batch of nranks x b->B rows: rows rank*B .. rank*B+B-1 of
 // what task_fill_batch would fill into `global` (nranks x b->B rows, the caller's scratch; unused

@@ -65,9 +65,12 @@ typedef struct {
     int symbols;     // 1: draws from the alphabet (--alphabet applies)
     int uniform;     // 1: gen draws every instance of a length's pool with the same probability
     int max_n;       // the longest length it builds; 0: no bound of its own
-    int weighted;    // 1: training draws a length with probability proportional to its pool (a fixed
-                     // language, as SCAN: every training instance then equally likely), else uniformly
     int vocab;       // the model's vocabulary when the task has no alphabet; 0: 256 (bytes)
+    int alphabet;    // a symbol task's default alphabet; 0: TASK_DEFAULT_ALPHABET
+    // Training draws length n with probability proportional to length_weight(c, n); NULL: uniformly.
+    // SCAN weighs a length by its pool (a fixed language: every training instance equally likely);
+    // addition by its 2n - 1 pairs of digit counts (both counts uniform, as the paper's grid).
+    long long (*length_weight)(const TaskConfig *c, int n);
 } TaskOps;
 
 extern const TaskOps TASK_OPS[];  // (task count,) in the order of the task table
@@ -104,6 +107,7 @@ void gen_add(const TaskConfig *c, int n, double depth, Rng *r, Out *o, int *prom
 void pool_add(const TaskConfig *c, int n, long long i, Out *o, int *prompt_len);
 long long size_add(const TaskConfig *c, int n);
 int max_add(const TaskConfig *c, int n);
+long long weight_add(const TaskConfig *c, int n);
 void gen_poly(const TaskConfig *c, int n, double depth, Rng *r, Out *o, int *prompt_len);
 void pool_poly(const TaskConfig *c, int n, long long i, Out *o, int *prompt_len);
 long long size_poly(const TaskConfig *c, int n);
@@ -122,6 +126,7 @@ int max_lego(const TaskConfig *c, int n);
 // tasks_lang.c: SCAN's commands (dataset/scan.h) and PCFG SET's expressions (dataset/pcfg.h)
 void pool_scan(const TaskConfig *c, int n, long long i, Out *o, int *prompt_len);
 long long size_scan(const TaskConfig *c, int n);
+long long weight_scan(const TaskConfig *c, int n);
 int max_scan(const TaskConfig *c, int n);
 void gen_pcfg(const TaskConfig *c, int n, double depth, Rng *r, Out *o, int *prompt_len);
 int max_pcfg(const TaskConfig *c, int n);

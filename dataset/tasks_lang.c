@@ -19,6 +19,9 @@ long long size_scan(const TaskConfig *c, int n) {
     return n >= 1 && n <= SCAN_MAX_ACTIONS ? scan_count_of_length(n) : 0;
 }
 
+// A training length's weight: its pool, so that every command of the language is equally likely.
+long long weight_scan(const TaskConfig *c, int n) { return size_scan(c, n); }
+
 int max_scan(const TaskConfig *c, int n) {
     (void)c;
     return SCAN_MAX_COMMAND_TOKENS + 1 + n;          // the command, '=', n actions

@@ -1,7 +1,8 @@
 // dataset/tasks_math.c: the generators of the arithmetic and reasoning tasks (addition,
 // polynomial evaluation, multi-digit sort, sum, parity, LEGO), behind dataset/tasks_impl.h's
 // operations table. Forms (the NoPE paper's instances in bytes; docs/reproduce-nope.md):
-//   addition   "A+B=S"                      A, B without leading zeros, the longer of n digits
+//   addition   "A+B=S"                      A, B without leading zeros, the longer of n digits, the
+//                                           pair of digit counts uniform
 //   polynomial "X:T+T+...=V"                X the point, each term T = signed coefficient, 'x',
 //                                           degree ("-2x2"), V the value mod 10 (0..9)
 //   sort-multi "a,b,...=sorted"             n integers 10..9999 in decimal
@@ -53,11 +54,16 @@ static void finish_add(int n, Out *o, int a0, int la, int b0, int lb, int *promp
     }
 }
 
-// A + B = S. One operand (chosen at random) has exactly n digits, the other 1..n.
+// A + B = S, the pair of digit counts (la, lb) uniform over the 2n - 1 pairs whose longer is n:
+// (n, 1..n), then (1..n-1, n). With lengths weighted by 2n - 1 (weight_add) the two counts are
+// independent and uniform, as the NoPE paper's builder draws them: it loops over every (a, b) bin of
+// the grid of counts with the same number of instances (scripts/dataset_builders/
+// make_addition_dataset.py), and its length is the longer count. Within a count, each number is
+// uniform (no leading zero but for a one-digit number).
 void gen_add(const TaskConfig *c, int n, double depth, Rng *r, Out *o, int *prompt_len) {
     (void)c; (void)depth;
-    int longer_first = draw(r, 2), other = 1 + draw(r, n);
-    int la = longer_first ? n : other, lb = longer_first ? other : n;
+    int x = draw(r, 2 * n - 1);
+    int la = x < n ? n : x - n + 1, lb = x < n ? x + 1 : n;
     int a0 = o->n;
     put_number(o, la, r);
     put(o, '+');
@@ -67,6 +73,8 @@ void gen_add(const TaskConfig *c, int n, double depth, Rng *r, Out *o, int *prom
 }
 
 int max_add(const TaskConfig *c, int n) { (void)c; return 2 * n + 1 + n + 1; }  // A '+' B, one carry digit
+
+long long weight_add(const TaskConfig *c, int n) { (void)c; return 2LL * n - 1; }   // pairs of counts, longer n
 
 long long size_add(const TaskConfig *c, int n) {  // pairs in [0, 10^n)^2 less those in [0, 10^(n-1))^2
     (void)c;

@@ -61,8 +61,8 @@ static void set_by_sampling(const TaskConfig *c, int n, double depth, int split,
 
 // 1 when the generator draws every instance of a length's pool with the same probability, so that
 // a uniform choice from the enumerated pool is a draw from the training distribution. Addition's
-// is not: the shorter operand's digit count is uniform in 1..n, where the pool is dominated by
-// pairs of two n-digit numbers (81% of it at n = 3, a third of the generator's draws).
+// is not: its pair of digit counts is uniform over the 2n - 1 pairs whose longer is n, where the
+// pool is dominated by pairs of two n-digit numbers (81% of it at n = 3, a fifth of the draws).
 static int generator_uniform(const TaskConfig *c) { return TASK_OPS[c->task].uniform; }
 
 // Enumerates the pool: the numbers of the class's instances, then all of them or `count` chosen by
@@ -145,20 +145,20 @@ int task_eval_set(const TaskConfig *c, int n, double depth, int split, int count
 // ---------------------------------------------------------------------------------------------
 // training batches
 
-// A training instance at a uniform length in [train_min, train_max]; a length with no training
-// instance (all its draws hash to test or validation) is redrawn, a bounded number of times.
-// A training length: uniform in [train_min, train_max], or, for a task whose table weighs lengths
-// by their pools (SCAN), length n with probability pool(n) / (the pools of the range), so that
-// every instance of the language is equally likely (as in its training set).
+// A training length: uniform in [train_min, train_max], or, for a task whose table gives a length
+// weight, length n with probability weight(n) / (the weights of the range): SCAN's pools, so that
+// every command of the language is equally likely (as in its training set); addition's 2n - 1
+// pairs of digit counts, so that the pair is uniform over the grid of counts (the paper's bins).
 static int draw_training_length(const TaskConfig *c, Rng *rng) {
-    if (!TASK_OPS[c->task].weighted) return c->train_min + draw(rng, c->train_max - c->train_min + 1);
+    long long (*weight)(const TaskConfig *, int) = TASK_OPS[c->task].length_weight;
+    if (!weight) return c->train_min + draw(rng, c->train_max - c->train_min + 1);
     long long total = 0;
-    for (int n = c->train_min; n <= c->train_max; n++) total += TASK_OPS[c->task].pool_size(c, n);
+    for (int n = c->train_min; n <= c->train_max; n++) total += weight(c, n);
     CHECK(total > 0, "task %s has no instance at lengths %d..%d; widen --train-min/--train-max", task_info(c->task)->name,
           c->train_min, c->train_max);
     long long x = (long long)(rng_u64(rng) % (uint64_t)total);
     int n = c->train_min;
-    for (; x >= TASK_OPS[c->task].pool_size(c, n); n++) x -= TASK_OPS[c->task].pool_size(c, n);
+    for (; x >= weight(c, n); n++) x -= weight(c, n);
     return n;
 }
 
@@ -176,7 +176,7 @@ static int draw_training_instance(const TaskConfig *c, Rng *rng, int *inst, int 
 // Rows are filled left to right with whole instances. An instance that does not fit in what is
 // left of a row is not dropped: the Rng is rewound to before its draw, so it is drawn again, the
 // same, as the first instance of the next row (or of the next call). The stream of instances is
-// therefore i.i.d. with uniform lengths, and none is skipped for being long.
+// therefore i.i.d. (lengths as draw_training_length draws them), and none is skipped for being long.
 void task_fill_batch(const TaskConfig *c, Rng *rng, Batch *b) {
     char msg[256];
     CHECK(task_check(c, msg, sizeof msg), "%s", msg);

@@ -184,6 +184,7 @@ static void train_command(Argv *a, const Cfg *c, const Run *r, int exec) {
     // (a --sample after -- still gives one)
     if (exec && c->data) { arg(a, "--sample"); arg(a, "0"); }
     for (int k = 0; k < c->n_extra; k++) arg(a, "%s", c->extra[k]);
+    if (!c->data && c->task_flags[r->task]) arg_words(a, c->task_flags[r->task]);   // --task-flags: after, so they override
     if (*c->schemes[r->scheme].post) arg_words(a, c->schemes[r->scheme].post);
 }
 

@@ -225,7 +225,11 @@ static void parse_text_claims(Cfg *c, char *v) {
 
 // The command line being read: the settings, and the lists applied once every flag is read
 // (--claims names schemes that later flags may give; --double-length and --long-length read the flags after --).
-typedef struct { Cfg *c; char *claims, *doubled, *longer, *extend; char *paper[MAX_ITEMS]; int n_paper; unsigned char given[128]; } Parse;
+typedef struct {
+    Cfg *c; char *claims, *doubled, *longer, *extend; char *paper[MAX_ITEMS]; int n_paper;
+    char *task_flags[MAX_ITEMS]; int n_task_flags;     // --task-flags as given, read once the tasks are known
+    unsigned char given[128];
+} Parse;
 
 static void set_launch(void *ctx, char *v) {
     Parse *p = ctx;
@@ -286,6 +290,34 @@ static void parse_paper(Cfg *c, char *v) {
         c->paper[t][sc] = x;
     }
 }
+static void check_train_words(const Cfg *c, char *const *w, int n, const char *where, int steps);
+
+// --task-flags 'TASK=FLAGS': FLAGS go to TASK's runs after the flags after -- (lab/compare.c's
+// build_cmds), so its runs' commands, which mark a finished run as the same one, hold them. TASK must be
+// one of --task's, given once; FLAGS are checked as those after --.
+static void parse_task_flags(Cfg *c, char *v) {
+    CHECK(!c->data, "--task-flags applies to tasks (--task): it gives one task's runs their own training flags");
+    char *eq = strchr(v, '=');
+    CHECK(eq && eq > v, "--task-flags '%s': write TASK=FLAGS, e.g. 'addition=--steps 6000'", v);
+    *eq = 0;
+    int t = -1;
+    for (int k = 0; k < c->n_tasks; k++) if (!strcmp(c->tasks[k], v)) t = k;
+    CHECK(t >= 0, "--task-flags %s=%s: '%s' is not one of the tasks compared (--task); give one of them", v, eq + 1, v);
+    CHECK(!c->task_flags[t], "--task-flags: task '%s' is given twice ('%s' and '%s'); give its flags in one", v,
+          c->task_flags[t], eq + 1);
+    char copy[2048], where[2200], *w[256];
+    snprintf(copy, sizeof copy, "%s", eq + 1);
+    CHECK(strlen(eq + 1) < sizeof copy, "--task-flags %s=...: the flags are longer than %zu characters", v, sizeof copy - 1);
+    int n = 0;
+    for (char *tok = strtok(copy, " \t"); tok && n < 256; tok = strtok(NULL, " \t")) w[n++] = tok;
+    CHECK(n > 0, "--task-flags %s=: give the task's ./train flags, e.g. '%s=--steps 6000'", v, v);
+    CHECK(!strncmp(w[0], "--", 2), "--task-flags %s=%s: '%s' is not a flag; FLAGS are ./train flags, e.g. '--steps 6000'",
+          v, eq + 1, w[0]);
+    snprintf(where, sizeof where, "in --task-flags '%s=%s'", v, eq + 1);
+    check_train_words(c, w, n, where, 1);
+    c->task_flags[t] = eq + 1;
+}
+
 static void set_double_length(void *ctx, char *v) { Parse *p = ctx; p->doubled = v; }
 static void set_long_length(void *ctx, char *v) { Parse *p = ctx; p->longer = v; }
 static void set_extend(void *ctx, char *v) { Parse *p = ctx; p->extend = v; }
@@ -304,6 +336,12 @@ static void apply_extend(Cfg *c, char *list) {
         CHECK(uses_rope(&c->schemes[x]), "--extend: '%s' has no RoPE layer, so the RoPE extensions do not act on it", items[k]);
         c->schemes[x].no_ext = 0;
     }
+}
+
+static void set_task_flags(void *ctx, char *v) {
+    Parse *p = ctx;
+    CHECK(p->n_task_flags < MAX_ITEMS, "--task-flags: at most %d (one per task)", MAX_ITEMS);
+    p->task_flags[p->n_task_flags++] = v;
 }
 
 static void set_fit_target(void *ctx, char *v) {
@@ -406,10 +444,14 @@ static const FlagRow FLAGS[] = {
       "over the claims", set_claims },
     { "claims-unit", FLAG_CALL, 0, 0, 0, 0, "seed|task", NULL,
       "task: the unit of the claims pooled over tasks: seed (each seed's mean over the\n"
-      "tasks; default) or task (each task's mean over the seeds: the claim is across tasks)", set_unit },
+      "tasks; default) or task (each task's mean over the seeds: the claim is across tasks);\n"
+      "the other unit's table follows as a sensitivity table", set_unit },
     { "floor", FLAG_CALL, 0, 0, 0, 0, "A", NULL,
       "task: also a sensitivity table of the claims without the runs whose best\n"
       "in-distribution validation accuracy is below A (every run counts in the main tables)", set_floor },
+    { "task-flags", FLAG_CALL, 0, 0, 0, 0, "'TASK=FLAGS'", NULL,
+      "task: ./train flags of TASK's runs only (one flag per task), after the flags after --\n"
+      "(so they override them), e.g. 'addition=--steps 6000'; summary.md shows them", set_task_flags },
     { "paper", FLAG_CALL, 0, 0, 0, 0, "'TASK:S=P,...'", NULL,
       "task: a paper's mean accuracy beyond training (%) of each scheme S on TASK (one\n"
       "flag per task), shown beside the measured ones", set_paper },
@@ -522,6 +564,7 @@ static void complete(Cfg *c, Parse *p, char *claims, char *doubled) {
         for (int k = 0; k < n; k++) { char fl[64]; snprintf(fl, sizeof fl, "--pe %s", names[k]); add_scheme(c, names[k], fl); }
     }
     for (int k = 0; k < p->n_paper; k++) parse_paper(c, p->paper[k]);
+    for (int k = 0; k < p->n_task_flags; k++) parse_task_flags(c, p->task_flags[k]);
     if (p->extend) apply_extend(c, p->extend);
     if (doubled) add_long_length(c, doubled, "--double-length");
     if (p->longer) add_long_length(c, p->longer, "--long-length");
@@ -579,23 +622,31 @@ static void check_scheme_settings(const Cfg *c) {
     }
 }
 
-static void check_extra(const Cfg *c) {
-    for (int k = 0; k < c->n_extra; k++)
+// Training flags given to several runs (where: "after --", or "in --task-flags 'TASK=...'"): none
+// that ./compare sets itself or that belongs to a scheme; with steps, no --steps with --fit-target.
+static void check_train_words(const Cfg *c, char *const *w, int n, const char *where, int steps) {
+    for (int k = 0; k < n; k++)
         for (const char *const *f = (const char *const[]){ "--task", "--pe", "--pe-layers", "--input-pe", "--seed", "--save", "--log", "--eval-out",
                                                     "--eval-per-length", "--data", "--val-data", "--load", "--resume", "--threads",
                                                     "--fit-target", "--data-seed", "--save-every", "--continue", NULL }; *f; f++)
-            CHECK(strcmp(c->extra[k], *f), "%s after -- is set by ./compare itself; use its own flags", *f);
-    // a scheme setting after -- would go to every run and override a scheme's own (it follows them)
-    for (int k = 0; k < c->n_extra; k++)
-        CHECK(strncmp(c->extra[k], "--", 2) || !posenc_is_flag(c->extra[k] + 2), "%s after -- is a positional "
+            CHECK(strcmp(w[k], *f), "%s %s is set by ./compare itself; use its own flags", *f, where);
+    // a scheme setting there would go to every scheme and override a scheme's own (it follows them)
+    for (int k = 0; k < n; k++)
+        CHECK(strncmp(w[k], "--", 2) || !posenc_is_flag(w[k] + 2), "%s %s is a positional "
               "setting: it would apply to every scheme and override their own; give it in a scheme, e.g. "
-              "--scheme 'LABEL=--pe rope %s ...'", c->extra[k], c->extra[k]);
+              "--scheme 'LABEL=--pe rope %s ...'", w[k], where, w[k]);
+    for (int k = 0; steps && c->fit_target && k < n; k++)
+        CHECK(strcmp(w[k], "--steps"), "--steps %s with --fit-target: fit-first training runs until the target or "
+              "--max-steps; give --max-steps N instead of --steps", where);
+}
+
+static void check_extra(const Cfg *c) {
+    check_train_words(c, c->extra, c->n_extra, "after --", 0);
     // fit-first: training stops at the target or at the budget, so the budget is --max-steps
-    int max_steps = 0, steps = 0;
-    for (int k = 0; k < c->n_extra; k++) { max_steps |= !strcmp(c->extra[k], "--max-steps"); steps |= !strcmp(c->extra[k], "--steps"); }
+    int max_steps = 0;
+    for (int k = 0; k < c->n_extra; k++) max_steps |= !strcmp(c->extra[k], "--max-steps");
     CHECK(!c->fit_target || max_steps, "--fit-target needs a step budget: give --max-steps N after --");
-    CHECK(!c->fit_target || !steps, "--steps after -- with --fit-target: fit-first training runs until the target or --max-steps; "
-          "give --max-steps N instead of --steps");
+    check_train_words(c, c->extra, c->n_extra, "after --", 1);
 }
 
 // 1 when the flag named (without --) was on the command line or in the protocol

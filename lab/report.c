@@ -1,12 +1,13 @@
 // lab/report.c: ./compare's report. Reads every finished run (eval.csv or ppl*.csv, and the
 // fit line of train.log) and writes results.csv, runs.csv (tasks), summary.md and the gnuplot
 // scripts and plots, then prints the summary. For tasks, summary.md gives per task the fitted
-// runs, means over them with 95% bootstrap intervals, the test pools, the degenerate runs and the
-// paired test of every two schemes; then the paired tests pooled over tasks, the MRR with its
-// interval and the --claims verdicts; for text, after its tables, the claims on text. The statistics
-// are lab/stats.c's. The stages are here, with the paired tests that the tables of tasks and of text
-// share; the reading, the plots and the sections are in lab/report_read.c, report_plots.c,
-// report_tasks.c, report_distance.c, report_text.c and report_claims.c (lab/report.h).
+// runs, means over them with 95% t-intervals over their seeds, the test pools, the degenerate runs
+// and the paired test of every two schemes; then the paired tests pooled over tasks, the MRR with
+// its interval and ties, the --claims verdicts and their sensitivity tables; for text, after its
+// tables, the claims on text. The statistics are lab/stats.c's. The stages are here, with the
+// paired tests that the tables of tasks and of text share; the reading, the plots and the sections
+// are in lab/report_read.c, report_plots.c, report_tasks.c, report_distance.c, report_text.c and
+// report_claims.c (lab/report.h).
 #include <math.h>
 #include <string.h>
 
@@ -120,6 +121,11 @@ void report(const Cfg *c, const Run *runs, int n) {
         mrr_table(&rp);
         paper_table(&rp);
         if (c->n_claims) claims_section(&rp);
+        if (c->n_claims && c->n_tasks > 1) {              // the sensitivity table of the unit: the other one
+            rp.other_unit = 1;
+            claims_section(&rp);
+            rp.other_unit = 0;
+        }
         if (c->n_claims && !isnan(c->floor)) {            // the sensitivity table: the runs below the floor left out
             rp.floor_on = 1;
             claims_section(&rp);

@@ -19,8 +19,7 @@ void report(const Cfg *c, const Run *runs, int n);
 // what the report's files share
 
 #define MAX_LEN 4096     // the most lengths (or windows) of one task in a table or plot
-#define RESAMPLES 10000  // bootstrap resamples of a table's interval
-#define PLOT_RESAMPLES 2000   // ... of each point of a plot's band
+#define RESAMPLES 10000  // bootstrap resamples of an interval (./ladder's MRR)
 // a run is degenerate at a length where one answer makes up >= DEGENERATE_SHARE of at least
 // DEGENERATE_MIN instances: its answer does not depend on the input
 #define DEGENERATE_SHARE 0.95
@@ -77,6 +76,7 @@ typedef struct {
     int plots, made;     // gnuplot is installed; plots made
     double *rr;          // (n_tasks, n_seeds, n_schemes) reciprocal rank among the fitted runs; NAN: not ranked
     int floor_on;        // run_counts also leaves out the runs whose val_acc is below c->floor (the sensitivity tables)
+    int other_unit;      // the pooled claims take the unit --claims-unit does not name (the unit's sensitivity table)
 } Report;
 
 typedef struct { Interval iv; double p; } Test;     // a paired test: mean, 95% t-interval, sign-flip p
@@ -139,7 +139,7 @@ void task_section(Report *rp, int t);
 // The paired test of every two schemes over tasks t0..t1-1 (one task, or pooled over all), Holm over the table
 void pair_table(const Report *rp, int t0, int t1);
 void mrr_table(const Report *rp);              // the mean reciprocal rank of each scheme (add_ranks' ranks)
-void claims_section(const Report *rp);         // the --claims verdicts (with rp->floor_on: the sensitivity table)
+void claims_section(const Report *rp);         // the --claims verdicts (rp->floor_on, rp->other_unit: sensitivity tables)
 void paper_table(const Report *rp);            // --paper: the measured accuracy beyond training beside the paper's
 
 // lab/report_distance.c: --attention-distance's sections

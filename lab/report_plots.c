@@ -124,8 +124,8 @@ void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, in
     fprintf(md, "![perplexity](%s.png)\n\n", name);
 }
 
-// Accuracy against length: per scheme the mean over the fitted runs and its 95% bootstrap
-// interval (seeds, then instances) at each length, drawn as a band under the mean's line.
+// Accuracy against length: per scheme the mean over the fitted runs and its 95% t-interval over
+// their seeds at each length (as the tables'), drawn as a band under the mean's line.
 void plot_accuracy(Report *rp, int t, int train_max) {
     const Cfg *c = rp->c;
     char name[256], path[4200];
@@ -142,22 +142,23 @@ void plot_accuracy(Report *rp, int t, int train_max) {
         if (!seen && nl < MAX_LEN) lengths[nl++] = r->length;
     }
     sort_ints(lengths, nl);
-    fprintf(d, "# length, then per scheme: mean, lo, hi (fraction; mean over the %s, 95%% bootstrap interval)\n# length", counted_runs(rp));
+    fprintf(d, "# length, then per scheme: mean, lo, hi (fraction; mean over the %s, 95%% t-interval over their seeds, "
+               "lo = hi = the mean with one run)\n# length", counted_runs(rp));
     for (int sc = 0; sc < c->n_schemes; sc++) fprintf(d, " %s %s_lo %s_hi", c->schemes[sc].label, c->schemes[sc].label, c->schemes[sc].label);
     fprintf(d, "\n");
     SeedBuckets seeds[MAX_ITEMS];
     for (int li = 0; li < nl; li++) {
         fprintf(d, "%d", lengths[li]);
         for (int sc = 0; sc < c->n_schemes; sc++) {
-            int k = fitted_buckets(rp, t, sc, 0, lengths[li], seeds);
-            Interval iv = bootstrap_accuracy(seeds, k, PLOT_RESAMPLES, stream_seed(c->tasks[t], c->schemes[sc].label, 100 + lengths[li]));
+            Interval iv = seed_accuracy_interval(seeds, fitted_buckets(rp, t, sc, 0, lengths[li], seeds));
+            if (isnan(iv.lo)) iv.lo = iv.hi = iv.mean;
             if (isnan(iv.mean)) fprintf(d, " NaN NaN NaN"); else fprintf(d, " %.6g %.6g %.6g", iv.mean, iv.lo, iv.hi);
         }
         fprintf(d, "\n");
     }
     fclose(d);
     char title[256];
-    snprintf(title, sizeof title, "%s: accuracy against length (trained on <= %d; %s: mean and 95%% bootstrap band)",
+    snprintf(title, sizeof title, "%s: accuracy against length (trained on <= %d; %s: mean and 95%% t-band over seeds)",
              c->tasks[t], train_max, counted_runs(rp));
     FILE *g = gp_open(c->out, name, title, "length", "accuracy");
     fprintf(g, "set yrange [-0.02:1.02]\nset arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'gray'\nplot ", train_max + 0.5, train_max + 0.5);

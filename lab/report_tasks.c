@@ -1,8 +1,8 @@
 // lab/report_tasks.c: summary.md's sections of tasks: per task the scheme table (fitted runs, means
-// with 95% bootstrap intervals), the test pools, the degenerate runs, the paired test of every two
-// schemes with Holm's adjustment, the retrieval depth tables (and the attention distance to NoPE,
-// lab/report_distance.c); then the paired tests pooled over tasks, the mean reciprocal rank and the
-// --claims verdicts.
+// with 95% t-intervals over the seeds), the test pools, the degenerate runs, the paired test of every
+// two schemes with Holm's adjustment, the retrieval depth tables (and the attention distance to NoPE,
+// lab/report_distance.c); then the paired tests pooled over tasks, the mean reciprocal rank with its
+// ties, and the --claims verdicts (and again with the other unit, a sensitivity table).
 #include <math.h>
 #include <string.h>
 
@@ -10,6 +10,7 @@
 
 static void fmt_interval(const Interval *iv, double scale, char *out, size_t cap) {
     if (isnan(iv->mean)) snprintf(out, cap, "no run counted");
+    else if (isnan(iv->lo)) snprintf(out, cap, "%.1f (one run: no interval)", scale * iv->mean);
     else snprintf(out, cap, "%.1f [%.1f, %.1f]", scale * iv->mean, scale * iv->lo, scale * iv->hi);
 }
 
@@ -28,7 +29,7 @@ static void fit_sentence(const Report *rp, int t, FILE *md) {
 }
 
 // The table of a task: per scheme the fitted runs, the in-distribution and longer accuracy (mean
-// over the fitted runs, 95% bootstrap interval over seeds and instances) and every run's number.
+// over the fitted runs, 95% t-interval over their seeds) and every run's number.
 static void scheme_table(const Report *rp, int t) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
@@ -45,8 +46,7 @@ static void scheme_table(const Report *rp, int t) {
         }
         char cell[2][96];
         for (int o = 0; o < 2; o++) {
-            int k = fitted_buckets(rp, t, sc, o, -1, seeds);
-            Interval iv = bootstrap_accuracy(seeds, k, RESAMPLES, stream_seed(c->tasks[t], c->schemes[sc].label, o));
+            Interval iv = seed_accuracy_interval(seeds, fitted_buckets(rp, t, sc, o, -1, seeds));
             fmt_interval(&iv, 100, cell[o], sizeof cell[o]);
         }
         fprintf(md, "| %s | %d of %d%s | %s | %s | ", c->schemes[sc].label, fitted, runs,
@@ -155,8 +155,9 @@ static int paired_by_task(const Report *rp, int t0, int t1, int a, int b, double
     return k;
 }
 
-// 1 when a pooled test over t0..t1-1 takes the task as its unit
-static int task_units(const Report *rp, int t0, int t1) { return rp->c->unit_task && t1 - t0 > 1; }
+// 1 when a pooled test over t0..t1-1 takes the task as its unit: --claims-unit task, or seed in the
+// sensitivity table of the other unit (rp->other_unit)
+static int task_units(const Report *rp, int t0, int t1) { return (rp->c->unit_task != rp->other_unit) && t1 - t0 > 1; }
 
 static int paired(const Report *rp, int t0, int t1, int a, int b, double *d, int *seed_of) {
     const Cfg *c = rp->c;
@@ -308,8 +309,10 @@ void task_section(Report *rp, int t) {
                 "in-distribution: lengths <= %d, longer: the rest up to the longest test length, every instance "
                 "weighted equally. ", c->tasks[t], c->n_seeds, c->n_seeds > 1 ? "s" : "", train_max);
     fit_sentence(rp, t, md);
-    fprintf(md, "Mean over the %s with its 95%% bootstrap interval (%d resamples of the seeds, then of the "
-                "instances within each seed).\n\n", counted_runs(rp), RESAMPLES);
+    fprintf(md, "Mean over the %s with its 95%% t-interval over their seeds (mean +- t(0.975, n-1) sd / sqrt(n) of "
+                "the runs' accuracies; with few seeds it is wide, and may reach past 0 or 100).\n\n", counted_runs(rp));
+    if (c->task_flags[t]) fprintf(md, "This task's runs also take `%s` (--task-flags): they follow the grid's training "
+                                      "flags and override them.\n\n", c->task_flags[t]);
     scheme_table(rp, t);
     pool_table(rp, t);
     degenerate_list(rp, t);
@@ -320,8 +323,31 @@ void task_section(Report *rp, int t) {
     if (c->attention_distance) distance_section(rp, t);
 }
 
+// The rankings (task x seed configurations with at least two ranked runs) that hold a tie, those
+// where every ranked run ties, and of those the ones with every scheme ranked (the paper's five at
+// one accuracy: a five-way tie). The expected ranks of a random break are equal exactly for tied
+// runs (disjoint spans of ranks have distinct means of 1/r), so rr tells them.
+static void count_ties(const Report *rp, int *tied, int *all_tied, int *full) {
+    const Cfg *c = rp->c;
+    *tied = *all_tied = *full = 0;
+    for (int t = 0; t < c->n_tasks; t++)
+        for (int sd = 0; sd < c->n_seeds; sd++) {
+            const double *rr = rp->rr + ((size_t)t * c->n_seeds + sd) * c->n_schemes;
+            int ranked = 0, pairs = 0, equal = 0;
+            for (int a = 0; a < c->n_schemes; a++) {
+                if (isnan(rr[a])) continue;
+                ranked++;
+                for (int b = a + 1; b < c->n_schemes; b++) if (!isnan(rr[b])) { pairs++; equal += rr[a] == rr[b]; }
+            }
+            if (ranked < 2) continue;
+            *tied += equal > 0;
+            *all_tied += equal == pairs;
+            *full += equal == pairs && ranked == c->n_schemes;
+        }
+}
+
 // The mean reciprocal rank of each scheme over the fitted runs of every task and seed, with its
-// bootstrap interval, and the runs it leaves out.
+// t-interval over the claims' unit, the ties among the rankings, and the runs it leaves out.
 void mrr_table(const Report *rp) {
     const Cfg *c = rp->c;
     int configs = 0, not_fitted = 0, alone = 0, missing = 0;
@@ -338,33 +364,44 @@ void mrr_table(const Report *rp) {
             }
             configs += ranked > 0;
         }
+    int by_task = task_units(rp, 0, c->n_tasks);
     fprintf(rp->md, "## Mean reciprocal rank\n\nThe NoPE paper's aggregate, over the %s: for every task and seed those "
                     "runs are ranked by accuracy on lengths longer than training (1 = best; the paper breaks ties "
                     "arbitrarily, so m runs tied at ranks r..r+m-1 each get the mean of 1/r..1/(r+m-1), the expected value of "
                     "a random break); "
                     "a scheme's MRR is its mean 1/rank over the %d task x seed configurations with at least two fitted runs, "
-                    "with a 95%% bootstrap interval (%d resamples of the seeds, each bringing all its tasks). Left out: %d "
+                    "with a 95%% t-interval over the %ss (each %s's mean 1/rank over its %ss). Left out: %d "
                     "run%s not fitted, %d fitted run%s with no other fitted run to rank against, %d run%s not finished.\n\n",
-            counted_runs(rp), configs, RESAMPLES, not_fitted, not_fitted == 1 ? "" : "s", alone, alone == 1 ? "" : "s", missing, missing == 1 ? "" : "s");
+            counted_runs(rp), configs, by_task ? "task" : "seed", by_task ? "task" : "seed", by_task ? "seed" : "task",
+            not_fitted, not_fitted == 1 ? "" : "s", alone, alone == 1 ? "" : "s", missing, missing == 1 ? "" : "s");
     if (!configs) return;
+    int tied, all_tied, full;
+    count_ties(rp, &tied, &all_tied, &full);
+    fprintf(rp->md, "Ties: %d of the %d rankings hold a tie; in %d every ranked run has the same accuracy, %d of them with "
+                    "all %d schemes ranked (a %d-way tie). Runs that all tie get the same 1/rank: such a ranking tells the "
+                    "schemes nothing.\n\n", tied, configs, all_tied, full, c->n_schemes, c->n_schemes);
     Interval *m = xcalloc(c->n_schemes, sizeof(Interval));
-    bootstrap_mrr(rp->rr, c->n_tasks, c->n_seeds, c->n_schemes, RESAMPLES, stream_seed("", "mrr", 3), m);
+    mrr_t_intervals(rp->rr, c->n_tasks, c->n_seeds, c->n_schemes, by_task, m);
     fprintf(rp->md, "| scheme | MRR | 95%% interval | configurations ranked in |\n|---|---|---|---|\n");
     for (int sc = 0; sc < c->n_schemes; sc++) {
         if (!m[sc].n) { fprintf(rp->md, "| %s | | | 0 |\n", c->schemes[sc].label); continue; }
-        fprintf(rp->md, "| %s | %.3f | [%.3f, %.3f] | %d |\n", c->schemes[sc].label, m[sc].mean, m[sc].lo, m[sc].hi, m[sc].n);
+        if (isnan(m[sc].lo)) fprintf(rp->md, "| %s | %.3f | (one %s) | %d |\n", c->schemes[sc].label, m[sc].mean, by_task ? "task" : "seed", m[sc].n);
+        else fprintf(rp->md, "| %s | %.3f | [%.3f, %.3f] | %d |\n", c->schemes[sc].label, m[sc].mean, m[sc].lo, m[sc].hi, m[sc].n);
     }
     fprintf(rp->md, "\n");
     free(m);
 }
 
-// --claims: each claim "a > b" tested on the differences a - b pooled over every task, then per task.
-void claims_section(const Report *rp) {
+// The claims section's title and what its table holds (tu: the pooled rows take tasks as units).
+static void claims_header(const Report *rp, int tu) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
-    int nt = c->n_tasks > 1 ? c->n_tasks + 1 : 1;            // rows per claim: pooled, then each task
-    int tu = task_units(rp, 0, c->n_tasks);
-    if (rp->floor_on)
+    if (rp->other_unit)
+        fprintf(md, "## Claims with the other unit (sensitivity)\n\nThe pooled claims again with the %s as the unit, not "
+                    "the %s that --claims-unit names: a check that no verdict rests on the choice of unit. The verdicts "
+                    "above, with the %s as the unit, are the reported ones. ", tu ? "task" : "seed", tu ? "seed" : "task",
+                tu ? "seed" : "task");
+    else if (rp->floor_on)
         fprintf(md, "## Claims without the runs below the floor (sensitivity)\n\nThe claims again, leaving out every run whose "
                     "in-distribution validation accuracy is below %.4g (and its partner in each pair): a check that no verdict "
                     "rests on runs that did not learn the task. The verdicts above, with every run, are the reported ones.\n\n",
@@ -374,14 +411,25 @@ void claims_section(const Report *rp) {
     fprintf(md, "Over the %s%s: the mean difference A - B (percentage points), its 95%% t-interval and the exact sign-flip p "
                 "(two-sided). Supported: the interval lies above 0 and p < 0.05; contradicted: it lies below 0 and p < "
                 "0.05; otherwise not distinguishable with the %s at hand. Holm p adjusts p for the family it belongs "
-                "to: the %d claims' %s together%s. Per task, the unit is the seed.\n\n"
+                "to: the %d claims' %s together%s.%s\n\n"
                 "| claim | over | units | mean A - B | 95%% interval | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|\n",
             tu ? "tasks" : "seeds where both runs counted",
             tu ? " (pooled: each task's mean difference over its seeds is one unit, so the claim is one across tasks; "
                  "the seeds of a task are not independent replications of the claim across tasks)" :
             c->n_tasks > 1 ? " (pooled over tasks: each seed's mean difference over its tasks, so the seed stays the unit)" : "",
             tu ? "tasks" : "seeds", c->n_claims, c->n_tasks > 1 ? "pooled rows" : "rows",
-            c->n_tasks > 1 ? ", and each claim's rows by task together" : "");
+            c->n_tasks > 1 && !rp->other_unit ? ", and each claim's rows by task together" : "",
+            rp->other_unit ? " The rows by task are those above." : " Per task, the unit is the seed.");
+}
+
+// --claims: each claim "a > b" tested on the differences a - b pooled over every task, then per task
+// (the sensitivity table of the other unit: pooled only, its rows by task being the main table's).
+void claims_section(const Report *rp) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    int nt = c->n_tasks > 1 && !rp->other_unit ? c->n_tasks + 1 : 1;   // rows per claim: pooled, then each task
+    int tu = task_units(rp, 0, c->n_tasks);
+    claims_header(rp, tu);
     double *d = xmalloc(sizeof(double) * (c->n_seeds > c->n_tasks ? c->n_seeds : c->n_tasks));
     Test *x = xmalloc(sizeof(Test) * (size_t)c->n_claims * nt);
     int *finished = xmalloc(sizeof(int) * (size_t)c->n_claims * nt);
@@ -445,7 +493,7 @@ void claims_section(const Report *rp) {
 }
 
 // --paper: per task (row) and scheme, the measured accuracy beyond training (mean over the runs that
-// count, 95% bootstrap interval) beside the paper's mean; the paper's models, budget and symbols
+// count, 95% t-interval over their seeds) beside the paper's mean; the paper's models, budget and symbols
 // differ (docs/reproduce-nope.md says how), so the table shows where the orders agree, not a test.
 void paper_table(const Report *rp) {
     const Cfg *c = rp->c;
@@ -454,7 +502,7 @@ void paper_table(const Report *rp) {
     for (int t = 0; t < c->n_tasks; t++) for (int sc = 0; sc < c->n_schemes; sc++) any |= !isnan(c->paper[t][sc]);
     if (!any) return;
     fprintf(md, "## Beside the paper\n\nAccuracy beyond the training lengths (%%): measured here (mean over the runs "
-                "that count [95%% bootstrap interval]) and the paper's published mean (--paper; its 3 seeds, its model "
+                "that count [95%% t-interval over their seeds]) and the paper's published mean (--paper; its 3 seeds, its model "
                 "and budget) where it reports one. Same order: of the pairs of schemes that the paper separates (means "
                 "apart), those whose measured means are apart the same way.\n\n| task |");
     for (int sc = 0; sc < c->n_schemes; sc++) fprintf(md, " %s | paper |", c->schemes[sc].label);
@@ -466,8 +514,7 @@ void paper_table(const Report *rp) {
         fprintf(md, "| %s |", c->tasks[t]);
         double mean[MAX_ITEMS];
         for (int sc = 0; sc < c->n_schemes; sc++) {
-            int k = fitted_buckets(rp, t, sc, 1, -1, seeds);
-            Interval iv = bootstrap_accuracy(seeds, k, RESAMPLES, stream_seed(c->tasks[t], c->schemes[sc].label, 1));
+            Interval iv = seed_accuracy_interval(seeds, fitted_buckets(rp, t, sc, 1, -1, seeds));
             char cell[96];
             fmt_interval(&iv, 100, cell, sizeof cell);
             mean[sc] = iv.mean;

@@ -36,6 +36,8 @@ typedef struct {
     TextClaim text_claims[MAX_ITEMS];             // --claims on text (--data): each claim, its rows resolved
     int n_text_claims;
     char **extra; int n_extra;                    // flags after --, given to every training run
+    const char *task_flags[MAX_ITEMS];            // --task-flags 'TASK=FLAGS': FLAGS of task t's runs, after
+                                                  // extra (so they override it); NULL: none
     const char *launch;                           // --launch 'WORDS': put before each training command
                                                   // (e.g. 'mpirun -np 2': a run on several ranks)
     int context;                                  // text with --long-length or --finetune: T, the --seq after -- (else 0)

@@ -1,6 +1,6 @@
 // lab/stats.c: t-intervals, Student's t distribution and the paired t-test, the sign-flip
-// permutation test, the binomial sampler and the percentile bootstraps of ./compare's report
-// (lab/stats.h says what each computes).
+// permutation test, the binomial sampler and the percentile bootstraps of ./compare's and ./ladder's
+// reports (lab/stats.h says what each computes).
 #include <math.h>
 
 #include "lab/stats.h"
@@ -251,6 +251,41 @@ Interval bootstrap_accuracy(const SeedBuckets *seeds, int n_seeds, int resamples
     iv.hi = percentile(draws, resamples, 0.975);
     free(draws);
     return iv;
+}
+
+Interval seed_accuracy_interval(const SeedBuckets *seeds, int n_seeds) {
+    double *x = xmalloc(sizeof(double) * (n_seeds > 0 ? n_seeds : 1));
+    int k = 0;
+    for (int i = 0; i < n_seeds; i++) {
+        double a = seed_accuracy(&seeds[i]);
+        if (!isnan(a)) x[k++] = a;
+    }
+    Interval iv = mean_t_interval(x, k);
+    free(x);
+    return iv;
+}
+
+void mrr_t_intervals(const double *rr, int n_tasks, int n_seeds, int n_schemes, int by_task, Interval *out) {
+    int nu = by_task ? n_tasks : n_seeds, ni = by_task ? n_seeds : n_tasks;
+    double *unit = xmalloc(sizeof(double) * (nu > 0 ? nu : 1));
+    for (int sc = 0; sc < n_schemes; sc++) {
+        double all = 0;
+        int n_all = 0, k = 0;
+        for (int u = 0; u < nu; u++) {
+            double sum = 0;
+            int n = 0;
+            for (int i = 0; i < ni; i++) {
+                int t = by_task ? u : i, sd = by_task ? i : u;
+                double v = rr[((size_t)t * n_seeds + sd) * n_schemes + sc];
+                if (!isnan(v)) { sum += v; n++; }
+            }
+            if (n) unit[k++] = sum / n;
+            all += sum; n_all += n;
+        }
+        Interval iv = mean_t_interval(unit, k);
+        out[sc] = (Interval){ .mean = n_all ? all / n_all : NAN, .lo = iv.lo, .hi = iv.hi, .n = n_all };
+    }
+    free(unit);
 }
 
 void bootstrap_mrr(const double *rr, int n_tasks, int n_seeds, int n_schemes, int resamples, uint64_t seed, Interval *out) {

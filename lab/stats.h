@@ -1,8 +1,9 @@
 // lab/stats.h: the statistics behind ./compare's intervals and tests (docs/lab.md, The comparison;
 // paired by seed, as small-seed comparisons need): means with t-intervals, Student's t distribution
 // and the paired t-test, the exact sign-flip permutation test of paired differences, an exact
-// binomial sampler, and percentile bootstraps of an accuracy over seeds and instances and of the
-// mean reciprocal rank over seeds. Pure functions: no I/O, and every random
+// binomial sampler, t-intervals of a mean accuracy and of the mean reciprocal rank over units, and
+// percentile bootstraps of an accuracy over seeds and instances and of the mean reciprocal rank
+// over seeds (./ladder's). Pure functions: no I/O, and every random
 // draw comes from an Rng (util/common.h) seeded by the caller, so a report is the same every time.
 #ifndef STATS_H
 #define STATS_H
@@ -93,6 +94,19 @@ int bootstrap_accuracy_draws(const SeedBuckets *seeds, int n_seeds, int resample
 // The observed mean over seeds with its 95% percentile interval (2.5 and 97.5 percentiles of
 // `resamples` draws of bootstrap_accuracy_draws).
 Interval bootstrap_accuracy(const SeedBuckets *seeds, int n_seeds, int resamples, uint64_t seed);
+
+// The mean over seeds of seed_accuracy (seeds without instances are left out) with its 95%
+// t-interval over those seeds (mean_t_interval): the interval of a mean over a few seeds, which a
+// percentile bootstrap cannot give (its resamples never leave the seeds' own range: with 3 seeds
+// there are only 10 distinct ones).
+Interval seed_accuracy_interval(const SeedBuckets *seeds, int n_seeds);
+
+// The mean reciprocal rank of each scheme with a 95% t-interval over units. rr is (n_tasks, n_seeds,
+// n_schemes) as for bootstrap_mrr. A unit is a seed (its mean over the tasks where the scheme was
+// ranked) or, with by_task, a task (its mean over its seeds); out[sc].mean is the MRR (the mean of
+// every entry, the paper's), lo and hi the t-interval of the units' means, n the entries. With as
+// many entries in every unit (every run ranked) the interval is centred on the MRR.
+void mrr_t_intervals(const double *rr, int n_tasks, int n_seeds, int n_schemes, int by_task, Interval *out);
 
 // The bootstrap interval of the mean reciprocal rank of each scheme. rr is (n_tasks, n_seeds,
 // n_schemes): the reciprocal rank of a scheme in a task x seed configuration, NAN where that run is

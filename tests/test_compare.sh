@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # tests/test_compare.sh: the report alone (--report-only) on a hand-made grid, against numbers
-# computed by hand (fitted counts, intervals, pools, the degenerate flag, paired tests, MRR, claim
-# verdicts); then ./compare end to end on a grid small enough for seconds: the folder it writes,
-# finished runs kept, a redone run bit-identical, text mode with RoPE extensions, text mode with
-# --attention-stats (the collapsed fraction by layer, mean and t-interval over seeds), the message when
-# gnuplot is missing, and bad input.
+# computed by hand (fitted counts, t-intervals, pools, the degenerate flag, paired tests, MRR and its
+# ties, claim verdicts and the other unit's); then ./compare end to end on a grid small enough for
+# seconds: the folder it writes, finished runs kept, a redone run bit-identical, --task-flags, text
+# mode with RoPE extensions, text mode with --attention-stats (the collapsed fraction by layer, mean
+# and t-interval over seeds), the message when gnuplot is missing, and bad input.
 . "$(dirname "$0")/lib.sh"
 model="--layers 1 --heads 2 --dim 16 --batch 4 --log-every 1000"
 
@@ -58,6 +58,9 @@ s="$fake/summary.md"
 has() { grep -qF -- "$2" "$1"; check $? "$(basename "$1") lacks: $2"; }
 # fitted counts; in-distribution over the fitted runs (rope's unfitted 40% left out); per seed
 has "$s" "| nope | 4 of 4 | 100.0 [100.0, 100.0] |"
+# beyond training, the t-interval over the seeds 75, 70, 90, 50: 71.25 +- 3.1824 x 16.52 / 2 =
+# [45.0, 97.5] (a percentile bootstrap over these seeds stays inside 50..90)
+has "$s" "| nope | 4 of 4 | 100.0 [100.0, 100.0] | 71.2 [45.0, 97.5] |"
 has "$s" "| rope | 3 of 4 | 100.0 [100.0, 100.0] |"
 has "$s" "| 1: 10.0, 2: 20.0 (not fitted; in-distribution 40.0), 3: 0.0, 4: 10.0 |"
 has "$s" "| nope | 4 of 4 (no fit criterion) | 100.0 [100.0, 100.0] | 100.0 [100.0, 100.0] |"
@@ -85,6 +88,10 @@ has "$s" "over the 8 task x seed configurations"
 has "$s" "Left out: 1 run not fitted"
 has "$s" "| nope | 0.938 |"
 has "$s" "| alibi | 0.562 |"
+# its t-interval over the seeds (each seed's mean 1/rank over its tasks): nope 1, 1, 1, 0.75 ->
+# 0.9375 +- 3.1824 x 0.0625 = [0.739, 1.136]; no ranking holds a tie
+has "$s" "| nope | 0.938 | [0.739, 1.136] | 8 |"
+has "$s" "Ties: 0 of the 8 rankings hold a tie; in 0 every ranked run has the same accuracy, 0 of them with all 3 schemes ranked"
 grep -q "^| rope | 0.333 | \[0.333, 0.333\] | 7 |" "$s"; check $? "summary.md: rope's MRR row"
 # claims, by seed: nope>rope pooled as above, Holm over the 2 claims' pooled rows 2 x 0.125;
 # alibi>nope: seed means (-25 - 50)/2, (-10 - 50)/2, (-50 - 50)/2, (10 - 50)/2 = -37.5, -30, -50,
@@ -95,6 +102,12 @@ has "$s" "| nope>rope | all tasks | 4 | +86.9 | [+65.5, +108.3] | 0.125 | 0.25 |
 has "$s" "| alibi>nope | all tasks | 4 | -34.4 | [-54.5, -14.3] | 0.125 | 0.25 | not distinguishable with 4 seeds |"
 has "$s" "|  | copy | 3 | +65.0 | [+2.9, +127.1] | 0.25 | 0.25 | not distinguishable with 3 seeds |"
 has "$s" "|  | copy | 4 | -18.8 | [-59.0, +21.5] | 0.375 | 0.375 | not distinguishable with 4 seeds |"
+# the claims with the other unit (the task: each task's mean over the seeds where both counted):
+# nope>rope copy (65 + 90 + 40)/3 = 65, reverse 100: 82.5 +- 12.706 x 17.5 = [-139.9, +304.9], p 2/4;
+# Holm over the 2 claims (both p 0.5): 1; the rows by task are not repeated
+has "$s" "## Claims with the other unit (sensitivity)"
+has "$s" "| nope>rope | all tasks | 2 | +82.5 | [-139.9, +304.9] | 0.5 | 1 | not distinguishable with 2 tasks |"
+[ "$(grep -c '^|  | copy | 3 | +65.0 |' "$s")" = 1 ]; check $? "the other unit's table repeats the rows by task"
 # no claim can hold for the family with 4 seeds: 2/2^n < 0.05/2 needs n = 7
 has "$s" "among the 2 claims at most 5% (Holm p < 0.05 and the interval on one side of 0): none. The smallest p the sign-flip test can give with 4 seeds is 0.125, and Holm asks below 0.025 of the smallest of 2 p; 7 seeds or more could pass it."
 # runs.csv and results.csv
@@ -143,6 +156,16 @@ has "$fake/summary.md" "| nope>rope | reverse | 7 | +85.0 |"
 grep -q "^| nope>rope | reverse | 7 | +85.0 | \[.*\] | 0.01562 | 0.03125 | supported |" "$fake/summary.md"
 check $? "7 seeds: nope>rope not supported with Holm p 0.03125"
 has "$fake/summary.md" "(Holm p < 0.05 and the interval on one side of 0): nope>rope supported, rope>nope contradicted."
+# ties: seed 1 all three at 20%, seed 2 nope and alibi at 20%, rope 10%; nope (11/18 + 3/4)/2 = 0.681
+fake="$tmp/fake_tie"
+for sc in nope alibi rope; do fake_run sort $sc 1 8 "" "10 10 10 10" 0.3000; done
+fake_run sort nope 2 8 "" "10 10 10 10" 0.3000; fake_run sort alibi 2 8 "" "10 10 10 10" 0.3000
+fake_run sort rope 2 4 "" "10 10 10 10" 0.3000
+./compare --out "$fake" --task sort --schemes nope,alibi,rope --seeds 1,2 --train "$tmp/no-train" --report-only \
+  > "$tmp/logt" 2>&1; check $? "--report-only on the tied grid failed:" || cat "$tmp/logt"
+has "$fake/summary.md" "Ties: 2 of the 2 rankings hold a tie; in 1 every ranked run has the same accuracy, 1 of them with all 3 schemes ranked (a 3-way tie)."
+has "$fake/summary.md" "| nope | 0.681 |"
+has "$fake/summary.md" "| rope | 0.472 |"
 fake=$fake_grid
 
 # ---- real training from here on: the task grids need ./train's eval.csv with the columns
@@ -185,6 +208,25 @@ grep -q "3 already done, 1 to train" "$tmp/log3"; check $? "the run without its 
 cmp -s "$d/eval.csv" "$tmp/eval_before.csv"; check $? "a redone run gives other accuracies"
 cut -d, -f1-3 "$d/log.csv" > "$tmp/a"; cut -d, -f1-3 "$tmp/log_before.csv" > "$tmp/b"
 cmp -s "$tmp/a" "$tmp/b"; check $? "a redone run gives other losses"
+
+# ---- --task-flags: one task's runs get their own flags after the grid's (--steps 2 beats --steps 3),
+# recorded in their commands; the same command keeps every run, other task flags redo none silently
+tf="$tmp/taskflags"
+tf_cmd=(./compare --out "$tf" --task copy-repeat,reverse --schemes nope --seeds 1 --eval-per-length 3 --quiet)
+"${tf_cmd[@]}" --task-flags 'reverse=--steps 2 --lr 1e-2' -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/logtf" 2>&1
+check $? "a grid with --task-flags failed:" || cat "$tmp/logtf"
+grep -q -- "--steps 3 --train-max 4 --test-max 8 --steps 2 --lr 1e-2$" "$tf/runs/reverse/nope/seed1/done"
+check $? "reverse's command does not end with its task flags: $(cat "$tf/runs/reverse/nope/seed1/done")"
+! grep -q -- "--lr 1e-2" "$tf/runs/copy-repeat/nope/seed1/done"; check $? "copy-repeat's command took reverse's task flags"
+[ "$(tail -n 1 "$tf/runs/reverse/nope/seed1/log.csv" | cut -d, -f1)" = 2 ] &&
+  [ "$(tail -n 1 "$tf/runs/copy-repeat/nope/seed1/log.csv" | cut -d, -f1)" = 3 ]
+check $? "the task's --steps 2 did not override the grid's --steps 3 (reverse trained $(tail -n 1 "$tf/runs/reverse/nope/seed1/log.csv" | cut -d, -f1) steps)"
+grep -q "This task's runs also take \`--steps 2 --lr 1e-2\` (--task-flags)" "$tf/summary.md"; check $? "summary.md does not show the task flags"
+"${tf_cmd[@]}" --task-flags 'reverse=--steps 2 --lr 1e-2' -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/logtf2" 2>&1
+grep -q "2 already done, 0 to train" "$tmp/logtf2"; check $? "the same --task-flags retrained a run:" || head -3 "$tmp/logtf2"
+"${tf_cmd[@]}" --task-flags 'reverse=--steps 4' -- $model --steps 3 --train-max 4 --test-max 8 > "$tmp/logtf3" 2>&1
+[ $? = 1 ] && grep -q "runs/reverse/nope/seed1 was made with other settings" "$tmp/logtf3"
+check $? "other --task-flags were not refused for the task's finished run:" || cat "$tmp/logtf3"
 
 # ---- text: perplexity by window, RoPE with an extension, a learned table past its rows
 cat README.md docs/*.md | head -c 60000 > "$tmp/text.txt"   # any text of >= ~42 KB
@@ -372,6 +414,14 @@ expect_fail "flag compare sets" "set by ./compare" ./compare --out "$tmp/x" --ta
 # only the scheme differs between a seed's runs: a scheme's flags are positional, and no scheme setting after --
 expect_fail "a non-positional flag in a scheme" "--lr is not a positional setting" ./compare --out "$tmp/x" --task copy --scheme 'x=--pe nope --lr 1'
 expect_fail "a scheme without flags" "give the scheme's flags" ./compare --out "$tmp/x" --task copy --scheme 'x='
+expect_fail "--task-flags of a task not compared" "'sort' is not one of the tasks compared" ./compare --out "$tmp/x" --task copy --task-flags 'sort=--steps 5'
+expect_fail "--task-flags twice for a task" "task 'copy' is given twice" ./compare --out "$tmp/x" --task copy --task-flags 'copy=--steps 5' --task-flags 'copy=--lr 1e-3'
+expect_fail "--task-flags without =" "write TASK=FLAGS" ./compare --out "$tmp/x" --task copy --task-flags 'copy --steps 5'
+expect_fail "--task-flags that is not a flag" "'steps' is not a flag" ./compare --out "$tmp/x" --task copy --task-flags 'copy=steps 5'
+expect_fail "--task-flags with a flag ./compare sets" "--seed in --task-flags 'copy=--seed 3' is set by ./compare itself" ./compare --out "$tmp/x" --task copy --task-flags 'copy=--seed 3'
+expect_fail "--task-flags with a scheme setting" "--rope-base in --task-flags 'copy=--rope-base 500' is a positional setting" ./compare --out "$tmp/x" --task copy --schemes rope --task-flags 'copy=--rope-base 500'
+expect_fail "--task-flags --steps with --fit-target" "--steps in --task-flags 'copy=--steps 9' with --fit-target" ./compare --out "$tmp/x" --task copy --fit-target 0.9 --task-flags 'copy=--steps 9' -- --max-steps 5
+expect_fail "--task-flags with text" "--task-flags applies to tasks" ./compare --out "$tmp/x" --data README.md --task-flags 'text=--steps 5'
 expect_fail "a scheme setting after --" "--rope-fraction after -- is a positional setting" ./compare --out "$tmp/x" --task copy --scheme 'r=--pe rope --rope-fraction 0.25' -- --rope-fraction 1
 expect_fail "bad seed" "--seeds" ./compare --out "$tmp/x" --task copy --seeds 1,x
 expect_fail "seed twice" "given twice" ./compare --out "$tmp/x" --task copy --seeds 1,1

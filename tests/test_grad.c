@@ -583,6 +583,11 @@ int main(void) {
     // the sinusoidal input with unscaled embeddings (--sinusoidal-scale none; "sinusoidal" above is
     // the default, sqrt(C)), last so that the cases above draw what they drew before it
     model_case("sinusoidal, unscaled embeddings", "sinusoidal", NULL, NULL, 0, 1.0, 2, 0, "sinusoidal_scale=none");
+    // the NoPE paper's APE (--sinusoidal-scale paper): the table in halves, embeddings N(0, 1) unscaled,
+    // the tied head reading ln_f's output x C^-0.5 (its gradient to wte and to the blocks)
+    model_case("sinusoidal, the NoPE paper's APE", "sinusoidal", NULL, NULL, 0, 1.0, 2, 0, "sinusoidal_scale=paper");
+    model_case("dropout 0.1: the NoPE paper's APE + rope,alibi,t5", NULL, "rope,alibi,t5", "sinusoidal", 1, 1.0, 2, 0.1,
+               "sinusoidal_scale=paper");
     // one query (T = 1) of each scheme, without and with dropout, last too: the kernel against the
     // reference, and both by finite differences
     for (int s = 0; s < posenc_count(); s++) {

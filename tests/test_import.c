@@ -215,6 +215,7 @@ static void test_safetensors_identity(void) {
           "rope_scaling=yarn rope_factor=4 rope_original_context=6 rope_pairing=interleaved rope_fraction=0.5 rope_base=500") },
         { "sinusoidal + t5 shared by two layers + alibi", config(3, NULL, "t5,alibi,t5", "sinusoidal", "t5_num_buckets=8 t5_max_distance=20") },
         { "sinusoidal unscaled", config(2, "sinusoidal", NULL, NULL, "sinusoidal_scale=none") },
+        { "sinusoidal, the NoPE paper's APE", config(2, "sinusoidal", NULL, NULL, "sinusoidal_scale=paper") },
         { "kerple, fire", config(2, NULL, "kerple,fire", NULL, NULL) },
         { "the smollm3 preset, llama3 extension", config(4, NULL, "smollm3", "none", "rope_scaling=llama3 rope_factor=8") },
         { "xpos, p-rope", config(2, NULL, "xpos,p-rope", NULL, "xpos_scale_base=64 p_rope_fraction=0.5") },
@@ -297,6 +298,32 @@ static void test_checkpoint_before_sinusoidal_scale(void) {
         gpt_free(&a); gpt_free(&b);
     }
     remove(path_of("old.ckpt"));
+}
+
+// The NoPE paper's APE (--sinusoidal-scale paper) is part of the model: a checkpoint stores the line
+// sinusoidal_scale=paper, and --load (as --resume) gives the same model, bit for bit; the line
+// changed to sqrt gives another model (the form is read from the file, not assumed).
+static void test_checkpoint_paper_form(void) {
+    GPTConfig c = config(2, NULL, "t5,nope", "sinusoidal", "sinusoidal_scale=paper");
+    GPT a, b;
+    gpt_build(&a, &c, 11, 0);
+    ckpt_save(path_of("paper.ckpt"), &a, NULL, NULL);
+    model_load(path_of("paper.ckpt"), &b, 0, NULL, NULL, NULL);
+    EXPECT(b.cfg.pe.sinusoidal_scale == PE_SIN_PAPER && posenc_head_scale(&b.cfg.pe, b.cfg.n_embd) != 1,
+           "a checkpoint of the paper's APE loads as it (sinusoidal_scale %d)", b.cfg.pe.sinusoidal_scale);
+    Batch bt;
+    batch_alloc(&bt, 2, a.cfg.max_seq_len);
+    random_batch(&bt, a.cfg.vocab_size, 13);
+    double la = gpt_forward(&a, &bt, NULL), lb = gpt_forward(&b, &bt, NULL);
+    EXPECT(la == lb, "the paper's APE through a checkpoint: loss %.9g, saved model's %.9g", lb, la);
+    gpt_free(&b);
+    EXPECT(remove_config_line(path_of("paper.ckpt"), "sinusoidal_scale=paper\n"), "the checkpoint holds sinusoidal_scale=paper");
+    model_load(path_of("paper.ckpt"), &b, 0, NULL, NULL, NULL);
+    double lc = gpt_forward(&b, &bt, NULL);
+    EXPECT(b.cfg.pe.sinusoidal_scale == PE_SIN_NONE && lc != la, "without its line it loads as another form (loss %.9g)", lc);
+    batch_free(&bt);
+    gpt_free(&a); gpt_free(&b);
+    remove(path_of("paper.ckpt"));
 }
 
 // ---- bad files ----------------------------------------------------------------------------------
@@ -447,6 +474,7 @@ int main(void) {
     test_llmc();
     test_safetensors_identity();
     test_checkpoint_before_sinusoidal_scale();
+    test_checkpoint_paper_form();
     test_llmc_refusals();
     test_safetensors_refusals();
     const char *names[] = { "v3.bin", "v3-again.bin", "v5.bin", "v5-twin.bin", "v5-again.bin", "nopad.bin", "nopad-again.bin",

@@ -82,6 +82,68 @@ static void test_embed_scale(void) {
            "a stored config without the line: unscaled (the form before the setting existed)");
 }
 
+// The NoPE paper's APE (--sinusoidal-scale paper; its code, McGill-NLP/length-generalization,
+// src/models/custom_t5_decoder_only.py): FixedAbsolutePositionalEmbedding's table is
+// torch.cat((sin, cos), dim=-1), the same d = 6 values as above in halves [s s s c c c]; the token
+// embeddings are added unscaled and start N(0, 1); the tied LM head reads the final state x d^-0.5.
+// The other forms keep GPT-2's embeddings (std 0.02 here) and an unscaled head.
+static void test_sinusoid_paper(void) {
+    static const double want[4][6] = {
+        { 0.0000, 0.0000, 0.0000, 1.0000, 1.0000, 1.0000 },
+        { 0.8415, 0.0464, 0.0022, 0.5403, 0.9989, 1.0000 },
+        { 0.9093, 0.0927, 0.0043, -0.4161, 0.9957, 1.0000 },
+        { 0.1411, 0.1388, 0.0065, -0.9900, 0.9903, 1.0000 },
+    };
+    char msg[256];
+    PosConfig c;
+    posenc_defaults(&c, 1);
+    EXPECT(posenc_schedule(&c, 1, "sinusoidal", NULL, NULL, msg, sizeof msg), "%s", msg);
+    EXPECT(posenc_set(&c, "sinusoidal_scale", "paper", msg, sizeof msg) == 1 && c.sinusoidal_scale == PE_SIN_PAPER, "%s", msg);
+    PosDims d = { 1, 1, 6, 6, 4 };
+    PosTables t;
+    posenc_tables_build(&t, &c, &d, 4);
+    real x[24] = { 0 };
+    int pos[4] = { 0, 1, 2, 3 };
+    posenc_scheme(c.input)->input_forward(&t, NULL, x, pos, 4);
+    for (int p = 0; p < 4; p++)
+        for (int i = 0; i < 6; i++) EXPECT_NEAR(x[p * 6 + i], want[p][i], 5e-5, 0, "paper sinusoid d=6 entry (halves)");
+    posenc_tables_free(&t);
+    EXPECT(posenc_embed_scale(&c, 64) == 1 && posenc_token_init_std(&c, 64, 0.02) == 1 && posenc_head_scale(&c, 64) == 0.125,
+           "paper: embeddings unscaled (%g), N(0, 1) (std %g), head input x 64^-0.5 (%g)", posenc_embed_scale(&c, 64),
+           posenc_token_init_std(&c, 64, 0.02), posenc_head_scale(&c, 64));
+    const char *others[] = { "sqrt", "none" };
+    for (int k = 0; k < 2; k++) {
+        EXPECT(posenc_set(&c, "sinusoidal_scale", others[k], msg, sizeof msg) == 1, "%s", msg);
+        EXPECT(posenc_token_init_std(&c, 64, 0.02) == 0.02 && posenc_head_scale(&c, 64) == 1,
+               "sinusoidal_scale %s: the model's own init std and an unscaled head", others[k]);
+    }
+    EXPECT(posenc_set(&c, "sinusoidal_scale", "paper", msg, sizeof msg) == 1 &&
+           posenc_schedule(&c, 1, "rope", NULL, NULL, msg, sizeof msg) && posenc_head_scale(&c, 64) == 1 &&
+           posenc_token_init_std(&c, 64, 0.02) == 0.02, "no sinusoidal input: the paper form changes nothing");
+    // a model: wte's initial values have std 1 with the paper's APE, 0.02 with the default form, and
+    // come from the same stream (the same draws, scaled)
+    double sd[2] = { 0, 0 }, ratio = 0;
+    real *first = NULL;
+    for (int k = 0; k < 2; k++) {
+        GPTConfig cfg = { .vocab_size = 300, .n_layer = 1, .n_head = 2, .n_embd = 16, .max_seq_len = 8 };
+        posenc_defaults(&cfg.pe, 1);
+        EXPECT(posenc_schedule(&cfg.pe, 1, "sinusoidal", NULL, NULL, msg, sizeof msg), "%s", msg);
+        cfg.pe.sinusoidal_scale = k ? PE_SIN_PAPER : PE_SIN_SQRT;
+        GPT m;
+        gpt_build(&m, &cfg, 5, 0);
+        size_t n = (size_t)cfg.vocab_size * cfg.n_embd;
+        for (size_t i = 0; i < n; i++) sd[k] += (double)m.weights.p.wte[i] * m.weights.p.wte[i];
+        sd[k] = sqrt(sd[k] / n);
+        if (!k) { first = xmalloc(sizeof(real) * n); memcpy(first, m.weights.p.wte, sizeof(real) * n); }
+        else for (size_t i = 0; i < n; i++) ratio = fmax(ratio, fabs(m.weights.p.wte[i] - 50 * first[i]));
+        gpt_free(&m);
+    }
+    free(first);
+    EXPECT(fabs(sd[0] - 0.02) < 0.001 && fabs(sd[1] - 1) < 0.05 && ratio < 1e-4,
+           "wte's initial std: %.4f (sqrt form, want 0.02), %.4f (paper, want 1), the same draws x 50 (off by %.2g)",
+           sd[0], sd[1], ratio);
+}
+
 static double dot(const real *a, const real *b, int n) { double s = 0; for (int i = 0; i < n; i++) s += a[i] * b[i]; return s; }
 
 // RoPE: <R(m)q, R(n)k> depends only on n - m, for both pairings and partial rotation.
@@ -632,6 +694,7 @@ int main(void) {
     test_sinusoid_table();
     test_sinusoid_shift();
     test_embed_scale();
+    test_sinusoid_paper();
     for (int il = 0; il < 2; il++) { test_rope_relative(il, 1.0); test_rope_relative(il, 0.5); }
     test_rope_pairings(1.0);
     test_rope_pairings(0.25);

@@ -5,7 +5,10 @@
 #  - with ./train --select-every every run counts (none left out), each with its best check's
 #    validation accuracy beside it, and runs.csv's best_step;
 #  - --claims-unit task: a pooled claim over tasks takes one unit per task (its seeds' mean);
-#  - the MRR breaks ties as the expected value of a random break;
+#  - the MRR breaks ties as the expected value of a random break, counts the rankings with a tie, and
+#    takes its t-interval over the claims' unit (tasks here);
+#  - the claims again with the other unit (seed), a sensitivity table;
+#  - --task-flags in a protocol: summary.md shows the task's own flags;
 #  - --floor: the sensitivity table leaves out the runs below the floor and their partners;
 #  - --paper: the table beside the paper and its "same order" count;
 #  - what a protocol file and its command line may and may not hold;
@@ -41,6 +44,7 @@ cat > "$proto" <<'P'
 --floor 0.5
 --paper ta:nope=90,alibi=10
 --paper tb:nope=10,alibi=20
+--task-flags tb=--steps 150 --lr 1e-3
 -- --steps 100 --select-every 10
 P
 ./compare --protocol "$proto" --out "$fake" --train "$tmp/no-train" --report-only > "$tmp/log" 2>&1
@@ -65,19 +69,31 @@ has "$s" "| nope - alibi | ta: +50.0, tb: +20.0, tc: +15.0 | 3 | +28.3 |"
 has "$s" "|  | ta | 2 | +50.0 |"
 # MRR: nope 1, 1 (ta), 0.75 (tb seed 1: a tie of two at ranks 1-2: (1 + 1/2) / 2), 1, 1, 0.75 (tc
 # seed 2) -> 5.5 / 6; alibi 0.5, 0.5, 0.75, 0.5, 0.5, 0.75 -> 3.5 / 6
-has "$s" "| nope | 0.917 |"
-has "$s" "| alibi | 0.583 |"
+# t-interval over the 3 tasks' means: nope 1, 0.875, 0.875 (sd 0.0722, t(2) 4.3027): [0.737, 1.096];
+# ties: tb seed 1 (5 and 5) and tc seed 2 (1 and 1), each all of its 2 ranked runs
+has "$s" "| nope | 0.917 | [0.737, 1.096] | 6 |"
+has "$s" "| alibi | 0.583 | [0.404, 0.763] | 6 |"
+has "$s" "Ties: 2 of the 6 rankings hold a tie; in 2 every ranked run has the same accuracy, 2 of them with all 2 schemes ranked (a 2-way tie)."
+has "$s" "with a 95% t-interval over the tasks (each task's mean 1/rank over its seeds)"
+# the claim with the other unit, the seed (each seed's mean over the 3 tasks): seed 1 (60 + 0 + 30)/3
+# = 30, seed 2 (40 + 40 + 0)/3 = 26.7; t(1) 12.706 x 1.667: [+7.2, +49.5] is above 0, but 2 seeds give
+# p = 2/4 = 0.5 at best
+has "$s" "## Claims with the other unit (sensitivity)"
+has "$s" "| nope>alibi | all tasks | 2 | +28.3 | [+7.2, +49.5] | 0.5 | 0.5 | not distinguishable with 2 seeds |"
+# --task-flags: tb's runs' own flags, in its section only
+has "$s" "This task's runs also take \`--steps 150 --lr 1e-3\` (--task-flags)"
+[ "$(grep -c "This task's runs also take" "$s")" = 1 ]; check $? "--task-flags shown for a task without them"
 # the floor leaves out ta's alibi seed 2 and its partner: ta 60 (one seed), tb 20, tc 15 -> 31.7
 has "$s" "## Claims without the runs below the floor (sensitivity)"
 has "$s" "| nope>alibi | all tasks | 3 | +31.7 |"
 has "$s" "|  | ta | 1 | +60.0 |"
 # the paper: ta same order (nope above alibi both), tb not (the paper has alibi above); the
-# measured means (ta nope 70, alibi 20; tb 50, 30; tc 20, 5) with their bootstrap intervals
-grep -qE '^\| ta \| 70\.0 \[[0-9.]+, [0-9.]+\] \| 90\.0 \| 20\.0 \[[0-9.]+, [0-9.]+\] \| 10\.0 \| 1 of 1 \|$' "$s"
-check $? "the paper's table, ta: $(grep '^| ta |' "$s" | tail -1)"
-grep -qE '^\| tb \| 50\.0 \[[0-9.]+, [0-9.]+\] \| 10\.0 \| 30\.0 \[[0-9.]+, [0-9.]+\] \| 20\.0 \| 0 of 1 \|$' "$s"
+# measured means (ta nope 70, alibi 20; tb 50, 30; tc 20, 5) with their t-intervals over 2 seeds
+# (t(1) = 12.706 x half the seeds' difference: ta nope 80, 60: 70 +- 127.1)
+has "$s" "| ta | 70.0 [-57.1, 197.1] | 90.0 | 20.0 [20.0, 20.0] | 10.0 | 1 of 1 |"
+grep -qE '^\| tb \| 50\.0 \[-?[0-9.]+, [0-9.]+\] \| 10\.0 \| 30\.0 \[-?[0-9.]+, [0-9.]+\] \| 20\.0 \| 0 of 1 \|$' "$s"
 check $? "the paper's table, tb: $(grep '^| tb |' "$s" | tail -1)"
-grep -qE '^\| tc \| 20\.0 \[[0-9.]+, [0-9.]+\] \| \| 5\.0 \[[0-9.]+, [0-9.]+\] \| \| \|$' "$s"
+grep -qE '^\| tc \| 20\.0 \[-?[0-9.]+, [0-9.]+\] \| \| 5\.0 \[-?[0-9.]+, [0-9.]+\] \| \| \|$' "$s"
 check $? "the paper's table, tc (no paper numbers): $(grep '^| tc |' "$s" | tail -1)"
 
 # ---- what a protocol and its command line may hold

@@ -157,6 +157,39 @@ static void test_mrr(void) {
     EXPECT(m.lo >= 0.5 && m.hi <= 1 && m.lo < m.hi, "MRR interval within the values: [%g, %g]", m.lo, m.hi);
 }
 
+// The t-interval of a mean accuracy over seeds: runs of 60%, 70%, 90% (each pooled over its
+// buckets): mean 0.7333, sd 0.1528, t(2) = 4.3027: [0.354, 1.113], which reaches past the seeds'
+// own range (a percentile bootstrap of these seeds stays in [0.6, 0.9]); a seed without instances is
+// left out; one seed has no interval.
+static void test_seed_interval(void) {
+    Bucket s1[] = { { 5, 3 }, { 5, 3 } }, s2[] = { { 10, 7 } }, s3[] = { { 10, 9 } }, none[] = { { 0, 0 } };
+    SeedBuckets seeds[] = { { s1, 2 }, { s2, 1 }, { none, 1 }, { s3, 1 } };
+    Interval iv = seed_accuracy_interval(seeds, 4);
+    EXPECT(iv.n == 3 && fabs(iv.mean - 2.2 / 3) < 1e-12 && fabs(iv.lo - 0.35389) < 1e-4 && fabs(iv.hi - 1.11278) < 1e-4,
+           "t-interval over 3 seeds: %g [%g, %g] n %d (want 0.7333 [0.3539, 1.1128] n 3)", iv.mean, iv.lo, iv.hi, iv.n);
+    iv = seed_accuracy_interval(seeds + 1, 1);
+    EXPECT(iv.n == 1 && iv.mean == 0.7 && isnan(iv.lo) && isnan(iv.hi), "one seed: its accuracy, no interval");
+}
+
+// The MRR's t-interval over units, worked by hand: 2 tasks x 3 seeds x 1 scheme, rr task 1 = 1,
+// NAN, 0.5 and task 2 = 0.5, 1, NAN. By seed: means 0.75, 1, 0.5 (t(2) 4.3027 x 0.1443): [0.129,
+// 1.371]; by task: 0.75, 0.75: [0.75, 0.75]. The MRR is the mean of the 4 entries either way.
+static void test_mrr_t(void) {
+    double rr[] = { 1, NAN, 0.5, /* task 2 */ 0.5, 1, NAN };
+    Interval m;
+    mrr_t_intervals(rr, 2, 3, 1, 0, &m);
+    EXPECT(m.n == 4 && m.mean == 0.75 && fabs(m.lo - 0.12897) < 1e-4 && fabs(m.hi - 1.37103) < 1e-4,
+           "MRR by seed: %g [%g, %g] n %d (want 0.75 [0.1290, 1.3710] n 4)", m.mean, m.lo, m.hi, m.n);
+    mrr_t_intervals(rr, 2, 3, 1, 1, &m);
+    EXPECT(m.n == 4 && m.mean == 0.75 && m.lo == 0.75 && m.hi == 0.75, "MRR by task: %g [%g, %g]", m.mean, m.lo, m.hi);
+    // ties: the expected reciprocal rank of a random break; five runs tied get (1 + 1/2 + ... + 1/5)/5 each
+    double five[5] = { 0.2, 0.2, 0.2, 0.2, 0.2 }, two[5] = { 0.9, 0.5, 0.5, 0.1, NAN };
+    EXPECT_NEAR(expected_reciprocal_rank(five, 5, 3), (1 + 0.5 + 1.0 / 3 + 0.25 + 0.2) / 5, 1e-15, 0, "a five-way tie");
+    EXPECT_NEAR(expected_reciprocal_rank(two, 5, 1), (0.5 + 1.0 / 3) / 2, 1e-15, 0, "a tie at ranks 2-3");
+    EXPECT(expected_reciprocal_rank(two, 5, 3) == 0.25 && isnan(expected_reciprocal_rank(two, 5, 4)),
+           "below a tie: rank 4; NAN unranked");
+}
+
 // Holm's adjustment worked by hand: p = 0.01, 0.04, 0.03, 0.005 (m = 4) sorted 0.005, 0.01, 0.03,
 // 0.04 -> 4 x 0.005 = 0.02, 3 x 0.01 = 0.03, 2 x 0.03 = 0.06, max(1 x 0.04, 0.06) = 0.06; a NAN is
 // not a test; a product above 1 is 1.
@@ -292,5 +325,7 @@ int main(void) {
     test_percentile();
     test_bootstrap();
     test_mrr();
+    test_seed_interval();
+    test_mrr_t();
     return test_summary("test_stats");
 }

@@ -206,8 +206,8 @@ def parse_config(metadata, path):
     c["t5_max_distance"] = opt("t5_max_distance", int, 128)
     # An export written before the key existed added the sinusoid to unscaled embeddings: "none"
     c["sinusoidal_scale"] = opt("sinusoidal_scale", str, "none")
-    if c["sinusoidal_scale"] not in ("none", "sqrt"):
-        raise RefError("export %s: sinusoidal_scale %r is not none or sqrt" % (path, c["sinusoidal_scale"]))
+    if c["sinusoidal_scale"] not in ("none", "sqrt", "paper"):
+        raise RefError("export %s: sinusoidal_scale %r is not none, sqrt or paper" % (path, c["sinusoidal_scale"]))
 
     def bad(why):
         raise RefError("export %s: %s" % (path, why))

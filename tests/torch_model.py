@@ -33,10 +33,11 @@ def forward(P, c, tokens, targets):
         x = x + P["transformer.wpe.weight"][pos][None]
     elif c["input_pe"] == "sinusoidal":
         # sinusoidal_scale "sqrt": the embeddings times sqrt(d_model) first (Vaswani et al. 2017,
-        # section 3.4; fairseq's embed_scale); the LM head below uses wte unscaled
+        # section 3.4; fairseq's embed_scale); the LM head below uses wte unscaled. "paper": the NoPE
+        # paper's APE, the table in halves added to the unscaled embeddings (and the head below)
         if c["sinusoidal_scale"] == "sqrt":
             x = x * math.sqrt(C)
-        x = x + sinusoidal_table(T, C)[None]
+        x = x + sinusoidal_table(T, C, halves=c["sinusoidal_scale"] == "paper")[None]
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
     for i in range(c["n_layer"]):
         p = "transformer.h.%d." % i
@@ -61,6 +62,9 @@ def forward(P, c, tokens, targets):
         u = h2 @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"]
         x = x + (gelu_tanh(u) @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"])
     x = F.layer_norm(x, (C,), P["transformer.ln_f.weight"], P["transformer.ln_f.bias"], LN_EPS)
+    if c["input_pe"] == "sinusoidal" and c["sinusoidal_scale"] == "paper":
+        # T5's tied head (the NoPE paper's model): the final state times d_model^-0.5 before it
+        x = x * C ** -0.5
     logits = x @ P["transformer.wte.weight"].t()
     loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), reduction="mean")
     return logits, loss

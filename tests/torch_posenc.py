@@ -23,9 +23,15 @@ def alibi_slopes(n):
     return pow2(c) + pow2(2 * c)[0::2][:n - c]
 
 
-def sinusoidal_table(T, C):
-    """PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(same), float64 [T, C]."""
+def sinusoidal_table(T, C, halves=False):
+    """PE[pos, 2i] = sin(pos / 10000^(2i/C)), PE[pos, 2i+1] = cos(same), float64 [T, C]. halves: the
+    NoPE paper's layout, torch.cat((sin, cos), dim=-1) of the same angles (its
+    FixedAbsolutePositionalEmbedding, src/models/custom_t5_decoder_only.py)."""
     pos = torch.arange(T, dtype=torch.float64)[:, None]
+    if halves:
+        two_i = torch.arange(0, C, 2, dtype=torch.float64)
+        ang = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), two_i / C)
+        return torch.cat((torch.sin(ang), torch.cos(ang)), dim=-1)
     ch = torch.arange(C)
     two_i = (ch - ch % 2).to(torch.float64)
     ang = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), two_i / C)

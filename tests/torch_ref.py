@@ -25,7 +25,9 @@ max_seq_len, input_pe ("none" | "learned" | "sinusoidal"), layer_pe (one scheme 
 llama3_high_freq_factor [4], longrope_short and longrope_long (lists of d_rot/2 positive numbers)
 [[]], longrope_attention [0], xpos_scale_base [512], p_rope_fraction [0.25], t5_num_buckets [32], t5_max_distance [128],
 sinusoidal_scale ("none" | "sqrt": with input_pe sinusoidal, the token embeddings times sqrt(n_embd) before the
-table is added; the LM head is not scaled) [none: exports written before the key existed were unscaled].
+table is added; the LM head is not scaled | "paper": the NoPE paper's APE, the table concat(sin, cos) added to
+the unscaled embeddings, and ln_f's output times n_embd^-0.5 before the LM head) [none: exports written before
+the key existed were unscaled].
 DUMP holds tokens I32 [B,T], targets I32 [B,T], logits F32 [B,T,V], loss F32 scalar and grad.NAME
 for every exported NAME (pe.* included), all computed by the C code with positions 0..T-1 and loss
 weights 1.

@@ -123,8 +123,12 @@ def naive_forward(P, c, tokens):
             elif c["input_pe"] == "sinusoidal":
                 if c["sinusoidal_scale"] == "sqrt":
                     x = x * math.sqrt(C)
-                x = x + np.array([math.sin(t / 10000 ** ((ch - ch % 2) / C)) if ch % 2 == 0
-                                  else math.cos(t / 10000 ** ((ch - ch % 2) / C)) for ch in range(C)])
+                if c["sinusoidal_scale"] == "paper":      # the NoPE paper's halves: sin of every frequency, then cos
+                    x = x + np.array([math.sin(t / 10000 ** (2 * ch / C)) for ch in range(C // 2)] +
+                                     [math.cos(t / 10000 ** (2 * ch / C)) for ch in range(C // 2)])
+                else:
+                    x = x + np.array([math.sin(t / 10000 ** ((ch - ch % 2) / C)) if ch % 2 == 0
+                                      else math.cos(t / 10000 ** ((ch - ch % 2) / C)) for ch in range(C)])
             xs.append(x)
         for li in range(c["n_layer"]):
             p = "transformer.h.%d." % li
@@ -158,8 +162,9 @@ def naive_forward(P, c, tokens):
                 g = np.array([gelu(v) for v in u])
                 new.append(x + g @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"])
             xs = new
+        head = C ** -0.5 if c["input_pe"] == "sinusoidal" and c["sinusoidal_scale"] == "paper" else 1.0
         for t in range(T):
-            out[bi, t] = P["transformer.wte.weight"] @ ln(xs[t], P["transformer.ln_f.weight"], P["transformer.ln_f.bias"])
+            out[bi, t] = P["transformer.wte.weight"] @ (head * ln(xs[t], P["transformer.ln_f.weight"], P["transformer.ln_f.bias"]))
     return out
 
 
@@ -333,6 +338,9 @@ def self_test(prefix):
         ("sinusoidal x sqrt(C), xpos / p-rope / rope interleaved", dict(vocab_size=8, n_layer=3, n_head=2, n_embd=32,
          max_seq_len=16, input_pe="sinusoidal", sinusoidal_scale="sqrt", layer_pe=["xpos", "p-rope", "rope"], rope_base=100.0,
          rope_fraction=1.0, rope_pairing="interleaved", p_rope_fraction=0.5, xpos_scale_base=8.0), 2, 7),
+        ("the NoPE paper's APE (halves, unscaled, head x C^-0.5), t5 / alibi", dict(vocab_size=8, n_layer=2, n_head=2,
+         n_embd=16, max_seq_len=16, input_pe="sinusoidal", sinusoidal_scale="paper", layer_pe=["t5", "alibi"],
+         t5_num_buckets=8, t5_max_distance=8), 2, 7),
     ]
     rope_common = dict(vocab_size=7, n_layer=2, n_head=2, n_embd=32, input_pe="none", rope_base=100.0,
                        rope_fraction=1.0, rope_pairing="split")
