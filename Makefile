@@ -5,7 +5,8 @@
 #   make reproduce-nope   the NoPE paper's experiment as protocols/nope.txt fixes it: 17 configurations x 5
 #                   schemes x 3 seeds, a fixed budget, best-validation selection (hours, in sittings), runs/nope17/
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x: 9 seeds (~1.5 h; needs make kjv), runs/alibi/
-#   make reproduce-recipes  partial RoPE, p-RoPE, NoPE layers and RoPE extended with a fine-tune, on the KJV: 6 seeds (~5 h), runs/recipes/
+#   make reproduce-recipes  partial RoPE, p-RoPE, NoPE layers and RoPE extended with a fine-tune, on the KJV: 6 seeds (~6 h), runs/recipes/;
+#                        then the same recipes on passkey retrieval: 8 seeds (~6 h), runs/recipes-retrieval/
 #   make reproduce-collapse  heads collapsed onto BOS by layer in deep narrow models: 4 schemes x 3 seeds
 #                   (~26 min; needs make kjv), runs/collapse/
 #   make test       every test, to the end; a closing line counts passed, failed and SKIPPED (REQUIRE_ALL=1: a skip fails)
@@ -311,10 +312,13 @@ reproduce-alibi: train compare data/kjv.txt
 
 # make reproduce-recipes: protocols/recipes.txt, today's recipes on the KJV text: partial RoPE, p-RoPE,
 # NoPE layers, ALiBi and sinusoidal against RoPE, and RoPE extended to 4x with and without a short
-# fine-tune against RoPE trained at 4x; 19 claims, Holm (docs/recipes.md). 6 seeds, about 5 hours
-# of 2 cores; stopped, the same command continues. Its run: results/recipes/.
+# fine-tune against RoPE trained at 4x; 19 claims, Holm (docs/recipes.md). 6 seeds, about 6 hours
+# of 2 cores. Then protocols/recipes-retrieval.txt: the same recipes on passkey retrieval to 8x,
+# 8 seeds, 6 claims, about 6 hours more. Stopped, the same command continues.
+# Its runs: results/recipes/ and results/recipes-retrieval/.
 reproduce-recipes: train compare data/kjv.txt
 	./compare --protocol protocols/recipes.txt --out runs/recipes --jobs 2
+	./compare --protocol protocols/recipes-retrieval.txt --out runs/recipes-retrieval --jobs 2
 
 # make fuzz: the seed corpora (build/fuzz/corpus/NAME/: checkpoints, safetensors files and, for
 # import, an export, an llm.c file and a checkpoint from a tiny ./train; the rest from
