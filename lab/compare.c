@@ -444,8 +444,9 @@ static int stop_runs(const Run *runs, int n) {
     return told;
 }
 
-static int run_all(const Cfg *c, Run *runs, int n) {
-    int todo = 0, failed = 0, done = 0, elsewhere = 0, told = 0;
+// The plan line: how many runs, how many done, how many to train and how. Returns the count to train.
+static int print_plan(const Cfg *c, const Run *runs, int n) {
+    int todo = 0, done = 0, elsewhere = 0;
     for (int i = 0; i < n; i++) {
         todo += runs[i].state == RUN_TODO;
         done += runs[i].state == RUN_FOUND_DONE;
@@ -458,6 +459,30 @@ static int run_all(const Cfg *c, Run *runs, int n) {
     if (elsewhere) printf(" here (rank 0; %d on the other ranks)", elsewhere);
     printf("; %d at a time, %d threads each\n", c->jobs, c->threads);
     fflush(stdout);
+    return todo;
+}
+
+// --dry-run: the plan, then each run's folder, state and commands (as they would run); nothing is
+// trained or written.
+static void dry_run(const Cfg *c, const Run *runs, int n) {
+    print_plan(c, runs, n);
+    Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
+    for (int i = 0; i < n; i++) {
+        printf("%s (%s)\n", runs[i].dir, runs[i].state == RUN_FOUND_DONE ? "done" : "to train");
+        memset(cmds, 0, MAX_CMDS * sizeof(Argv));
+        int nc = build_cmds(c, &runs[i], cmds, 1);
+        for (int k = 0; k < nc; k++) {
+            printf("  ");
+            for (int w = 0; w < cmds[k].n; w++) printf("%s%s", w ? " " : "", cmds[k].v[w]);
+            printf("\n");
+        }
+    }
+    free(cmds);
+    printf("compare: --dry-run: nothing trained, nothing written\n");
+}
+
+static int run_all(const Cfg *c, Run *runs, int n) {
+    int failed = 0, told = 0, todo = print_plan(c, runs, n);
     int running = 0, finished = 0, next = 0;
     double t_start = now_seconds(), busy = 0;
     pid_t self = getpid();
@@ -676,15 +701,16 @@ int main(int argc, char **argv) {
         snprintf(bin, sizeof bin, "%.*strain", slash ? (int)(slash - argv[0] + 1) : 2, slash ? argv[0] : "./");
         c.train_bin = bin;
     }
+    if (c.dry_run) CHECK(!c.report_only, "--dry-run and --report-only: give one (--dry-run trains and writes nothing)");
     if (c.report_only) {
         struct stat st;
         CHECK(stat(c.out, &st) == 0 && S_ISDIR(st.st_mode), "--report-only: --out %s is not a folder of runs", c.out);
-    } else {
+    } else if (!c.dry_run) {
         CHECK(access(c.train_bin, X_OK) == 0, "cannot run the trainer '%s' (build it with make, or give --train PATH)", c.train_bin);
         mkdirs(c.out);
     }
-    if (rank == 0) lock_out(&c);
-    if (rank == 0 && !c.report_only) log_sitting(&c, command);
+    if (rank == 0 && !c.dry_run) lock_out(&c);
+    if (rank == 0 && !c.report_only && !c.dry_run) log_sitting(&c, command);
     catch_stop();
     // the runs trained at once on this machine (--jobs x the ranks here) share its memory: each run's
     // memory checks count on its share (./train's PEGPT_MEMORY_SHARE; one set above multiplies)
@@ -706,6 +732,12 @@ int main(int argc, char **argv) {
                          c.seeds[sd]);
                 r->state = finished(&c, r) ? RUN_FOUND_DONE : RUN_TODO;
             }
+    if (c.dry_run) {
+        if (rank == 0) dry_run(&c, runs, n_all);
+        free(runs);
+        dist_finalize();
+        return 0;
+    }
     // under mpirun: the runs still to train, dealt out in turn (the i-th goes to rank i % ranks)
     int todo = 0;
     for (int i = 0; i < n_all && !c.report_only; i++)

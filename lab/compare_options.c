@@ -458,10 +458,13 @@ static const FlagRow FLAGS[] = {
     { "protocol", FLAG_STRING, O(protocol), 0, 0, 0, "FILE", NULL,
       "the experiment from FILE (these flags, one per line, then '-- TRAIN FLAGS'); the\n"
       "command line adds only --out, --jobs, --threads, --train, --launch, --quiet,\n"
-      "--save-every, --report-only; summary.md names the file and its hash" },
+      "--save-every, --report-only, --dry-run; summary.md names the file and its hash" },
     { "report-only", FLAG_SWITCH, O(report_only), 0, 1, 0, NULL, NULL,
       "write the report from the finished runs in --out (give the flags that trained\n"
       "them); train nothing" },
+    { "dry-run", FLAG_SWITCH, O(dry_run), 0, 1, 0, NULL, NULL,
+      "read the flags (or --protocol FILE), print each run's folder, whether it is done\n"
+      "in --out and its commands; train nothing, write nothing" },
     { "eval-flags", FLAG_STRING, O(eval_flags), 0, 0, 0, "'FLAGS'", NULL,
       "text: ./train flags for the perplexity evaluations only, e.g. '--ppl-tokens 32768'" },
     { "double-length", FLAG_CALL, 0, 0, 0, 0, "LIST", NULL,

@@ -10,7 +10,7 @@
 //     -- --dim 64 --steps 1000 --select-every 100         (split at spaces)
 //
 // A run of it may add only where and how it runs (--out, --jobs, --threads, --train, --launch,
-// --quiet, --save-every, --report-only) on the command line: the tasks, schemes, seeds, claims, tests and
+// --quiet, --save-every, --report-only, --dry-run) on the command line: the tasks, schemes, seeds, claims, tests and
 // training are the file's, so that a verdict in summary.md is one the file named before the run.
 // summary.md opens with the file's path and its FNV-1a 64 hash (of its bytes), which tells whether
 // the file a report came from is the one committed (the commit order shows it preceded the run).
@@ -31,7 +31,7 @@ static void *grow(void *p, size_t bytes) {
 enum { PROTOCOL_MAX_BYTES = 1 << 20 };
 
 static const char *const RUN_FLAGS[] = { "--out", "--jobs", "--threads", "--train", "--launch", "--quiet",
-                                         "--save-every", "--report-only", "--protocol", NULL };
+                                         "--save-every", "--report-only", "--dry-run", "--protocol", NULL };
 
 static int is_run_flag(const char *s) {
     for (const char *const *f = RUN_FLAGS; *f; f++) if (!strcmp(s, *f)) return 1;
@@ -124,11 +124,11 @@ int protocol_expand(int argc, char **argv, int *out_argc, char ***out_argv, Prot
         CHECK(strcmp(argv[i], "--"), "--protocol %s: the ./train flags are the protocol's (its line '-- ...'); "
               "drop the -- and what follows from the command line", path);
         CHECK(is_run_flag(argv[i]), "%s: with --protocol %s the experiment is the file's; the command line gives only "
-              "--out, --jobs, --threads, --train, --launch, --quiet, --save-every and --report-only (edit the protocol for "
+              "--out, --jobs, --threads, --train, --launch, --quiet, --save-every, --report-only and --dry-run (edit the protocol for "
               "another experiment, and commit it before the run)", argv[i], path);
         if (!strcmp(argv[i], "--protocol")) { i++; continue; }
         push(&v, &n, &cap, argv[i]);
-        if (strcmp(argv[i], "--quiet") && strcmp(argv[i], "--report-only") && i + 1 < argc) push(&v, &n, &cap, argv[++i]);
+        if (strcmp(argv[i], "--quiet") && strcmp(argv[i], "--report-only") && strcmp(argv[i], "--dry-run") && i + 1 < argc) push(&v, &n, &cap, argv[++i]);
     }
     size_t len;
     char *text = read_text(path, &len);

@@ -29,6 +29,7 @@ typedef struct {
     int save_every;                               // --save-every K: every training run checkpoints each K steps and
                                                   // continues from its checkpoint when the grid runs again (0: off)
     int report_only;                              // report the finished runs, train nothing
+    int dry_run;                                  // list the runs and their commands, train and write nothing
     int attention_stats;                          // text: also ./train --attention-stats per run (attention.csv)
     int attention_distance;                       // tasks: the NoPE paper's attention distance to nope (distance.csv)
     const char *fit_target;                       // --fit-target A as given (NULL: none), for every run

@@ -12,6 +12,7 @@
 #  - --floor: the sensitivity table leaves out the runs below the floor and their partners;
 #  - --paper: the table beside the paper and its "same order" count;
 #  - what a protocol file and its command line may and may not hold;
+#  - --dry-run: the plan and the commands, nothing written; every committed protocol reads;
 # then a tiny real grid from a protocol: runs.csv's best_step is each train.log's selected step.
 . "$(dirname "$0")/lib.sh"
 
@@ -127,4 +128,25 @@ for d in "$tmp"/real/runs/copy-repeat/*/seed*; do
   [ -n "$step" ] && grep -q "^copy-repeat,$sc,$sd,.*,$step\$" "$tmp/real/runs.csv" || ok=0
 done
 check $((1 - ok)) "runs.csv's best_step is each run's selected step"
+
+# ---- --dry-run: the plan and each run's commands, nothing trained or written
+lines=$(wc -l < "$tmp/real/compare.log")
+./compare --protocol "$tmp/real.txt" --out "$tmp/real" --jobs 2 --dry-run > "$tmp/dry" 2>&1
+check $? "--dry-run on the finished real grid" || tail "$tmp/dry"
+grep -q '^compare: 4 runs (1 tasks x 2 schemes x 2 seeds), 4 already done, 0 to train' "$tmp/dry"
+check $? "--dry-run's plan: $(head -1 "$tmp/dry")"
+[ "$(grep -c "^$tmp/real/runs/copy-repeat/.*/seed[12] (done)\$" "$tmp/dry")" = 4 ] && grep -q '^  ./train --task copy-repeat .* --pe alibi --seed 2 ' "$tmp/dry"
+check $? "--dry-run lists each run as done, with its training command"
+[ "$(wc -l < "$tmp/real/compare.log")" = "$lines" ]
+check $? "--dry-run writes nothing to compare.log"
+expect_fail "--dry-run with --report-only" "give one" ./compare --protocol "$tmp/real.txt" --out "$tmp/real" --dry-run --report-only
+# every committed protocol still reads, and its plan names its runs (nothing is created)
+for p in protocols/*.txt; do
+  ./compare --protocol "$p" --out "$tmp/dry-out" --jobs 2 --dry-run > "$tmp/dry" 2>&1
+  check $? "$p does not read: $(grep error "$tmp/dry" | head -1)"
+  grep -qE '^compare: [0-9]+ runs \([0-9]+ tasks x [0-9]+ schemes x [0-9]+ seeds' "$tmp/dry"
+  check $? "$p: no plan line"
+  [ ! -e "$tmp/dry-out" ]
+  check $? "$p: --dry-run created its --out"
+done
 finish
