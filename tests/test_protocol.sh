@@ -13,6 +13,7 @@
 #  - --paper: the table beside the paper and its "same order" count;
 #  - what a protocol file and its command line may and may not hold;
 #  - --dry-run: the plan and the commands, nothing written; every committed protocol reads;
+#  - tools/pilot_budgets.sh: the pilot's inclusion rule and budgets, stage by stage;
 # then a tiny real grid from a protocol: runs.csv's best_step is each train.log's selected step.
 . "$(dirname "$0")/lib.sh"
 
@@ -140,6 +141,36 @@ check $? "--dry-run lists each run as done, with its training command"
 [ "$(wc -l < "$tmp/real/compare.log")" = "$lines" ]
 check $? "--dry-run writes nothing to compare.log"
 expect_fail "--dry-run with --report-only" "give one" ./compare --protocol "$tmp/real.txt" --out "$tmp/real" --dry-run --report-only
+# ---- tools/pilot_budgets.sh: the pilot's inclusion rule, on two hand-made stages (A, B)
+pb="$tmp/pilot"
+pilot_run() {   # stage task scheme fitted fit_step seconds
+  local d="$pb/$1/runs/$2/$3/seed9001"
+  mkdir -p "$d"
+  printf 'step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n1,2,,1,1,1,0.5\n%s,1,,1,1,1,%s\n' "$5" "$6" > "$d/log.csv"
+  [ -f "$pb/$1/runs.csv" ] || echo "task,scheme,seed,fitted,fit_step,val_accuracy,id_accuracy,ood_accuracy,degenerate_lengths,best_step" > "$pb/$1/runs.csv"
+  echo "$2,$3,9001,$4,$5,0.9,0.9,0.1,," >> "$pb/$1/runs.csv"
+}
+# copy: 4 of 5 fit in A, largest 700 (x 1.25 = 875: 1000 at least); sort: 3 of 5, largest 2100
+# (2625: 3000); sum: 1 of 5 in A, 3 of 5 in B, largest 9000 (11250: 11500); pcfg: 0 in A, 2 in B
+for sc in nope t5 alibi rotary ape; do
+  f=1; [ $sc = ape ] && f=0; pilot_run A copy $sc $f $([ $f = 1 ] && echo 700 || echo 3000) 60
+  f=0; case $sc in nope|t5|alibi) f=1;; esac; pilot_run A sort $sc $f $([ $sc = t5 ] && echo 2100 || echo 1200) 120
+  f=0; [ $sc = nope ] && f=1; pilot_run A sum $sc $f 3000 180
+  pilot_run A pcfg $sc 0 3000 240
+  f=0; case $sc in nope|t5|rotary) f=1;; esac; pilot_run B sum $sc $f $([ $sc = rotary ] && echo 9000 || echo 5000) 600
+  f=0; case $sc in nope|t5) f=1;; esac; pilot_run B pcfg $sc $f 8000 900
+done
+tools/pilot_budgets.sh "$pb/A" > "$tmp/pa" 2>&1; check $? "pilot_budgets on stage A" || cat "$tmp/pa"
+for want in "| copy | A | 4 of 5 | 700 | 1000 | 5.0 |" "| sort | A | 3 of 5 | 2100 | 3000 | 10.0 |" \
+            "| sum | A | 1 of 5 | - | stage B | 15.0 |" "--task copy,sort" "--task-flags sort=--steps 3000" "stage B: --task sum,pcfg"; do
+  grep -qFx -- "$want" "$tmp/pa"; check $? "pilot_budgets, stage A, lacks: $want"
+done
+tools/pilot_budgets.sh "$pb/A" "$pb/B" > "$tmp/pab" 2>&1; check $? "pilot_budgets on stages A and B" || cat "$tmp/pab"
+for want in "| sum | B | 3 of 5 | 9000 | 11500 | 65.0 |" "| pcfg | B | 2 of 5 | - | out of reach | 95.0 |" \
+            "--task copy,sort,sum" "--task-flags sum=--steps 11500" "out of reach: pcfg"; do
+  grep -qFx -- "$want" "$tmp/pab"; check $? "pilot_budgets, stages A and B, lacks: $want"
+done
+expect_fail "pilot_budgets without runs.csv" "runs.csv is missing" tools/pilot_budgets.sh "$tmp/none"
 # every committed protocol still reads, and its plan names its runs (nothing is created)
 for p in protocols/*.txt; do
   ./compare --protocol "$p" --out "$tmp/dry-out" --jobs 2 --dry-run > "$tmp/dry" 2>&1

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tools/pilot_budgets.sh A [B] [MIN]: the inclusion rule of a fit-first pilot (protocols/nope-pilot.txt),
+# applied to its ./compare folders: A is stage A's, B (optional) stage B's. Per configuration (task):
+# a scheme fits when each of its runs reached the fit target (runs.csv: fitted = 1). A configuration
+# is admitted in a stage when at least MIN (default 3) of its schemes fit there; stage A is read
+# first. Its budget is 1.25 x the largest fit step among the schemes that fitted in that stage,
+# rounded up to a multiple of 500, at least 1000 steps. Not admitted by B (or by A when no B is
+# given): out of reach, or stage B's to try. Cost: the training time of the configuration's runs
+# (log.csv's last elapsed_s), summed, in minutes of one run's threads.
+# Prints a markdown table, then the lines a confirmatory protocol takes (--task, --task-flags) and,
+# without B, stage B's --task line.
+set -euo pipefail
+[ $# -ge 1 ] && [ $# -le 3 ] || { echo "usage: tools/pilot_budgets.sh STAGE_A_DIR [STAGE_B_DIR] [MIN]" >&2; exit 2; }
+a=${1%/}; b=${2:-}; b=${b%/}; min=${3:-3}
+[[ "$min" =~ ^[1-9][0-9]*$ ]] || { echo "pilot_budgets: MIN must be a positive count, not '$min'" >&2; exit 1; }
+for d in "$a" ${b:+"$b"}; do
+    [ -f "$d/runs.csv" ] || { echo "pilot_budgets: $d/runs.csv is missing (run ./compare on $d to the end, or with --report-only)" >&2; exit 1; }
+done
+
+# one line per run: stage,task,scheme,fitted,fit_step,minutes
+runs() {   # runs STAGE DIR
+    local stage=$1 dir=$2
+    awk -F, -v stage="$stage" -v dir="$dir" '
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i
+                  if (!("task" in col) || !("fitted" in col) || !("fit_step" in col)) {
+                      print "pilot_budgets: " dir "/runs.csv has no task, fitted and fit_step columns (a fit-first grid: --fit-target)" > "/dev/stderr"; exit 1 }
+                  next }
+        { lf = dir "/runs/" $col["task"] "/" $col["scheme"] "/seed" $col["seed"] "/log.csv"; mins = 0; e = 0; line = ""
+          while ((getline line < lf) > 0) {
+              n = split(line, f, ",")
+              if (f[1] == "step") { for (i = 1; i <= n; i++) if (f[i] == "elapsed_s") e = i; continue }
+              if (e) mins = f[e] / 60 }
+          close(lf)
+          printf "%s,%s,%s,%d,%d,%.3f\n", stage, $col["task"], $col["scheme"], $col["fitted"], $col["fit_step"], mins }' "$dir/runs.csv"
+}
+
+all=$(mktemp); trap 'rm -f "$all"' EXIT
+runs A "$a" > "$all"
+if [ -n "$b" ]; then runs B "$b" >> "$all"; fi
+awk -F, -v min="$min" -v has_b="${b:+1}" '
+    { key = $1 SUBSEP $2
+      if (!(($2) in seen)) { seen[$2] = 1; order[++nt] = $2 }
+      if (!((key, $3) in sch)) { sch[key, $3] = 1; nsch[key]++; fitall[key, $3] = 1 }
+      if (!$4) fitall[key, $3] = 0
+      if ($4 && $5 > top[key, $3]) top[key, $3] = $5
+      cost[$2] += $6; staged[key] = 1; names[key] = names[key] " " $3 }
+    END {
+      print "| configuration | stage | schemes fitted | largest fit step | budget (steps) | cost (run-minutes) |"
+      print "|---|---|---|---|---|---|"
+      for (t = 1; t <= nt; t++) {
+          task = order[t]; verdict = ""; bud = ""; shown = ""; last = ""
+          for (s = 1; s <= 2 && verdict == ""; s++) {
+              st = s == 1 ? "A" : "B"; key = st SUBSEP task
+              if (!(key in staged)) continue
+              fit = 0; big = 0; last = st
+              split(substr(names[key], 2), nm, " ")
+              for (i in nm) if (!done_[key, nm[i]]++) if (fitall[key, nm[i]]) { fit++; if (top[key, nm[i]] > big) big = top[key, nm[i]] }
+              shown = fit " of " nsch[key]
+              if (fit >= min) {
+                  bud = int((1.25 * big + 499) / 500) * 500; if (bud < 1000) bud = 1000
+                  verdict = "admitted"; admitted = admitted (admitted ? "," : "") task
+                  flags = flags "--task-flags " task "=--steps " bud "\n"
+              }
+          }
+          if (verdict == "") { if (last == "A" && !has_b) retry = retry (retry ? "," : "") task
+                               else out = out (out ? "," : "") task; big = "" }
+          printf "| %s | %s | %s | %s | %s | %.1f |\n", task, last, shown, verdict ? big : "-", verdict ? bud : (last == "A" && !has_b ? "stage B" : "out of reach"), cost[task]
+      }
+      print ""
+      print "admitted (" (admitted ? admitted : "none") ")"
+      if (admitted) { print "--task " admitted; printf "%s", flags }
+      if (retry) { print "stage B: --task " retry }
+      if (out) print "out of reach: " out
+    }' "$all"
