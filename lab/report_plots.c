@@ -100,7 +100,7 @@ void plot_ppl(const Cfg *c, const Rows *rs, int context, FILE *md, int plots, in
     }
     fclose(d);
     char title[256];
-    snprintf(title, sizeof title, "perplexity against evaluation window (trained at %d tokens; non-overlapping windows; y cut at 4x the best)", context);
+    snprintf(title, sizeof title, "perplexity by window, trained at %d tokens (non-overlapping; y cut at 4x the best)", context);
     FILE *g = gp_open(c->out, name, title, "window (tokens)", "perplexity");
     // y from the best perplexity to 4 times it (a scheme that explodes leaves the top)
     fprintf(g, "set logscale x 2\nset logscale y\nset yrange [%g:%g]\nset ytics %.3g, 1.25\nset format y '%%.3g'\n"
