@@ -466,9 +466,13 @@ static int print_plan(const Cfg *c, const Run *runs, int n) {
 // trained or written.
 static void dry_run(const Cfg *c, const Run *runs, int n) {
     print_plan(c, runs, n);
+    if (access(c->train_bin, X_OK) != 0) printf("compare: the trainer '%s' cannot be run: build it with make, or give --train PATH\n", c->train_bin);
     Argv *cmds = xcalloc(MAX_CMDS, sizeof(Argv));
     for (int i = 0; i < n; i++) {
-        printf("%s (%s)\n", runs[i].dir, runs[i].state == RUN_FOUND_DONE ? "done" : "to train");
+        char started[4200];
+        snprintf(started, sizeof started, "%s/started", runs[i].dir);
+        printf("%s (%s)\n", runs[i].dir, runs[i].state == RUN_FOUND_DONE ? "done"
+               : access(started, F_OK) == 0 ? "stopped: continues from its checkpoint" : "to train");
         memset(cmds, 0, MAX_CMDS * sizeof(Argv));
         int nc = build_cmds(c, &runs[i], cmds, 1);
         for (int k = 0; k < nc; k++) {
@@ -478,6 +482,7 @@ static void dry_run(const Cfg *c, const Run *runs, int n) {
         }
     }
     free(cmds);
+    if (c->attention_distance) printf("then the attention distance of each task and seed, once its runs are done\n");
     printf("compare: --dry-run: nothing trained, nothing written\n");
 }
 
@@ -702,6 +707,7 @@ int main(int argc, char **argv) {
         c.train_bin = bin;
     }
     if (c.dry_run) CHECK(!c.report_only, "--dry-run and --report-only: give one (--dry-run trains and writes nothing)");
+    CHECK(!c.dry_run || ranks == 1, "--dry-run under mpirun: run it without mpirun (it trains nothing)");
     if (c.report_only) {
         struct stat st;
         CHECK(stat(c.out, &st) == 0 && S_ISDIR(st.st_mode), "--report-only: --out %s is not a folder of runs", c.out);

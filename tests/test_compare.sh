@@ -118,11 +118,8 @@ has "$r" "copy,rope,2,0,,0.4120,0.400000,0.200000,"
 has "$r" "copy,rope,3,1,300,0.9531,1.000000,0.000000,1 5-8"
 has "$r" "reverse,alibi,4,,,,1.000000,0.500000,"
 [ "$(wc -l < "$r")" = 25 ]; check $? "runs.csv: expected 24 runs"
-# the pilot's inclusion rule reads this runs.csv: copy's rope misses on seed 2, so 2 of 3 schemes fit
-# (1.25 x 300 -> 1000 steps at least); reverse has no fit criterion, so none fits
-tools/pilot_budgets.sh "$fake" "" 2 > "$tmp/pb" 2>&1
-grep -qFx "| copy | A | 2 of 3 | 300 | 1000 | 0.0 |" "$tmp/pb" && grep -qFx "| reverse | A | 0 of 3 | - | stage B | 0.0 |" "$tmp/pb"
-check $? "tools/pilot_budgets.sh on the hand-made grid: $(cat "$tmp/pb")"
+# the pilot's inclusion rule reads this runs.csv: reverse has no fit criterion, so it is refused
+expect_fail "tools/pilot_budgets.sh on runs without a fit criterion" "reverse nope seed 1 has no fit result" tools/pilot_budgets.sh "$fake" "" 2
 has "$fake/results.csv" "task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share"
 has "$fake/results.csv" "copy,nope,1,3,,id,0,0,,0,0,"
 has "$fake/results.csv" "copy,rope,3,5,,ood,10,0,0.000000,500,10,1.0000"

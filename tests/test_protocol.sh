@@ -140,16 +140,29 @@ check $? "--dry-run's plan: $(head -1 "$tmp/dry")"
 check $? "--dry-run lists each run as done, with its training command"
 [ "$(wc -l < "$tmp/real/compare.log")" = "$lines" ]
 check $? "--dry-run writes nothing to compare.log"
+# a stopped run (its `started` holds this grid's commands) is labelled so; a missing trainer is named
+st="$tmp/stop/runs/copy-repeat/nope/seed1"; mkdir -p "$st"; echo other > "$st/started"
+./compare --protocol "$tmp/real.txt" --out "$tmp/stop" --dry-run > "$tmp/se" 2>&1
+sed -n '/^now:$/,/^give another/p' "$tmp/se" | sed '1d;$d' > "$st/started"
+./compare --protocol "$tmp/real.txt" --out "$tmp/stop" --dry-run > "$tmp/dry" 2>&1
+grep -qFx "$st (stopped: continues from its checkpoint)" "$tmp/dry" && grep -qFx "$tmp/stop/runs/copy-repeat/alibi/seed1 (to train)" "$tmp/dry"
+check $? "--dry-run labels the stopped run: $(grep seed1 "$tmp/dry" | grep -v '^ ')"
+./compare --protocol "$tmp/real.txt" --out "$tmp/nobin" --dry-run --train "$tmp/none" > "$tmp/dry" 2>&1
+grep -qF "the trainer '$tmp/none' cannot be run" "$tmp/dry" && [ ! -e "$tmp/nobin" ]
+check $? "--dry-run names a missing trainer and creates nothing"
 expect_fail "--dry-run with --report-only" "give one" ./compare --protocol "$tmp/real.txt" --out "$tmp/real" --dry-run --report-only
 # ---- tools/pilot_budgets.sh: the pilot's inclusion rule, on two hand-made stages (A, B)
 pb="$tmp/pilot"
 pilot_run() {   # stage task scheme fitted fit_step seconds
   local d="$pb/$1/runs/$2/$3/seed9001"
-  mkdir -p "$d"
+  mkdir -p "$d"; : > "$d/done"
   printf 'step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n1,2,,1,1,1,0.5\n%s,1,,1,1,1,%s\n' "$5" "$6" > "$d/log.csv"
   [ -f "$pb/$1/runs.csv" ] || echo "task,scheme,seed,fitted,fit_step,val_accuracy,id_accuracy,ood_accuracy,degenerate_lengths,best_step" > "$pb/$1/runs.csv"
   echo "$2,$3,9001,$4,$5,0.9,0.9,0.1,," >> "$pb/$1/runs.csv"
 }
+# lego: 2 of 5 fit in A (nope at 2900); in B, t5, alibi and rotary fit (largest 2000) but nope does
+# not: admitted by B alone with B's steps (2500), not by a union of the stages (3 + nope, at 2900).
+# parity: 2 of 5 in A and absent from B: not in stage B.
 # copy: 4 of 5 fit in A, largest 700 (x 1.25 = 875: 1000 at least); sort: 3 of 5, largest 2100
 # (2625: 3000); sum: 1 of 5 in A, 3 of 5 in B, largest 9000 (11250: 11500); pcfg: 0 in A, 2 in B
 for sc in nope t5 alibi rotary ape; do
@@ -159,20 +172,39 @@ for sc in nope t5 alibi rotary ape; do
   pilot_run A pcfg $sc 0 3000 240
   f=0; case $sc in nope|t5|rotary) f=1;; esac; pilot_run B sum $sc $f $([ $sc = rotary ] && echo 9000 || echo 5000) 600
   f=0; case $sc in nope|t5) f=1;; esac; pilot_run B pcfg $sc $f 8000 900
+  f=0; case $sc in nope|ape) f=1;; esac; pilot_run A lego $sc $f $([ $sc = nope ] && echo 2900 || echo 1000) 60
+  f=0; case $sc in t5|alibi|rotary) f=1;; esac; pilot_run B lego $sc $f $([ $sc = rotary ] && echo 2000 || echo 1000) 60
+  f=0; case $sc in nope|t5) f=1;; esac; pilot_run A parity $sc $f 1000 60
 done
 tools/pilot_budgets.sh "$pb/A" > "$tmp/pa" 2>&1; check $? "pilot_budgets on stage A" || cat "$tmp/pa"
 for want in "| copy | A | 4 of 5 | 700 | 1000 | 5.0 |" "| sort | A | 3 of 5 | 2100 | 3000 | 10.0 |" \
-            "| sum | A | 1 of 5 | - | stage B | 15.0 |" "--task copy,sort" "--task-flags sort=--steps 3000" "stage B: --task sum,pcfg"; do
+            "| sum | A | 1 of 5 | - | stage B | 15.0 |" "--task copy,sort" "--task-flags sort=--steps 3000" "stage B: --task sum,pcfg,lego,parity"; do
   grep -qFx -- "$want" "$tmp/pa"; check $? "pilot_budgets, stage A, lacks: $want"
 done
 tools/pilot_budgets.sh "$pb/A" "$pb/B" > "$tmp/pab" 2>&1; check $? "pilot_budgets on stages A and B" || cat "$tmp/pab"
 for want in "| sum | B | 3 of 5 | 9000 | 11500 | 65.0 |" "| pcfg | B | 2 of 5 | - | out of reach | 95.0 |" \
-            "--task copy,sort,sum" "--task-flags sum=--steps 11500" "out of reach: pcfg"; do
+            "| lego | B | 3 of 5 | 2000 | 2500 | 10.0 |" "| parity | A | 2 of 5 | - | not in stage B | 5.0 |" \
+            "--task copy,sort,sum,lego" "--task-flags sum=--steps 11500" "out of reach: pcfg" "stage B: --task parity"; do
   grep -qFx -- "$want" "$tmp/pab"; check $? "pilot_budgets, stages A and B, lacks: $want"
 done
+# refused: a stage with a run unfinished, a configuration short of a run, a grid without a fit criterion
+rm "$pb/A/runs/copy/ape/seed9001/done"
+expect_fail "pilot_budgets on an unfinished stage" "copy/ape/seed9001 has not finished" tools/pilot_budgets.sh "$pb/A"
+grep -v '^copy,ape,' "$pb/A/runs.csv" > "$tmp/rc" && mv "$tmp/rc" "$pb/A/runs.csv"; rm -r "$pb/A/runs/copy/ape"
+expect_fail "pilot_budgets on a configuration short of a run" "copy has 4 finished runs, not 5 schemes x 1 seeds" tools/pilot_budgets.sh "$pb/A"
+sed -i 's/^sort,nope,9001,1,/sort,nope,9001,,/' "$pb/A/runs.csv"
+expect_fail "pilot_budgets on runs without a fit result" "sort nope seed 9001 has no fit result" tools/pilot_budgets.sh "$pb/A"
 expect_fail "pilot_budgets without runs.csv" "runs.csv is missing" tools/pilot_budgets.sh "$tmp/none"
 # every committed protocol still reads, and its plan names its runs (nothing is created)
+# (a text protocol reads its --data file: the KJV is made here when bible-kjv is installed)
+if grep -q '^--data data/kjv.txt' protocols/*.txt && [ ! -f data/kjv.txt ] && command -v bible > /dev/null; then
+  make -s kjv > /dev/null || abort "make kjv failed"
+fi
 for p in protocols/*.txt; do
+  data=$(sed -n 's/^--data //p' "$p")
+  if [ -n "$data" ] && [ ! -e "$data" ]; then
+    skip "$p reads $data" "apt-get install bible-kjv, then make kjv"; continue
+  fi
   ./compare --protocol "$p" --out "$tmp/dry-out" --jobs 2 --dry-run > "$tmp/dry" 2>&1
   check $? "$p does not read: $(grep error "$tmp/dry" | head -1)"
   grep -qE '^compare: [0-9]+ runs \([0-9]+ tasks x [0-9]+ schemes x [0-9]+ seeds' "$tmp/dry"

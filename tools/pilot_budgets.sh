@@ -4,8 +4,9 @@
 # a scheme fits when each of its runs reached the fit target (runs.csv: fitted = 1). A configuration
 # is admitted in a stage when at least MIN (default 3) of its schemes fit there; stage A is read
 # first. Its budget is 1.25 x the largest fit step among the schemes that fitted in that stage,
-# rounded up to a multiple of 500, at least 1000 steps. Not admitted by B (or by A when no B is
-# given): out of reach, or stage B's to try. Cost: the training time of the configuration's runs
+# rounded up to a multiple of 500, at least 1000 steps. Not admitted by A: stage B's to try; not
+# admitted by B either: out of reach. A stage must be finished (every run done, every configuration
+# with a run of each scheme and seed) and fit-first (a fit result for every run). Cost: the training time of the configuration's runs
 # (log.csv's last elapsed_s), summed, in minutes of one run's threads.
 # Prints a markdown table, then the lines a confirmatory protocol takes (--task, --task-flags) and,
 # without B, stage B's --task line.
@@ -25,18 +26,27 @@ runs() {   # runs STAGE DIR
                   if (!("task" in col) || !("fitted" in col) || !("fit_step" in col)) {
                       print "pilot_budgets: " dir "/runs.csv has no task, fitted and fit_step columns (a fit-first grid: --fit-target)" > "/dev/stderr"; exit 1 }
                   next }
+        $col["fitted"] == "" { print "pilot_budgets: " dir "/runs.csv: " $col["task"] " " $col["scheme"] " seed " $col["seed"] " has no fit result (a fit-first grid, ./compare --fit-target, has one for every run)" > "/dev/stderr"; bad = 1; exit 1 }
+        $col["fitted"] == 1 && $col["fit_step"] == "" { print "pilot_budgets: " dir "/runs.csv: " $col["task"] " " $col["scheme"] " seed " $col["seed"] " fitted at no step" > "/dev/stderr"; bad = 1; exit 1 }
         { lf = dir "/runs/" $col["task"] "/" $col["scheme"] "/seed" $col["seed"] "/log.csv"; mins = 0; e = 0; line = ""
           while ((getline line < lf) > 0) {
               n = split(line, f, ",")
               if (f[1] == "step") { for (i = 1; i <= n; i++) if (f[i] == "elapsed_s") e = i; continue }
               if (e) mins = f[e] / 60 }
           close(lf)
-          printf "%s,%s,%s,%d,%d,%.3f\n", stage, $col["task"], $col["scheme"], $col["fitted"], $col["fit_step"], mins }' "$dir/runs.csv"
+          printf "%s,%s,%s,%d,%d,%.3f\n", stage, $col["task"], $col["scheme"], $col["fitted"], $col["fit_step"], mins
+          rows[$col["task"]]++; if (!(($col["scheme"]) in sc)) { sc[$col["scheme"]]; ns++ }; if (!(($col["seed"]) in sd)) { sd[$col["seed"]]; nd++ } }
+        END { if (bad) exit 1
+              for (t in rows) if (rows[t] != ns * nd) {
+                  print "pilot_budgets: " dir ": " t " has " rows[t] " finished runs, not " ns " schemes x " nd " seeds: finish the stage first (the same ./compare command continues it)" > "/dev/stderr"; exit 1 } }' "$dir/runs.csv" || return 1
+    local open
+    open=$(find "$dir/runs" -mindepth 3 -maxdepth 3 -type d -name 'seed*' '!' -exec test -e '{}/done' ';' -print 2> /dev/null | head -1)
+    [ -z "$open" ] || { echo "pilot_budgets: $open has not finished: finish the stage first (the same ./compare command continues it)" >&2; return 1; }
 }
 
 all=$(mktemp); trap 'rm -f "$all"' EXIT
-runs A "$a" > "$all"
-if [ -n "$b" ]; then runs B "$b" >> "$all"; fi
+runs A "$a" > "$all" || exit 1
+if [ -n "$b" ]; then runs B "$b" >> "$all" || exit 1; fi
 awk -F, -v min="$min" -v has_b="${b:+1}" '
     { key = $1 SUBSEP $2
       if (!(($2) in seen)) { seen[$2] = 1; order[++nt] = $2 }
@@ -62,9 +72,10 @@ awk -F, -v min="$min" -v has_b="${b:+1}" '
                   flags = flags "--task-flags " task "=--steps " bud "\n"
               }
           }
-          if (verdict == "") { if (last == "A" && !has_b) retry = retry (retry ? "," : "") task
+          if (verdict == "") { if (last == "A") retry = retry (retry ? "," : "") task
                                else out = out (out ? "," : "") task; big = "" }
-          printf "| %s | %s | %s | %s | %s | %.1f |\n", task, last, shown, verdict ? big : "-", verdict ? bud : (last == "A" && !has_b ? "stage B" : "out of reach"), cost[task]
+          printf "| %s | %s | %s | %s | %s | %.1f |\n", task, last, shown, verdict ? big : "-",
+                 verdict ? bud : last == "B" ? "out of reach" : has_b ? "not in stage B" : "stage B", cost[task]
       }
       print ""
       print "admitted (" (admitted ? admitted : "none") ")"
