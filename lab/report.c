@@ -103,6 +103,7 @@ void report(const Cfg *c, const Run *runs, int n) {
     if (!rp.plots) printf("gnuplot not found: apt-get install gnuplot-nox, then run this command again for the plots "
                           "(results.csv and summary.md are written; the .gp scripts are in %s)\n", c->out);
     else printf("plots:\n");
+    if (!c->data) floor_table(&rp);
     for (int t = 0; t < c->n_tasks; t++) {
         int finished = 0;
         for (int i = 0; i < n; i++) finished += runs[i].task == t && run_has_results(&runs[i]);

@@ -141,6 +141,7 @@ void pair_table(const Report *rp, int t0, int t1);
 void mrr_table(const Report *rp);              // the mean reciprocal rank of each scheme (add_ranks' ranks)
 void claims_section(const Report *rp);         // the --claims verdicts (rp->floor_on, rp->other_unit: sensitivity tables)
 void paper_table(const Report *rp);            // --paper: the measured accuracy beyond training beside the paper's
+void floor_table(const Report *rp);            // --floor: the runs that learned their task, per task and scheme
 
 // lab/report_distance.c: --attention-distance's sections
 void distance_values(Report *rp);             // every pair's distance into rp->dist (both definitions)

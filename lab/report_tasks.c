@@ -533,3 +533,41 @@ void paper_table(const Report *rp) {
     }
     fprintf(md, "\n");
 }
+
+// --floor: the runs that learned their task, per task and scheme: those whose in-distribution
+// validation accuracy (the best check's) reached the floor, of the finished runs. It stands at the
+// top of summary.md, so that no score is read without the fit beside it.
+void floor_table(const Report *rp) {
+    const Cfg *c = rp->c;
+    FILE *md = rp->md;
+    if (isnan(c->floor)) return;
+    fprintf(md, "## Runs that learned their task\n\nRuns whose in-distribution validation accuracy (the best check's) "
+                "reached the floor, %.4g, of the finished runs with a validation accuracy. Every run counts in the claims. The sensitivity table "
+                "of the claims leaves out the runs below the floor.\n\n| task |", c->floor);
+    for (int sc = 0; sc < c->n_schemes; sc++) fprintf(md, " %s |", c->schemes[sc].label);
+    fprintf(md, " all |\n|---|");
+    for (int sc = 0; sc <= c->n_schemes; sc++) fprintf(md, "---|");
+    fprintf(md, "\n");
+    int all_k[MAX_ITEMS + 1] = {0}, all_n[MAX_ITEMS + 1] = {0}, unchecked = 0;
+    for (int t = 0; t <= c->n_tasks; t++) {
+        int k[MAX_ITEMS + 1] = {0}, n[MAX_ITEMS + 1] = {0};
+        for (int i = 0; i < rp->n && t < c->n_tasks; i++) {
+            const Run *r = &rp->runs[i];
+            if (r->twin || r->task != t || !run_has_results(r)) continue;
+            if (isnan(rp->facts[i].val_acc)) { unchecked++; continue; }
+            int up = rp->facts[i].val_acc >= c->floor;
+            k[r->scheme] += up; n[r->scheme]++; k[c->n_schemes] += up; n[c->n_schemes]++;
+        }
+        fprintf(md, "| %s |", t < c->n_tasks ? c->tasks[t] : "**all tasks**");
+        for (int sc = 0; sc <= c->n_schemes; sc++) {
+            if (t < c->n_tasks) { all_k[sc] += k[sc]; all_n[sc] += n[sc]; }
+            int kk = t < c->n_tasks ? k[sc] : all_k[sc], nn = t < c->n_tasks ? n[sc] : all_n[sc];
+            if (t == c->n_tasks) fprintf(md, " %d of %d (%.0f%%) |", kk, nn, nn ? 100.0 * kk / nn : 0);
+            else fprintf(md, " %d of %d |", kk, nn);
+        }
+        fprintf(md, "\n");
+    }
+    if (unchecked) fprintf(md, "\nLeft out: %d finished run%s with no validation accuracy (no fit line, no --select-every).\n",
+                           unchecked, unchecked == 1 ? "" : "s");
+    fprintf(md, "\n");
+}

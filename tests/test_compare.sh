@@ -123,6 +123,16 @@ expect_fail "tools/pilot_budgets.sh on runs without a fit criterion" "reverse no
 has "$fake/results.csv" "task,scheme,seed,length,depth,split,n,correct,accuracy,pool,distinct,top_share"
 has "$fake/results.csv" "copy,nope,1,3,,id,0,0,,0,0,"
 has "$fake/results.csv" "copy,rope,3,5,,ood,10,0,0.000000,500,10,1.0000"
+# --floor: the runs that learned their task, at the top of summary.md (reverse's runs have no
+# validation accuracy: left out of the counts, and said so)
+"${fake_cmd[@]}" --claims 'nope>rope' --floor 0.5 > "$tmp/logf" 2>&1; check $? "--report-only --floor failed:" || cat "$tmp/logf"
+has "$s" "| copy | 4 of 4 | 4 of 4 | 3 of 4 | 11 of 12 |"
+has "$s" "| reverse | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 |"
+has "$s" "| **all tasks** | 4 of 4 (100%) | 4 of 4 (100%) | 3 of 4 (75%) | 11 of 12 (92%) |"
+has "$s" "Left out: 12 finished runs with no validation accuracy"
+[ "$(grep "^## " "$s" | head -1)" = "## Runs that learned their task" ]; check $? "the fit table opens summary.md"
+"${fake_cmd[@]}" --claims 'nope>rope' > "$tmp/logf" 2>&1
+! grep -q "Runs that learned" "$s"; check $? "no fit table without --floor"
 has "$fake/results.csv" "copy,alibi,2,7,,ood,10,6,0.600000,,10,0.3000"
 # the plot's numbers: mean, lo, hi per scheme; nope at length 8 over seeds 7/10, 7/10, 9/10, 5/10
 grep -q "^# length nope nope_lo nope_hi alibi" "$fake/accuracy_copy.dat"; check $? "accuracy_copy.dat header"
