@@ -4,6 +4,8 @@
 #   make run        the comparison: five schemes x 8 seeds on copy-repeat, fit-first (~16 min), results in runs/default/
 #   make reproduce-nope   the NoPE paper's experiment as protocols/nope.txt fixes it: 17 configurations x 5
 #                   schemes x 3 seeds, a fixed budget, best-validation selection (hours, in sittings), runs/nope17/
+#   make nope-pilot  the pilot that fixes the next NoPE run's budgets at heads of 64 (~3.5 h and more),
+#                   runs/nope-pilot/; it writes protocols/nope-pilot-b.txt and protocols/nope-learned.txt
 #   make reproduce-alibi  train short on the KJV, perplexity to 8x: 9 seeds (~1.5 h; needs make kjv), runs/alibi/
 #   make reproduce-recipes  partial RoPE, p-RoPE, NoPE layers and RoPE extended with a fine-tune, on the KJV: 6 seeds (~6 h), runs/recipes/;
 #                        then the same recipes on passkey retrieval: 8 seeds (~6 h), runs/recipes-retrieval/
@@ -55,7 +57,7 @@ HDR = eval/ppl_defaults.h util/common.h util/atomicfile.h util/flags.h util/cpu.
 BPE = util/common.c util/atomicfile.c util/flags.c dataset/data.c dataset/corpus.c dataset/bpe.c dataset/bpe_files.c dataset/bpe_train.c dataset/unicode_classes.c
 TESTS = tests/test_grad tests/test_posenc tests/test_positions tests/test_viz tests/test_kernels tests/test_bf16 tests/test_data tests/test_stream tests/test_tasks tests/test_tasks_sets tests/test_safetensors tests/test_import tests/test_train tests/st_compare tests/test_ppl tests/test_eval tests/test_stats tests/test_claims tests/test_bpe tests/test_scan tests/test_pcfg
 
-.PHONY: all test run asan fuzz clean fixtures bench bench-tools kjv kjv-gpt2 unicode-classes reproduce-nope reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse reproduce-recipes
+.PHONY: all test run asan fuzz clean fixtures bench bench-tools kjv kjv-gpt2 unicode-classes reproduce-nope nope-pilot reproduce-nope-distance reproduce-nope-fitfirst reproduce-scale reproduce-alibi reproduce-collapse reproduce-recipes
 all: train compare ladder tokenize $(TESTS)
 
 # Every source is compiled once per precision into build/float/ or build/double/ and the programs
@@ -266,6 +268,17 @@ NOPE_SCHEMES = --schemes nope,t5,alibi --scheme 'rotary=--pe rope --rope-fractio
 NOPE_CLAIMS = nope>t5,t5>alibi,alibi>rotary,rotary>ape,nope>rotary,nope>ape
 reproduce-nope: train compare
 	./compare --protocol protocols/nope.txt --out runs/nope17 --jobs 2
+# make nope-pilot: the pilot that fixes the budgets of the next NoPE run (protocols/nope-pilot.txt, its
+# inclusion rule in its comments). Stage A (about 3.5 hours of 2 cores) -> runs/nope-pilot/; stage B's
+# protocol by the rule (tools/pilot_stage_b.sh) -> protocols/nope-pilot-b.txt; stage B ->
+# runs/nope-pilot-b/; then the confirmatory protocol from the template committed before the pilot
+# (tools/nope_protocol.sh protocols/nope-learned.in) -> protocols/nope-learned.txt. Commit the two
+# protocols before their runs. Stopped at any point, the same command continues.
+nope-pilot: train compare
+	./compare --protocol protocols/nope-pilot.txt --out runs/nope-pilot --jobs 2
+	tools/pilot_stage_b.sh protocols/nope-pilot.txt runs/nope-pilot protocols/nope-pilot-b.txt
+	./compare --protocol protocols/nope-pilot-b.txt --out runs/nope-pilot-b --jobs 2
+	tools/nope_protocol.sh protocols/nope-learned.in runs/nope-pilot runs/nope-pilot-b protocols/nope-learned.txt
 # make reproduce-nope-distance: protocols/nope-distance-8.txt, the attention distance on SCAN paired with
 # NoPE's twin, 8 seeds (about 50 minutes on 2 cores; its run: results/nope-distance-8/); runs/nope-distance-8/ (the 3-seed first run of
 # protocols/nope-distance.txt is in results/nope-distance/)

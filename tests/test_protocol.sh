@@ -164,7 +164,8 @@ pilot_run() {   # stage task scheme fitted fit_step seconds
 # not: admitted by B alone with B's steps (2500), not by a union of the stages (3 + nope, at 2900).
 # parity: 2 of 5 in A and absent from B: not in stage B.
 # copy: 4 of 5 fit in A, largest 700 (x 1.25 = 875: 1000 at least); sort: 3 of 5, largest 2100
-# (2625: 3000); sum: 1 of 5 in A, 3 of 5 in B, largest 9000 (11250: 11500); pcfg: 0 in A, 2 in B
+# (2625: 3000); sum: 1 of 5 in A, 3 of 5 in B, largest 9000 (11250: 11500); pcfg: 0 in A, 2 in B.
+# Per 1000 steps, the stage's minutes over its steps: copy 5 / 5800, sort 10 / 6900, sum in B 50 / 29000
 for sc in nope t5 alibi rotary ape; do
   f=1; [ $sc = ape ] && f=0; pilot_run A copy $sc $f $([ $f = 1 ] && echo 700 || echo 3000) 60
   f=0; case $sc in nope|t5|alibi) f=1;; esac; pilot_run A sort $sc $f $([ $sc = t5 ] && echo 2100 || echo 1200) 120
@@ -177,16 +178,56 @@ for sc in nope t5 alibi rotary ape; do
   f=0; case $sc in nope|t5) f=1;; esac; pilot_run A parity $sc $f 1000 60
 done
 tools/pilot_budgets.sh "$pb/A" > "$tmp/pa" 2>&1; check $? "pilot_budgets on stage A" || cat "$tmp/pa"
-for want in "| copy | A | 4 of 5 | 700 | 1000 | 5.0 |" "| sort | A | 3 of 5 | 2100 | 3000 | 10.0 |" \
-            "| sum | A | 1 of 5 | - | stage B | 15.0 |" "--task copy,sort" "--task-flags sort=--steps 3000" "stage B: --task sum,pcfg,lego,parity"; do
+for want in "| copy | A | 4 of 5 | 700 | 1000 | 5.0 | 0.86 |" "| sort | A | 3 of 5 | 2100 | 3000 | 10.0 | 1.45 |" \
+            "| sum | A | 1 of 5 | - | stage B | 15.0 | 1.00 |" "--task copy,sort" "--task-flags sort=--steps 3000" "stage B: --task sum,pcfg,lego,parity"; do
   grep -qFx -- "$want" "$tmp/pa"; check $? "pilot_budgets, stage A, lacks: $want"
 done
 tools/pilot_budgets.sh "$pb/A" "$pb/B" > "$tmp/pab" 2>&1; check $? "pilot_budgets on stages A and B" || cat "$tmp/pab"
-for want in "| sum | B | 3 of 5 | 9000 | 11500 | 65.0 |" "| pcfg | B | 2 of 5 | - | out of reach | 95.0 |" \
-            "| lego | B | 3 of 5 | 2000 | 2500 | 10.0 |" "| parity | A | 2 of 5 | - | not in stage B | 5.0 |" \
+for want in "| sum | B | 3 of 5 | 9000 | 11500 | 65.0 | 1.72 |" "| pcfg | B | 2 of 5 | - | out of reach | 95.0 | 1.88 |" \
+            "| lego | B | 3 of 5 | 2000 | 2500 | 10.0 | 0.83 |" "| parity | A | 2 of 5 | - | not in stage B | 5.0 | 1.00 |" \
             "--task copy,sort,sum,lego" "--task-flags sum=--steps 11500" "out of reach: pcfg" "stage B: --task parity"; do
   grep -qFx -- "$want" "$tmp/pab"; check $? "pilot_budgets, stages A and B, lacks: $want"
 done
+# tools/nope_protocol.sh: the confirmatory protocol from the committed template and the two stages.
+# parity did not run in stage B: refused. With parity in B (no scheme fits: out of reach), the
+# admitted four get their budgets; cost: (1000 x 0.86 + 3000 x 1.45 + 11500 x 1.72 + 2500 x 0.83)
+# / 1000 x 50 runs / 60 / 2 = 11.3 hours of 2 cores
+expect_fail "nope_protocol with a configuration not run in stage B" "parity did not run in stage B" \
+  tools/nope_protocol.sh protocols/nope-learned.in "$pb/A" "$pb/B" "$tmp/learned.txt"
+[ ! -e "$tmp/learned.txt" ]; check $? "a refused nope_protocol writes nothing"
+cp -r "$pb/B" "$pb/B2"
+for sc in nope t5 alibi rotary ape; do pilot_run B2 parity $sc 0 12000 600; done
+tools/nope_protocol.sh protocols/nope-learned.in "$pb/A" "$pb/B2" "$tmp/learned.txt" > "$tmp/np" 2>&1
+check $? "nope_protocol on stages A and B" || cat "$tmp/np"
+grep -qFx "nope_protocol: $tmp/learned.txt: 4 configurations, about 11.3 hours of 2 cores" "$tmp/np"; check $? "nope_protocol's line: $(cat "$tmp/np")"
+for want in "--task copy,sort,sum,lego" "--task-flags sum=--steps 11500" "--task-flags lego=--steps 2500" \
+            "# | parity | B | 0 of 5 | - | out of reach | 55.0 | 0.83 |" "# Estimated cost: 11.3 hours of 2 cores (50 runs per configuration)." \
+            "--paper lego:nope=64.6,t5=70.5,alibi=79.7,rotary=74.8,ape=61.0" "--floor 0.9"; do
+  grep -qFx -- "$want" "$tmp/learned.txt"; check $? "nope_protocol's protocol lacks: $want"
+done
+! grep -q '^--paper \(parity\|pcfg\|scan\):\|@BUDGETS@' "$tmp/learned.txt"; check $? "nope_protocol keeps --paper of a configuration not admitted"
+[ "$(grep -v '^# |\|^# Estimated\|^--task' "$tmp/learned.txt")" = "$(grep -v '^@BUDGETS@$\|^--paper \(copy-2x\|copy-repeat\|reverse\|addition\|polynomial\|sort-multi\|parity\|scan\|pcfg\)' protocols/nope-learned.in | grep -v '^--paper copy-repeat')" ]
+check $? "nope_protocol changes nothing but the budgets and the --paper lines"
+./compare --protocol "$tmp/learned.txt" --out "$tmp/learned-out" --dry-run > "$tmp/dry" 2>&1 && grep -q '^compare: 200 runs (4 tasks x 5 schemes x 10 seeds)' "$tmp/dry" \
+  && grep -q -- '--task sum .* --steps 11500' "$tmp/dry"
+check $? "the made protocol reads: $(head -2 "$tmp/dry")"
+tools/nope_protocol.sh protocols/nope-learned.in "$pb/A" "$pb/B2" "$tmp/learned.txt" > "$tmp/np" 2>&1 && grep -q "is made already" "$tmp/np"
+check $? "nope_protocol again on the same stages: $(cat "$tmp/np")"
+echo "# edited" >> "$tmp/learned.txt"
+expect_fail "nope_protocol onto another protocol" "exists and differs" \
+  tools/nope_protocol.sh protocols/nope-learned.in "$pb/A" "$pb/B2" "$tmp/learned.txt"
+# tools/pilot_stage_b.sh: stage B's file is the pilot's, with what stage A did not admit and 12000 steps
+tools/pilot_stage_b.sh protocols/nope-pilot.txt "$pb/A" "$tmp/pilot-b.txt" > "$tmp/sb" 2>&1
+check $? "pilot_stage_b on stage A" || cat "$tmp/sb"
+grep -qFx -- "--task sum,pcfg,lego,parity" "$tmp/pilot-b.txt" && grep -q -- '^-- .* --max-steps 12000 ' "$tmp/pilot-b.txt" \
+  && head -1 "$tmp/pilot-b.txt" | grep -qF "$tmp/pilot-b.txt: stage B of the pilot protocols/nope-pilot.txt"
+check $? "pilot_stage_b's protocol: $(head -1 "$tmp/pilot-b.txt")"
+[ "$(diff protocols/nope-pilot.txt "$tmp/pilot-b.txt" | grep -c '^[<>]')" = 6 ]; check $? "pilot_stage_b changes three lines"
+./compare --protocol "$tmp/pilot-b.txt" --out "$tmp/pb-out" --dry-run > "$tmp/dry" 2>&1 && grep -q '^compare: 20 runs (4 tasks x 5 schemes x 1 seeds)' "$tmp/dry"
+check $? "stage B's protocol reads: $(head -1 "$tmp/dry")"
+tools/pilot_stage_b.sh protocols/nope-pilot.txt "$pb/A" "$tmp/pilot-b.txt" > "$tmp/sb" 2>&1 && grep -q "is made already" "$tmp/sb"
+check $? "pilot_stage_b again: $(cat "$tmp/sb")"
+expect_fail "pilot_stage_b onto another file" "exists and differs" tools/pilot_stage_b.sh protocols/nope-pilot.txt "$pb/B2" "$tmp/pilot-b.txt"
 # refused: a stage with a run unfinished, a configuration short of a run, a grid without a fit criterion
 rm "$pb/A/runs/copy/ape/seed9001/done"
 expect_fail "pilot_budgets on an unfinished stage" "copy/ape/seed9001 has not finished" tools/pilot_budgets.sh "$pb/A"

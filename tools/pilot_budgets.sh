@@ -7,7 +7,8 @@
 # rounded up to a multiple of 500, at least 1000 steps. Not admitted by A: stage B's to try; not
 # admitted by B either: out of reach. A stage must be finished (every run done, every configuration
 # with a run of each scheme and seed) and fit-first (a fit result for every run). Cost: the training time of the configuration's runs
-# (log.csv's last elapsed_s), summed, in minutes of one run's threads.
+# (log.csv's last elapsed_s), summed, in minutes of one run's threads. Per 1000 steps: the last
+# stage's minutes over the steps its runs trained (log.csv's last step).
 # Prints a markdown table, then the lines a confirmatory protocol takes (--task, --task-flags) and,
 # without B, stage B's --task line.
 set -euo pipefail
@@ -18,7 +19,7 @@ for d in "$a" ${b:+"$b"}; do
     [ -f "$d/runs.csv" ] || { echo "pilot_budgets: $d/runs.csv is missing (run ./compare on $d to the end, or with --report-only)" >&2; exit 1; }
 done
 
-# one line per run: stage,task,scheme,fitted,fit_step,minutes
+# one line per run: stage,task,scheme,fitted,fit_step,minutes,steps (log.csv's last step)
 runs() {   # runs STAGE DIR
     local stage=$1 dir=$2
     awk -F, -v stage="$stage" -v dir="$dir" '
@@ -28,13 +29,13 @@ runs() {   # runs STAGE DIR
                   next }
         $col["fitted"] == "" { print "pilot_budgets: " dir "/runs.csv: " $col["task"] " " $col["scheme"] " seed " $col["seed"] " has no fit result (a fit-first grid, ./compare --fit-target, has one for every run)" > "/dev/stderr"; bad = 1; exit 1 }
         $col["fitted"] == 1 && $col["fit_step"] == "" { print "pilot_budgets: " dir "/runs.csv: " $col["task"] " " $col["scheme"] " seed " $col["seed"] " fitted at no step" > "/dev/stderr"; bad = 1; exit 1 }
-        { lf = dir "/runs/" $col["task"] "/" $col["scheme"] "/seed" $col["seed"] "/log.csv"; mins = 0; e = 0; line = ""
+        { lf = dir "/runs/" $col["task"] "/" $col["scheme"] "/seed" $col["seed"] "/log.csv"; mins = 0; steps = 0; e = 0; line = ""
           while ((getline line < lf) > 0) {
               n = split(line, f, ",")
               if (f[1] == "step") { for (i = 1; i <= n; i++) if (f[i] == "elapsed_s") e = i; continue }
-              if (e) mins = f[e] / 60 }
+              steps = f[1]; if (e) mins = f[e] / 60 }
           close(lf)
-          printf "%s,%s,%s,%d,%d,%.3f\n", stage, $col["task"], $col["scheme"], $col["fitted"], $col["fit_step"], mins
+          printf "%s,%s,%s,%d,%d,%.3f,%d\n", stage, $col["task"], $col["scheme"], $col["fitted"], $col["fit_step"], mins, steps
           rows[$col["task"]]++; if (!(($col["scheme"]) in sc)) { sc[$col["scheme"]]; ns++ }; if (!(($col["seed"]) in sd)) { sd[$col["seed"]]; nd++ } }
         END { if (bad) exit 1
               for (t in rows) if (rows[t] != ns * nd) {
@@ -53,10 +54,10 @@ awk -F, -v min="$min" -v has_b="${b:+1}" '
       if (!((key, $3) in sch)) { sch[key, $3] = 1; nsch[key]++; fitall[key, $3] = 1 }
       if (!$4) fitall[key, $3] = 0
       if ($4 && $5 > top[key, $3]) top[key, $3] = $5
-      cost[$2] += $6; staged[key] = 1; names[key] = names[key] " " $3 }
+      cost[$2] += $6; smin[key] += $6; ssteps[key] += $7; staged[key] = 1; names[key] = names[key] " " $3 }
     END {
-      print "| configuration | stage | schemes fitted | largest fit step | budget (steps) | cost (run-minutes) |"
-      print "|---|---|---|---|---|---|"
+      print "| configuration | stage | schemes fitted | largest fit step | budget (steps) | cost (run-minutes) | run-minutes per 1000 steps |"
+      print "|---|---|---|---|---|---|---|"
       for (t = 1; t <= nt; t++) {
           task = order[t]; verdict = ""; bud = ""; shown = ""; last = ""
           for (s = 1; s <= 2 && verdict == ""; s++) {
@@ -74,8 +75,10 @@ awk -F, -v min="$min" -v has_b="${b:+1}" '
           }
           if (verdict == "") { if (last == "A") retry = retry (retry ? "," : "") task
                                else out = out (out ? "," : "") task; big = "" }
-          printf "| %s | %s | %s | %s | %s | %.1f |\n", task, last, shown, verdict ? big : "-",
-                 verdict ? bud : last == "B" ? "out of reach" : has_b ? "not in stage B" : "stage B", cost[task]
+          key = last SUBSEP task
+          printf "| %s | %s | %s | %s | %s | %.1f | %.2f |\n", task, last, shown, verdict ? big : "-",
+                 verdict ? bud : last == "B" ? "out of reach" : has_b ? "not in stage B" : "stage B", cost[task],
+                 ssteps[key] ? 1000 * smin[key] / ssteps[key] : 0
       }
       print ""
       print "admitted (" (admitted ? admitted : "none") ")"
