@@ -140,22 +140,46 @@ static int claim_units(const Size *z, int k, double *d) {
     return n;
 }
 
-void ladder_claims(Ladder *L) {
+// The same with the seed as the unit: per seed, the mean of A - B over the tasks with both runs
+// (a seed's runs share their initial weights across tasks); returns the seeds with one.
+static int claim_seed_units(const Size *z, int k, double *d) {
+    const Cfg *c = &z->c;
+    int a = c->claims[k][0], b = c->claims[k][1], n = 0;
+    for (int sd = 0; sd < c->n_seeds; sd++) {
+        double sum = 0;
+        int m = 0;
+        for (int t = 0; t < c->n_tasks; t++) {
+            double x = *cell(z->ood, z, t, a, sd), y = *cell(z->ood, z, t, b, sd);
+            if (!isnan(x) && !isnan(y)) { sum += 100 * (x - y); m++; }
+        }
+        if (m) d[n++] = sum / m;
+    }
+    return n;
+}
+
+// Claim k at every size over the units units() gives, Holm over the claims at each size.
+static void test_claims(Ladder *L, ClaimTest (*at)[MAX_ITEMS], int (*units)(const Size *, int, double *), double *d) {
     const Cfg *c = &L->z[0].c;
-    int units = c->n_tasks * c->n_seeds;
-    double *d = xmalloc(sizeof(double) * units), *sl = xmalloc(sizeof(double) * units), p[MAX_ITEMS];
+    double p[MAX_ITEMS], adj[MAX_ITEMS];
     for (int s = 0; s < L->n; s++) {
         for (int k = 0; k < c->n_claims; k++) {
-            ClaimTest *x = &L->at[s][k];
-            int n = claim_units(&L->z[s], k, d);
+            ClaimTest *x = &at[s][k];
+            int n = units(&L->z[s], k, d);
             x->iv = mean_t_interval(d, n);
             x->p = n ? sign_flip_p(d, n, 1000 + k) : NAN;
             p[k] = x->p;
         }
-        double adj[MAX_ITEMS];
         holm_adjust(p, c->n_claims, adj);
-        for (int k = 0; k < c->n_claims; k++) L->at[s][k].holm = adj[k];
+        for (int k = 0; k < c->n_claims; k++) at[s][k].holm = adj[k];
     }
+}
+
+void ladder_claims(Ladder *L) {
+    const Cfg *c = &L->z[0].c;
+    int units = c->n_tasks * c->n_seeds;
+    double *d = xmalloc(sizeof(double) * units), *sl = xmalloc(sizeof(double) * units), p[MAX_ITEMS];
+    test_claims(L, L->at, claim_units, d);
+    test_claims(L, L->by_seed, claim_seed_units, d);
     // the trend: per unit, the slope of the difference against log10(parameters) over every size
     for (int k = 0; k < c->n_claims; k++) {
         int a = c->claims[k][0], b = c->claims[k][1], n = 0;

@@ -28,6 +28,7 @@ typedef struct {
     Size z[LADDER_MAX_SIZES];
     int n;
     ClaimTest at[LADDER_MAX_SIZES][MAX_ITEMS];   // [size][claim]
+    ClaimTest by_seed[LADDER_MAX_SIZES][MAX_ITEMS];  // [size][claim], the seed as the unit (sensitivity)
     TrendTest trend[MAX_ITEMS];                  // [claim]
     Interval mrr[LADDER_MAX_SIZES][MAX_ITEMS];   // [size][scheme]
 } Ladder;

@@ -148,6 +148,21 @@ static void stability(const Ladder *L, FILE *md, int k) {
     }
 }
 
+// The claims (rows) at each size (columns): mean A - B, p, Holm p, units and the verdict.
+static void claims_table(const Ladder *L, FILE *md, const ClaimTest (*at)[MAX_ITEMS]) {
+    const Cfg *c = &L->z[0].c;
+    sizes_header(L, md, "claim", -1);
+    for (int k = 0; k < c->n_claims; k++) {
+        fprintf(md, "| %s > %s |", c->schemes[c->claims[k][0]].label, c->schemes[c->claims[k][1]].label);
+        for (int s = 0; s < L->n; s++) {
+            const ClaimTest *x = &at[s][k];
+            if (!x->iv.n) { fprintf(md, " |"); continue; }
+            fprintf(md, " %+.1f (p %.3g, Holm %.3g, n %d): %s |", x->iv.mean, x->p, x->holm, x->iv.n, ladder_verdict(x->iv.mean, x->holm));
+        }
+        fprintf(md, "\n");
+    }
+}
+
 static void write_summary(const Ladder *L) {
     const Cfg *c = &L->z[0].c;
     AtomicFile af;
@@ -206,16 +221,11 @@ static void write_summary(const Ladder *L) {
     fprintf(md, "## The claims at each size\n\nUnit: a (task, seed) pair, the difference A - B of its two runs' OOD "
                 "accuracy (points); the mean, the exact sign-flip p, Holm over the %d claims at each size; supported or "
                 "contradicted at Holm p < 0.05.\n\n", c->n_claims);
-    sizes_header(L, md, "claim", -1);
-    for (int k = 0; k < c->n_claims; k++) {
-        fprintf(md, "| %s > %s |", c->schemes[c->claims[k][0]].label, c->schemes[c->claims[k][1]].label);
-        for (int s = 0; s < L->n; s++) {
-            const ClaimTest *x = &L->at[s][k];
-            if (!x->iv.n) { fprintf(md, " |"); continue; }
-            fprintf(md, " %+.1f (p %.3g, Holm %.3g, n %d): %s |", x->iv.mean, x->p, x->holm, x->iv.n, ladder_verdict(x->iv.mean, x->holm));
-        }
-        fprintf(md, "\n");
-    }
+    claims_table(L, md, L->at);
+    fprintf(md, "\n## The claims at each size, with the seed as the unit (sensitivity)\n\nUnit: a seed, the mean "
+                "of A - B over its tasks (a seed's runs share their initial weights across tasks, so its tasks are not "
+                "independent units). The rest as above. The verdicts above are the reported ones.\n\n");
+    claims_table(L, md, L->by_seed);
     fprintf(md, "\n## The trend of each claim with size\n\nPer (task, seed) pair with both runs at two sizes or more: the "
                 "least-squares slope of A - B (points) against log10(parameters); the mean slope (points per tenfold "
                 "parameters) with its 95%% t-interval, the exact sign-flip p of the slopes, Holm over the %d claims.\n\n"

@@ -10,7 +10,7 @@
 # trend takes that pair over the two sizes it has (slope +10 too). Sort's parameter counts are
 # twice the others' (its own vocabulary), which moves its points, not its slopes. The MRR with
 # ties broken at random: two tied for ranks 2 and 3 each get (1/2 + 1/3) / 2 = 0.4167. A fourth
-# size without runs changes no test.
+# size without runs changes no test. The sensitivity table takes the seed as the unit (its mean over tasks).
 . "$(dirname "$0")/lib.sh"
 
 out="$tmp/lad"
@@ -68,6 +68,14 @@ c "changes: not distinguishable at a (0.001M parameters); supported at b to c (0
 # a claim whose verdict changes twice names each run of sizes (not only the first change)
 c "changes: contradicted at a (0.001M parameters); not distinguishable at b (0.01M parameters); supported at c (0.1M parameters) |$" summary.md "t5 > alibi"
 c "| nope > t5 | 9 | +10.00 | \[+10.00, +10.00\] | 0.00391 | 0.00781 | grows with size |" summary.md "nope > t5 | 9"
+# the seed as the unit (sensitivity): each seed's mean over its tasks, so 3 units at each size:
+# nope > t5 at c is +20 for every seed, p = 2/2^3 = 0.25, Holm over 2 = 0.5; t5 > alibi at c keeps
+# seed 3 on its two tasks (+10)
+sed -n '/^## The claims at each size, with the seed as the unit/,/^## The trend/p' "$out/summary.md" > "$tmp/bys"
+grep -qF "| nope > t5 | +0.0 (p 1, Holm 1, n 3): not distinguishable | +10.0 (p 0.25, Holm 0.5, n 3): not distinguishable | +20.0 (p 0.25, Holm 0.5, n 3): not distinguishable |" "$tmp/bys"
+check $? "the claims with the seed as the unit: $(grep 'nope > t5' "$tmp/bys")"
+grep -qF "| t5 > alibi | -10.0 (p 0.25, Holm 0.5, n 3): not distinguishable | +0.0 (p 1, Holm 1, n 3): not distinguishable | +10.0 (p 0.25, Holm 0.5, n 3): not distinguishable |" "$tmp/bys"
+check $? "the seed unit keeps a seed with a run missing: $(grep 't5 > alibi' "$tmp/bys")"
 # the plot data: parameters, then mean, lo, hi of each scheme
 c "^100000 70.0000 70.0000 70.0000 50.0000 50.0000 50.0000 40.0000 40.0000 40.0000$" scale_copy.dat "^100000"
 if have gnuplot "the ladder's plots" "apt-get install gnuplot-nox"; then
