@@ -549,7 +549,8 @@ void floor_table(const Report *rp) {
     for (int sc = 0; sc <= c->n_schemes; sc++) fprintf(md, "---|");
     fprintf(md, "\n");
     int all_k[MAX_ITEMS + 1] = {0}, all_n[MAX_ITEMS + 1] = {0}, unchecked = 0;
-    for (int t = 0; t <= c->n_tasks; t++) {
+    int last = c->n_tasks > 1 ? c->n_tasks : 0;    // the row with the shares: all tasks, or the one task
+    for (int t = 0; t <= last; t++) {
         int k[MAX_ITEMS + 1] = {0}, n[MAX_ITEMS + 1] = {0};
         for (int i = 0; i < rp->n && t < c->n_tasks; i++) {
             const Run *r = &rp->runs[i];
@@ -562,7 +563,7 @@ void floor_table(const Report *rp) {
         for (int sc = 0; sc <= c->n_schemes; sc++) {
             if (t < c->n_tasks) { all_k[sc] += k[sc]; all_n[sc] += n[sc]; }
             int kk = t < c->n_tasks ? k[sc] : all_k[sc], nn = t < c->n_tasks ? n[sc] : all_n[sc];
-            if (t == c->n_tasks) fprintf(md, " %d of %d (%.0f%%) |", kk, nn, nn ? 100.0 * kk / nn : 0);
+            if (t == last) fprintf(md, " %d of %d (%.0f%%) |", kk, nn, nn ? 100.0 * kk / nn : 0);
             else fprintf(md, " %d of %d |", kk, nn);
         }
         fprintf(md, "\n");

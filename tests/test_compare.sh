@@ -131,6 +131,10 @@ has "$s" "| reverse | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 |"
 has "$s" "| **all tasks** | 4 of 4 (100%) | 4 of 4 (100%) | 3 of 4 (75%) | 11 of 12 (92%) |"
 has "$s" "Left out: 12 finished runs with no validation accuracy"
 [ "$(grep "^## " "$s" | head -1)" = "## Runs that learned their task" ]; check $? "the fit table opens summary.md"
+./compare --out "$fake" --task copy --schemes nope,alibi,rope --seeds 1,2,3,4 --train "$tmp/no-train" --report-only \
+  --claims 'nope>rope' --floor 0.5 > "$tmp/logf" 2>&1
+has "$s" "| copy | 4 of 4 (100%) | 4 of 4 (100%) | 3 of 4 (75%) | 11 of 12 (92%) |"
+! grep -q "all tasks" "$s"; check $? "one task: its row holds the shares, no row of all tasks"
 "${fake_cmd[@]}" --claims 'nope>rope' > "$tmp/logf" 2>&1
 ! grep -q "Runs that learned" "$s"; check $? "no fit table without --floor"
 has "$fake/results.csv" "copy,alibi,2,7,,ood,10,6,0.600000,,10,0.3000"
