@@ -535,37 +535,50 @@ void paper_table(const Report *rp) {
 }
 
 // --floor: the runs that learned their task, per task and scheme: those whose in-distribution
-// validation accuracy (the best check's) reached the floor, of the finished runs. It stands at the
-// top of summary.md, so that no score is read without the fit beside it.
+// validation accuracy (the best check's) reached the floor, and those whose held-out test accuracy
+// at the training lengths did, of the finished runs. It stands at the top of summary.md, so that
+// no score is read without the fit beside it.
+typedef struct { int val, test, n; } FloorCount;
+
+static void floor_cell(FILE *md, FloorCount f, int share) {
+    if (share && f.n) fprintf(md, " %d of %d (%.0f%%), test %d (%.0f%%) |", f.val, f.n, 100.0 * f.val / f.n, f.test, 100.0 * f.test / f.n);
+    else fprintf(md, " %d of %d, test %d |", f.val, f.n, f.test);
+}
+
 void floor_table(const Report *rp) {
     const Cfg *c = rp->c;
     FILE *md = rp->md;
     if (isnan(c->floor)) return;
-    fprintf(md, "## Runs that learned their task\n\nRuns whose in-distribution validation accuracy (the best check's) "
-                "reached the floor, %.4g, of the finished runs with a validation accuracy. Every run counts in the claims. The sensitivity table "
-                "of the claims leaves out the runs below the floor.\n\n| task |", c->floor);
+    fprintf(md, "## Runs that learned their task\n\nOf the finished runs with a validation accuracy: those whose "
+                "in-distribution validation accuracy (the best check's) reached the floor, %.4g, then (test) those whose "
+                "held-out test accuracy at the training lengths did. Every run counts in the claims. The sensitivity "
+                "table of the claims leaves out the runs below the floor by validation.\n\n| task |", c->floor);
     for (int sc = 0; sc < c->n_schemes; sc++) fprintf(md, " %s |", c->schemes[sc].label);
     fprintf(md, " all |\n|---|");
     for (int sc = 0; sc <= c->n_schemes; sc++) fprintf(md, "---|");
     fprintf(md, "\n");
-    int all_k[MAX_ITEMS + 1] = {0}, all_n[MAX_ITEMS + 1] = {0}, unchecked = 0;
-    int last = c->n_tasks > 1 ? c->n_tasks : 0;    // the row with the shares: all tasks, or the one task
-    for (int t = 0; t <= last; t++) {
-        int k[MAX_ITEMS + 1] = {0}, n[MAX_ITEMS + 1] = {0};
-        for (int i = 0; i < rp->n && t < c->n_tasks; i++) {
+    FloorCount all[MAX_ITEMS + 1] = {{0}};
+    int unchecked = 0, last = c->n_tasks > 1 ? c->n_tasks : 0;     // the row with the shares: all tasks, or the one task
+    for (int t = 0; t < c->n_tasks; t++) {
+        FloorCount f[MAX_ITEMS + 1] = {{0}};
+        for (int i = 0; i < rp->n; i++) {
             const Run *r = &rp->runs[i];
             if (r->twin || r->task != t || !run_has_results(r)) continue;
             if (isnan(rp->facts[i].val_acc)) { unchecked++; continue; }
-            int up = rp->facts[i].val_acc >= c->floor;
-            k[r->scheme] += up; n[r->scheme]++; k[c->n_schemes] += up; n[c->n_schemes]++;
+            int v = rp->facts[i].val_acc >= c->floor, te = rp->facts[i].acc[0] >= 100 * c->floor;
+            FloorCount *cell[2] = { &f[r->scheme], &f[c->n_schemes] };     // the scheme's and the task's
+            for (int j = 0; j < 2; j++) { cell[j]->val += v; cell[j]->test += te; cell[j]->n++; }
         }
-        fprintf(md, "| %s |", t < c->n_tasks ? c->tasks[t] : "**all tasks**");
+        fprintf(md, "| %s |", c->tasks[t]);
         for (int sc = 0; sc <= c->n_schemes; sc++) {
-            if (t < c->n_tasks) { all_k[sc] += k[sc]; all_n[sc] += n[sc]; }
-            int kk = t < c->n_tasks ? k[sc] : all_k[sc], nn = t < c->n_tasks ? n[sc] : all_n[sc];
-            if (t == last) fprintf(md, " %d of %d (%.0f%%) |", kk, nn, nn ? 100.0 * kk / nn : 0);
-            else fprintf(md, " %d of %d |", kk, nn);
+            floor_cell(md, f[sc], t == last);
+            all[sc].val += f[sc].val; all[sc].test += f[sc].test; all[sc].n += f[sc].n;
         }
+        fprintf(md, "\n");
+    }
+    if (last) {
+        fprintf(md, "| **all tasks** |");
+        for (int sc = 0; sc <= c->n_schemes; sc++) floor_cell(md, all[sc], 1);
         fprintf(md, "\n");
     }
     if (unchecked) fprintf(md, "\nLeft out: %d finished run%s with no validation accuracy (no fit line, no --select-every).\n",

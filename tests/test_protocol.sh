@@ -163,7 +163,8 @@ pilot_run() {   # stage task scheme fitted fit_step seconds
 # lego: 2 of 5 fit in A (nope at 2900); in B, t5, alibi and rotary fit (largest 2000) but nope does
 # not: admitted by B alone with B's steps (2500), not by a union of the stages (3 + nope, at 2900).
 # parity: 2 of 5 in A and absent from B: not in stage B.
-# copy: 4 of 5 fit in A, largest 700 (x 1.25 = 875: 1000 at least); sort: 3 of 5, largest 2100
+# copy: 4 of 5 fit in A by step 700, but ape did not in its 3000 steps: sized on 3000 (3750: 4000);
+# sort: 3 of 5, largest 2100 (the others stopped at 1200)
 # (2625: 3000); sum: 1 of 5 in A, 3 of 5 in B, largest 9000 (11250: 11500); pcfg: 0 in A, 2 in B.
 # Per 1000 steps, the stage's minutes over its steps: copy 5 / 5800, sort 10 / 6900, sum in B 50 / 29000
 for sc in nope t5 alibi rotary ape; do
@@ -177,21 +178,24 @@ for sc in nope t5 alibi rotary ape; do
   f=0; case $sc in t5|alibi|rotary) f=1;; esac; pilot_run B lego $sc $f $([ $sc = rotary ] && echo 2000 || echo 1000) 60
   f=0; case $sc in nope|t5) f=1;; esac; pilot_run A parity $sc $f 1000 60
 done
+# a run stopped and continued: its clock restarts, and its cost is the sittings' sum (30 + 90 s)
+printf 'step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n1,2,,1,1,1,10\n500,1,,1,1,1,30\n600,1,,1,1,1,20\n1000,1,,1,1,1,90\n' \
+  > "$pb/A/runs/parity/nope/seed9001/log.csv"
 tools/pilot_budgets.sh "$pb/A" > "$tmp/pa" 2>&1; check $? "pilot_budgets on stage A" || cat "$tmp/pa"
-for want in "| copy | A | 4 of 5 | 700 | 1000 | 5.0 | 0.86 |" "| sort | A | 3 of 5 | 2100 | 3000 | 10.0 | 1.45 |" \
+for want in "| copy | A | 4 of 5 | 3000 | 4000 | 5.0 | 0.86 |" "| parity | A | 2 of 5 | - | stage B | 6.0 | 1.20 |" "| sort | A | 3 of 5 | 2100 | 3000 | 10.0 | 1.45 |" \
             "| sum | A | 1 of 5 | - | stage B | 15.0 | 1.00 |" "--task copy,sort" "--task-flags sort=--steps 3000" "stage B: --task sum,pcfg,lego,parity"; do
   grep -qFx -- "$want" "$tmp/pa"; check $? "pilot_budgets, stage A, lacks: $want"
 done
 tools/pilot_budgets.sh "$pb/A" "$pb/B" > "$tmp/pab" 2>&1; check $? "pilot_budgets on stages A and B" || cat "$tmp/pab"
 for want in "| sum | B | 3 of 5 | 9000 | 11500 | 65.0 | 1.72 |" "| pcfg | B | 2 of 5 | - | out of reach | 95.0 | 1.88 |" \
-            "| lego | B | 3 of 5 | 2000 | 2500 | 10.0 | 0.83 |" "| parity | A | 2 of 5 | - | not in stage B | 5.0 | 1.00 |" \
+            "| lego | B | 3 of 5 | 2000 | 2500 | 10.0 | 0.83 |" "| parity | A | 2 of 5 | - | not in stage B | 6.0 | 1.20 |" \
             "--task copy,sort,sum,lego" "--task-flags sum=--steps 11500" "out of reach: pcfg" "stage B: --task parity"; do
   grep -qFx -- "$want" "$tmp/pab"; check $? "pilot_budgets, stages A and B, lacks: $want"
 done
 # tools/nope_protocol.sh: the confirmatory protocol from the committed template and the two stages.
 # parity did not run in stage B: refused. With parity in B (no scheme fits: out of reach), the
-# admitted four get their budgets; cost: (1000 x 0.86 + 3000 x 1.45 + 11500 x 1.72 + 2500 x 0.83)
-# / 1000 x 50 runs / 60 / 2 = 11.3 hours of 2 cores
+# admitted four get their budgets; cost: (4000 x 0.86 + 3000 x 1.45 + 11500 x 1.72 + 2500 x 0.83)
+# / 1000 x 50 runs / 60 / 2 = 12.4 hours of 2 cores, within the template's cap of 20
 expect_fail "nope_protocol with a configuration not run in stage B" "parity did not run in stage B" \
   tools/nope_protocol.sh protocols/nope-learned.in "$pb/A" "$pb/B" "$tmp/learned.txt"
 [ ! -e "$tmp/learned.txt" ]; check $? "a refused nope_protocol writes nothing"
@@ -199,14 +203,15 @@ cp -r "$pb/B" "$pb/B2"
 for sc in nope t5 alibi rotary ape; do pilot_run B2 parity $sc 0 12000 600; done
 tools/nope_protocol.sh protocols/nope-learned.in "$pb/A" "$pb/B2" "$tmp/learned.txt" > "$tmp/np" 2>&1
 check $? "nope_protocol on stages A and B" || cat "$tmp/np"
-grep -qFx "nope_protocol: $tmp/learned.txt: 4 configurations, about 11.3 hours of 2 cores" "$tmp/np"; check $? "nope_protocol's line: $(cat "$tmp/np")"
+grep -qFx "nope_protocol: $tmp/learned.txt: 4 configurations, about 12.4 hours of 2 cores" "$tmp/np"; check $? "nope_protocol's line: $(cat "$tmp/np")"
 for want in "--task copy,sort,sum,lego" "--task-flags sum=--steps 11500" "--task-flags lego=--steps 2500" \
-            "# | parity | B | 0 of 5 | - | out of reach | 55.0 | 0.83 |" "# Estimated cost: 11.3 hours of 2 cores (50 runs per configuration)." \
+            "# | parity | B | 0 of 5 | - | out of reach | 56.0 | 0.83 |" "# Estimated cost: 12.4 hours of 2 cores (50 runs per configuration), within the cap of 20." \
+            "# Fewer than 5 configurations: the claims cover only these 4." \
             "--paper lego:nope=64.6,t5=70.5,alibi=79.7,rotary=74.8,ape=61.0" "--floor 0.9"; do
   grep -qFx -- "$want" "$tmp/learned.txt"; check $? "nope_protocol's protocol lacks: $want"
 done
-! grep -q '^--paper \(parity\|pcfg\|scan\):\|@BUDGETS@' "$tmp/learned.txt"; check $? "nope_protocol keeps --paper of a configuration not admitted"
-[ "$(grep -v '^# |\|^# Estimated\|^--task' "$tmp/learned.txt")" = "$(grep -v '^@BUDGETS@$\|^--paper \(copy-2x\|copy-repeat\|reverse\|addition\|polynomial\|sort-multi\|parity\|scan\|pcfg\)' protocols/nope-learned.in | grep -v '^--paper copy-repeat')" ]
+! grep -q '^--paper \(parity\|pcfg\|scan\):\|@BUDGETS' "$tmp/learned.txt"; check $? "nope_protocol keeps --paper of a configuration not admitted"
+[ "$(grep -v '^# |\|^# Estimated\|^# Fewer\|^--task' "$tmp/learned.txt")" = "$(grep -v '^@BUDGETS 20@$\|^--paper \(copy-2x\|copy-repeat\|reverse\|addition\|polynomial\|sort-multi\|parity\|scan\|pcfg\)' protocols/nope-learned.in | grep -v '^--paper copy-repeat')" ]
 check $? "nope_protocol changes nothing but the budgets and the --paper lines"
 ./compare --protocol "$tmp/learned.txt" --out "$tmp/learned-out" --dry-run > "$tmp/dry" 2>&1 && grep -q '^compare: 200 runs (4 tasks x 5 schemes x 10 seeds)' "$tmp/dry" \
   && grep -q -- '--task sum .* --steps 11500' "$tmp/dry"
@@ -222,12 +227,38 @@ check $? "pilot_stage_b on stage A" || cat "$tmp/sb"
 grep -qFx -- "--task sum,pcfg,lego,parity" "$tmp/pilot-b.txt" && grep -q -- '^-- .* --max-steps 12000 ' "$tmp/pilot-b.txt" \
   && head -1 "$tmp/pilot-b.txt" | grep -qF "$tmp/pilot-b.txt: stage B of the pilot protocols/nope-pilot.txt"
 check $? "pilot_stage_b's protocol: $(head -1 "$tmp/pilot-b.txt")"
-[ "$(diff protocols/nope-pilot.txt "$tmp/pilot-b.txt" | grep -c '^[<>]')" = 6 ]; check $? "pilot_stage_b changes three lines"
+[ "$(diff protocols/nope-pilot.txt "$tmp/pilot-b.txt" | grep -c '^[<>]')" = 10 ] && grep -qFx "# ./compare --protocol $tmp/pilot-b.txt --out DIR --jobs 2" "$tmp/pilot-b.txt" \
+  && grep -q '^# Stage A (protocols/nope-pilot.txt): every configuration' "$tmp/pilot-b.txt"
+check $? "pilot_stage_b changes five lines: its name, its command, stage A's name, --task and --max-steps"
 ./compare --protocol "$tmp/pilot-b.txt" --out "$tmp/pb-out" --dry-run > "$tmp/dry" 2>&1 && grep -q '^compare: 20 runs (4 tasks x 5 schemes x 1 seeds)' "$tmp/dry"
 check $? "stage B's protocol reads: $(head -1 "$tmp/dry")"
 tools/pilot_stage_b.sh protocols/nope-pilot.txt "$pb/A" "$tmp/pilot-b.txt" > "$tmp/sb" 2>&1 && grep -q "is made already" "$tmp/sb"
 check $? "pilot_stage_b again: $(cat "$tmp/sb")"
 expect_fail "pilot_stage_b onto another file" "exists and differs" tools/pilot_stage_b.sh protocols/nope-pilot.txt "$pb/B2" "$tmp/pilot-b.txt"
+# the cap: a template capped at 5 hours takes lego (0.86 h), copy (1.43) and sort (1.81) and leaves
+# out sum (8.24)
+sed 's/^@BUDGETS 20@$/@BUDGETS 5@/' protocols/nope-learned.in > "$tmp/cap5.in"
+tools/nope_protocol.sh "$tmp/cap5.in" "$pb/A" "$pb/B2" "$tmp/cap5.txt" > "$tmp/np" 2>&1; check $? "nope_protocol under a cap" || cat "$tmp/np"
+for want in "--task copy,sort,lego" "# Over the cap, left out: sum (8.2 h)." "# Estimated cost: 4.1 hours of 2 cores (50 runs per configuration), within the cap of 5."; do
+  grep -qFx -- "$want" "$tmp/cap5.txt"; check $? "nope_protocol under a cap lacks: $want"
+done
+! grep -q -- '--task-flags sum=\|^--paper sum:' "$tmp/cap5.txt"; check $? "a configuration over the cap keeps its lines"
+# a configuration admitted by A that also ran in B; a stage whose protocol names a configuration with no run
+cp -r "$pb/B2" "$pb/B3"; for sc in nope t5 alibi rotary ape; do pilot_run B3 copy $sc 1 700 60; done
+expect_fail "pilot_budgets with a configuration in both stages" "copy was admitted by stage A but ran in stage B" tools/pilot_budgets.sh "$pb/A" "$pb/B3"
+printf -- '--task copy,sort,sum,pcfg,lego,parity,scan\n' > "$tmp/pa-proto.txt"
+echo "Protocol: $tmp/pa-proto.txt (FNV-1a 64 of its bytes: 0123456789abcdef). Its tasks are this report's." > "$pb/A/summary.md"
+expect_fail "pilot_budgets on a stage missing a configuration of its protocol" "scan of $tmp/pa-proto.txt has no finished run" tools/pilot_budgets.sh "$pb/A"
+sed -i 's/,scan$//' "$tmp/pa-proto.txt"
+tools/pilot_budgets.sh "$pb/A" > /dev/null 2>&1; check $? "pilot_budgets on a stage with every configuration of its protocol"
+# stage A admits everything: no stage B, and the protocol without it; without B when A left some: refused
+for sc in nope t5 alibi rotary ape; do pilot_run ALL copy $sc 1 700 60; done
+tools/pilot_stage_b.sh protocols/nope-pilot.txt "$pb/ALL" "$tmp/none-b.txt" > "$tmp/sb" 2>&1 && grep -q "there is no stage B" "$tmp/sb" && [ ! -e "$tmp/none-b.txt" ]
+check $? "pilot_stage_b when stage A admitted everything: $(cat "$tmp/sb")"
+tools/nope_protocol.sh protocols/nope-learned.in "$pb/ALL" "$pb/none" "$tmp/all.txt" > "$tmp/np" 2>&1 && grep -qFx -- "--task-flags copy=--steps 1000" "$tmp/all.txt"
+check $? "nope_protocol with no stage B: $(cat "$tmp/np")"
+expect_fail "nope_protocol without stage B when A left configurations for it" "stage B ($pb/none) has not run" \
+  tools/nope_protocol.sh protocols/nope-learned.in "$pb/A" "$pb/none" "$tmp/nob.txt"
 # refused: a stage with a run unfinished, a configuration short of a run, a grid without a fit criterion
 rm "$pb/A/runs/copy/ape/seed9001/done"
 expect_fail "pilot_budgets on an unfinished stage" "copy/ape/seed9001 has not finished" tools/pilot_budgets.sh "$pb/A"

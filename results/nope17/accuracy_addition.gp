@@ -1,6 +1,6 @@
 set terminal pngcairo size 1000,560 noenhanced
 set output 'accuracy_addition.png'
-set title 'addition: accuracy against length (trained on <= 8; runs: mean and 95% bootstrap band)'
+set title 'addition: accuracy against length (trained on <= 8; runs: mean and 95% t-band over seeds)'
 set xlabel 'length'
 set ylabel 'accuracy'
 set grid

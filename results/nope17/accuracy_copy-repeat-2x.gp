@@ -1,6 +1,6 @@
 set terminal pngcairo size 1000,560 noenhanced
 set output 'accuracy_copy-repeat-2x.png'
-set title 'copy-repeat-2x: accuracy against length (trained on <= 20; runs: mean and 95% bootstrap band)'
+set title 'copy-repeat-2x: accuracy against length (trained on <= 20; runs: mean and 95% t-band over seeds)'
 set xlabel 'length'
 set ylabel 'accuracy'
 set grid
