@@ -243,6 +243,16 @@ for want in "--task copy,sort,lego" "# Over the cap, left out: sum (8.2 h)." "# 
   grep -qFx -- "$want" "$tmp/cap5.txt"; check $? "nope_protocol under a cap lacks: $want"
 done
 ! grep -q -- '--task-flags sum=\|^--paper sum:' "$tmp/cap5.txt"; check $? "a configuration over the cap keeps its lines"
+# a template tracked by git and changed since its commit is refused
+if have git "a template changed since its commit (nope_protocol)" "apt-get install git"; then
+  mkdir "$tmp/g" && cp protocols/nope-learned.in "$tmp/g/t.in" && git -C "$tmp/g" init -q \
+    && git -C "$tmp/g" -c user.name=t -c user.email=t@t add t.in && git -C "$tmp/g" -c user.name=t -c user.email=t@t commit -qm t \
+    || abort "git init of a scratch repository failed"
+  tools/nope_protocol.sh "$tmp/g/t.in" "$pb/A" "$pb/B2" "$tmp/g1.txt" > /dev/null 2>&1; check $? "nope_protocol on a committed template"
+  echo "# changed after its commit" >> "$tmp/g/t.in"
+  expect_fail "nope_protocol on a template changed since its commit" "differs from its committed version" \
+    tools/nope_protocol.sh "$tmp/g/t.in" "$pb/A" "$pb/B2" "$tmp/g2.txt"
+fi
 # a configuration admitted by A that also ran in B; a stage whose protocol names a configuration with no run
 cp -r "$pb/B2" "$pb/B3"; for sc in nope t5 alibi rotary ape; do pilot_run B3 copy $sc 1 700 60; done
 expect_fail "pilot_budgets with a configuration in both stages" "copy was admitted by stage A but ran in stage B" tools/pilot_budgets.sh "$pb/A" "$pb/B3"

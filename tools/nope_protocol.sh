@@ -9,8 +9,9 @@
 # in hours of 2 cores (./compare --jobs 2). The cap: the admitted configurations are taken from the
 # cheapest up, in the pilot's order at equal cost, while their sum stays within H; the rest are
 # listed as over the cap. --paper lines of configurations not taken are dropped. Nothing else
-# changes. OUT is written whole (a temporary name, renamed) and never replaced by another: a
-# protocol is fixed once made. Made again from the same stages, it is left as it is.
+# changes. A template tracked by git must be as committed. OUT is written whole (a temporary name,
+# renamed) and never replaced by another: a protocol is fixed once made. Made again from the same
+# stages, it is left as it is.
 set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: tools/nope_protocol.sh TEMPLATE STAGE_A_DIR STAGE_B_DIR OUT" >&2; exit 2; }
 tpl=$1 a=$2 b=$3 out=$4
@@ -18,6 +19,11 @@ die() { echo "nope_protocol: $*" >&2; exit 1; }
 [ -r "$tpl" ] || die "$tpl cannot be read"
 [ "$(grep -cxE '@BUDGETS [0-9]+(\.[0-9]+)?@' "$tpl")" = 1 ] || die "$tpl has no line @BUDGETS H@, H the cap in hours (or more than one)"
 cap=$(sed -nE 's/^@BUDGETS ([0-9.]+)@$/\1/p' "$tpl")
+# a template tracked by git must be as committed: the pre-registration is the commit
+tdir=$(dirname "$tpl")
+if command -v git > /dev/null && git -C "$tdir" ls-files --error-unmatch -- "$(basename "$tpl")" > /dev/null 2>&1; then
+    git -C "$tdir" diff --quiet HEAD -- "$(basename "$tpl")" || die "$tpl differs from its committed version: the template is fixed by its commit"
+fi
 if [ -d "$b" ]; then budgets=$(tools/pilot_budgets.sh "$a" "$b") || exit 1
 else
     budgets=$(tools/pilot_budgets.sh "$a") || exit 1
