@@ -194,7 +194,7 @@ SA = build/fuzz-sa
 zobj = $(addprefix $(FZ)/obj/,$(1:.c=.o))
 sobj = $(addprefix $(SA)/obj/,$(1:.c=.o))
 FUZZ_SA = $(addprefix $(SA)/fuzz_,$(FUZZ))
-$(call zobj,$(filter lab/%,$(FUZZ_LIB_compare_args))) $(call sobj,$(filter lab/%,$(FUZZ_LIB_compare_args))): $(LAB_HDR)
+$(call zobj,$(filter lab/%,$(FUZZ_LIB_compare_args)) tests/fuzz/fuzz_compare_args.c) $(call sobj,$(filter lab/%,$(FUZZ_LIB_compare_args)) tests/fuzz/fuzz_compare_args.c): $(LAB_HDR)
 # tools/tokenize.c holds ./tokenize's main(), which the harness's driver replaces
 $(FZ)/obj/tools/tokenize.o $(SA)/obj/tools/tokenize.o: FUZZ_DEFS = -Dmain=tokenize_main
 $(FZ)/obj/tests/fuzz/fuzz.o: tests/fuzz/fuzz.c tests/fuzz/fuzz.h util/common.h
