@@ -13,6 +13,7 @@
 # renamed) and never replaced by another: a protocol is fixed once made. Made again from the same
 # stages, it is left as it is.
 set -euo pipefail
+. "$(dirname "$0")/fixed_file.sh"
 [ $# -eq 4 ] || { echo "usage: tools/nope_protocol.sh TEMPLATE STAGE_A_DIR STAGE_B_DIR OUT" >&2; exit 2; }
 tpl=$1 a=$2 b=$3 out=$4
 die() { echo "nope_protocol: $*" >&2; exit 1; }
@@ -62,10 +63,6 @@ awk -v budgets="$budgets" -v keep="$keep" -v tasks=",$tasks," -v hours="$hours" 
         next }
     /^--paper / { t = $2; sub(/:.*/, "", t); if (index(tasks, "," t ",") == 0) next }
     { print }' "$tpl" > "$tmp"
-if [ -e "$out" ]; then
-    cmp -s "$tmp" "$out" || die "$out exists and differs from what the pilot gives: a protocol is fixed once made (delete it first only if it never ran)"
-    echo "nope_protocol: $out is made already"; exit 0
-fi
-mv "$tmp" "$out"
+fixed_file "$tmp" "$out" nope_protocol "the pilot"
 trap - EXIT
 echo "nope_protocol: $out: $count configurations, about $hours hours of 2 cores${over:+; over the cap of $cap hours: $over}"

@@ -7,6 +7,7 @@
 # and it is never replaced by another. When stage A admitted every configuration there is no stage
 # B: it says so, writes nothing and exits 0.
 set -euo pipefail
+. "$(dirname "$0")/fixed_file.sh"
 [ $# -eq 3 ] || { echo "usage: tools/pilot_stage_b.sh PILOT_PROTOCOL STAGE_A_DIR OUT" >&2; exit 2; }
 pilot=$1 a=$2 out=$3
 die() { echo "pilot_stage_b: $*" >&2; exit 1; }
@@ -24,10 +25,6 @@ awk -v left="$left" -v pilot="$pilot" -v out="$out" '
     /^--task / { print "--task " left; next }
     /^-- / { sub(/ --max-steps 3000 /, " --max-steps 12000 ") }
     { print }' "$pilot" > "$tmp"
-if [ -e "$out" ]; then
-    cmp -s "$tmp" "$out" || die "$out exists and differs from what stage A gives: a protocol is fixed once made (delete it first only if it never ran)"
-    echo "pilot_stage_b: $out is made already"; exit 0
-fi
-mv "$tmp" "$out"
+fixed_file "$tmp" "$out" pilot_stage_b "stage A"
 trap - EXIT
 echo "pilot_stage_b: $out: stage B trains $left"
