@@ -93,8 +93,17 @@ check $? "compare.log holds the three sittings' output, in order"
 tools/keep_results.sh "$tmp/A" "$tmp/K" > "$tmp/keep.out" 2>&1; check $? "tools/keep_results.sh" || cat "$tmp/keep.out"
 ! find "$tmp/K" -name 'model.ckpt*' | grep -q .; check $? "no checkpoint kept"
 [ "$(wc -l < "$tmp/K/runs/parity/nope/seed1/log.csv")" = 5 ]; check $? "log.csv thinned to its header and steps 50, 100, 150, 200"
-[ "$(head -1 "$tmp/K/runs/parity/nope/seed1/log.csv")" = step,loss ] && [ "$(tail -1 "$tmp/K/runs/parity/nope/seed1/log.csv" | cut -d, -f1)" = 200 ]
-check $? "log.csv kept as the loss plot reads it: its step and loss columns"
+[ "$(head -1 "$tmp/K/runs/parity/nope/seed1/log.csv")" = step,loss,elapsed_s ] && [ "$(tail -1 "$tmp/K/runs/parity/nope/seed1/log.csv" | cut -d, -f1)" = 200 ]
+check $? "log.csv kept with its step, loss and elapsed_s columns"
+# the training time over the sittings (the clock restarts in each), as tools/pilot_budgets.sh sums it
+sittings_s() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "elapsed_s") e = i; next }
+                        { if ($e + 0 < p) b += p; p = $e + 0 } END { printf "%.3f\n", b + p }' "$1"; }
+tools/keep_results.sh "$tmp/B" "$tmp/KB" > /dev/null 2>&1
+for d in "$tmp"/B/runs/parity/*/seed*; do
+    r=${d#"$tmp/B/"}
+    [ "$(sittings_s "$d/log.csv")" = "$(sittings_s "$tmp/KB/$r/log.csv")" ]
+    check $? "$r: the kept log.csv keeps each sitting's last clock (training time $(sittings_s "$d/log.csv") s)"
+done
 cmp -s "$tmp/A/compare.log" "$tmp/K/compare.log"; check $? "compare.log kept"
 rm "$tmp"/K/*.png
 ./compare --out "$tmp/K" --report-only "${flags[@]}" > "$tmp/K.out" 2>&1; check $? "the report from the kept files" || cat "$tmp/K.out"

@@ -5,10 +5,12 @@
 # compare.log (what each sitting of the grid printed), the plots (.png, and the .gp/.dat that draw
 # them) and per run what the report reads: done (the run's settings, checked against the command),
 # train.log (its fit or select line, train lengths, parameter count), eval.csv (tasks), ppl.csv,
-# ppl_EXT.csv and ft-EXT/ppl.csv (text; --finetune), attention.csv, distance.csv; and log.csv as the
-# loss plot reads it (its .gp: `using 1:2`): the columns step and loss only, on its header, every
-# EVERY-th step (default 50) and the last. Left out: checkpoints (model.ckpt*), started, ppl_positions*.csv, the longrope lists,
-# distance.pair and distance.log (only a later distance command reads them), the SVGs, OUT/.lock.
+# ppl_EXT.csv and ft-EXT/ppl.csv (text; --finetune), attention.csv, distance.csv; and log.csv
+# thinned: the columns step, loss (the loss plot's `using 1:2`) and elapsed_s (a pilot's cost,
+# tools/pilot_budgets.sh), on its header, every EVERY-th step (default 50), the last, and the
+# rows where a sitting that was stopped ends and the next begins (its clock restarts). Left out:
+# checkpoints (model.ckpt*), started, ppl_positions*.csv, the longrope lists, distance.pair and
+# distance.log (only a later distance command reads them), the SVGs, OUT/.lock.
 set -euo pipefail
 [ $# -ge 2 ] && [ $# -le 3 ] || { echo "usage: tools/keep_results.sh SRC DST [EVERY]" >&2; exit 2; }
 src=${1%/}; dst=${2%/}; every=${3:-50}
@@ -30,9 +32,15 @@ while IFS= read -r done_file; do
         mkdir -p "$dst/$rel/$sub" && cp "$f" "$dst/$rel/$sub/"
     done
     if [ -f "$run/log.csv" ]; then
-        awk -F, -v k="$every" 'NR == 1 || $1 % k == 0 { print $1 "," $2; last = NR; next } { held = $1 "," $2 }
-                                END { if (held != "" && last != NR) print held }' "$run/log.csv" > "$dst/$rel/log.csv"
+        awk -F, -v k="$every" '
+            function row() { return $1 "," $2 (e ? "," $e : "") }
+            NR == 1 { for (i = 1; i <= NF; i++) if ($i == "elapsed_s") e = i; print row(); next }
+            e && $e + 0 < pe { if (held != "") print held; print row(); held = ""; pe = $e + 0; next }   # a sitting ends, the next begins
+            e { pe = $e + 0 }
+            $1 % k == 0 { print row(); held = ""; next }
+            { held = row() }
+            END { if (held != "") print held }' "$run/log.csv" > "$dst/$rel/log.csv"
     fi
     n=$((n + 1))
 done < <(find "$src/runs" -name done | sort)
-echo "keep_results: $n finished runs of $src in $dst ($(du -sh "$dst" | cut -f1)); log.csv's step and loss every $every steps"
+echo "keep_results: $n finished runs of $src in $dst ($(du -sh "$dst" | cut -f1)); log.csv's step, loss and clock every $every steps"
